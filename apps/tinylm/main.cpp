@@ -1,0 +1,30 @@
+// tinylm: train and run small language models from the command line.
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "tinylm/core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tinylm: train and run small language models on the CPU", "tinylm"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tinylm 0.1.0");
+  tinylm::cli::register_microgpt(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "tinylm: error: %s (see --help)\n", e.what());
+    return e.get_exit_code() != 0 ? e.get_exit_code() : 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tinylm: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,93 @@
+#include "tinylm/core/dtype.h"
+
+#include "tinylm/core/error.h"
+
+namespace tinylm {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+    case DType::i32: return 4;
+    case DType::f64: return 8;
+  }
+  fail("[dtype_size] invalid dtype ", static_cast<int>(t));
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::i32: return "i32";
+    case DType::f64: return "f64";
+  }
+  fail("[dtype_name] invalid dtype ", static_cast<int>(t));
+}
+
+DType parse_dtype(std::string_view name) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::f64}) {
+    if (dtype_name(t) == name) return t;
+  }
+  fail("unknown dtype '", name, "' (expected f32, f16, bf16, i32 or f64)");
+}
+
+uint16_t float_to_f16(float f) {
+  const uint32_t u = float_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
+  const int exp = static_cast<int>(abs >> 23) - 127;
+  if (exp >= -14) {  // normal half: drop 13 mantissa bits with round-to-nearest-even
+    uint32_t h = ((static_cast<uint32_t>(exp + 15)) << 10) | ((abs >> 13) & 0x3ffu);
+    const uint32_t rest = abs & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry may bump the exponent: fine
+    return static_cast<uint16_t>(sign | h);
+  }
+  if (exp < -25) return sign;  // below half the smallest subnormal: rounds to zero
+  // Subnormal half: the value is mant * 2^(exp-23) with the implicit bit; the result counts
+  // units of 2^-24, so shift right by (-14 - exp) + 13.
+  const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+  const int shift = -exp - 1;  // 14..24
+  uint32_t h = mant >> shift;
+  const uint32_t rest = mant & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+float f16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (mant << 13));
+  if (exp != 0) return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
+  if (mant == 0) return bits_float(sign);
+  int e = 113;  // normalise the subnormal
+  while ((mant & 0x400u) == 0) {
+    mant <<= 1;
+    --e;
+  }
+  return bits_float(sign | (static_cast<uint32_t>(e) << 23) | ((mant & 0x3ffu) << 13));
+}
+
+void convert_f32_to_f16(std::span<const float> in, std::span<uint16_t> out) {
+  check(in.size() == out.size(), "[convert_f32_to_f16] size mismatch");
+  for (size_t i = 0; i < in.size(); ++i) out[i] = float_to_f16(in[i]);
+}
+void convert_f16_to_f32(std::span<const uint16_t> in, std::span<float> out) {
+  check(in.size() == out.size(), "[convert_f16_to_f32] size mismatch");
+  for (size_t i = 0; i < in.size(); ++i) out[i] = f16_to_float(in[i]);
+}
+void convert_f32_to_bf16(std::span<const float> in, std::span<uint16_t> out) {
+  check(in.size() == out.size(), "[convert_f32_to_bf16] size mismatch");
+  for (size_t i = 0; i < in.size(); ++i) out[i] = float_to_bf16(in[i]);
+}
+void convert_bf16_to_f32(std::span<const uint16_t> in, std::span<float> out) {
+  check(in.size() == out.size(), "[convert_bf16_to_f32] size mismatch");
+  for (size_t i = 0; i < in.size(); ++i) out[i] = bf16_to_float(in[i]);
+}
+
+}  // namespace tinylm

@@ -1,0 +1,48 @@
+#pragma once
+// Element types and the conversions between them. Half-precision conversions round to
+// nearest, ties to even, as IEEE 754 and every hardware converter do; NaN stays NaN.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+namespace tinylm {
+
+enum class DType : uint8_t { f32, f16, bf16, i32, f64 };
+
+size_t dtype_size(DType t);
+std::string_view dtype_name(DType t);  // "f32", "f16", "bf16", "i32", "f64"
+DType parse_dtype(std::string_view name);  // the names above; throws Error otherwise
+
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// bfloat16 is the top half of a float32: rounding adds half an ulp of the kept part plus the
+// tie-breaking bit, then truncates.
+inline uint16_t float_to_bf16(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+
+uint16_t float_to_f16(float f);
+float f16_to_float(uint16_t h);
+
+// Bulk conversions over spans of equal length.
+void convert_f32_to_f16(std::span<const float> in, std::span<uint16_t> out);
+void convert_f16_to_f32(std::span<const uint16_t> in, std::span<float> out);
+void convert_f32_to_bf16(std::span<const float> in, std::span<uint16_t> out);
+void convert_bf16_to_f32(std::span<const uint16_t> in, std::span<float> out);
+
+}  // namespace tinylm

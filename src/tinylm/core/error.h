@@ -1,0 +1,35 @@
+#pragma once
+// tinylm::Error is what every library boundary throws: one line that names the file, the
+// tensor or the option, and the problem. The CLI prints what() and exits non-zero.
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace tinylm {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Concatenates its arguments with operator<< into one string.
+template <class... Args>
+std::string cat(Args&&... args) {
+  std::ostringstream os;
+  (os << ... << std::forward<Args>(args));
+  return os.str();
+}
+
+template <class... Args>
+[[noreturn]] void fail(Args&&... args) {
+  throw Error(cat(std::forward<Args>(args)...));
+}
+
+// Cheap boundary check: throws Error(message) when cond is false.
+template <class... Args>
+void check(bool cond, Args&&... args) {
+  if (!cond) fail(std::forward<Args>(args)...);
+}
+
+}  // namespace tinylm

@@ -1,0 +1,32 @@
+#include "tinylm/core/param_store.h"
+
+#include "tinylm/core/error.h"
+
+namespace tinylm {
+
+const ParamEntry& ParamLayout::add(std::string name, Shape shape) {
+  check(find(name) == nullptr, "[ParamLayout] duplicate parameter name '", name, "'");
+  ParamEntry e;
+  e.numel = static_cast<size_t>(shape_numel(shape));
+  e.offset = total_;
+  e.name = std::move(name);
+  e.shape = std::move(shape);
+  total_ += e.numel;
+  entries_.push_back(std::move(e));
+  return entries_.back();
+}
+
+const ParamEntry* ParamLayout::find(std::string_view name) const {
+  for (const ParamEntry& e : entries_) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+const ParamEntry& ParamLayout::at(std::string_view name) const {
+  const ParamEntry* e = find(name);
+  check(e != nullptr, "[ParamLayout] no parameter named '", name, "'");
+  return *e;
+}
+
+}  // namespace tinylm

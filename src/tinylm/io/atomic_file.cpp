@@ -1,0 +1,45 @@
+#include "tinylm/io/atomic_file.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tinylm/core/error.h"
+
+namespace tinylm::io {
+
+AtomicFile::AtomicFile(std::string path)
+    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  f_ = std::fopen(tmp_.c_str(), "wb");
+  if (!f_) fail(path_, ": cannot write: ", std::strerror(errno));
+}
+
+AtomicFile::~AtomicFile() {
+  if (f_) {
+    std::fclose(f_);
+    std::remove(tmp_.c_str());
+  }
+}
+
+void AtomicFile::write(std::span<const std::byte> bytes) {
+  check(f_ != nullptr, path_, ": write after commit");
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f_) != bytes.size()) {
+    fail(path_, ": write failed: ", std::strerror(errno));
+  }
+}
+
+void AtomicFile::commit() {
+  check(f_ != nullptr, path_, ": committed twice");
+  const bool ok = std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0;
+  const int err = errno;
+  std::fclose(f_);
+  f_ = nullptr;
+  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int e = ok ? errno : err;
+    std::remove(tmp_.c_str());
+    fail(path_, ": cannot write: ", std::strerror(e));
+  }
+}
+
+}  // namespace tinylm::io

@@ -1,0 +1,35 @@
+#include "tinylm/io/json_strict.h"
+
+#include <set>
+#include <vector>
+
+#include "tinylm/core/error.h"
+
+namespace tinylm::io {
+
+nlohmann::json parse_json_strict(std::string_view text, const std::string& what) {
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  const auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event,
+                            nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) {
+      keys.emplace_back();
+    } else if (event == E::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == E::key) {
+      const std::string& k = parsed.get_ref<const std::string&>();
+      check(!keys.empty() && keys.back().insert(k).second, what, ": duplicate key '", k, "'");
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text.begin(), text.end(), callback);
+  } catch (const nlohmann::json::exception& e) {
+    // nlohmann's messages start with "[json.exception.parse_error.101] "; keep the rest.
+    std::string msg = e.what();
+    if (const size_t p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
+    fail(what, ": invalid JSON: ", msg);
+  }
+}
+
+}  // namespace tinylm::io

@@ -1,0 +1,12 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace tinylm::io {
+
+// Parses JSON, rejecting what nlohmann would silently accept: a key repeated within one
+// object (the last one would win). `what` names the source in error messages.
+nlohmann::json parse_json_strict(std::string_view text, const std::string& what);
+
+}  // namespace tinylm::io

@@ -1,0 +1,73 @@
+#pragma once
+// safetensors (Hugging Face): an 8-byte little-endian header length N, N bytes of JSON
+// describing each tensor's dtype, shape and [begin, end) byte range, then the data.
+// The reader memory-maps the file and validates every rule before any tensor is touched:
+// header size, JSON, duplicate names, known dtypes, shapes, overflow-checked byte sizes,
+// and offsets that tile the data section exactly. Errors name the file, the tensor and
+// the problem. Writers go through a temporary file and a rename.
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tinylm/core/tensor.h"
+
+namespace tinylm::io {
+
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;  // as in the file: "F32", "BF16", ...
+  Shape shape;
+  size_t begin = 0;   // byte offsets into the data section
+  size_t end = 0;
+};
+
+class SafetensorsFile {
+ public:
+  // Maps and validates `path`.
+  static SafetensorsFile open(const std::string& path);
+  // Validates an in-memory image (copied); `name` stands for the path in errors.
+  static SafetensorsFile from_bytes(std::span<const std::byte> bytes, const std::string& name);
+
+  const std::string& path() const { return path_; }
+  const std::vector<SafetensorsEntry>& entries() const { return entries_; }  // file order
+  const SafetensorsEntry* find(const std::string& name) const;
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  // The raw bytes of a tensor (possibly unaligned for its element type).
+  std::span<const std::byte> bytes(const SafetensorsEntry& e) const;
+  // A tensor converted to f64 / f32 (from F64, F32, F16 or BF16); throws for other dtypes.
+  // `want` checks the shape when non-empty.
+  std::vector<double> read_f64(const std::string& name, const Shape& want = {}) const;
+  std::vector<float> read_f32(const std::string& name, const Shape& want = {}) const;
+
+ private:
+  struct Storage;
+  void parse();
+  const SafetensorsEntry& entry_checked(const std::string& name, const Shape& want) const;
+
+  std::string path_;
+  std::shared_ptr<Storage> storage_;
+  std::span<const std::byte> file_;
+  std::span<const std::byte> data_;
+  std::vector<SafetensorsEntry> entries_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Size in bytes of one element of a safetensors dtype name, or 0 when unknown.
+size_t safetensors_dtype_size(const std::string& dtype);
+
+struct SafetensorsWriteEntry {
+  std::string name;
+  std::string dtype;
+  Shape shape;
+  std::span<const std::byte> data;
+};
+
+// Writes tensors in the given order with the given metadata, atomically.
+void write_safetensors(const std::string& path, std::span<const SafetensorsWriteEntry> tensors,
+                       const std::map<std::string, std::string>& metadata);
+
+}  // namespace tinylm::io

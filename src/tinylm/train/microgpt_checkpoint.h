@@ -1,0 +1,22 @@
+#pragma once
+// A trained microgpt as safetensors: one F64 tensor per parameter (microgpt.py's names and
+// [out][in] shapes), the configuration and character set in __metadata__.
+#include <string>
+
+#include "tinylm/models/microgpt/model.h"
+#include "tinylm/tokenizers/char_tokenizer.h"
+
+namespace tinylm::train {
+
+void save_microgpt(const std::string& path, const microgpt::Model& model,
+                   const CharTokenizer& tokenizer);
+
+struct MicrogptCheckpoint {
+  microgpt::Config config;
+  std::string chars;            // the tokenizer's character set, UTF-8
+  std::vector<double> params;   // flat, canonical order
+};
+// Throws Error naming the file on any problem (format, metadata, missing or mis-shaped tensor).
+MicrogptCheckpoint load_microgpt(const std::string& path);
+
+}  // namespace tinylm::train

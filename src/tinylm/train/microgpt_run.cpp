@@ -1,0 +1,94 @@
+#include "tinylm/train/microgpt_run.h"
+
+#include <cstdio>
+#include <ostream>
+
+#include "tinylm/core/error.h"
+#include "tinylm/core/py_random.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/generate/microgpt_sample.h"
+#include "tinylm/io/text_file.h"
+#include "tinylm/optim/adam.h"
+#include "tinylm/tokenizers/char_tokenizer.h"
+#include "tinylm/train/microgpt_checkpoint.h"
+
+namespace tinylm::train {
+
+namespace {
+template <class... Args>
+std::string format(const char* fmt, Args... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+}  // namespace
+
+MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool carriage_return) {
+  MicrogptResult result;
+  Timer timer;
+  const int steps = opt.steps.value_or(opt.load_path.empty() ? 1000 : 0);
+  check(steps >= 0, "--steps must be non-negative, got ", steps);
+  check(opt.samples >= 0, "--samples must be non-negative, got ", opt.samples);
+  check(opt.temperature > 0.0, "--temperature must be positive, got ", opt.temperature);
+  check(opt.lr > 0.0, "--lr must be positive, got ", opt.lr);
+
+  PyRandom rng(opt.seed);
+  std::vector<std::string> docs = io::read_documents(opt.data_path);
+  rng.shuffle(std::span(docs));
+  out << "num docs: " << docs.size() << '\n';
+
+  const CharTokenizer tokenizer = CharTokenizer::from_documents(docs);
+  microgpt::Config config = opt.model;
+  config.vocab_size = tokenizer.vocab_size();
+  config.validate();
+  out << "vocab size: " << config.vocab_size << '\n';
+
+  const std::unique_ptr<microgpt::Model> model = microgpt::make_model(config, opt.engine);
+  // Draw the initial weights even when loading, so the sampling stream that follows is the
+  // one the original run used: a saved-and-loaded model samples what the run sampled.
+  for (double& p : model->params()) p = rng.gauss(0.0, 0.08);
+  if (!opt.load_path.empty()) {
+    const MicrogptCheckpoint ck = load_microgpt(opt.load_path);
+    const microgpt::Config& c = ck.config;
+    check(c.n_embd == config.n_embd && c.n_head == config.n_head && c.n_layer == config.n_layer &&
+              c.block_size == config.block_size,
+          opt.load_path, ": model configuration (n_embd ", c.n_embd, ", n_head ", c.n_head,
+          ", n_layer ", c.n_layer, ", block_size ", c.block_size,
+          ") differs from the command line's");
+    check(ck.chars == tokenizer.chars_utf8(), opt.load_path, ": character set differs from ",
+          opt.data_path, "'s");
+    std::copy(ck.params.begin(), ck.params.end(), model->params().begin());
+  }
+  out << "num params: " << model->params().size() << '\n';
+  result.timings.setup_ms = timer.elapsed_ms();
+
+  timer.reset();
+  optim::Adam<double> adam(model->params().size(), {opt.beta1, opt.beta2, opt.eps, 0.0});
+  const char end = carriage_return ? '\r' : '\n';
+  for (int step = 0; step < steps; ++step) {
+    const std::string& doc = docs[static_cast<size_t>(step) % docs.size()];
+    const std::vector<int> tokens = tokenizer.encode_document(doc);
+    const double loss = model->loss_and_grad(tokens);
+    const double lr_t = opt.lr * (1 - static_cast<double>(step) / steps);
+    adam.step(model->params(), model->grads(), lr_t, step + 1);
+    result.losses.push_back(loss);
+    out << format("step %4d / %4d | loss %.4f", step + 1, steps, loss) << end;
+    if (carriage_return) out.flush();
+  }
+  if (carriage_return && steps > 0) out << '\n';
+  result.timings.train_ms = timer.elapsed_ms();
+  if (!opt.save_path.empty()) save_microgpt(opt.save_path, *model, tokenizer);
+
+  timer.reset();
+  out << "\n--- inference (new, hallucinated names) ---\n";
+  for (int i = 0; i < opt.samples; ++i) {
+    const std::vector<int> ids =
+        generate::sample_microgpt(*model, rng, opt.temperature, tokenizer.bos());
+    result.samples.push_back(tokenizer.decode(ids));
+    out << format("sample %2d: ", i + 1) << result.samples.back() << '\n';
+  }
+  result.timings.sample_ms = timer.elapsed_ms();
+  return result;
+}
+
+}  // namespace tinylm::train
