@@ -10,6 +10,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "tinylm 0.1.0");
   tinylm::cli::register_microgpt(app);
+  const auto known = [&](const char* name) {
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_name() == name) return true;
+    }
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
+    std::fprintf(stderr, "tinylm: error: unknown command '%s' (see --help)\n", argv[1]);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

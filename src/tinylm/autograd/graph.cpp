@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/py_math.h"
 
 namespace tinylm::autograd {
 
@@ -25,7 +26,7 @@ NodeId Graph::mul(NodeId a, NodeId b) {
 
 NodeId Graph::pow(NodeId a, double e) {
   const double d = nodes_[a].data;
-  return push(std::pow(d, e), a, e * std::pow(d, e - 1.0));
+  return push(py_pow(d, e), a, e * py_pow(d, e - 1.0));
 }
 
 NodeId Graph::log(NodeId a) {

@@ -17,7 +17,7 @@ class Error : public std::runtime_error {
 template <class... Args>
 std::string cat(Args&&... args) {
   std::ostringstream os;
-  (os << ... << std::forward<Args>(args));
+  ((os << std::forward<Args>(args)), ...);
   return os.str();
 }
 

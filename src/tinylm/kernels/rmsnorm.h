@@ -5,17 +5,19 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tinylm/core/py_math.h"
+
 namespace tinylm::kernels {
 
 // y: (rows, n)   x: (rows, n)   scale: (rows) — saved for the backward
 template <class T>
 void rmsnorm_forward(T* y, T* scale, const T* x, int64_t rows, int64_t n, T eps) {
-  const T inv_n = std::pow(T(n), T(-1));
+  const T inv_n = py_pow(T(n), T(-1));
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     T ss = T(0);
     for (int64_t i = 0; i < n; ++i) ss += xr[i] * xr[i];
-    const T s = std::pow(ss * inv_n + eps, T(-0.5));
+    const T s = py_pow(ss * inv_n + eps, T(-0.5));
     scale[r] = s;
     for (int64_t i = 0; i < n; ++i) y[r * n + i] = xr[i] * s;
   }
@@ -26,7 +28,7 @@ void rmsnorm_forward(T* y, T* scale, const T* x, int64_t rows, int64_t n, T eps)
 template <class T>
 void rmsnorm_backward(T* dx, const T* dy, const T* x, const T* scale, int64_t rows, int64_t n,
                       T eps) {
-  const T inv_n = std::pow(T(n), T(-1));
+  const T inv_n = py_pow(T(n), T(-1));
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     const T* dyr = dy + r * n;
@@ -37,7 +39,7 @@ void rmsnorm_backward(T* dx, const T* dy, const T* x, const T* scale, int64_t ro
     T ss = T(0);
     for (int64_t i = 0; i < n; ++i) ss += xr[i] * xr[i];
     const T d = ss * inv_n + eps;
-    const T dss = inv_n * ((T(-0.5) * std::pow(d, T(-1.5))) * ds);
+    const T dss = inv_n * ((T(-0.5) * py_pow(d, T(-1.5))) * ds);
     for (int64_t i = 0; i < n; ++i) {
       dxr[i] += s * dyr[i];
       dxr[i] += xr[i] * dss;

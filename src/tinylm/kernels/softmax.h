@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tinylm/core/py_math.h"
+
 namespace tinylm::kernels {
 
 // p: (n)   x: (n); p may alias x.
@@ -16,7 +18,7 @@ void softmax_forward(T* p, const T* x, int64_t n) {
     p[i] = std::exp(x[i] + (-mx));
     total += p[i];
   }
-  const T inv = std::pow(total, T(-1));
+  const T inv = py_pow(total, T(-1));
   for (int64_t i = 0; i < n; ++i) p[i] = p[i] * inv;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/py_math.h"
 
 namespace tinylm::optim {
 
@@ -33,20 +34,20 @@ class Adam {
           "[Adam::step] parameter/gradient size does not match the optimizer state");
     check(t >= 1, "[Adam::step] step count must start at 1");
     const double b1 = config_.beta1, b2 = config_.beta2;
-    const double c1 = 1 - std::pow(b1, static_cast<double>(t));
-    const double c2 = 1 - std::pow(b2, static_cast<double>(t));
+    const double c1 = 1 - py_pow(b1, static_cast<double>(t));
+    const double c2 = 1 - py_pow(b2, static_cast<double>(t));
     const double decay = lr * config_.weight_decay;
     for (size_t i = 0; i < params.size(); ++i) {
       const double g = grads[i];
       const double m = b1 * m_[i] + (1 - b1) * g;
-      const double v = b2 * v_[i] + (1 - b2) * std::pow(g, 2.0);
+      const double v = b2 * v_[i] + (1 - b2) * py_square(g);
       m_[i] = static_cast<T>(m);
       v_[i] = static_cast<T>(v);
       double p = params[i];
       if (decay != 0.0) p -= decay * p;
       const double m_hat = m / c1;
       const double v_hat = v / c2;
-      params[i] = static_cast<T>(p - lr * m_hat / (std::pow(v_hat, 0.5) + config_.eps));
+      params[i] = static_cast<T>(p - lr * m_hat / (py_sqrt(v_hat) + config_.eps));
       grads[i] = T(0);
     }
   }

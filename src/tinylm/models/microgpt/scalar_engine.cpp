@@ -5,6 +5,7 @@
 
 #include "tinylm/autograd/graph.h"
 #include "tinylm/core/error.h"
+#include "tinylm/core/py_math.h"
 #include "tinylm/models/microgpt/model.h"
 
 namespace tinylm::microgpt {
@@ -48,7 +49,7 @@ class ScalarModel final : public Model {
           config_.block_size, ")");
     const Vec logits = gpt(token, pos_++);
     Vec scaled;
-    const double inv_t = std::pow(temperature, -1.0);  // l / temperature = l * temperature**-1
+    const double inv_t = py_pow(temperature, -1.0);  // l / temperature = l * temperature**-1
     for (NodeId l : logits) scaled.push_back(g_.mul(l, inv_t));
     const Vec probs = softmax(scaled);
     probs_.clear();
@@ -107,7 +108,7 @@ class ScalarModel final : public Model {
     Vec sq;
     for (NodeId xi : x) sq.push_back(g_.mul(xi, xi));
     // sum(...) / len(x): a Value divided by an int multiplies by float(len) ** -1
-    const NodeId ms = g_.mul(sum(sq), std::pow(static_cast<double>(x.size()), -1.0));
+    const NodeId ms = g_.mul(sum(sq), py_pow(static_cast<double>(x.size()), -1.0));
     const NodeId scale = g_.pow(g_.add(ms, 1e-5), -0.5);
     Vec out;
     for (NodeId xi : x) out.push_back(g_.mul(xi, scale));
@@ -120,7 +121,7 @@ class ScalarModel final : public Model {
     Vec x(C);
     for (int64_t i = 0; i < C; ++i) x[i] = g_.add(param(wte_, token, C, i), param(wpe_, pos, C, i));
     x = rmsnorm(x);
-    const double inv_sqrt_hd = std::pow(std::pow(static_cast<double>(hd), 0.5), -1.0);
+    const double inv_sqrt_hd = py_pow(py_pow(static_cast<double>(hd), 0.5), -1.0);
     for (int li = 0; li < c.n_layer; ++li) {
       const LayerOffsets& L = layers_[li];
       // 1) multi-head attention

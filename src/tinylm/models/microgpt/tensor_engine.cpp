@@ -7,6 +7,7 @@
 
 #include "tinylm/core/arena.h"
 #include "tinylm/core/error.h"
+#include "tinylm/core/py_math.h"
 #include "tinylm/kernels/attention.h"
 #include "tinylm/kernels/linear.h"
 #include "tinylm/kernels/relu.h"
@@ -66,7 +67,7 @@ class TensorModel final : public Model {
     d_x_out_ = arena_.alloc<double>(T * C);
     d_logits_ = arena_.alloc<double>(T * V);
     scratch_ = arena_.alloc<double>(T);
-    att_scale_ = std::pow(std::pow(static_cast<double>(c.head_dim()), 0.5), -1.0);
+    att_scale_ = py_pow(py_pow(static_cast<double>(c.head_dim()), 0.5), -1.0);
   }
 
   double loss(std::span<const int> tokens) override { return run(tokens, false); }
@@ -109,7 +110,7 @@ class TensorModel final : public Model {
     }
     double* logits = logits_.data();
     k::linear_forward(logits, x, params_.view("lm_head").data, 1, C, V);
-    const double inv_temp = std::pow(temperature, -1.0);  // microgpt.py: l / temperature
+    const double inv_temp = py_pow(temperature, -1.0);  // microgpt.py: l / temperature
     for (int64_t i = 0; i < V; ++i) logits[i] = logits[i] * inv_temp;
     k::softmax_forward(probs_.data(), logits, V);
     return {probs_.data(), static_cast<size_t>(V)};

@@ -1,0 +1,36 @@
+#pragma once
+// Shared helpers for the test suite: fixture paths, temporary files, running the CLI.
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace tinylm::test {
+
+inline std::string source_path(const std::string& rel) {
+  return std::string(TINYLM_SOURCE_DIR) + "/" + rel;
+}
+
+// A fresh directory under the system temp dir, removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs the tinylm CLI with the given argument string (shell syntax).
+CommandResult run_cli(const std::string& args);
+
+std::string read_text(const std::string& path);
+void write_text(const std::string& path, const std::string& text);
+
+}  // namespace tinylm::test
