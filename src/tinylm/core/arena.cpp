@@ -1,6 +1,7 @@
 #include "tinylm/core/arena.h"
 
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 
 #include "tinylm/core/error.h"
@@ -19,8 +20,10 @@ Arena::Arena(size_t capacity_bytes) {
 }
 
 void* Arena::alloc_bytes(size_t bytes) {
-  const size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
-  check(size <= capacity_ - used_, "[Arena] out of planned memory: need ", size, " more bytes, ",
+  // Compare before rounding up: rounding a huge request would wrap around to a small one.
+  const size_t left = capacity_ - used_;
+  const size_t size = bytes <= SIZE_MAX - kAlign ? (bytes + kAlign - 1) / kAlign * kAlign : bytes;
+  check(bytes <= left && size <= left, "[Arena] out of planned memory: need ", size, " more bytes, ",
         capacity_ - used_, " of ", capacity_, " left");
   void* p = base_.get() + used_;
   used_ += size;

@@ -7,6 +7,8 @@
 #include <memory>
 #include <span>
 
+#include "tinylm/core/error.h"
+
 namespace tinylm {
 
 class Arena {
@@ -18,6 +20,7 @@ class Arena {
 
   template <class T>
   std::span<T> alloc(size_t n) {
+    check(n <= SIZE_MAX / sizeof(T), "[Arena] allocation of ", n, " elements overflows");
     return {static_cast<T*>(alloc_bytes(n * sizeof(T))), n};
   }
   void* alloc_bytes(size_t bytes);  // throws Error when the plan was too small

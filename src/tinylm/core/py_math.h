@@ -28,7 +28,7 @@ inline double ulp_of(double v) {
 }
 inline bool ulp_is_normal(double v) {  // finite, and |v| >= 2^-969
   const uint64_t e = (std::bit_cast<uint64_t>(v) >> 52) & 0x7ff;
-  return e > 53 && e < 0x7ff;
+  return (e > 53) & (e < 0x7ff);
 }
 // glibc's pow rounds its result from an approximation within 0.02 ulp of the exact value,
 // so whenever the exact value is further than that from a rounding midpoint, pow returns

@@ -7,11 +7,13 @@
 
 namespace tinylm::io {
 
-nlohmann::json parse_json_strict(std::string_view text, const std::string& what) {
+nlohmann::ordered_json parse_json_strict(std::string_view text, const std::string& what) {
+  check(text.find('\0') == std::string_view::npos, what, ": invalid JSON: NUL byte at offset ",
+        text.find('\0'));
   std::vector<std::set<std::string>> keys;  // one set per open object
-  const auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event,
-                            nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
+  const auto callback = [&](int /*depth*/, nlohmann::ordered_json::parse_event_t event,
+                            nlohmann::ordered_json& parsed) {
+    using E = nlohmann::ordered_json::parse_event_t;
     if (event == E::object_start) {
       keys.emplace_back();
     } else if (event == E::object_end) {
@@ -23,8 +25,8 @@ nlohmann::json parse_json_strict(std::string_view text, const std::string& what)
     return true;
   };
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), callback);
-  } catch (const nlohmann::json::exception& e) {
+    return nlohmann::ordered_json::parse(text.begin(), text.end(), callback);
+  } catch (const nlohmann::ordered_json::exception& e) {
     // nlohmann's messages start with "[json.exception.parse_error.101] "; keep the rest.
     std::string msg = e.what();
     if (const size_t p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);

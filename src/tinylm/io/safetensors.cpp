@@ -103,7 +103,7 @@ void SafetensorsFile::parse() {
   check(n >= 2, p, ": header too short to hold a JSON object");
   const std::string_view header(reinterpret_cast<const char*>(file_.data() + 8), n);
   check(header[0] == '{', p, ": header does not start with '{'");
-  const nlohmann::json j = parse_json_strict(header, p + ": header");
+  const nlohmann::ordered_json j = parse_json_strict(header, p + ": header");
   check(j.is_object(), p, ": header is not a JSON object");
   data_ = file_.subspan(8 + n);
 
@@ -140,7 +140,8 @@ void SafetensorsFile::parse() {
       e.shape.push_back(static_cast<int64_t>(dim));
     }
     check(numel <= std::numeric_limits<uint64_t>::max() / esize, where, ": byte size overflows");
-    const auto& offs = value.contains("data_offsets") ? value["data_offsets"] : nlohmann::json();
+    const auto& offs =
+        value.contains("data_offsets") ? value["data_offsets"] : nlohmann::ordered_json();
     check(offs.is_array() && offs.size() == 2 && offs[0].is_number_unsigned() &&
               offs[1].is_number_unsigned(),
           where, ": data_offsets must be two non-negative integers");
@@ -241,6 +242,7 @@ void write_safetensors(const std::string& path, std::span<const SafetensorsWrite
   size_t offset = 0;
   for (const auto& t : tensors) {
     check(names.insert(t.name).second, path, ": duplicate tensor name ", t.name);
+    check(t.name != "__metadata__", path, ": a tensor cannot be named __metadata__");
     const size_t esize = safetensors_dtype_size(t.dtype);
     check(esize != 0, path, ": tensor ", t.name, ": unknown dtype ", t.dtype);
     check(t.data.size() == static_cast<size_t>(shape_numel(t.shape)) * esize, path, ": tensor ",

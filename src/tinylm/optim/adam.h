@@ -1,13 +1,15 @@
 #pragma once
 // Adam / AdamW over flat spans. The update is written term for term as microgpt.py writes
-// it (pow for squares and square roots, bias corrections with pow(beta, t)), so a double
-// run reproduces Python's floats exactly:
-//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
-//   p -= lr * (m / (1 - b1^t)) / ((v / (1 - b2^t))^0.5 + eps)
+// it, so a double run reproduces Python's floats exactly:
+//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g**2
+//   p -= lr * (m / (1 - b1**t)) / ((v / (1 - b2**t))**0.5 + eps)
+// `**` is the C library's pow (see core/py_math.h); the double path computes g*g and sqrt in
+// vectorizable passes and redoes with pow only the few elements near a rounding midpoint.
 // Weight decay, when non-zero, is decoupled (AdamW): p -= lr * wd * p before the update.
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "tinylm/core/error.h"
@@ -25,7 +27,8 @@ struct AdamConfig {
 template <class T>
 class Adam {
  public:
-  Adam(size_t n, AdamConfig config) : config_(config), m_(n, T(0)), v_(n, T(0)) {}
+  Adam(size_t n, AdamConfig config)
+      : config_(config), m_(n, T(0)), v_(n, T(0)), scratch_(n), needs_pow_(n) {}
 
   // One update at 1-based step t with learning rate lr (schedules live with the caller).
   // Zeroes grads afterwards, ready for the next accumulation.
@@ -33,22 +36,16 @@ class Adam {
     check(params.size() == m_.size() && grads.size() == m_.size(),
           "[Adam::step] parameter/gradient size does not match the optimizer state");
     check(t >= 1, "[Adam::step] step count must start at 1");
-    const double b1 = config_.beta1, b2 = config_.beta2;
-    const double c1 = 1 - py_pow(b1, static_cast<double>(t));
-    const double c2 = 1 - py_pow(b2, static_cast<double>(t));
-    const double decay = lr * config_.weight_decay;
-    for (size_t i = 0; i < params.size(); ++i) {
-      const double g = grads[i];
-      const double m = b1 * m_[i] + (1 - b1) * g;
-      const double v = b2 * v_[i] + (1 - b2) * py_square(g);
-      m_[i] = static_cast<T>(m);
-      v_[i] = static_cast<T>(v);
-      double p = params[i];
-      if (decay != 0.0) p -= decay * p;
-      const double m_hat = m / c1;
-      const double v_hat = v / c2;
-      params[i] = static_cast<T>(p - lr * m_hat / (py_sqrt(v_hat) + config_.eps));
-      grads[i] = T(0);
+    if (config_.weight_decay != 0.0) {
+      const double decay = lr * config_.weight_decay;
+      for (T& p : params) p = static_cast<T>(p - decay * p);
+    }
+    const double c1 = 1 - py_pow(config_.beta1, static_cast<double>(t));
+    const double c2 = 1 - py_pow(config_.beta2, static_cast<double>(t));
+    if constexpr (std::is_same_v<T, double>) {
+      step_exact(params, grads, lr, c1, c2);
+    } else {
+      step_plain(params, grads, lr, c1, c2);
     }
   }
 
@@ -56,8 +53,70 @@ class Adam {
   std::span<const T> second_moment() const { return v_; }
 
  private:
+  void step_plain(std::span<T> params, std::span<T> grads, double lr, double c1, double c2) {
+    const double b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const double g = grads[i];
+      const double m = b1 * m_[i] + (1 - b1) * g;
+      const double v = b2 * v_[i] + (1 - b2) * (g * g);
+      m_[i] = static_cast<T>(m);
+      v_[i] = static_cast<T>(v);
+      params[i] = static_cast<T>(params[i] - lr * (m / c1) / (std::sqrt(v / c2) + eps));
+      grads[i] = T(0);
+    }
+  }
+
+  // Exact CPython arithmetic. Pass 1 (vectorized): moments with g*g, flagging squares that
+  // pow might round differently. Pass 2: redo flagged second moments with pow. Pass 3
+  // (vectorized): the parameter update with sqrt, flagging roots near a midpoint. Pass 4:
+  // redo those with pow.
+  void step_exact(std::span<double> p, std::span<double> grads, double lr, double c1, double c2) {
+    const double b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
+    const size_t n = p.size();
+    double* m = m_.data();
+    double* v = v_.data();
+    double* v_old = scratch_.data();
+    uint8_t* flag = needs_pow_.data();
+    const double* g = grads.data();
+    for (size_t i = 0; i < n; ++i) {
+      const double sq = g[i] * g[i];
+      flag[i] = (g[i] != 0.0) & !square_is_safe(g[i], sq);
+      v_old[i] = v[i];
+      m[i] = b1 * m[i] + (1 - b1) * g[i];
+      v[i] = b2 * v[i] + (1 - b2) * sq;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (flag[i]) v[i] = b2 * v_old[i] + (1 - b2) * py_pow(g[i], 2.0);
+    }
+    double* pp = p.data();
+    for (size_t i = 0; i < n; ++i) {
+      const double v_hat = v[i] / c2;
+      const double s = std::sqrt(v_hat);
+      flag[i] = (v_hat != 0.0) & !sqrt_is_safe(v_hat, s);
+      v_old[i] = pp[i];  // reused: the parameter before the update
+      pp[i] = pp[i] - lr * (m[i] / c1) / (s + eps);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (flag[i]) pp[i] = v_old[i] - lr * (m[i] / c1) / (py_pow(v[i] / c2, 0.5) + eps);
+    }
+    std::fill(grads.begin(), grads.end(), 0.0);
+  }
+
+  // Branch-free forms of the tests in py_square / py_sqrt, so the loops vectorize.
+  static bool square_is_safe(double x, double sq) {
+    const double lo = std::fma(x, x, -sq);
+    return detail::ulp_is_normal(sq) & (std::fabs(lo) < detail::kSafeUlps * detail::ulp_of(sq));
+  }
+  static bool sqrt_is_safe(double x, double s) {
+    const double r = std::fma(-s, s, x);
+    return detail::ulp_is_normal(s) & detail::ulp_is_normal(x) &
+           (std::fabs(r) < 2.0 * detail::kSafeUlps * detail::ulp_of(s) * s);
+  }
+
   AdamConfig config_;
   std::vector<T> m_, v_;
+  std::vector<double> scratch_;
+  std::vector<uint8_t> needs_pow_;
 };
 
 }  // namespace tinylm::optim

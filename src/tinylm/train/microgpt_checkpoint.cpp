@@ -58,11 +58,21 @@ MicrogptCheckpoint load_microgpt(const std::string& path) {
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
-  ck.chars = f.metadata().at("chars");  // presence checked below through the tokenizer size
+  const auto chars = f.metadata().find("chars");
+  check(chars != f.metadata().end(), path, ": metadata has no 'chars'");
+  ck.chars = chars->second;
   const CharTokenizer tok = CharTokenizer::from_chars(ck.chars);
   check(tok.vocab_size() == ck.config.vocab_size, path, ": metadata chars give a vocabulary of ",
         tok.vocab_size(), " but vocab_size is ", ck.config.vocab_size);
   const ParamLayout layout = microgpt::param_layout(ck.config);
+  // Every tensor must be present with its shape before anything is allocated, so a small
+  // file claiming a huge configuration fails on its first missing tensor.
+  for (const ParamEntry& e : layout.entries()) {
+    const io::SafetensorsEntry* t = f.find(e.name);
+    check(t != nullptr, path, ": missing tensor ", e.name);
+    check(t->shape == e.shape, path, ": tensor ", e.name, ": shape ", shape_str(t->shape),
+          ", expected ", shape_str(e.shape));
+  }
   ck.params.resize(layout.size());
   for (const ParamEntry& e : layout.entries()) {
     const std::vector<double> v = f.read_f64(e.name, e.shape);
