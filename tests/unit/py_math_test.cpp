@@ -1,4 +1,4 @@
-// The fast paths of py_square / py_sqrt must return exactly what the C library's pow
+// The fast paths of py_square / py_sqrt / py_reciprocal must return exactly what the C library's pow
 // (CPython's x ** 2 and x ** 0.5) returns, including the ~1 in 1200 inputs where pow is not
 // correctly rounded.
 #include <gtest/gtest.h>
@@ -27,6 +27,7 @@ TEST(PyMath, SquareAndSqrtEqualLibraryPowOnMillionsOfInputs) {
     ASSERT_TRUE(same(py_square(x), sq)) << "x = " << x;
     const double ax = std::fabs(x);
     ASSERT_TRUE(same(py_sqrt(ax), py_pow(ax, 0.5))) << "x = " << ax;
+    ASSERT_TRUE(same(py_reciprocal(x), py_pow(x, -1.0))) << "x = " << x;
     if (sq != x * x) ++pow_not_exact;
   }
   // The premise of py_math.h: pow really does differ from x*x sometimes.
@@ -41,6 +42,7 @@ TEST(PyMath, EdgeCasesEqualLibraryPow) {
                           std::numeric_limits<double>::quiet_NaN()};
   for (double x : cases) {
     EXPECT_TRUE(same(py_square(x), py_pow(x, 2.0))) << x;
+    EXPECT_TRUE(same(py_reciprocal(x), py_pow(x, -1.0))) << x;
     if (!(x < 0)) {
       EXPECT_TRUE(same(py_sqrt(x), py_pow(x, 0.5))) << x;
     }

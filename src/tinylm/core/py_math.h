@@ -58,4 +58,16 @@ inline double py_sqrt(double x) {
   return py_pow(x, 0.5);
 }
 
+// x ** -1 (CPython), fast: the correctly rounded 1/x unless the exact reciprocal sits near a
+// rounding midpoint, where pow itself is called.
+inline double py_reciprocal(double x) {
+  const double q = 1.0 / x;
+  if (detail::ulp_is_normal(q) & detail::ulp_is_normal(x)) {
+    const double r = std::fma(-q, x, 1.0);  // exact: 1 - q*x; the reciprocal is q + r / x
+    if (std::fabs(r) < detail::kSafeUlps * detail::ulp_of(q) * std::fabs(x)) return q;
+  }
+  return py_pow(x, -1.0);
+}
+inline float py_reciprocal(float x) { return py_pow(x, -1.0f); }
+
 }  // namespace tinylm

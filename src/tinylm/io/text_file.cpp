@@ -2,8 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
 
 #include "tinylm/core/error.h"
 #include "tinylm/tokenizers/utf8.h"
@@ -11,29 +10,41 @@
 namespace tinylm::io {
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open: ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, ": read error");
-  return ss.str();
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) fail(path, ": cannot open: ", std::strerror(errno));
+  std::string bytes;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
+  const bool error = std::ferror(f) != 0;
+  std::fclose(f);
+  if (error) fail(path, ": read error");
+  return bytes;
 }
 
 std::vector<std::string> read_documents(const std::string& path) {
   const std::string bytes = read_file(path);
-  std::u32string text;
   size_t bad = 0;
-  check(decode_utf8(bytes, text, &bad), path, ": invalid UTF-8 at byte ", bad);
+  check(is_valid_utf8(bytes, &bad), path, ": invalid UTF-8 at byte ", bad);
+  const std::string_view text(bytes);
   std::vector<std::string> docs;
   size_t i = 0;
   while (i <= text.size()) {
+    // Universal newlines: \n, \r\n and a lone \r each end a line (all ASCII, so a byte scan
+    // never lands inside a multi-byte character).
     size_t end = i;
-    while (end < text.size() && text[end] != U'\n' && text[end] != U'\r') ++end;
+    while (end < text.size() && text[end] != '\n' && text[end] != '\r') ++end;
     size_t b = i, e = end;
-    while (b < e && is_python_space(text[b])) ++b;
-    while (e > b && is_python_space(text[e - 1])) --e;
-    if (e > b) docs.push_back(to_utf8(std::u32string_view(text).substr(b, e - b)));
-    if (end < text.size() && text[end] == U'\r' && end + 1 < text.size() && text[end + 1] == U'\n') ++end;
+    int len = 0;
+    while (b < e && is_python_space(utf8_at(text, b, &len))) b += len;
+    while (e > b) {
+      size_t start = e - 1;
+      while (start > b && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+      if (!is_python_space(utf8_at(text, start, &len))) break;
+      e = start;
+    }
+    if (e > b) docs.emplace_back(text.substr(b, e - b));
+    if (end + 1 < text.size() && text[end] == '\r' && text[end + 1] == '\n') ++end;
     i = end + 1;
   }
   check(!docs.empty(), path, ": no documents (the file is empty or blank)");

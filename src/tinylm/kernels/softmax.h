@@ -18,7 +18,7 @@ void softmax_forward(T* p, const T* x, int64_t n) {
     p[i] = std::exp(x[i] + (-mx));
     total += p[i];
   }
-  const T inv = py_pow(total, T(-1));
+  const T inv = py_reciprocal(total);
   for (int64_t i = 0; i < n; ++i) p[i] = p[i] * inv;
 }
 

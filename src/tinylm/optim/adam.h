@@ -8,6 +8,7 @@
 // Weight decay, when non-zero, is decoupled (AdamW): p -= lr * wd * p before the update.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -85,9 +86,7 @@ class Adam {
       m[i] = b1 * m[i] + (1 - b1) * g[i];
       v[i] = b2 * v[i] + (1 - b2) * sq;
     }
-    for (size_t i = 0; i < n; ++i) {
-      if (flag[i]) v[i] = b2 * v_old[i] + (1 - b2) * py_pow(g[i], 2.0);
-    }
+    for_each_flagged(n, [&](size_t i) { v[i] = b2 * v_old[i] + (1 - b2) * py_pow(g[i], 2.0); });
     double* pp = p.data();
     for (size_t i = 0; i < n; ++i) {
       const double v_hat = v[i] / c2;
@@ -96,10 +95,28 @@ class Adam {
       v_old[i] = pp[i];  // reused: the parameter before the update
       pp[i] = pp[i] - lr * (m[i] / c1) / (s + eps);
     }
-    for (size_t i = 0; i < n; ++i) {
-      if (flag[i]) pp[i] = v_old[i] - lr * (m[i] / c1) / (py_pow(v[i] / c2, 0.5) + eps);
-    }
+    for_each_flagged(n, [&](size_t i) {
+      pp[i] = v_old[i] - lr * (m[i] / c1) / (py_pow(v[i] / c2, 0.5) + eps);
+    });
     std::fill(grads.begin(), grads.end(), 0.0);
+  }
+
+  // Calls fn(i) for each i with needs_pow_[i] set, skipping eight clear flags at a time.
+  template <class Fn>
+  void for_each_flagged(size_t n, Fn&& fn) {
+    const uint8_t* flag = needs_pow_.data();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, flag + i, 8);
+      if (word == 0) continue;
+      for (size_t k = 0; k < 8; ++k) {
+        if (flag[i + k]) fn(i + k);
+      }
+    }
+    for (; i < n; ++i) {
+      if (flag[i]) fn(i);
+    }
   }
 
   // Branch-free forms of the tests in py_square / py_sqrt, so the loops vectorize.

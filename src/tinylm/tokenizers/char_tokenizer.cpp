@@ -18,12 +18,17 @@ std::u32string decode_or_throw(std::string_view s, std::string_view what) {
 
 CharTokenizer CharTokenizer::from_documents(std::span<const std::string> docs) {
   CharTokenizer t;
-  std::vector<bool> seen_ascii(128, false);
+  bool ascii[128] = {};
   for (const std::string& d : docs) {
-    for (char32_t c : decode_or_throw(d, "document")) {
+    size_t bad = 0;
+    check(is_valid_utf8(d, &bad), "document: invalid UTF-8 at byte ", bad);
+    for (size_t i = 0; i < d.size();) {
+      int len = 0;
+      const char32_t c = utf8_at(d, i, &len);
+      i += len;
       if (c < 128) {
-        if (seen_ascii[c]) continue;
-        seen_ascii[c] = true;
+        if (ascii[c]) continue;
+        ascii[c] = true;
       }
       t.chars_ += c;
     }

@@ -26,11 +26,16 @@ std::string to_utf8(std::u32string_view s) {
   return out;
 }
 
-bool decode_utf8(std::string_view in, std::u32string& out, size_t* error_offset) {
-  out.clear();
+namespace {
+// Shared by decode_utf8 and is_valid_utf8: appends code points to out when it is non-null.
+bool scan_utf8(std::string_view in, std::u32string* out, size_t* error_offset) {
   size_t i = 0;
   while (i < in.size()) {
     const auto b0 = static_cast<unsigned char>(in[i]);
+    if (b0 < 0x80 && !out) {
+      ++i;
+      continue;
+    }
     int len;
     char32_t c;
     if (b0 < 0x80) {
@@ -66,10 +71,29 @@ bool decode_utf8(std::string_view in, std::u32string& out, size_t* error_offset)
       if (error_offset) *error_offset = i;
       return false;
     }
-    out += c;
+    if (out) *out += c;
     i += len;
   }
   return true;
+}
+}  // namespace
+
+bool decode_utf8(std::string_view in, std::u32string& out, size_t* error_offset) {
+  out.clear();
+  return scan_utf8(in, &out, error_offset);
+}
+
+bool is_valid_utf8(std::string_view in, size_t* error_offset) {
+  return scan_utf8(in, nullptr, error_offset);
+}
+
+char32_t utf8_at(std::string_view s, size_t i, int* len) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  const int n = b0 < 0x80 ? 1 : b0 < 0xE0 ? 2 : b0 < 0xF0 ? 3 : 4;
+  char32_t c = n == 1 ? b0 : n == 2 ? (b0 & 0x1F) : n == 3 ? (b0 & 0x0F) : (b0 & 0x07);
+  for (int k = 1; k < n; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  *len = n;
+  return c;
 }
 
 bool is_python_space(char32_t c) {

@@ -12,6 +12,12 @@ std::string to_utf8(std::u32string_view s);
 // false and sets *error_offset to the byte offset of the bad sequence.
 bool decode_utf8(std::string_view in, std::u32string& out, size_t* error_offset);
 
+// Validates strict UTF-8 without decoding it (same rules and error offset as decode_utf8).
+bool is_valid_utf8(std::string_view in, size_t* error_offset);
+
+// The code point starting at byte i of valid UTF-8, and its length in bytes.
+char32_t utf8_at(std::string_view s, size_t i, int* len);
+
 // Python's str.isspace() for a code point.
 bool is_python_space(char32_t c);
 

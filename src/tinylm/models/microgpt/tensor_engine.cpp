@@ -4,6 +4,7 @@
 // equal the scalar engine's bit for bit; gradients agree to rounding (sums of several
 // consumers are added in a different order than a scalar graph does).
 #include <cmath>
+#include <map>
 
 #include "tinylm/core/arena.h"
 #include "tinylm/core/error.h"
@@ -68,12 +69,37 @@ class TensorModel final : public Model {
     d_logits_ = arena_.alloc<double>(T * V);
     scratch_ = arena_.alloc<double>(T);
     att_scale_ = py_pow(py_pow(static_cast<double>(c.head_dim()), 0.5), -1.0);
+    const ParamLayout& L = layout();
+    for (int i = 0; i < c.n_layer; ++i) {
+      const std::string p = "layer" + std::to_string(i) + ".";
+      offsets_.push_back({L.at(p + "attn_wq").offset, L.at(p + "attn_wk").offset,
+                          L.at(p + "attn_wv").offset, L.at(p + "attn_wo").offset,
+                          L.at(p + "mlp_fc1").offset, L.at(p + "mlp_fc2").offset});
+    }
+    // Transposed, padded copies of the multiplied matrices, one after another.
+    size_t wt_size = 0;
+    for (const ParamEntry& e : L.entries()) {
+      if (e.name == "wte" || e.name == "wpe") continue;
+      wt_offset_[e.name] = wt_size;
+      wt_size += static_cast<size_t>(e.shape[1] * k::padded_width(e.shape[0]));
+    }
+    wt_.assign(wt_size, 0.0);
+    lm_head_ = wt_offset_.at("lm_head");
+    for (int i = 0; i < c.n_layer; ++i) {
+      const std::string p = "layer" + std::to_string(i) + ".";
+      wt_offsets_.push_back({wt_offset_.at(p + "attn_wq"), wt_offset_.at(p + "attn_wk"),
+                             wt_offset_.at(p + "attn_wv"), wt_offset_.at(p + "attn_wo"),
+                             wt_offset_.at(p + "mlp_fc1"), wt_offset_.at(p + "mlp_fc2")});
+    }
   }
 
   double loss(std::span<const int> tokens) override { return run(tokens, false); }
   double loss_and_grad(std::span<const int> tokens) override { return run(tokens, true); }
 
-  void start_sequence() override { cache_len_ = 0; }
+  void start_sequence() override {
+    refresh_transposed();
+    cache_len_ = 0;
+  }
 
   std::span<const double> next_probs(int token, double temperature) override {
     const Config& c = config_;
@@ -90,26 +116,26 @@ class TensorModel final : public Model {
     k::rmsnorm_forward(x0_.data() + t * C, s0_.data() + t, e, 1, C, kEps);
     const double* x = x0_.data() + t * C;
     for (int l = 0; l < c.n_layer; ++l) {
-      const LayerWeights w = weights(l);
+      const LayerWeights w = transposed_weights(l);
       LayerActs& a = acts_[l];
       std::copy(x, x + C, a.x_in.data() + t * C);
       k::rmsnorm_forward(a.xn1.data() + t * C, a.s1.data() + t, a.x_in.data() + t * C, 1, C, kEps);
-      k::linear_forward(a.q.data() + t * C, a.xn1.data() + t * C, w.wq, 1, C, C);
-      k::linear_forward(a.k.data() + t * C, a.xn1.data() + t * C, w.wk, 1, C, C);
-      k::linear_forward(a.v.data() + t * C, a.xn1.data() + t * C, w.wv, 1, C, C);
+      k::linear_forward_packed(a.q.data() + t * C, a.xn1.data() + t * C, w.wq, 1, C, C);
+      k::linear_forward_packed(a.k.data() + t * C, a.xn1.data() + t * C, w.wk, 1, C, C);
+      k::linear_forward_packed(a.v.data() + t * C, a.xn1.data() + t * C, w.wv, 1, C, C);
       attend_one(a, t);
-      k::linear_forward(a.x_mid.data() + t * C, a.att_out.data() + t * C, w.wo, 1, C, C);
+      k::linear_forward_packed(a.x_mid.data() + t * C, a.att_out.data() + t * C, w.wo, 1, C, C);
       for (int64_t i = 0; i < C; ++i) a.x_mid[t * C + i] += a.x_in[t * C + i];
       k::rmsnorm_forward(a.xn2.data() + t * C, a.s2.data() + t, a.x_mid.data() + t * C, 1, C, kEps);
-      k::linear_forward(a.h.data() + t * F, a.xn2.data() + t * C, w.fc1, 1, C, F);
+      k::linear_forward_packed(a.h.data() + t * F, a.xn2.data() + t * C, w.fc1, 1, C, F);
       k::relu_forward(a.hr.data() + t * F, a.h.data() + t * F, F);
       double* out = x_out_.data() + t * C;
-      k::linear_forward(out, a.hr.data() + t * F, w.fc2, 1, F, C);
+      k::linear_forward_packed(out, a.hr.data() + t * F, w.fc2, 1, F, C);
       for (int64_t i = 0; i < C; ++i) out[i] += a.x_mid[t * C + i];
       x = out;
     }
     double* logits = logits_.data();
-    k::linear_forward(logits, x, params_.view("lm_head").data, 1, C, V);
+    k::linear_forward_packed(logits, x, wt_.data() + lm_head_, 1, C, V);
     const double inv_temp = py_pow(temperature, -1.0);  // microgpt.py: l / temperature
     for (int64_t i = 0; i < V; ++i) logits[i] = logits[i] * inv_temp;
     k::softmax_forward(probs_.data(), logits, V);
@@ -138,7 +164,7 @@ class TensorModel final : public Model {
     return out;
   }
 
-  LayerWeights weights(int l) {
+  LayerWeights weights(int l) const {
     const LayerOffsets& o = offsets(l);
     const double* base = params_.flat().data();
     return {base + o.wq, base + o.wk, base + o.wv, base + o.wo, base + o.fc1, base + o.fc2};
@@ -151,17 +177,21 @@ class TensorModel final : public Model {
   struct LayerOffsets {
     size_t wq, wk, wv, wo, fc1, fc2;
   };
-  const LayerOffsets& offsets(int l) {
-    if (offsets_.empty()) {
-      for (int i = 0; i < config_.n_layer; ++i) {
-        const std::string p = "layer" + std::to_string(i) + ".";
-        const ParamLayout& L = layout();
-        offsets_.push_back({L.at(p + "attn_wq").offset, L.at(p + "attn_wk").offset,
-                            L.at(p + "attn_wv").offset, L.at(p + "attn_wo").offset,
-                            L.at(p + "mlp_fc1").offset, L.at(p + "mlp_fc2").offset});
-      }
+  const LayerOffsets& offsets(int l) const { return offsets_[l]; }
+
+  // Forward products read each weight matrix transposed ([in][out], at the same offset in
+  // wt_), which lets them vectorize across outputs with unchanged summation order.
+  LayerWeights transposed_weights(int l) const {
+    const LayerOffsets& o = wt_offsets_[l];
+    const double* base = wt_.data();
+    return {base + o.wq, base + o.wk, base + o.wv, base + o.wo, base + o.fc1, base + o.fc2};
+  }
+  void refresh_transposed() {
+    const double* p = params_.flat().data();
+    for (const ParamEntry& e : layout().entries()) {
+      if (e.name == "wte" || e.name == "wpe") continue;  // looked up by row, never multiplied
+      k::transpose_padded(wt_.data() + wt_offset_.at(e.name), p + e.offset, e.shape[0], e.shape[1]);
     }
-    return offsets_[l];
   }
 
   // Attention of position t over the cached positions 0..t, per head (decode path).
@@ -196,31 +226,32 @@ class TensorModel final : public Model {
     const double* lm_head = params_.view("lm_head").data;
 
     // ---- forward ----
+    refresh_transposed();
     for (int64_t t = 0; t < T; ++t) {
       for (int64_t i = 0; i < C; ++i) emb_[t * C + i] = wte[tokens[t] * C + i] + wpe[t * C + i];
     }
     k::rmsnorm_forward(x0_.data(), s0_.data(), emb_.data(), T, C, kEps);
     const double* x = x0_.data();
     for (int l = 0; l < c.n_layer; ++l) {
-      const LayerWeights w = weights(l);
+      const LayerWeights w = transposed_weights(l);
       LayerActs& a = acts_[l];
       std::copy(x, x + T * C, a.x_in.data());
       k::rmsnorm_forward(a.xn1.data(), a.s1.data(), a.x_in.data(), T, C, kEps);
-      k::linear_forward(a.q.data(), a.xn1.data(), w.wq, T, C, C);
-      k::linear_forward(a.k.data(), a.xn1.data(), w.wk, T, C, C);
-      k::linear_forward(a.v.data(), a.xn1.data(), w.wv, T, C, C);
+      k::linear_forward_packed(a.q.data(), a.xn1.data(), w.wq, T, C, C);
+      k::linear_forward_packed(a.k.data(), a.xn1.data(), w.wk, T, C, C);
+      k::linear_forward_packed(a.v.data(), a.xn1.data(), w.wv, T, C, C);
       k::attention_forward(a.att_out.data(), a.att.data(), a.q.data(), a.k.data(), a.v.data(), T, C, H,
                            att_scale_);
-      k::linear_forward(a.x_mid.data(), a.att_out.data(), w.wo, T, C, C);
+      k::linear_forward_packed(a.x_mid.data(), a.att_out.data(), w.wo, T, C, C);
       for (int64_t i = 0; i < T * C; ++i) a.x_mid[i] += a.x_in[i];
       k::rmsnorm_forward(a.xn2.data(), a.s2.data(), a.x_mid.data(), T, C, kEps);
-      k::linear_forward(a.h.data(), a.xn2.data(), w.fc1, T, C, F);
+      k::linear_forward_packed(a.h.data(), a.xn2.data(), w.fc1, T, C, F);
       k::relu_forward(a.hr.data(), a.h.data(), T * F);
-      k::linear_forward(x_out_.data(), a.hr.data(), w.fc2, T, F, C);
+      k::linear_forward_packed(x_out_.data(), a.hr.data(), w.fc2, T, F, C);
       for (int64_t i = 0; i < T * C; ++i) x_out_[i] += a.x_mid[i];
       x = x_out_.data();
     }
-    k::linear_forward(logits_.data(), x, lm_head, T, C, V);
+    k::linear_forward_packed(logits_.data(), x, wt_.data() + lm_head_, T, C, V);
     // loss = (1/T) * sum_t -log softmax(logits_t)[target]
     double sum = 0.0;
     for (int64_t t = 0; t < T; ++t) {
@@ -292,6 +323,10 @@ class TensorModel final : public Model {
   std::vector<LayerOffsets> offsets_;
   std::span<double> emb_, x0_, s0_, x_out_, logits_, probs_;
   std::span<double> d_emb_, d_x_out_, d_logits_, scratch_;
+  std::vector<double> wt_;  // transposed, padded copies of the weight matrices
+  std::map<std::string, size_t> wt_offset_;
+  std::vector<LayerOffsets> wt_offsets_;
+  size_t lm_head_ = 0;
   double att_scale_ = 1.0;
   int cache_len_ = 0;
 };
