@@ -12,15 +12,14 @@ const ParamEntry& ParamLayout::add(std::string name, Shape shape) {
   e.name = std::move(name);
   e.shape = std::move(shape);
   total_ += e.numel;
+  index_.emplace(e.name, entries_.size());
   entries_.push_back(std::move(e));
   return entries_.back();
 }
 
 const ParamEntry* ParamLayout::find(std::string_view name) const {
-  for (const ParamEntry& e : entries_) {
-    if (e.name == name) return &e;
-  }
-  return nullptr;
+  const auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 const ParamEntry& ParamLayout::at(std::string_view name) const {

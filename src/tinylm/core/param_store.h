@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tinylm/core/tensor.h"
@@ -31,6 +32,7 @@ class ParamLayout {
 
  private:
   std::vector<ParamEntry> entries_;
+  std::unordered_map<std::string, size_t> index_;  // name -> position in entries_
   size_t total_ = 0;
 };
 

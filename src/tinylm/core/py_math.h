@@ -28,7 +28,7 @@ inline double ulp_of(double v) {
 }
 inline bool ulp_is_normal(double v) {  // finite, and |v| >= 2^-969
   const uint64_t e = (std::bit_cast<uint64_t>(v) >> 52) & 0x7ff;
-  return (e > 53) & (e < 0x7ff);
+  return static_cast<int>(e > 53) & static_cast<int>(e < 0x7ff);
 }
 // glibc's pow rounds its result from an approximation within 0.02 ulp of the exact value,
 // so whenever the exact value is further than that from a rounding midpoint, pow returns
@@ -62,7 +62,7 @@ inline double py_sqrt(double x) {
 // rounding midpoint, where pow itself is called.
 inline double py_reciprocal(double x) {
   const double q = 1.0 / x;
-  if (detail::ulp_is_normal(q) & detail::ulp_is_normal(x)) {
+  if (detail::ulp_is_normal(q) && detail::ulp_is_normal(x)) {
     const double r = std::fma(-q, x, 1.0);  // exact: 1 - q*x; the reciprocal is q + r / x
     if (std::fabs(r) < detail::kSafeUlps * detail::ulp_of(q) * std::fabs(x)) return q;
   }

@@ -81,7 +81,7 @@ class Adam {
     const double* g = grads.data();
     for (size_t i = 0; i < n; ++i) {
       const double sq = g[i] * g[i];
-      flag[i] = (g[i] != 0.0) & !square_is_safe(g[i], sq);
+      flag[i] = static_cast<uint8_t>(static_cast<int>(g[i] != 0.0) & static_cast<int>(!square_is_safe(g[i], sq)));
       v_old[i] = v[i];
       m[i] = b1 * m[i] + (1 - b1) * g[i];
       v[i] = b2 * v[i] + (1 - b2) * sq;
@@ -91,7 +91,7 @@ class Adam {
     for (size_t i = 0; i < n; ++i) {
       const double v_hat = v[i] / c2;
       const double s = std::sqrt(v_hat);
-      flag[i] = (v_hat != 0.0) & !sqrt_is_safe(v_hat, s);
+      flag[i] = static_cast<uint8_t>(static_cast<int>(v_hat != 0.0) & static_cast<int>(!sqrt_is_safe(v_hat, s)));
       v_old[i] = pp[i];  // reused: the parameter before the update
       pp[i] = pp[i] - lr * (m[i] / c1) / (s + eps);
     }
@@ -122,12 +122,13 @@ class Adam {
   // Branch-free forms of the tests in py_square / py_sqrt, so the loops vectorize.
   static bool square_is_safe(double x, double sq) {
     const double lo = std::fma(x, x, -sq);
-    return detail::ulp_is_normal(sq) & (std::fabs(lo) < detail::kSafeUlps * detail::ulp_of(sq));
+    return static_cast<int>(detail::ulp_is_normal(sq)) &
+           static_cast<int>(std::fabs(lo) < detail::kSafeUlps * detail::ulp_of(sq));
   }
   static bool sqrt_is_safe(double x, double s) {
     const double r = std::fma(-s, s, x);
-    return detail::ulp_is_normal(s) & detail::ulp_is_normal(x) &
-           (std::fabs(r) < 2.0 * detail::kSafeUlps * detail::ulp_of(s) * s);
+    return static_cast<int>(detail::ulp_is_normal(s)) & static_cast<int>(detail::ulp_is_normal(x)) &
+           static_cast<int>(std::fabs(r) < 2.0 * detail::kSafeUlps * detail::ulp_of(s) * s);
   }
 
   AdamConfig config_;

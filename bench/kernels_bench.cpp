@@ -1,0 +1,109 @@
+// Kernel micro-benchmarks (Google Benchmark) at microgpt's shapes: T positions of width C.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <vector>
+
+#include "tinylm/core/py_random.h"
+#include "tinylm/kernels/attention.h"
+#include "tinylm/kernels/linear.h"
+#include "tinylm/kernels/rmsnorm.h"
+#include "tinylm/kernels/softmax.h"
+#include "tinylm/optim/adam.h"
+
+namespace k = tinylm::kernels;
+
+namespace {
+
+std::vector<double> filled(size_t n, double scale = 0.1) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.37 * static_cast<double>(i) + 0.11);
+  return v;
+}
+
+void BM_LinearForwardPacked(benchmark::State& state) {
+  const int64_t T = 8, nin = state.range(0), nout = state.range(1);
+  const auto x = filled(T * nin), w = filled(nout * nin);
+  std::vector<double> wt(nin * k::padded_width(nout)), y(T * nout);
+  k::transpose_padded(wt.data(), w.data(), nout, nin);
+  for (auto _ : state) {
+    k::linear_forward_packed(y.data(), x.data(), wt.data(), T, nin, nout);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * T * nin * nout);
+}
+BENCHMARK(BM_LinearForwardPacked)->Args({16, 16})->Args({16, 64})->Args({64, 16})->Args({16, 27});
+
+void BM_LinearForwardRowMajor(benchmark::State& state) {
+  const int64_t T = 8, nin = state.range(0), nout = state.range(1);
+  const auto x = filled(T * nin), w = filled(nout * nin);
+  std::vector<double> y(T * nout);
+  for (auto _ : state) {
+    k::linear_forward(y.data(), x.data(), w.data(), T, nin, nout);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * T * nin * nout);
+}
+BENCHMARK(BM_LinearForwardRowMajor)->Args({16, 16})->Args({16, 64})->Args({64, 16});
+
+void BM_LinearBackward(benchmark::State& state) {
+  const int64_t T = 8, nin = state.range(0), nout = state.range(1);
+  const auto x = filled(T * nin), w = filled(nout * nin), dy = filled(T * nout);
+  std::vector<double> dx(T * nin), dw(nout * nin);
+  for (auto _ : state) {
+    k::linear_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), T, nin, nout);
+    benchmark::DoNotOptimize(dw.data());
+  }
+  state.SetItemsProcessed(state.iterations() * T * nin * nout);
+}
+BENCHMARK(BM_LinearBackward)->Args({16, 16})->Args({16, 64})->Args({64, 16});
+
+void BM_RmsnormForwardBackward(benchmark::State& state) {
+  const int64_t T = 8, C = 16;
+  const auto x = filled(T * C), dy = filled(T * C);
+  std::vector<double> y(T * C), s(T), dx(T * C);
+  for (auto _ : state) {
+    k::rmsnorm_forward(y.data(), s.data(), x.data(), T, C, 1e-5);
+    k::rmsnorm_backward(dx.data(), dy.data(), x.data(), s.data(), T, C, 1e-5);
+    benchmark::DoNotOptimize(dx.data());
+  }
+}
+BENCHMARK(BM_RmsnormForwardBackward);
+
+void BM_AttentionForwardBackward(benchmark::State& state) {
+  const int64_t T = state.range(0), C = 16, H = 4;
+  const auto q = filled(T * C), kk = filled(T * C, 0.2), v = filled(T * C, 0.3), dout = filled(T * C);
+  std::vector<double> out(T * C), att(H * T * T), dq(T * C), dk(T * C), dv(T * C), scratch(T);
+  for (auto _ : state) {
+    k::attention_forward(out.data(), att.data(), q.data(), kk.data(), v.data(), T, C, H, 0.5);
+    k::attention_backward(dq.data(), dk.data(), dv.data(), scratch.data(), dout.data(), att.data(),
+                          q.data(), kk.data(), v.data(), T, C, H, 0.5);
+    benchmark::DoNotOptimize(dq.data());
+  }
+}
+BENCHMARK(BM_AttentionForwardBackward)->Arg(8)->Arg(16);
+
+void BM_AdamStepExact(benchmark::State& state) {
+  const size_t n = 4192;
+  auto p = filled(n), g0 = filled(n, 1e-3);
+  std::vector<double> g(n);
+  tinylm::optim::Adam<double> adam(n, {0.85, 0.99, 1e-8, 0.0});
+  int64_t t = 0;
+  for (auto _ : state) {
+    std::copy(g0.begin(), g0.end(), g.begin());
+    adam.step(p, g, 0.01, ++t);
+    benchmark::DoNotOptimize(p.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+BENCHMARK(BM_AdamStepExact);
+
+void BM_PyRandomGauss(benchmark::State& state) {
+  tinylm::PyRandom rng(42);
+  for (auto _ : state) benchmark::DoNotOptimize(rng.gauss(0.0, 0.08));
+}
+BENCHMARK(BM_PyRandomGauss);
+
+}  // namespace
+
+BENCHMARK_MAIN();
