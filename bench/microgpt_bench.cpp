@@ -90,10 +90,12 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    const std::vector<std::string> all = io::read_documents(data);
-    const CharTokenizer tok = CharTokenizer::from_documents(all);
+    const io::Documents file = io::read_documents(data);
+    const CharTokenizer tok = CharTokenizer::from_documents(file.docs);
     Workloads w;
-    for (size_t i = 0; i < 100 && i < all.size(); ++i) w.docs.push_back(tok.encode_document(all[i]));
+    for (size_t i = 0; i < 100 && i < file.docs.size(); ++i) {
+      w.docs.push_back(tok.encode_document(file.docs[i]));
+    }
 
     const Figures tensor = run_engine(microgpt::Engine::tensor, w, reps);
     const Figures scalar = run_engine(microgpt::Engine::scalar, w, std::max(3, reps / 3));

@@ -1,5 +1,8 @@
 #include "tinylm/io/text_file.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
@@ -13,6 +16,8 @@ std::string read_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) fail(path, ": cannot open: ", std::strerror(errno));
   std::string bytes;
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode)) bytes.reserve(st.st_size);
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
@@ -22,12 +27,14 @@ std::string read_file(const std::string& path) {
   return bytes;
 }
 
-std::vector<std::string> read_documents(const std::string& path) {
-  const std::string bytes = read_file(path);
+Documents read_documents(const std::string& path) {
+  Documents out;
+  out.text = std::make_shared<const std::string>(read_file(path));
+  const std::string_view text(*out.text);
   size_t bad = 0;
-  check(is_valid_utf8(bytes, &bad), path, ": invalid UTF-8 at byte ", bad);
-  const std::string_view text(bytes);
-  std::vector<std::string> docs;
+  check(is_valid_utf8(text, &bad), path, ": invalid UTF-8 at byte ", bad);
+  std::vector<std::string_view>& docs = out.docs;
+  docs.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   size_t i = 0;
   while (i <= text.size()) {
     // Universal newlines: \n, \r\n and a lone \r each end a line (all ASCII, so a byte scan
@@ -43,12 +50,12 @@ std::vector<std::string> read_documents(const std::string& path) {
       if (!is_python_space(utf8_at(text, start, &len))) break;
       e = start;
     }
-    if (e > b) docs.emplace_back(text.substr(b, e - b));
+    if (e > b) docs.push_back(text.substr(b, e - b));
     if (end + 1 < text.size() && text[end] == '\r' && text[end + 1] == '\n') ++end;
     i = end + 1;
   }
   check(!docs.empty(), path, ": no documents (the file is empty or blank)");
-  return docs;
+  return out;
 }
 
 }  // namespace tinylm::io

@@ -16,10 +16,10 @@ std::u32string decode_or_throw(std::string_view s, std::string_view what) {
 }
 }  // namespace
 
-CharTokenizer CharTokenizer::from_documents(std::span<const std::string> docs) {
+CharTokenizer CharTokenizer::from_documents(std::span<const std::string_view> docs) {
   CharTokenizer t;
   bool ascii[128] = {};
-  for (const std::string& d : docs) {
+  for (const std::string_view d : docs) {
     size_t bad = 0;
     check(is_valid_utf8(d, &bad), "document: invalid UTF-8 at byte ", bad);
     for (size_t i = 0; i < d.size();) {

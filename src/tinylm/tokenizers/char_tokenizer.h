@@ -11,7 +11,7 @@ namespace tinylm {
 class CharTokenizer {
  public:
   // The sorted unique code points of all documents (UTF-8).
-  static CharTokenizer from_documents(std::span<const std::string> docs);
+  static CharTokenizer from_documents(std::span<const std::string_view> docs);
   // From an explicit character set (UTF-8; sorted and deduplicated here).
   static CharTokenizer from_chars(std::string_view chars_utf8);
 

@@ -33,7 +33,8 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
   check(opt.lr > 0.0, "--lr must be positive, got ", opt.lr);
 
   PyRandom rng(opt.seed);
-  std::vector<std::string> docs = io::read_documents(opt.data_path);
+  io::Documents data = io::read_documents(opt.data_path);
+  std::vector<std::string_view>& docs = data.docs;
   rng.shuffle(std::span(docs));
   out << "num docs: " << docs.size() << '\n';
 
@@ -66,7 +67,7 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
   optim::Adam<double> adam(model->params().size(), {opt.beta1, opt.beta2, opt.eps, 0.0});
   const char end = carriage_return ? '\r' : '\n';
   for (int step = 0; step < steps; ++step) {
-    const std::string& doc = docs[static_cast<size_t>(step) % docs.size()];
+    const std::string_view doc = docs[static_cast<size_t>(step) % docs.size()];
     const std::vector<int> tokens = tokenizer.encode_document(doc);
     const double loss = model->loss_and_grad(tokens);
     const double lr_t = opt.lr * (1 - static_cast<double>(step) / steps);
