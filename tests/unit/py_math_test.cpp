@@ -34,6 +34,26 @@ TEST(PyMath, SquareAndSqrtEqualLibraryPowOnMillionsOfInputs) {
   EXPECT_GT(pow_not_exact, 0);
 }
 
+// Adam divides by its bias corrections 1 - beta^t through a reciprocal; the quotient must be
+// the division's, bit for bit, for every numerator the predicate admits.
+TEST(PyMath, DivisionByReciprocalEqualsDivision) {
+  std::mt19937_64 rng(99);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int checked = 0;
+  for (int k = 0; k < 3'000'000; ++k) {
+    double d = 0.01 + 0.99 * unit(rng);
+    if (k % 3 == 0) d = 1 - py_pow(0.85, 1 + (k / 3) % 3000);
+    if (k % 5 == 0) d = 1 - py_pow(0.99, 1 + (k / 5) % 3000);
+    const double x = (unit(rng) - 0.5) * std::exp2(std::floor(unit(rng) * 1800 - 900));
+    if (!divides_by_reciprocal_safely(x)) continue;
+    ASSERT_TRUE(same(div_by_reciprocal(x, d, 1.0 / d), x / d)) << x << " / " << d;
+    ++checked;
+  }
+  EXPECT_GT(checked, 2'500'000);
+  EXPECT_FALSE(divides_by_reciprocal_safely(0.0));
+  EXPECT_FALSE(divides_by_reciprocal_safely(1e-300));
+}
+
 TEST(PyMath, EdgeCasesEqualLibraryPow) {
   const double inf = std::numeric_limits<double>::infinity();
   const double cases[] = {0.0,  -0.0, 1.0, -1.0, 1e-300, 1e-160, 1e-155, 1e154, 1e155, 1e300,

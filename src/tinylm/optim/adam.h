@@ -69,8 +69,9 @@ class Adam {
 
   // Exact CPython arithmetic. Pass 1 (vectorized): moments with g*g, flagging squares that
   // pow might round differently. Pass 2: redo flagged second moments with pow. Pass 3
-  // (vectorized): the parameter update with sqrt, flagging roots near a midpoint. Pass 4:
-  // redo those with pow.
+  // (vectorized): the parameter update with sqrt and the bias corrections as exact
+  // reciprocal multiplications, flagging roots near a midpoint and numerators outside the
+  // range where the reciprocal trick is proven. Pass 4: redo those with pow and division.
   void step_exact(std::span<double> p, std::span<double> grads, double lr, double c1, double c2) {
     const double b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
     const size_t n = p.size();
@@ -88,12 +89,17 @@ class Adam {
     }
     for_each_flagged(n, [&](size_t i) { v[i] = b2 * v_old[i] + (1 - b2) * py_pow(g[i], 2.0); });
     double* pp = p.data();
+    const double r1 = 1.0 / c1, r2 = 1.0 / c2;  // exact quotients from these, see py_math.h
     for (size_t i = 0; i < n; ++i) {
-      const double v_hat = v[i] / c2;
+      const double m_hat = m[i] == 0.0 ? m[i] : div_by_reciprocal(m[i], c1, r1);
+      const double v_hat = v[i] == 0.0 ? v[i] : div_by_reciprocal(v[i], c2, r2);
       const double s = std::sqrt(v_hat);
-      flag[i] = static_cast<uint8_t>(static_cast<int>(v_hat != 0.0) & static_cast<int>(!sqrt_is_safe(v_hat, s)));
+      const int exact = (static_cast<int>(m[i] == 0.0) | static_cast<int>(divides_by_reciprocal_safely(m[i]))) &
+                        (static_cast<int>(v[i] == 0.0) | static_cast<int>(divides_by_reciprocal_safely(v[i]))) &
+                        (static_cast<int>(v_hat == 0.0) | static_cast<int>(sqrt_is_safe(v_hat, s)));
+      flag[i] = static_cast<uint8_t>(exact ^ 1);
       v_old[i] = pp[i];  // reused: the parameter before the update
-      pp[i] = pp[i] - lr * (m[i] / c1) / (s + eps);
+      pp[i] = pp[i] - lr * m_hat / (s + eps);
     }
     for_each_flagged(n, [&](size_t i) {
       pp[i] = v_old[i] - lr * (m[i] / c1) / (py_pow(v[i] / c2, 0.5) + eps);
@@ -122,12 +128,12 @@ class Adam {
   // Branch-free forms of the tests in py_square / py_sqrt, so the loops vectorize.
   static bool square_is_safe(double x, double sq) {
     const double lo = std::fma(x, x, -sq);
-    return static_cast<int>(detail::ulp_is_normal(sq)) &
+    return static_cast<int>(detail::exponent_within(x, detail::kSquareExponentLimit)) &
            static_cast<int>(std::fabs(lo) < detail::kSafeUlps * detail::ulp_of(sq));
   }
   static bool sqrt_is_safe(double x, double s) {
     const double r = std::fma(-s, s, x);
-    return static_cast<int>(detail::ulp_is_normal(s)) & static_cast<int>(detail::ulp_is_normal(x)) &
+    return static_cast<int>(detail::exponent_within(x, detail::kSqrtExponentLimit)) &
            static_cast<int>(std::fabs(r) < 2.0 * detail::kSafeUlps * detail::ulp_of(s) * s);
   }
 
