@@ -75,9 +75,9 @@ void BM_AttentionForwardBackward(benchmark::State& state) {
   const auto q = filled(T * C), kk = filled(T * C, 0.2), v = filled(T * C, 0.3), dout = filled(T * C);
   std::vector<double> out(T * C), att(H * T * T), dq(T * C), dk(T * C), dv(T * C), scratch(T);
   for (auto _ : state) {
-    k::attention_forward(out.data(), att.data(), q.data(), kk.data(), v.data(), T, C, H, 0.5);
+    k::attention_forward(out.data(), att.data(), q.data(), kk.data(), v.data(), 0, T, C, H, T, 0.5);
     k::attention_backward(dq.data(), dk.data(), dv.data(), scratch.data(), dout.data(), att.data(),
-                          q.data(), kk.data(), v.data(), T, C, H, 0.5);
+                          q.data(), kk.data(), v.data(), T, C, H, T, 0.5);
     benchmark::DoNotOptimize(dq.data());
   }
 }

@@ -8,14 +8,16 @@
 
 namespace tinylm::kernels {
 
-// out: (T, C)   att: (H, T, T) softmax weights, row t valid for s <= t   q, k, v: (T, C)
+// Rows t in [t0, t1) attend to positions 0..t; rows before t0 are a KV cache whose q/k/v are
+// already filled. out: (T, C)   att: (H, ld, ld) softmax weights, row t valid for s <= t
+// q, k, v: (T, C); ld >= t1 is the row stride of att.
 template <class T>
-void attention_forward(T* out, T* att, const T* q, const T* k, const T* v, int64_t nt, int64_t C,
-                       int64_t n_head, T scale) {
+void attention_forward(T* out, T* att, const T* q, const T* k, const T* v, int64_t t0, int64_t t1,
+                       int64_t C, int64_t n_head, int64_t ld, T scale) {
   const int64_t hd = C / n_head;
   for (int64_t h = 0; h < n_head; ++h) {
-    for (int64_t t = 0; t < nt; ++t) {
-      T* a = att + (h * nt + t) * nt;
+    for (int64_t t = t0; t < t1; ++t) {
+      T* a = att + (h * ld + t) * ld;
       const T* qt = q + t * C + h * hd;
       for (int64_t s = 0; s <= t; ++s) {
         const T* ks = k + s * C + h * hd;
@@ -34,14 +36,15 @@ void attention_forward(T* out, T* att, const T* q, const T* k, const T* v, int64
   }
 }
 
-// Accumulates dq, dk, dv (+=) from dout. scratch: (T) doubles of workspace.
+// Accumulates dq, dk, dv (+=) from dout for rows 0..nt-1. scratch: (nt) values of workspace.
 template <class T>
 void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* att, const T* q,
-                        const T* k, const T* v, int64_t nt, int64_t C, int64_t n_head, T scale) {
+                        const T* k, const T* v, int64_t nt, int64_t C, int64_t n_head, int64_t ld,
+                        T scale) {
   const int64_t hd = C / n_head;
   for (int64_t t = nt - 1; t >= 0; --t) {
     for (int64_t h = n_head - 1; h >= 0; --h) {
-      const T* a = att + (h * nt + t) * nt;
+      const T* a = att + (h * ld + t) * ld;
       const T* dot = dout + t * C + h * hd;
       T* da = scratch;
       for (int64_t s = 0; s <= t; ++s) {
