@@ -91,10 +91,10 @@ int main(int argc, char** argv) {
   }
   try {
     const io::Documents file = io::read_documents(data);
-    const CharTokenizer tok = CharTokenizer::from_documents(file.docs);
+    const CharTokenizer tok = CharTokenizer::from_documents(file.views());
     Workloads w;
-    for (size_t i = 0; i < 100 && i < file.docs.size(); ++i) {
-      w.docs.push_back(tok.encode_document(file.docs[i]));
+    for (size_t i = 0; i < 100 && i < file.size(); ++i) {
+      w.docs.push_back(tok.encode_document(file[i]));
     }
 
     const Figures tensor = run_engine(microgpt::Engine::tensor, w, reps);

@@ -14,7 +14,4 @@ ctest --preset release -j "$jobs"
 echo "== sanitizer build (ASan + UBSan) and tests"
 cmake --preset dev >/dev/null
 cmake --build build/dev -j "$jobs"
-# Whole 1000-step training runs are covered by the release pass; under the sanitizers they
-# would take minutes for no extra coverage.
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --preset dev -j "$jobs" -E 'Slow'
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset dev -j "$jobs"

@@ -239,7 +239,7 @@ Docs read_text_docs(const test::TempDir& dir, const std::string& text) {
   const std::string path = dir.file("docs.txt");
   test::write_text(path, text);
   const io::Documents d = io::read_documents(path);
-  return Docs(d.docs.begin(), d.docs.end());
+  return Docs(d.views().begin(), d.views().end());
 }
 
 TEST(ReadDocuments, StripsAndDropsBlankLines) {
@@ -317,7 +317,7 @@ TEST(ReadDocuments, InvalidUtf8NamesPathAndEncoding) {
 
 TEST(ReadDocuments, NamesDataset) {
   const io::Documents file = io::read_documents(test::source_path("data/names.txt"));
-  const Docs docs(file.docs.begin(), file.docs.end());
+  const Docs docs(file.views().begin(), file.views().end());
   // Counted with Python: len([l.strip() for l in open(p).read().strip().split('\n') if l.strip()])
   ASSERT_EQ(docs.size(), 32033u);
   EXPECT_EQ(docs.front(), "emma");

@@ -28,12 +28,11 @@ std::string read_file(const std::string& path) {
 }
 
 Documents read_documents(const std::string& path) {
-  Documents out;
-  out.text = std::make_shared<const std::string>(read_file(path));
-  const std::string_view text(*out.text);
+  auto bytes = std::make_shared<const std::string>(read_file(path));
+  const std::string_view text(*bytes);
   size_t bad = 0;
   check(is_valid_utf8(text, &bad), path, ": invalid UTF-8 at byte ", bad);
-  std::vector<std::string_view>& docs = out.docs;
+  std::vector<std::string_view> docs;
   docs.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   size_t i = 0;
   while (i <= text.size()) {
@@ -55,7 +54,7 @@ Documents read_documents(const std::string& path) {
     i = end + 1;
   }
   check(!docs.empty(), path, ": no documents (the file is empty or blank)");
-  return out;
+  return Documents(std::move(bytes), std::move(docs));
 }
 
 }  // namespace tinylm::io

@@ -34,8 +34,8 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
 
   PyRandom rng(opt.seed);
   io::Documents data = io::read_documents(opt.data_path);
-  std::vector<std::string_view>& docs = data.docs;
-  rng.shuffle(std::span(docs));
+  const std::span<std::string_view> docs = data.views();
+  rng.shuffle(docs);
   out << "num docs: " << docs.size() << '\n';
 
   const CharTokenizer tokenizer = CharTokenizer::from_documents(docs);
