@@ -1,0 +1,77 @@
+#include "tinylm/generate/gpt2_generate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tinylm/core/error.h"
+#include "tinylm/core/timer.h"
+
+namespace tinylm::generate {
+
+GenerateResult generate(gpt2::Model& model, std::span<const int> prompt, const GenerateOptions& options,
+                        const std::function<bool(int)>& on_token) {
+  const gpt2::Config& c = model.config();
+  check(!prompt.empty(), "generate: the prompt is empty (give at least one token)");
+  check(options.max_tokens >= 0, "generate: max-tokens must be >= 0");
+  check(static_cast<int64_t>(prompt.size()) <= c.n_positions, "generate: the prompt has ", prompt.size(),
+        " tokens, more than the model's context of ", c.n_positions);
+  Sampler sampler(options.sampling);
+  GenerateResult result;
+  const int capacity = static_cast<int>(std::min<int64_t>(c.n_positions, prompt.size() + options.max_tokens));
+  gpt2::KvCache cache = model.new_cache(std::max(capacity, 1));
+  std::vector<float> logits(c.vocab_size);
+  Timer timer;
+  model.forward(prompt, cache, logits);
+  result.prefill_ms = timer.elapsed_ms();
+  timer.reset();
+  for (int i = 0; i < options.max_tokens; ++i) {
+    const int next = sampler.sample(logits);
+    result.ids.push_back(next);
+    if (on_token && !on_token(next)) break;
+    if (next == options.eos_id) {
+      result.stopped_at_eos = true;
+      break;
+    }
+    if (i + 1 == options.max_tokens) break;
+    if (cache.length >= c.n_positions) {  // learned positions: no shifting past the end
+      result.hit_context_end = true;
+      break;
+    }
+    model.forward(std::span(&next, 1), cache, logits);
+  }
+  result.decode_ms = timer.elapsed_ms();
+  return result;
+}
+
+double PerplexityResult::perplexity() const { return std::exp(mean_nll()); }
+
+PerplexityResult perplexity(gpt2::Model& model, std::span<const int> tokens, int context, int stride) {
+  const gpt2::Config& c = model.config();
+  check(context >= 2 && context <= c.n_positions, "perplexity: context must be in 2..", c.n_positions,
+        ", got ", context);
+  check(stride >= 1 && stride <= context, "perplexity: stride must be in 1..context, got ", stride);
+  check(tokens.size() >= 2, "perplexity: the text has fewer than 2 tokens");
+  const int64_t L = static_cast<int64_t>(tokens.size()), V = c.vocab_size;
+  PerplexityResult r;
+  std::vector<float> logits;
+  int64_t prev_end = 0;
+  for (int64_t begin = 0;; begin += stride) {
+    const int64_t end = std::min<int64_t>(begin + context, L);
+    gpt2::KvCache cache = model.new_cache(static_cast<int>(end - begin));
+    logits.resize(static_cast<size_t>((end - begin) * V));
+    model.forward(tokens.subspan(begin, end - begin), cache, logits, true);
+    for (int64_t j = std::max(prev_end, begin + 1); j < end; ++j) {  // target position j
+      const float* row = logits.data() + (j - 1 - begin) * V;
+      const float mx = *std::max_element(row, row + V);
+      double sum = 0;
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - mx);
+      r.nll_sum += std::log(sum) + mx - row[tokens[j]];
+      ++r.count;
+    }
+    prev_end = end;
+    if (end == L) break;
+  }
+  return r;
+}
+
+}  // namespace tinylm::generate

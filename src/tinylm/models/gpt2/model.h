@@ -1,0 +1,50 @@
+#pragma once
+// GPT-2 inference with a KV cache. Weight matrices, the token embedding and the KV cache are
+// stored in the chosen dtype (f32, bf16 or f16); LayerNorm parameters, biases and every
+// accumulation stay f32. A prompt runs as one batched forward (matrix products); each new
+// token then runs alone against the cache.
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "tinylm/core/dtype.h"
+#include "tinylm/models/gpt2/config.h"
+
+namespace tinylm::gpt2 {
+
+// Keys and values of every layer for up to `capacity` positions.
+struct KvCache {
+  int capacity = 0;
+  int length = 0;  // positions filled
+  std::vector<std::byte> keys, values;  // (n_layer, capacity, C) each, in the model's dtype
+};
+
+class Model {
+ public:
+  // params: f32, flat, in param_layout(config) order. lm_head: an untied output head
+  // [vocab, C], or empty when the head is wte (GPT-2's tying). dtype: f32, bf16 or f16.
+  Model(const Config& config, std::span<const float> params, DType dtype,
+        std::span<const float> lm_head = {});
+  ~Model();
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+
+  const Config& config() const;
+  DType dtype() const;
+  size_t weight_bytes() const;  // bytes of all weights as stored
+
+  KvCache new_cache(int capacity) const;  // capacity <= n_positions
+
+  // Runs `tokens` at positions cache.length, cache.length + 1, ... (which must stay below
+  // cache.capacity), appending their keys and values. logits receives (tokens.size(), vocab)
+  // values when all_logits, else the last position's (vocab).
+  void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
+               bool all_logits = false);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tinylm::gpt2

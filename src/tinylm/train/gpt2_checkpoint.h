@@ -1,0 +1,28 @@
+#pragma once
+// GPT-2 checkpoints in the Hugging Face layout: a directory with config.json and
+// model.safetensors (or a sharded model.safetensors.index.json), tensor names with or without
+// the "transformer." prefix. The attention-mask buffers (attn.bias, attn.masked_bias) are not
+// parameters and are skipped; lm_head.weight is used when present and different from wte.
+#include <string>
+#include <vector>
+
+#include "tinylm/models/gpt2/config.h"
+
+namespace tinylm::train {
+
+struct Gpt2Checkpoint {
+  gpt2::Config config;
+  std::vector<float> params;   // f32, gpt2::param_layout(config) order
+  std::vector<float> lm_head;  // [vocab, C] when the file holds an untied head; else empty
+};
+
+// `model` is a directory (config.json + weights) or a .safetensors / .index.json file;
+// `config_path` overrides where config.json is read from. Every missing or mis-shaped tensor
+// is reported by name in one Error.
+Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path = "");
+
+// Writes DIR/config.json and DIR/model.safetensors (F32, Hugging Face names without prefix,
+// plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P]), atomically file by file.
+void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params);
+
+}  // namespace tinylm::train
