@@ -79,9 +79,31 @@ void gelu_tanh_forward(float* y, const float* x, int64_t n) {
 template <class W>
 void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
                    int64_t nout) {
-  // Columns are split into blocks of 64 (four 16-wide vectors); a block of up to 4 rows keeps
-  // 16 accumulators in registers while the weights of that column block stream past once.
-  constexpr int64_t kCols = 64, kRows = 4;
+  if (rows <= 2) {
+    // Decode: memory-bound. Each thread owns a contiguous range of output columns and streams
+    // its part of every weight row once, accumulating in y (which stays in L1).
+    const int64_t nthreads = num_threads();
+    const int64_t chunk = ((nout + nthreads - 1) / nthreads + 15) / 16 * 16;
+    parallel_for(0, nthreads, 1, [&](int64_t th) {
+      const int64_t c0 = th * chunk, c1 = std::min(nout, c0 + chunk);
+      if (c0 >= c1) return;
+      for (int64_t r = 0; r < rows; ++r) {
+        float* yr = y + r * nout;
+        for (int64_t c = c0; c < c1; ++c) yr[c] = b ? b[c] : 0.0f;
+        for (int64_t i = 0; i < nin; ++i) {
+          const float xv = x[r * nin + i];
+          const W* wi = w + i * nout;
+          int64_t c = c0;
+          for (; c + 16 <= c1; c += 16) store16(yr + c, load16(yr + c) + xv * load16(wi + c));
+          for (; c < c1; ++c) yr[c] += xv * to_float(wi[c]);
+        }
+      }
+    });
+    return;
+  }
+  // Prefill: compute-bound. Columns in blocks of 64 (four 16-wide vectors), rows in blocks of
+  // 6: 24 accumulators stay in registers while the block's weights stream past once.
+  constexpr int64_t kCols = 64, kRows = 6;
   const int64_t nblocks = (nout + kCols - 1) / kCols;
   parallel_for(0, nblocks, 1, [&](int64_t blk) {
     const int64_t c0 = blk * kCols;

@@ -1,6 +1,8 @@
 #pragma once
 // Weight element types for inference kernels: float, or 16-bit storage (bf16 / IEEE f16)
 // widened to float on load. Accumulation is always in float.
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -15,12 +17,26 @@ struct F16 {
   uint16_t bits;
 };
 
+// F16C, where the CPU has it, converts in hardware with the same rounding (round to nearest
+// even) as the portable functions in core/dtype.h; tests hold the two equal.
 inline float to_float(float x) { return x; }
 inline float to_float(Bf16 x) { return bf16_to_float(x.bits); }
-inline float to_float(F16 x) { return f16_to_float(x.bits); }
+inline float to_float(F16 x) {
+#if defined(__F16C__)
+  return _cvtsh_ss(x.bits);
+#else
+  return f16_to_float(x.bits);
+#endif
+}
 
 inline void from_float(float& out, float x) { out = x; }
 inline void from_float(Bf16& out, float x) { out.bits = float_to_bf16(x); }
-inline void from_float(F16& out, float x) { out.bits = float_to_f16(x); }
+inline void from_float(F16& out, float x) {
+#if defined(__F16C__)
+  out.bits = _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
+#else
+  out.bits = float_to_f16(x);
+#endif
+}
 
 }  // namespace tinylm::kernels
