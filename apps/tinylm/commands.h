@@ -5,5 +5,9 @@
 namespace tinylm::cli {
 
 void register_microgpt(CLI::App& app);
+void register_generate(CLI::App& app);
+void register_perplexity(CLI::App& app);
+void register_tokenize(CLI::App& app);
+void register_init(CLI::App& app);
 
 }  // namespace tinylm::cli

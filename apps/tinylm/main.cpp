@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "tinylm 0.1.0");
   tinylm::cli::register_microgpt(app);
+  tinylm::cli::register_generate(app);
+  tinylm::cli::register_perplexity(app);
+  tinylm::cli::register_tokenize(app);
+  tinylm::cli::register_init(app);
   const auto known = [&](const char* name) {
     for (const CLI::App* sub : app.get_subcommands({})) {
       if (sub->get_name() == name) return true;

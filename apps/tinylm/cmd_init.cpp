@@ -1,0 +1,42 @@
+// tinylm init: a freshly initialised model directory in the Hugging Face layout.
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.h"
+#include "gpt2_common.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/train/gpt2_checkpoint.h"
+#include "tinylm/train/gpt2_init.h"
+
+namespace tinylm::cli {
+
+void register_init(CLI::App& app) {
+  struct Flags {
+    std::string arch = "gpt2", preset, out, tokenizer;
+    uint64_t seed = 0;
+    int threads = 0;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("init", "Write a freshly initialised model directory (config.json, "
+                                             "model.safetensors, tokenizer.json)");
+  cmd->add_option("--arch", f->arch, "Architecture")->check(CLI::IsMember({"gpt2"}))->capture_default_str();
+  cmd->add_option("--preset", f->preset, "124M or small-test")->required();
+  cmd->add_option("--out", f->out, "Output directory")->required();
+  cmd->add_option("--seed", f->seed, "Initialisation seed")->capture_default_str();
+  cmd->add_option("--tokenizer", f->tokenizer, "Tokenizer to copy (default: data/gpt2)");
+  cmd->add_option("--threads", f->threads, "Threads (default: all cores)");
+  cmd->callback([f] {
+    set_num_threads(f->threads);
+    Timer timer;
+    const gpt2::Config config = gpt2::preset(f->preset);
+    const std::vector<float> params = train::init_gpt2_params(config, f->seed);
+    const BpeTokenizer tok = load_tokenizer(f->tokenizer.empty() ? "data/gpt2" : f->tokenizer, "");
+    train::save_gpt2(f->out, config, params);
+    tok.save_tokenizer_json((std::filesystem::path(f->out) / "tokenizer.json").string());
+    std::printf("wrote %s: GPT-2 %s, %zu parameters\n", f->out.c_str(), f->preset.c_str(), params.size());
+    std::fprintf(stderr, "init %.0f ms\n", timer.elapsed_ms());
+  });
+}
+
+}  // namespace tinylm::cli

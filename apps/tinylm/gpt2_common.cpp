@@ -1,0 +1,52 @@
+#include "gpt2_common.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/train/gpt2_checkpoint.h"
+
+namespace tinylm::cli {
+
+namespace fs = std::filesystem;
+
+void Gpt2Flags::add_to(CLI::App* cmd) {
+  cmd->add_option("--model", model, "Model directory (config.json + model.safetensors) or weights file")
+      ->required();
+  cmd->add_option("--config", config, "config.json, when not beside the weights");
+  cmd->add_option("--tokenizer", tokenizer,
+                  "tokenizer.json or a directory with tokenizer.json, vocab.json + merges.txt or "
+                  "encoder.json + vocab.bpe (default: the model's, else data/gpt2)");
+  cmd->add_option("--dtype", dtype, "Weights and KV cache: f32, bf16 or f16")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->capture_default_str();
+  cmd->add_option("--threads", threads, "Threads (default: all cores)");
+}
+
+BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_dir) {
+  if (!explicit_path.empty()) {
+    return fs::is_directory(explicit_path) ? BpeTokenizer::from_directory(explicit_path)
+                                           : BpeTokenizer::from_tokenizer_json(explicit_path);
+  }
+  const fs::path dir = fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
+  for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json"}) {
+    if (!dir.empty() && fs::exists(dir / f)) return BpeTokenizer::from_directory(dir.string());
+  }
+  check(fs::exists("data/gpt2/encoder.json"), model_dir,
+        ": no tokenizer beside the model and no data/gpt2 here: pass --tokenizer");
+  return BpeTokenizer::from_directory("data/gpt2");
+}
+
+gpt2::Model load_model(const Gpt2Flags& flags) {
+  set_num_threads(flags.threads);
+  Timer timer;
+  const train::Gpt2Checkpoint ck = train::load_gpt2(flags.model, flags.config);
+  gpt2::Model model(ck.config, ck.params, parse_dtype(flags.dtype), ck.lm_head);
+  std::fprintf(stderr, "loaded %s in %.0f ms: %.1f MB of %s weights, %d threads\n", flags.model.c_str(),
+               timer.elapsed_ms(), model.weight_bytes() / 1e6, flags.dtype.c_str(), num_threads());
+  return model;
+}
+
+}  // namespace tinylm::cli

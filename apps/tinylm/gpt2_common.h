@@ -1,0 +1,25 @@
+#pragma once
+// What the GPT-2 subcommands share: loading a model directory and finding its tokenizer.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "tinylm/models/gpt2/model.h"
+#include "tinylm/tokenizers/bpe.h"
+
+namespace tinylm::cli {
+
+struct Gpt2Flags {
+  std::string model, config, tokenizer, dtype = "f32";
+  int threads = 0;
+  void add_to(CLI::App* cmd);
+};
+
+// The tokenizer: --tokenizer (a tokenizer.json or a directory), else the model directory's,
+// else the vendored GPT-2 vocabulary in data/gpt2.
+BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_dir);
+
+// Loads the checkpoint and converts it to the requested dtype; prints load time, weight bytes
+// and dtype to stderr.
+gpt2::Model load_model(const Gpt2Flags& flags);
+
+}  // namespace tinylm::cli

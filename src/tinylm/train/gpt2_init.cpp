@@ -1,0 +1,46 @@
+#include "tinylm/train/gpt2_init.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/philox.h"
+
+namespace tinylm::train {
+
+std::vector<float> init_gpt2_params(const gpt2::Config& config, uint64_t seed) {
+  const ParamLayout layout = gpt2::param_layout(config);
+  std::vector<float> params(layout.size(), 0.0f);
+  const double residual_std = 0.02 / std::sqrt(2.0 * config.n_layer);
+  for (const ParamEntry& e : layout.entries()) {
+    double std = 0.0;
+    if (e.name.ends_with(".weight") && e.shape.size() == 2) {
+      std = e.name.ends_with("c_proj.weight") ? residual_std : 0.02;
+    } else if (e.name.ends_with("ln_1.weight") || e.name.ends_with("ln_2.weight") ||
+               e.name == "ln_f.weight") {
+      std::fill_n(params.begin() + static_cast<std::ptrdiff_t>(e.offset), e.numel, 1.0f);
+      continue;
+    } else {
+      continue;  // biases stay 0
+    }
+    float* out = params.data() + e.offset;
+    // Box-Muller on pairs of counter-based uniforms: element i uses counter (i / 2, offset).
+    const int64_t pairs = static_cast<int64_t>((e.numel + 1) / 2);
+    parallel_for(0, pairs, 4096, [&](int64_t k) {
+      const PhiloxCounter c = philox4x32_10(
+          {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32), static_cast<uint32_t>(e.offset),
+           static_cast<uint32_t>(e.offset >> 32)},
+          {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+      const double u1 = (static_cast<double>(c[0]) + 1.0) / 4294967296.0;  // (0, 1]
+      const double u2 = static_cast<double>(c[1]) / 4294967296.0;
+      const double r = std::sqrt(-2.0 * std::log(u1)) * std;
+      out[2 * k] = static_cast<float>(r * std::cos(2 * std::numbers::pi * u2));
+      if (static_cast<size_t>(2 * k + 1) < e.numel) {
+        out[2 * k + 1] = static_cast<float>(r * std::sin(2 * std::numbers::pi * u2));
+      }
+    });
+  }
+  return params;
+}
+
+}  // namespace tinylm::train

@@ -1,0 +1,16 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "tinylm/models/gpt2/config.h"
+
+namespace tinylm::train {
+
+// Fresh GPT-2 parameters in param_layout order, as GPT-2's paper and Hugging Face initialise
+// them: weights N(0, 0.02), the two residual projections (attn.c_proj, mlp.c_proj)
+// N(0, 0.02 / sqrt(2 n_layer)), LayerNorm gains 1 and biases 0, linear biases 0. Normals
+// come from a counter-based generator keyed by (seed, element index): the same seed gives
+// the same weights whatever the thread count.
+std::vector<float> init_gpt2_params(const gpt2::Config& config, uint64_t seed);
+
+}  // namespace tinylm::train
