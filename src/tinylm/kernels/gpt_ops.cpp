@@ -80,25 +80,51 @@ template <class W>
 void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
                    int64_t nout) {
   if (rows <= 2) {
-    // Decode: memory-bound. Each thread owns a contiguous range of output columns and streams
-    // its part of every weight row once, accumulating in y (which stays in L1).
-    const int64_t nthreads = num_threads();
-    const int64_t chunk = ((nout + nthreads - 1) / nthreads + 15) / 16 * 16;
+    // Decode: memory-bound. Each thread streams a contiguous block of weight rows, four rows
+    // per pass over its private partial sums (so the sums are loaded and stored once per four
+    // rows), then the threads add their partials. Contiguous streams reach ~80% of the
+    // machine's read bandwidth where splitting columns reached ~40%.
+    const int64_t nthreads = std::min<int64_t>(num_threads(), std::max<int64_t>(1, nin / 64));
+    // Scratch owned by the calling thread: grown once, then reused every token.
+    thread_local std::vector<float> partial;
+    partial.resize(static_cast<size_t>(nthreads * rows * nout));
+    float* part = partial.data();
+    const int64_t full = nout / 16 * 16;
     parallel_for(0, nthreads, 1, [&](int64_t th) {
-      const int64_t c0 = th * chunk, c1 = std::min(nout, c0 + chunk);
-      if (c0 >= c1) return;
+      const int64_t i0 = nin * th / nthreads, i1 = nin * (th + 1) / nthreads;
       for (int64_t r = 0; r < rows; ++r) {
-        float* yr = y + r * nout;
-        for (int64_t c = c0; c < c1; ++c) yr[c] = b ? b[c] : 0.0f;
-        for (int64_t i = 0; i < nin; ++i) {
-          const float xv = x[r * nin + i];
+        float* py = part + (th * rows + r) * nout;
+        std::fill(py, py + nout, 0.0f);
+        const float* xr = x + r * nin;
+        int64_t i = i0;
+        for (; i + 4 <= i1; i += 4) {
+          const float x0 = xr[i], x1 = xr[i + 1], x2 = xr[i + 2], x3 = xr[i + 3];
+          const W* w0 = w + i * nout;
+          const W* w1 = w0 + nout;
+          const W* w2 = w1 + nout;
+          const W* w3 = w2 + nout;
+          for (int64_t c = 0; c < full; c += 16) {
+            store16(py + c, load16(py + c) + x0 * load16(w0 + c) + x1 * load16(w1 + c) +
+                                x2 * load16(w2 + c) + x3 * load16(w3 + c));
+          }
+          for (int64_t c = full; c < nout; ++c) {
+            py[c] += x0 * to_float(w0[c]) + x1 * to_float(w1[c]) + x2 * to_float(w2[c]) +
+                     x3 * to_float(w3[c]);
+          }
+        }
+        for (; i < i1; ++i) {
           const W* wi = w + i * nout;
-          int64_t c = c0;
-          for (; c + 16 <= c1; c += 16) store16(yr + c, load16(yr + c) + xv * load16(wi + c));
-          for (; c < c1; ++c) yr[c] += xv * to_float(wi[c]);
+          for (int64_t c = 0; c < nout; ++c) py[c] += xr[i] * to_float(wi[c]);
         }
       }
     });
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < nout; ++c) {
+        float sum = b ? b[c] : 0.0f;
+        for (int64_t th = 0; th < nthreads; ++th) sum += part[(th * rows + r) * nout + c];
+        y[r * nout + c] = sum;
+      }
+    }
     return;
   }
   // Prefill: compute-bound. Columns in blocks of 64 (four 16-wide vectors), rows in blocks of
@@ -145,16 +171,38 @@ void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t
 
 template <class W>
 void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int64_t nout) {
-  parallel_for(0, nout, 64, [&](int64_t o) {
-    const W* wo = w + o * nin;
+  // Four outputs at a time: four independent accumulator chains keep the FMA units busy.
+  const int64_t full = nin / 16 * 16;
+  const auto dot_tail = [&](const W* wo, const float* xr) {
+    float s = 0;
+    for (int64_t i = full; i < nin; ++i) s += xr[i] * to_float(wo[i]);
+    return s;
+  };
+  parallel_for(0, (nout + 3) / 4, 16, [&](int64_t blk) {
+    const int64_t o0 = blk * 4, n = std::min<int64_t>(4, nout - o0);
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x + r * nin;
-      f32x16 acc{};
-      int64_t i = 0;
-      for (; i + 16 <= nin; i += 16) acc += load16(xr + i) * load16(wo + i);
-      float s = hsum(acc);
-      for (; i < nin; ++i) s += xr[i] * to_float(wo[i]);
-      y[r * nout + o] = s;
+      if (n < 4) {
+        for (int64_t o = o0; o < o0 + n; ++o) {
+          f32x16 acc{};
+          for (int64_t i = 0; i < full; i += 16) acc += load16(xr + i) * load16(w + o * nin + i);
+          y[r * nout + o] = hsum(acc) + dot_tail(w + o * nin, xr);
+        }
+        continue;
+      }
+      const W* w0 = w + o0 * nin;
+      f32x16 a0{}, a1{}, a2{}, a3{};
+      for (int64_t i = 0; i < full; i += 16) {
+        const f32x16 xv = load16(xr + i);
+        a0 += xv * load16(w0 + i);
+        a1 += xv * load16(w0 + nin + i);
+        a2 += xv * load16(w0 + 2 * nin + i);
+        a3 += xv * load16(w0 + 3 * nin + i);
+      }
+      y[r * nout + o0] = hsum(a0) + dot_tail(w0, xr);
+      y[r * nout + o0 + 1] = hsum(a1) + dot_tail(w0 + nin, xr);
+      y[r * nout + o0 + 2] = hsum(a2) + dot_tail(w0 + 2 * nin, xr);
+      y[r * nout + o0 + 3] = hsum(a3) + dot_tail(w0 + 3 * nin, xr);
     }
   });
 }
