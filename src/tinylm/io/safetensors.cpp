@@ -234,6 +234,20 @@ std::vector<float> SafetensorsFile::read_f32(const std::string& name, const Shap
   return convert<float>(e, bytes(e), path_);
 }
 
+void SafetensorsFile::read_f32_into(const std::string& name, std::span<float> out,
+                                    const Shape& want) const {
+  const SafetensorsEntry& e = entry_checked(name, want);
+  const std::span<const std::byte> b = bytes(e);
+  const size_t n = b.size() / safetensors_dtype_size(e.dtype);
+  check(out.size() == n, path_, ": tensor ", name, ": ", n, " elements, destination holds ", out.size());
+  if (e.dtype == "F32") {
+    std::memcpy(out.data(), b.data(), b.size());  // also right for unaligned tensors
+    return;
+  }
+  const std::vector<float> v = convert<float>(e, b, path_);
+  std::copy(v.begin(), v.end(), out.begin());
+}
+
 void write_safetensors(const std::string& path, std::span<const SafetensorsWriteEntry> tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();

@@ -42,6 +42,8 @@ class SafetensorsFile {
   // `want` checks the shape when non-empty.
   std::vector<double> read_f64(const std::string& name, const Shape& want = {}) const;
   std::vector<float> read_f32(const std::string& name, const Shape& want = {}) const;
+  // The same into `out`, whose size must be the tensor's element count (no allocation).
+  void read_f32_into(const std::string& name, std::span<float> out, const Shape& want = {}) const;
 
  private:
   struct Storage;

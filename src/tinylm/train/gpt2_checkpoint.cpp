@@ -100,8 +100,7 @@ Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_pat
 
   ck.params.resize(layout.size());
   for (const auto& [e, name] : found) {
-    const std::vector<float> v = src.files[src.where.at(name)].read_f32(name);
-    std::copy(v.begin(), v.end(), ck.params.begin() + static_cast<std::ptrdiff_t>(e->offset));
+    src.files[src.where.at(name)].read_f32_into(name, std::span(ck.params).subspan(e->offset, e->numel));
   }
   if (src.where.count("lm_head.weight")) {
     const Shape want{ck.config.vocab_size, ck.config.n_embd};

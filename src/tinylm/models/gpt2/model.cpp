@@ -1,6 +1,8 @@
 #include "tinylm/models/gpt2/model.h"
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/gpt_ops.h"
@@ -20,70 +22,90 @@ struct Model::Impl {
 
 namespace {
 
-template <class W>
-std::vector<W> convert(std::span<const float> in) {
-  std::vector<W> out(in.size());
-  for (size_t i = 0; i < in.size(); ++i) k::from_float(out[i], in[i]);
-  return out;
-}
-
 // The model for one storage type W (float, Bf16 or F16) of weights and KV cache.
 template <class W>
 struct TypedImpl final : Model::Impl {
   struct Layer {
-    std::vector<float> ln1_w, ln1_b, attn_b, proj_b, ln2_w, ln2_b, fc_b, fc_proj_b;
-    std::vector<W> attn_w, proj_w, fc_w, fc_proj_w;
+    const float *ln1_w, *ln1_b, *attn_b, *proj_b, *ln2_w, *ln2_b, *fc_b, *fc_proj_b;
+    const W *attn_w, *proj_w, *fc_w, *fc_proj_w;
   };
-  std::vector<W> wte, lm_head;  // lm_head empty when tied
-  std::vector<float> wpe, lnf_w, lnf_b;
+  // Storage: the matrices (and wte) in W; LayerNorm parameters, biases and wpe in f32. For
+  // W = float both are the one flat parameter vector the model was given (no copy).
+  std::vector<W> matrices;
+  std::vector<float> small;
+  std::vector<W> lm_head_storage;
+  const W* wte = nullptr;
+  const W* lm_head = nullptr;  // wte when tied
+  const float *wpe = nullptr, *lnf_w = nullptr, *lnf_b = nullptr;
   std::vector<Layer> layers;
+  size_t bytes = 0;
   // Scratch for one forward of up to `rows` positions, grown on demand.
-  std::vector<float> x, xn, qkv, q, att, h, logits_rows;
+  std::vector<float> x, xn, qkv, q, att, h;
 
-  TypedImpl(const Config& c, std::span<const float> params, std::span<const float> head) {
+  TypedImpl(const Config& c, std::vector<float> params, std::vector<float> head) {
     config = c;
     const ParamLayout L = param_layout(c);
-    const auto get = [&](const std::string& n) {
-      const ParamEntry& e = L.at(n);
-      return params.subspan(e.offset, e.numel);
+    const auto is_matrix = [](const ParamEntry& e) {
+      return e.shape.size() == 2 && e.name != "wpe.weight";
     };
-    const auto f32 = [&](const std::string& n) {
-      const auto s = get(n);
-      return std::vector<float>(s.begin(), s.end());
+    std::vector<size_t> small_offset(L.entries().size(), 0);
+    if constexpr (std::is_same_v<W, float>) {
+      matrices = std::move(params);
+      bytes = matrices.size() * sizeof(float);
+    } else {
+      // Convert the matrices in place of a flat copy; keep the small tensors in f32.
+      matrices.resize(params.size());
+      size_t n_small = 0;
+      for (size_t k = 0; k < L.entries().size(); ++k) {
+        const ParamEntry& e = L.entries()[k];
+        if (is_matrix(e)) {
+          for (size_t i = 0; i < e.numel; ++i) k::from_float(matrices[e.offset + i], params[e.offset + i]);
+          bytes += e.numel * sizeof(W);
+        } else {
+          small_offset[k] = n_small;
+          n_small += e.numel;
+        }
+      }
+      small.resize(n_small);
+      for (size_t k = 0; k < L.entries().size(); ++k) {
+        const ParamEntry& e = L.entries()[k];
+        if (!is_matrix(e)) std::copy_n(params.begin() + e.offset, e.numel, small.begin() + small_offset[k]);
+      }
+      bytes += n_small * sizeof(float);
+      params = {};  // release the f32 copy
+    }
+    const auto w = [&](const std::string& n) { return matrices.data() + L.at(n).offset; };
+    const auto f = [&](const std::string& n) -> const float* {
+      if constexpr (std::is_same_v<W, float>) {
+        return matrices.data() + L.at(n).offset;
+      } else {
+        const auto& entries = L.entries();
+        for (size_t k = 0; k < entries.size(); ++k) {
+          if (entries[k].name == n) return small.data() + small_offset[k];
+        }
+        return nullptr;
+      }
     };
-    wte = convert<W>(get("wte.weight"));
-    if (!head.empty()) lm_head = convert<W>(head);
-    wpe = f32("wpe.weight");
+    wte = w("wte.weight");
+    if (!head.empty()) {
+      lm_head_storage.resize(head.size());
+      for (size_t i = 0; i < head.size(); ++i) k::from_float(lm_head_storage[i], head[i]);
+      bytes += head.size() * sizeof(W);
+    }
+    lm_head = head.empty() ? wte : lm_head_storage.data();
+    wpe = f("wpe.weight");
     for (int i = 0; i < c.n_layer; ++i) {
       const std::string p = "h." + std::to_string(i) + ".";
-      Layer l;
-      l.ln1_w = f32(p + "ln_1.weight");
-      l.ln1_b = f32(p + "ln_1.bias");
-      l.attn_w = convert<W>(get(p + "attn.c_attn.weight"));
-      l.attn_b = f32(p + "attn.c_attn.bias");
-      l.proj_w = convert<W>(get(p + "attn.c_proj.weight"));
-      l.proj_b = f32(p + "attn.c_proj.bias");
-      l.ln2_w = f32(p + "ln_2.weight");
-      l.ln2_b = f32(p + "ln_2.bias");
-      l.fc_w = convert<W>(get(p + "mlp.c_fc.weight"));
-      l.fc_b = f32(p + "mlp.c_fc.bias");
-      l.fc_proj_w = convert<W>(get(p + "mlp.c_proj.weight"));
-      l.fc_proj_b = f32(p + "mlp.c_proj.bias");
-      layers.push_back(std::move(l));
+      layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
+                        f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
+                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"), w(p + "attn.c_attn.weight"),
+                        w(p + "attn.c_proj.weight"), w(p + "mlp.c_fc.weight"), w(p + "mlp.c_proj.weight")});
     }
-    lnf_w = f32("ln_f.weight");
-    lnf_b = f32("ln_f.bias");
+    lnf_w = f("ln_f.weight");
+    lnf_b = f("ln_f.bias");
   }
 
-  size_t weight_bytes() const override {
-    size_t n = (wte.size() + lm_head.size()) * sizeof(W) + (wpe.size() + lnf_w.size() + lnf_b.size()) * 4;
-    for (const Layer& l : layers) {
-      n += (l.attn_w.size() + l.proj_w.size() + l.fc_w.size() + l.fc_proj_w.size()) * sizeof(W);
-      n += (l.ln1_w.size() + l.ln1_b.size() + l.attn_b.size() + l.proj_b.size() + l.ln2_w.size() +
-            l.ln2_b.size() + l.fc_b.size() + l.fc_proj_b.size()) * 4;
-    }
-    return n;
-  }
+  size_t weight_bytes() const override { return bytes; }
 
   void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                bool all_logits) override {
@@ -104,8 +126,8 @@ struct TypedImpl final : Model::Impl {
     h.resize(n * F);
     // x = wte[token] + wpe[position]
     for (int64_t r = 0; r < n; ++r) {
-      const W* e = wte.data() + static_cast<int64_t>(tokens[r]) * C;
-      const float* pe = wpe.data() + (t0 + r) * C;
+      const W* e = wte + static_cast<int64_t>(tokens[r]) * C;
+      const float* pe = wpe + (t0 + r) * C;
       for (int64_t i = 0; i < C; ++i) x[r * C + i] = k::to_float(e[i]) + pe[i];
     }
     W* kc = reinterpret_cast<W*>(cache.keys.data());
@@ -115,8 +137,8 @@ struct TypedImpl final : Model::Impl {
       const Layer& l = layers[li];
       W* kl = kc + li * cap * C;
       W* vl = vc + li * cap * C;
-      k::layernorm_forward(xn.data(), x.data(), l.ln1_w.data(), l.ln1_b.data(), n, C, eps);
-      k::matmul_in_out(qkv.data(), xn.data(), l.attn_w.data(), l.attn_b.data(), n, C, 3 * C);
+      k::layernorm_forward(xn.data(), x.data(), l.ln1_w, l.ln1_b, n, C, eps);
+      k::matmul_in_out(qkv.data(), xn.data(), l.attn_w, l.attn_b, n, C, 3 * C);
       for (int64_t r = 0; r < n; ++r) {
         const float* row = qkv.data() + r * 3 * C;
         std::memcpy(q.data() + r * C, row, C * sizeof(float));
@@ -126,35 +148,40 @@ struct TypedImpl final : Model::Impl {
         }
       }
       k::attention_cached(att.data(), q.data(), kl, vl, t0, t1, C, c.n_head);
-      k::matmul_in_out(xn.data(), att.data(), l.proj_w.data(), l.proj_b.data(), n, C, C);
+      k::matmul_in_out(xn.data(), att.data(), l.proj_w, l.proj_b, n, C, C);
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
-      k::layernorm_forward(xn.data(), x.data(), l.ln2_w.data(), l.ln2_b.data(), n, C, eps);
-      k::matmul_in_out(h.data(), xn.data(), l.fc_w.data(), l.fc_b.data(), n, C, F);
+      k::layernorm_forward(xn.data(), x.data(), l.ln2_w, l.ln2_b, n, C, eps);
+      k::matmul_in_out(h.data(), xn.data(), l.fc_w, l.fc_b, n, C, F);
       k::gelu_tanh_forward(h.data(), h.data(), n * F);
-      k::matmul_in_out(xn.data(), h.data(), l.fc_proj_w.data(), l.fc_proj_b.data(), n, F, C);
+      k::matmul_in_out(xn.data(), h.data(), l.fc_proj_w, l.fc_proj_b, n, F, C);
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
     }
     cache.length = static_cast<int>(t1);
     const int64_t first = all_logits ? 0 : n - 1, rows = n - first;
-    k::layernorm_forward(xn.data(), x.data() + first * C, lnf_w.data(), lnf_b.data(), rows, C, eps);
-    const W* head = lm_head.empty() ? wte.data() : lm_head.data();
-    k::matmul_out_in(logits.data(), xn.data(), head, rows, C, V);
+    k::layernorm_forward(xn.data(), x.data() + first * C, lnf_w, lnf_b, rows, C, eps);
+    k::matmul_out_in(logits.data(), xn.data(), lm_head, rows, C, V);
   }
 };
 
 }  // namespace
 
-Model::Model(const Config& config, std::span<const float> params, DType dtype,
-             std::span<const float> lm_head) {
+Model::Model(const Config& config, std::vector<float> params, DType dtype,
+             std::vector<float> lm_head) {
   config.validate();
   check(params.size() == param_layout(config).size(), "gpt2: ", params.size(),
         " parameters given, the configuration has ", param_layout(config).size());
   check(lm_head.empty() || lm_head.size() == static_cast<size_t>(config.vocab_size) * config.n_embd,
         "gpt2: lm_head has ", lm_head.size(), " values, expected vocab_size * n_embd");
   switch (dtype) {
-    case DType::f32: impl_ = std::make_unique<TypedImpl<float>>(config, params, lm_head); break;
-    case DType::bf16: impl_ = std::make_unique<TypedImpl<k::Bf16>>(config, params, lm_head); break;
-    case DType::f16: impl_ = std::make_unique<TypedImpl<k::F16>>(config, params, lm_head); break;
+    case DType::f32:
+      impl_ = std::make_unique<TypedImpl<float>>(config, std::move(params), std::move(lm_head));
+      break;
+    case DType::bf16:
+      impl_ = std::make_unique<TypedImpl<k::Bf16>>(config, std::move(params), std::move(lm_head));
+      break;
+    case DType::f16:
+      impl_ = std::make_unique<TypedImpl<k::F16>>(config, std::move(params), std::move(lm_head));
+      break;
     default: fail("gpt2: unsupported dtype ", dtype_name(dtype), " (expected f32, bf16 or f16)");
   }
   impl_->dtype = dtype;

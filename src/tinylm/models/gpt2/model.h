@@ -21,10 +21,11 @@ struct KvCache {
 
 class Model {
  public:
-  // params: f32, flat, in param_layout(config) order. lm_head: an untied output head
-  // [vocab, C], or empty when the head is wte (GPT-2's tying). dtype: f32, bf16 or f16.
-  Model(const Config& config, std::span<const float> params, DType dtype,
-        std::span<const float> lm_head = {});
+  // params: f32, flat, in param_layout(config) order; an f32 model keeps this very buffer
+  // (move it in to avoid a copy), a bf16/f16 model converts it and lets it go. lm_head: an
+  // untied output head [vocab, C], or empty when the head is wte (GPT-2's tying).
+  Model(const Config& config, std::vector<float> params, DType dtype,
+        std::vector<float> lm_head = {});
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
