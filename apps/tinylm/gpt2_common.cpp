@@ -42,8 +42,7 @@ BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string&
 gpt2::Model load_model(const Gpt2Flags& flags) {
   set_num_threads(flags.threads);
   Timer timer;
-  train::Gpt2Checkpoint ck = train::load_gpt2(flags.model, flags.config);
-  gpt2::Model model(ck.config, std::move(ck.params), parse_dtype(flags.dtype), std::move(ck.lm_head));
+  gpt2::Model model = train::load_gpt2_model(flags.model, flags.config, parse_dtype(flags.dtype));
   std::fprintf(stderr, "loaded %s in %.0f ms: %.1f MB of %s weights, %d threads\n", flags.model.c_str(),
                timer.elapsed_ms(), model.weight_bytes() / 1e6, flags.dtype.c_str(), num_threads());
   return model;

@@ -97,6 +97,28 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(param_info.index);
     });
 
+// An f32 model mapped in place from the file computes exactly what the copied one does.
+TEST(Gpt2Checkpoint, InPlaceF32ModelEqualsCopiedModel) {
+  const std::vector<int> tokens = ints(expected()["tokens"]);
+  for (const char* weights : {"model.safetensors", "model_prefixed.safetensors"}) {
+    Model copied = load(weights, DType::f32);
+    Model mapped = train::load_gpt2_model(test::source_path(kDir + "/" + weights),
+                                          test::source_path(kDir + "/config.json"), DType::f32);
+    const int64_t V = copied.config().vocab_size;
+    std::vector<float> a(tokens.size() * V), b(tokens.size() * V);
+    KvCache ca = copied.new_cache(static_cast<int>(tokens.size()));
+    KvCache cb = mapped.new_cache(static_cast<int>(tokens.size()));
+    copied.forward(tokens, ca, a, true);
+    mapped.forward(tokens, cb, b, true);
+    EXPECT_EQ(a, b) << weights;
+    EXPECT_EQ(mapped.weight_bytes(), copied.weight_bytes()) << weights;
+  }
+  // A bf16 file asked for as f32 falls back to reading and converting.
+  Model from_bf16 = train::load_gpt2_model(test::source_path(kDir + "/model_bf16.safetensors"),
+                                           test::source_path(kDir + "/config.json"), DType::f32);
+  EXPECT_EQ(from_bf16.dtype(), DType::f32);
+}
+
 TEST(Gpt2Generate, GreedyContinuationMatchesPyTorch) {
   for (const auto& [weights, key, dtype] :
        {std::tuple{"model.safetensors", "greedy", DType::f32},

@@ -62,55 +62,116 @@ fs::path find_weights(const fs::path& dir) {
 
 }  // namespace
 
-Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path) {
+namespace {
+
+// A checkpoint's files with every parameter resolved to its name in them.
+struct Resolved {
+  gpt2::Config config;
+  std::shared_ptr<TensorSource> src;
+  std::vector<std::pair<ParamEntry, std::string>> params;  // layout entry, name in the files
+  std::string where;
+};
+
+Resolved resolve(const std::string& model, const std::string& config_path) {
   const fs::path p(model);
   check(fs::exists(p), model, ": no such file or directory");
   const fs::path weights = fs::is_directory(p) ? find_weights(p) : p;
   const fs::path cfg = !config_path.empty() ? fs::path(config_path)
                                             : weights.parent_path() / "config.json";
-  Gpt2Checkpoint ck;
-  ck.config = gpt2::read_config_json(cfg.string());
-  const TensorSource src = open_tensors(weights);
-  const std::string where = weights.string();
-
-  const ParamLayout layout = gpt2::param_layout(ck.config);
+  Resolved r;
+  r.config = gpt2::read_config_json(cfg.string());
+  r.src = std::make_shared<TensorSource>(open_tensors(weights));
+  r.where = weights.string();
+  const ParamLayout layout = gpt2::param_layout(r.config);
   std::vector<std::string> missing, misshapen;
-  std::vector<std::pair<const ParamEntry*, std::string>> found;  // entry, name in file
   for (const ParamEntry& e : layout.entries()) {
     std::string name = e.name;
-    if (!src.where.count(name)) name = "transformer." + e.name;
-    if (!src.where.count(name)) {
+    if (!r.src->where.count(name)) name = "transformer." + e.name;
+    if (!r.src->where.count(name)) {
       missing.push_back(e.name);
       continue;
     }
-    const io::SafetensorsEntry* t = src.files[src.where.at(name)].find(name);
+    const io::SafetensorsEntry* t = r.src->files[r.src->where.at(name)].find(name);
     if (t->shape != e.shape) {
       misshapen.push_back(name + " " + shape_str(t->shape) + " (expected " + shape_str(e.shape) + ")");
       continue;
     }
-    found.push_back({&e, name});
+    r.params.push_back({e, name});
   }
   const auto join = [](const std::vector<std::string>& v) {
     std::string s;
     for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
     return s;
   };
-  check(missing.empty(), where, ": missing tensors: ", join(missing));
-  check(misshapen.empty(), where, ": wrong shapes: ", join(misshapen));
+  check(missing.empty(), r.where, ": missing tensors: ", join(missing));
+  check(misshapen.empty(), r.where, ": wrong shapes: ", join(misshapen));
+  return r;
+}
 
+const io::SafetensorsFile& file_of(const Resolved& r, const std::string& name) {
+  return r.src->files[r.src->where.at(name)];
+}
+
+}  // namespace
+
+Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path) {
+  const Resolved r = resolve(model, config_path);
+  Gpt2Checkpoint ck;
+  ck.config = r.config;
+  const ParamLayout layout = gpt2::param_layout(ck.config);
   ck.params.resize(layout.size());
-  for (const auto& [e, name] : found) {
-    src.files[src.where.at(name)].read_f32_into(name, std::span(ck.params).subspan(e->offset, e->numel));
+  for (const auto& [e, name] : r.params) {
+    file_of(r, name).read_f32_into(name, std::span(ck.params).subspan(e.offset, e.numel));
   }
-  if (src.where.count("lm_head.weight")) {
+  if (r.src->where.count("lm_head.weight")) {
     const Shape want{ck.config.vocab_size, ck.config.n_embd};
-    std::vector<float> head = src.files[src.where.at("lm_head.weight")].read_f32("lm_head.weight", want);
+    std::vector<float> head = file_of(r, "lm_head.weight").read_f32("lm_head.weight", want);
     const ParamEntry& wte = layout.at("wte.weight");
     if (!std::equal(head.begin(), head.end(), ck.params.begin() + static_cast<std::ptrdiff_t>(wte.offset))) {
       ck.lm_head = std::move(head);
     }
   }
   return ck;
+}
+
+gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_path, DType dtype) {
+  if (dtype == DType::f32) {
+    const Resolved r = resolve(model, config_path);
+    // In place when every tensor (and a head, if any) is F32 and 4-byte aligned in the map.
+    std::map<std::string, const float*> views;
+    const auto view = [&](const std::string& file_name) -> const float* {
+      const io::SafetensorsFile& f = file_of(r, file_name);
+      const io::SafetensorsEntry* t = f.find(file_name);
+      if (t->dtype != "F32") return nullptr;
+      const std::byte* b = f.bytes(*t).data();
+      return reinterpret_cast<uintptr_t>(b) % alignof(float) == 0 ? reinterpret_cast<const float*>(b)
+                                                                 : nullptr;
+    };
+    bool in_place = true;
+    for (const auto& [e, name] : r.params) {
+      const float* v = view(name);
+      in_place = in_place && v != nullptr;
+      views[e.name] = v;
+    }
+    const float* head = nullptr;
+    if (in_place && r.src->where.count("lm_head.weight")) {
+      const io::SafetensorsEntry* t = file_of(r, "lm_head.weight").find("lm_head.weight");
+      check(t->shape == Shape{r.config.vocab_size, r.config.n_embd}, r.where,
+            ": tensor lm_head.weight: shape ", shape_str(t->shape));
+      head = view("lm_head.weight");
+      in_place = head != nullptr;
+      const float* wte = views.at("wte.weight");
+      if (head && std::equal(head, head + static_cast<size_t>(r.config.vocab_size) * r.config.n_embd, wte)) {
+        head = nullptr;  // tied after all
+      }
+    }
+    if (in_place) {
+      return gpt2::Model::from_f32_views(
+          r.config, [&](const std::string& n) { return views.at(n); }, r.src, head);
+    }
+  }
+  Gpt2Checkpoint ck = load_gpt2(model, config_path);
+  return gpt2::Model(ck.config, std::move(ck.params), dtype, std::move(ck.lm_head));
 }
 
 void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tinylm/models/gpt2/config.h"
+#include "tinylm/models/gpt2/model.h"
 
 namespace tinylm::train {
 
@@ -20,6 +21,11 @@ struct Gpt2Checkpoint {
 // `config_path` overrides where config.json is read from. Every missing or mis-shaped tensor
 // is reported by name in one Error.
 Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path = "");
+
+// The model ready to run in `dtype`. An f32 model whose file already holds aligned F32
+// tensors uses them in place in the memory-mapped file (no copy, loads in milliseconds);
+// otherwise the weights are read and converted once.
+gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_path, DType dtype);
 
 // Writes DIR/config.json and DIR/model.safetensors (F32, Hugging Face names without prefix,
 // plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P]), atomically file by file.

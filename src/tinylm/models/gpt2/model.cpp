@@ -42,6 +42,30 @@ struct TypedImpl final : Model::Impl {
   // Scratch for one forward of up to `rows` positions, grown on demand.
   std::vector<float> x, xn, qkv, q, att, h;
 
+  // Weights used in place (W = float only): pointers into memory that `owner` keeps alive.
+  std::shared_ptr<const void> owner;
+  TypedImpl(const Config& c, const std::function<const float*(const std::string&)>& tensor,
+            std::shared_ptr<const void> keep_alive, const float* head) {
+    static_assert(std::is_same_v<W, float>);
+    config = c;
+    owner = std::move(keep_alive);
+    bytes = param_layout(c).size() * sizeof(float);
+    wte = tensor("wte.weight");
+    lm_head = head ? head : wte;
+    if (head) bytes += static_cast<size_t>(c.vocab_size) * c.n_embd * sizeof(float);
+    wpe = tensor("wpe.weight");
+    for (int i = 0; i < c.n_layer; ++i) {
+      const std::string p = "h." + std::to_string(i) + ".";
+      layers.push_back({tensor(p + "ln_1.weight"), tensor(p + "ln_1.bias"), tensor(p + "attn.c_attn.bias"),
+                        tensor(p + "attn.c_proj.bias"), tensor(p + "ln_2.weight"), tensor(p + "ln_2.bias"),
+                        tensor(p + "mlp.c_fc.bias"), tensor(p + "mlp.c_proj.bias"),
+                        tensor(p + "attn.c_attn.weight"), tensor(p + "attn.c_proj.weight"),
+                        tensor(p + "mlp.c_fc.weight"), tensor(p + "mlp.c_proj.weight")});
+    }
+    lnf_w = tensor("ln_f.weight");
+    lnf_b = tensor("ln_f.bias");
+  }
+
   TypedImpl(const Config& c, std::vector<float> params, std::vector<float> head) {
     config = c;
     const ParamLayout L = param_layout(c);
@@ -185,6 +209,16 @@ Model::Model(const Config& config, std::vector<float> params, DType dtype,
     default: fail("gpt2: unsupported dtype ", dtype_name(dtype), " (expected f32, bf16 or f16)");
   }
   impl_->dtype = dtype;
+}
+
+Model Model::from_f32_views(const Config& config,
+                            const std::function<const float*(const std::string&)>& tensor,
+                            std::shared_ptr<const void> owner, const float* lm_head) {
+  config.validate();
+  Model m;
+  m.impl_ = std::make_unique<TypedImpl<float>>(config, tensor, std::move(owner), lm_head);
+  m.impl_->dtype = DType::f32;
+  return m;
 }
 
 Model::~Model() = default;

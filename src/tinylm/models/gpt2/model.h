@@ -3,7 +3,9 @@
 // stored in the chosen dtype (f32, bf16 or f16); LayerNorm parameters, biases and every
 // accumulation stay f32. A prompt runs as one batched forward (matrix products); each new
 // token then runs alone against the cache.
+#include <functional>
 #include <memory>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -26,6 +28,12 @@ class Model {
   // untied output head [vocab, C], or empty when the head is wte (GPT-2's tying).
   Model(const Config& config, std::vector<float> params, DType dtype,
         std::vector<float> lm_head = {});
+  // An f32 model that uses the weights where `tensor(name)` points (every name of
+  // param_layout; contiguous f32, 4-byte aligned), e.g. inside a memory-mapped safetensors
+  // file kept alive by `owner`: nothing is copied. lm_head: an untied head, or null.
+  static Model from_f32_views(const Config& config,
+                              const std::function<const float*(const std::string&)>& tensor,
+                              std::shared_ptr<const void> owner, const float* lm_head = nullptr);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -45,6 +53,7 @@ class Model {
   struct Impl;
 
  private:
+  Model() = default;
   std::unique_ptr<Impl> impl_;
 };
 
