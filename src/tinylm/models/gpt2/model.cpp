@@ -50,20 +50,26 @@ struct TypedImpl final : Model::Impl {
     config = c;
     owner = std::move(keep_alive);
     bytes = param_layout(c).size() * sizeof(float);
-    wte = tensor("wte.weight");
+    bind(tensor, tensor);
     lm_head = head ? head : wte;
     if (head) bytes += static_cast<size_t>(c.vocab_size) * c.n_embd * sizeof(float);
-    wpe = tensor("wpe.weight");
-    for (int i = 0; i < c.n_layer; ++i) {
+  }
+
+  // Points the views at the tensors: w(name) for matrices (in W), f(name) for f32 tensors.
+  template <class MatrixFn, class SmallFn>
+  void bind(const MatrixFn& w, const SmallFn& f) {
+    wte = w("wte.weight");
+    lm_head = wte;
+    wpe = f("wpe.weight");
+    for (int i = 0; i < config.n_layer; ++i) {
       const std::string p = "h." + std::to_string(i) + ".";
-      layers.push_back({tensor(p + "ln_1.weight"), tensor(p + "ln_1.bias"), tensor(p + "attn.c_attn.bias"),
-                        tensor(p + "attn.c_proj.bias"), tensor(p + "ln_2.weight"), tensor(p + "ln_2.bias"),
-                        tensor(p + "mlp.c_fc.bias"), tensor(p + "mlp.c_proj.bias"),
-                        tensor(p + "attn.c_attn.weight"), tensor(p + "attn.c_proj.weight"),
-                        tensor(p + "mlp.c_fc.weight"), tensor(p + "mlp.c_proj.weight")});
+      layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
+                        f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
+                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"), w(p + "attn.c_attn.weight"),
+                        w(p + "attn.c_proj.weight"), w(p + "mlp.c_fc.weight"), w(p + "mlp.c_proj.weight")});
     }
-    lnf_w = tensor("ln_f.weight");
-    lnf_b = tensor("ln_f.bias");
+    lnf_w = f("ln_f.weight");
+    lnf_b = f("ln_f.bias");
   }
 
   TypedImpl(const Config& c, std::vector<float> params, std::vector<float> head) {
@@ -110,23 +116,13 @@ struct TypedImpl final : Model::Impl {
         return nullptr;
       }
     };
-    wte = w("wte.weight");
+    bind(w, f);
     if (!head.empty()) {
       lm_head_storage.resize(head.size());
       for (size_t i = 0; i < head.size(); ++i) k::from_float(lm_head_storage[i], head[i]);
       bytes += head.size() * sizeof(W);
+      lm_head = lm_head_storage.data();
     }
-    lm_head = head.empty() ? wte : lm_head_storage.data();
-    wpe = f("wpe.weight");
-    for (int i = 0; i < c.n_layer; ++i) {
-      const std::string p = "h." + std::to_string(i) + ".";
-      layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
-                        f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
-                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"), w(p + "attn.c_attn.weight"),
-                        w(p + "attn.c_proj.weight"), w(p + "mlp.c_fc.weight"), w(p + "mlp.c_proj.weight")});
-    }
-    lnf_w = f("ln_f.weight");
-    lnf_b = f("ln_f.bias");
   }
 
   size_t weight_bytes() const override { return bytes; }
