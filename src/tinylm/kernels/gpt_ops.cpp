@@ -213,7 +213,9 @@ void attention_cached(float* out, const float* q, const KV* k_cache, const KV* v
   const int64_t hd = C / n_head;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   parallel_for(0, n_head, 1, [&](int64_t h) {
-    std::vector<float> att(static_cast<size_t>(t1));
+    // Per-thread scratch, grown once: no allocation per head per token.
+    thread_local std::vector<float> att;
+    if (att.size() < static_cast<size_t>(t1)) att.resize(static_cast<size_t>(t1));
     for (int64_t t = t0; t < t1; ++t) {
       const float* qt = q + (t - t0) * C + h * hd;
       float mx = -INFINITY;
