@@ -1,5 +1,7 @@
 #include "tinylm/models/evermind/config.h"
 
+#include <string>
+
 #include "tinylm/core/error.h"
 
 namespace tinylm::evermind {
@@ -13,6 +15,26 @@ void validate(const Config& c) {
   check(c.n_experts > 0, "evermind config: n_experts must be positive (got ", c.n_experts, ")");
   check(c.top_k >= 1 && c.top_k <= c.n_experts, "evermind config: top_k must be in 1..n_experts = ",
         c.n_experts, " (got ", c.top_k, ")");
+}
+
+ParamLayout param_layout(const Config& c) {
+  validate(c);
+  ParamLayout layout;
+  layout.add("emb", {c.vocab_size, c.d_model});
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = cat("layers.", l, ".");
+    layout.add(p + "conv", {c.d_model, c.conv_kernel});
+    layout.add(p + "conv_norm", {c.d_model});
+    layout.add(p + "moe_norm", {c.d_model});
+    layout.add(p + "router", {c.n_experts, c.d_model});
+    layout.add(p + "shared.up", {c.hidden_dim, c.d_model});
+    layout.add(p + "shared.down", {c.d_model, c.hidden_dim});
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      layout.add(cat(p, "experts.", e, ".up"), {c.hidden_dim, c.d_model});
+      layout.add(cat(p, "experts.", e, ".down"), {c.d_model, c.hidden_dim});
+    }
+  }
+  return layout;
 }
 
 }  // namespace tinylm::evermind
