@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/safetensors.h"
@@ -197,6 +198,57 @@ void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<con
   }
   gpt2::write_config_json((fs::path(dir) / "config.json").string(), config);
   io::write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+}
+
+void save_gpt2_weights_like(const std::string& source, const std::string& out, const gpt2::Config& config,
+                            std::span<const float> params) {
+  const ParamLayout layout = gpt2::param_layout(config);
+  check(params.size() == layout.size(), out, ": ", params.size(), " parameters, the configuration has ",
+        layout.size());
+  check(fs::path(source).extension() != ".json", source,
+        ": saving weights like a sharded checkpoint is not supported; give the single .safetensors file");
+  const io::SafetensorsFile src = io::SafetensorsFile::open(source);
+  const ParamEntry& wte = layout.at("wte.weight");
+  std::vector<std::vector<std::byte>> converted;  // storage for tensors not written as-is
+  converted.reserve(src.entries().size());
+  std::vector<io::SafetensorsWriteEntry> tensors;
+  size_t written = 0;
+  for (const io::SafetensorsEntry& t : src.entries()) {
+    std::string name = t.name;
+    if (name.starts_with("transformer.")) name = name.substr(std::string("transformer.").size());
+    const ParamEntry* e = layout.find(name);
+    if (name == "lm_head.weight") {
+      const std::vector<float> head = src.read_f32(t.name, wte.shape);
+      const std::vector<float> old_wte = src.read_f32(src.find("wte.weight") ? "wte.weight" : "transformer.wte.weight");
+      check(head == old_wte, source, ": lm_head.weight is untied from wte; training keeps the head tied");
+      e = &wte;
+    }
+    if (e == nullptr) {  // a buffer: copied through
+      tensors.push_back({t.name, t.dtype, t.shape, src.bytes(t)});
+      continue;
+    }
+    check(t.shape == e->shape, source, ": tensor ", t.name, ": shape ", shape_str(t.shape), " (expected ",
+          shape_str(e->shape), ")");
+    const std::span<const float> values = params.subspan(e->offset, e->numel);
+    std::vector<std::byte>& bytes = converted.emplace_back();
+    if (t.dtype == "F32") {
+      const auto b = std::as_bytes(values);
+      bytes.assign(b.begin(), b.end());
+    } else {
+      check(t.dtype == "F16" || t.dtype == "BF16", source, ": tensor ", t.name, ": cannot write dtype ", t.dtype);
+      std::vector<uint16_t> half(values.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        half[i] = t.dtype == "F16" ? float_to_f16(values[i]) : float_to_bf16(values[i]);
+      }
+      const auto b = std::as_bytes(std::span(half));
+      bytes.assign(b.begin(), b.end());
+    }
+    tensors.push_back({t.name, t.dtype, t.shape, bytes});
+    if (name != "lm_head.weight") ++written;
+  }
+  check(written == layout.entries().size(), source, ": holds ", written, " of the ", layout.entries().size(),
+        " GPT-2 parameter tensors");
+  io::write_safetensors(out, tensors, src.metadata());
 }
 
 }  // namespace tinylm::train

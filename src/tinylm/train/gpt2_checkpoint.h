@@ -31,4 +31,12 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
 // plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P]), atomically file by file.
 void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params);
 
+// Writes `params` (param_layout order) to `out` in the layout of the single safetensors file
+// `source`: the same tensor names (prefixed or not), dtypes (F32/F16/BF16, rounded to nearest
+// even), shapes, order and metadata; every other tensor (the attn.bias / masked_bias buffers)
+// is copied through byte for byte, and a tied lm_head.weight receives wte. Atomic. An untied
+// lm_head (different from wte in the source) is an error: training keeps the head tied.
+void save_gpt2_weights_like(const std::string& source, const std::string& out, const gpt2::Config& config,
+                            std::span<const float> params);
+
 }  // namespace tinylm::train
