@@ -1,0 +1,454 @@
+#include "tinylm/models/gpt2/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tinylm/core/arena.h"
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/kernels/cast.h"
+#include "tinylm/kernels/causal_attention.h"
+#include "tinylm/kernels/cross_entropy_train.h"
+#include "tinylm/kernels/dropout.h"
+#include "tinylm/kernels/position_embedding.h"
+#include "tinylm/kernels/gelu_train.h"
+#include "tinylm/kernels/layernorm_train.h"
+#include "tinylm/kernels/linear_train.h"
+#include "tinylm/kernels/train_simd.h"
+
+namespace tinylm::gpt2 {
+
+using kernels::Bf16;
+using kernels::Trans;
+
+namespace {
+
+// Offsets of one block's tensors in the flat parameter (and gradient) buffer.
+struct BlockOffsets {
+  size_t ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w, mproj_b;
+};
+
+// A matrix-product operand: T values (f32, or f16-rounded floats in f16 mode, or double), or
+// their bf16 copy in bf16 mode.
+template <class T>
+struct Operand {
+  const T* f = nullptr;
+  const Bf16* h = nullptr;
+  Operand offset(size_t n) const { return {f ? f + n : nullptr, h ? h + n : nullptr}; }
+};
+
+// Counts bytes on the first pass of plan(), hands out arena memory on the second.
+struct Planner {
+  Arena* arena = nullptr;
+  size_t bytes = 0;
+  template <class U>
+  U* alloc(size_t n) {
+    if (n == 0) return nullptr;
+    if (!arena) {
+      bytes += Arena::footprint<U>(n);
+      return nullptr;
+    }
+    return arena->alloc<U>(n).data();
+  }
+};
+
+}  // namespace
+
+template <class T>
+struct BasicTrainer<T>::Impl {
+  Config config;
+  TrainerOptions options;
+  ParamLayout layout;
+  int64_t B, Tn, BT, C, C3, F, V, H, L;
+  size_t wte, wpe, lnf_w, lnf_b;
+  std::vector<BlockOffsets> blocks;
+  TrainerProfile prof;
+
+  // Saved by the forward.
+  struct Layer {
+    T *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch,
+        *fchg, *res3;
+    uint8_t *mask_attn, *mask_mlp;
+    // Half copies of the matrix-product inputs (bf16 mode: h; f16 mode: r).
+    Bf16 *ln1_h, *atty_h, *ln2_h, *fchg_h;
+    T *ln1_r, *atty_r, *ln2_r, *fchg_r;
+  };
+  std::vector<Layer> layers;
+  T *enc, *lnf, *lnf_mean, *lnf_rstd, *logits, *lse, *losses, *proj, *attn_scratch;
+  uint8_t* mask_enc;
+  Bf16 *lnf_h, *dlogits_h, *dy_h, *weights_h;
+  T *lnf_r, *dy_r, *weights_r;
+  // Backward scratch.
+  T *dres, *dln, *dqkv, *datty, *dfch, *dproj;
+  int32_t *inputs, *targets;
+  Arena arena;
+
+  // The last forward's parameters and their per-step half copy.
+  const T* params = nullptr;
+  bool have_forward = false;
+
+  Impl(const Config& c, TrainerOptions o) : config(c), options(o), layout(param_layout(c)) {
+    check(o.batch_size >= 1, "gpt2 trainer: batch_size must be positive, got ", o.batch_size);
+    check(o.seq_len >= 1 && o.seq_len <= c.n_positions, "gpt2 trainer: seq_len must be in [1, ",
+          c.n_positions, "] (n_positions), got ", o.seq_len);
+    check_dropout(o.dropout);
+    check(o.compute == DType::f32 || o.compute == DType::bf16 || o.compute == DType::f16,
+          "gpt2 trainer: compute dtype must be f32, bf16 or f16, got ", dtype_name(o.compute));
+    check(std::is_same_v<T, float> || o.compute == DType::f32,
+          "gpt2 trainer: the double-precision trainer computes in f32 only");
+    B = o.batch_size;
+    Tn = o.seq_len;
+    BT = B * Tn;
+    C = c.n_embd;
+    C3 = 3 * C;
+    F = c.mlp_dim();
+    V = c.vocab_size;
+    H = c.n_head;
+    L = c.n_layer;
+    wte = layout.at("wte.weight").offset;
+    wpe = layout.at("wpe.weight").offset;
+    lnf_w = layout.at("ln_f.weight").offset;
+    lnf_b = layout.at("ln_f.bias").offset;
+    for (int64_t l = 0; l < L; ++l) {
+      const std::string p = "h." + std::to_string(l) + ".";
+      const auto off = [&](const char* n) { return layout.at(p + n).offset; };
+      blocks.push_back({off("ln_1.weight"), off("ln_1.bias"), off("attn.c_attn.weight"),
+                        off("attn.c_attn.bias"), off("attn.c_proj.weight"), off("attn.c_proj.bias"),
+                        off("ln_2.weight"), off("ln_2.bias"), off("mlp.c_fc.weight"),
+                        off("mlp.c_fc.bias"), off("mlp.c_proj.weight"), off("mlp.c_proj.bias")});
+    }
+    layers.resize(static_cast<size_t>(L));
+    Planner count;
+    plan(count);
+    arena = Arena(count.bytes);
+    Planner real{&arena};
+    plan(real);
+  }
+
+  static void check_dropout(float rate) {
+    check(rate >= 0.0f && rate < 1.0f, "gpt2 trainer: dropout rate must be in [0, 1), got ", rate);
+  }
+
+  bool bf16() const { return options.compute == DType::bf16; }
+  bool f16() const { return options.compute == DType::f16; }
+
+  void plan(Planner& p) {
+    const auto n = [](int64_t v) { return static_cast<size_t>(v); };
+    const bool hb = bf16(), hr = f16();
+    const size_t BTC = n(BT * C);
+    for (Layer& y : layers) {
+      y.ln1 = p.alloc<T>(BTC);
+      y.ln1_mean = p.alloc<T>(n(BT));
+      y.ln1_rstd = p.alloc<T>(n(BT));
+      y.qkv = p.alloc<T>(n(BT * C3));
+      y.att = p.alloc<T>(n(B * H * Tn * Tn));
+      y.atty = p.alloc<T>(BTC);
+      y.res2 = p.alloc<T>(BTC);
+      y.ln2 = p.alloc<T>(BTC);
+      y.ln2_mean = p.alloc<T>(n(BT));
+      y.ln2_rstd = p.alloc<T>(n(BT));
+      y.fch = p.alloc<T>(n(BT * F));
+      y.fchg = p.alloc<T>(n(BT * F));
+      y.res3 = p.alloc<T>(BTC);
+      y.mask_attn = p.alloc<uint8_t>(BTC);
+      y.mask_mlp = p.alloc<uint8_t>(BTC);
+      y.ln1_h = p.alloc<Bf16>(hb ? BTC : 0);
+      y.atty_h = p.alloc<Bf16>(hb ? BTC : 0);
+      y.ln2_h = p.alloc<Bf16>(hb ? BTC : 0);
+      y.fchg_h = p.alloc<Bf16>(hb ? n(BT * F) : 0);
+      y.ln1_r = p.alloc<T>(hr ? BTC : 0);
+      y.atty_r = p.alloc<T>(hr ? BTC : 0);
+      y.ln2_r = p.alloc<T>(hr ? BTC : 0);
+      y.fchg_r = p.alloc<T>(hr ? n(BT * F) : 0);
+    }
+    enc = p.alloc<T>(BTC);
+    mask_enc = p.alloc<uint8_t>(BTC);
+    lnf = p.alloc<T>(BTC);
+    lnf_mean = p.alloc<T>(n(BT));
+    lnf_rstd = p.alloc<T>(n(BT));
+    logits = p.alloc<T>(n(BT * V));
+    lse = p.alloc<T>(n(BT));
+    losses = p.alloc<T>(n(BT));
+    proj = p.alloc<T>(BTC);
+    attn_scratch = p.alloc<T>(n(kernels::causal_attention_scratch_size(B, Tn, C, H)));
+    const size_t widest = n(BT * std::max({C3, F, C}));
+    lnf_h = p.alloc<Bf16>(hb ? BTC : 0);
+    dlogits_h = p.alloc<Bf16>(hb ? n(BT * V) : 0);
+    dy_h = p.alloc<Bf16>(hb ? widest : 0);
+    weights_h = p.alloc<Bf16>(hb ? layout.size() : 0);
+    lnf_r = p.alloc<T>(hr ? BTC : 0);
+    dy_r = p.alloc<T>(hr ? widest : 0);
+    weights_r = p.alloc<T>(hr ? layout.size() : 0);
+    dres = p.alloc<T>(BTC);
+    dln = p.alloc<T>(BTC);
+    dqkv = p.alloc<T>(n(BT * C3));
+    datty = p.alloc<T>(BTC);
+    dfch = p.alloc<T>(n(BT * F));
+    dproj = p.alloc<T>(BTC);
+    inputs = p.alloc<int32_t>(n(BT));
+    targets = p.alloc<int32_t>(n(BT));
+  }
+
+  // x as a matrix-product operand: itself in f32, else rounded into the given half buffer.
+  Operand<T> operand(const T* x, int64_t count, Bf16* h, T* r) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16()) {
+        kernels::cast_to_bf16(h, x, count);
+        return {nullptr, h};
+      }
+      if (f16()) {
+        kernels::round_to_f16(r, x, count);
+        return {r, nullptr};
+      }
+    }
+    (void)count, (void)h, (void)r;
+    return {x, nullptr};
+  }
+
+  // The weights as operands (the per-step half copy, or the parameters themselves).
+  Operand<T> weights() const {
+    if (bf16()) return {nullptr, weights_h};
+    if (f16()) return {weights_r, nullptr};
+    return {params, nullptr};
+  }
+
+  // C = op(A) op(B) + beta C.
+  void mm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, Operand<T> A, int64_t lda,
+          Operand<T> Bm, int64_t ldb, T beta, T* Cm, int64_t ldc) {
+    const Timer timer;
+    if constexpr (std::is_same_v<T, float>) {
+      if (A.h) {
+        kernels::gemm_bf16(ta, tb, M, N, K, 1.0f, A.h, lda, Bm.h, ldb, beta, Cm, ldc);
+        prof.gemm_ms += timer.elapsed_ms();
+        return;
+      }
+    }
+    kernels::gemm_t<T>(ta, tb, M, N, K, T(1), A.f, lda, Bm.f, ldb, beta, Cm, ldc);
+    prof.gemm_ms += timer.elapsed_ms();
+  }
+
+  // y = x W + b for a Conv1D weight at offset w (nin x nout) and bias at offset b.
+  void linear(T* y, Operand<T> x, size_t w, size_t b, int64_t nin, int64_t nout) {
+    mm(Trans::No, Trans::No, BT, nout, nin, x, nin, weights().offset(w), nout, T(0), y, nout);
+    kernels::add_bias(y, params + b, BT, nout);
+  }
+
+  // Backward of linear(): dx = dy W^T (written); dW += x^T dy; db += colsum(dy).
+  void linear_backward(T* dx, T* grads, const T* dy, Operand<T> dy_op, Operand<T> x, size_t w,
+                       size_t b, int64_t nin, int64_t nout) {
+    mm(Trans::No, Trans::Yes, BT, nin, nout, dy_op, nout, weights().offset(w), nout, T(0), dx, nin);
+    mm(Trans::Yes, Trans::No, nin, nout, BT, x, nin, dy_op, nout, T(1), grads + w, nout);
+    kernels::bias_backward(grads + b, dy, BT, nout);
+  }
+
+  // res_out = res_in + dropout(proj) at the given site.
+  void residual(T* res_out, const T* res_in, uint8_t* mask, uint32_t site, DropoutKey key) {
+    const int64_t n = BT * C;
+    if (options.dropout > 0.0f) {
+      kernels::dropout_forward(proj, mask, proj, n, options.dropout, {key.seed, key.step, site});
+    }
+    parallel_for(0, BT, kernels::simd::grain_for(C), [&](int64_t r) {
+      for (int64_t i = r * C; i < (r + 1) * C; ++i) res_out[i] = res_in[i] + proj[i];
+    });
+  }
+
+  T forward(std::span<const T> p, std::span<const int32_t> in, std::span<const int32_t> tg,
+            DropoutKey key) {
+    check(p.size() == layout.size(), "gpt2 trainer: ", p.size(), " parameters given, the model has ",
+          layout.size());
+    check(in.size() == static_cast<size_t>(BT) && tg.size() == static_cast<size_t>(BT),
+          "gpt2 trainer: inputs and targets must hold batch_size x seq_len = ", BT, " ids, got ",
+          in.size(), " and ", tg.size());
+    for (int64_t i = 0; i < BT; ++i) {
+      check(in[i] >= 0 && in[i] < V, "gpt2 trainer: input id ", in[i], " at ", i,
+            " is outside the vocabulary [0, ", V, ")");
+      check(tg[i] >= 0 && tg[i] < V, "gpt2 trainer: target id ", tg[i], " at ", i,
+            " is outside the vocabulary [0, ", V, ")");
+    }
+    const Timer timer;
+    std::copy(in.begin(), in.end(), inputs);
+    std::copy(tg.begin(), tg.end(), targets);
+    params = p.data();
+    if constexpr (std::is_same_v<T, float>) {
+      const Timer cast_timer;
+      if (bf16()) kernels::cast_to_bf16(weights_h, params, static_cast<int64_t>(layout.size()));
+      if (f16()) kernels::round_to_f16(weights_r, params, static_cast<int64_t>(layout.size()));
+      prof.cast_ms += cast_timer.elapsed_ms();
+    }
+    const float rate = options.dropout;
+    kernels::token_position_embedding_forward(enc, inputs, params + wte, params + wpe, B, Tn, C);
+    if (rate > 0.0f) kernels::dropout_forward(enc, mask_enc, enc, BT * C, rate, {key.seed, key.step, 0});
+    const T* x = enc;
+    const T eps = static_cast<T>(config.layer_norm_epsilon);
+    for (int64_t l = 0; l < L; ++l) {
+      Layer& y = layers[static_cast<size_t>(l)];
+      const BlockOffsets& o = blocks[static_cast<size_t>(l)];
+      const uint32_t site = static_cast<uint32_t>(1 + 2 * l);
+      kernels::layernorm_forward_train(y.ln1, y.ln1_mean, y.ln1_rstd, x, params + o.ln1_w,
+                                       params + o.ln1_b, BT, C, eps);
+      linear(y.qkv, operand(y.ln1, BT * C, y.ln1_h, y.ln1_r), o.attn_w, o.attn_b, C, C3);
+      kernels::causal_attention_forward(y.atty, y.att, y.qkv, attn_scratch, B, Tn, C, H);
+      linear(proj, operand(y.atty, BT * C, y.atty_h, y.atty_r), o.proj_w, o.proj_b, C, C);
+      residual(y.res2, x, y.mask_attn, site, key);
+      kernels::layernorm_forward_train(y.ln2, y.ln2_mean, y.ln2_rstd, y.res2, params + o.ln2_w,
+                                       params + o.ln2_b, BT, C, eps);
+      linear(y.fch, operand(y.ln2, BT * C, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);
+      kernels::gelu_tanh_train_forward(y.fchg, y.fch, BT * F);
+      linear(proj, operand(y.fchg, BT * F, y.fchg_h, y.fchg_r), o.mproj_w, o.mproj_b, F, C);
+      residual(y.res3, y.res2, y.mask_mlp, site + 1, key);
+      x = y.res3;
+    }
+    kernels::layernorm_forward_train(lnf, lnf_mean, lnf_rstd, x, params + lnf_w, params + lnf_b, BT,
+                                     C, eps);
+    // Tied head: logits = lnf wte^T.
+    mm(Trans::No, Trans::Yes, BT, V, C, operand(lnf, BT * C, lnf_h, lnf_r), C, weights().offset(wte),
+       C, T(0), logits, V);
+    const double total = kernels::cross_entropy_train_forward(losses, lse, logits, targets, BT, V);
+    have_forward = true;
+    ++prof.steps;
+    prof.forward_ms += timer.elapsed_ms();
+    return static_cast<T>(total / static_cast<double>(BT));
+  }
+
+  void backward(std::span<T> grads_span, float loss_scale) {
+    check(have_forward, "gpt2 trainer: backward() needs a forward() first (once per forward)");
+    check(grads_span.size() == layout.size(), "gpt2 trainer: ", grads_span.size(),
+          " gradients given, the model has ", layout.size());
+    have_forward = false;
+    const Timer timer;
+    T* g = grads_span.data();
+    const float rate = options.dropout;
+    // d(scale * mean loss) / dlogits, over the logits.
+    const T s = static_cast<T>(static_cast<double>(loss_scale) / static_cast<double>(BT));
+    Operand<T> dlog{logits, nullptr};
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16()) {
+        kernels::cross_entropy_train_backward_bf16(dlogits_h, logits, lse, targets, BT, V, s);
+        dlog = {nullptr, dlogits_h};
+      }
+    }
+    if (!bf16()) {
+      kernels::cross_entropy_train_backward(logits, logits, lse, targets, BT, V, s);
+      if (f16()) dlog = operand(logits, BT * V, nullptr, logits);
+    }
+    // Head: dlnf = dlogits wte;  dwte += dlogits^T lnf.
+    const Operand<T> lnf_op = bf16() ? Operand<T>{nullptr, lnf_h} : Operand<T>{f16() ? lnf_r : lnf, nullptr};
+    mm(Trans::No, Trans::No, BT, C, V, dlog, V, weights().offset(wte), C, T(0), dln, C);
+    mm(Trans::Yes, Trans::No, V, C, BT, dlog, V, lnf_op, C, T(1), g + wte, C);
+    std::fill(dres, dres + BT * C, T(0));
+    const T* x_last = L > 0 ? layers.back().res3 : enc;
+    kernels::layernorm_backward(dres, g + lnf_w, g + lnf_b, dln, x_last, params + lnf_w, lnf_mean,
+                                lnf_rstd, BT, C);
+    for (int64_t l = L - 1; l >= 0; --l) {
+      Layer& y = layers[static_cast<size_t>(l)];
+      const BlockOffsets& o = blocks[static_cast<size_t>(l)];
+      const T* x_in = l == 0 ? enc : layers[static_cast<size_t>(l - 1)].res3;
+      // MLP: the residual passes dres through; the branch gets dropout's backward of it.
+      const T* dp = dres;
+      if (rate > 0.0f) {
+        kernels::dropout_backward(dproj, dres, y.mask_mlp, BT * C, rate);
+        dp = dproj;
+      }
+      linear_backward(dfch, g, dp, operand(dp, BT * C, dy_h, dy_r),
+                      half_op(y.fchg, y.fchg_h, y.fchg_r), o.mproj_w, o.mproj_b, F, C);
+      kernels::gelu_tanh_train_backward(dfch, dfch, y.fch, BT * F);
+      linear_backward(dln, g, dfch, operand(dfch, BT * F, dy_h, dy_r),
+                      half_op(y.ln2, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);
+      kernels::layernorm_backward(dres, g + o.ln2_w, g + o.ln2_b, dln, y.res2, params + o.ln2_w,
+                                  y.ln2_mean, y.ln2_rstd, BT, C);
+      // Attention.
+      dp = dres;
+      if (rate > 0.0f) {
+        kernels::dropout_backward(dproj, dres, y.mask_attn, BT * C, rate);
+        dp = dproj;
+      }
+      linear_backward(datty, g, dp, operand(dp, BT * C, dy_h, dy_r),
+                      half_op(y.atty, y.atty_h, y.atty_r), o.proj_w, o.proj_b, C, C);
+      kernels::causal_attention_backward(dqkv, datty, y.att, y.qkv, attn_scratch, B, Tn, C, H);
+      linear_backward(dln, g, dqkv, operand(dqkv, BT * C3, dy_h, dy_r),
+                      half_op(y.ln1, y.ln1_h, y.ln1_r), o.attn_w, o.attn_b, C, C3);
+      kernels::layernorm_backward(dres, g + o.ln1_w, g + o.ln1_b, dln, x_in, params + o.ln1_w,
+                                  y.ln1_mean, y.ln1_rstd, BT, C);
+    }
+    if (rate > 0.0f) kernels::dropout_backward(dres, dres, mask_enc, BT * C, rate);
+    kernels::token_position_embedding_backward(g + wte, g + wpe, dres, inputs, B, Tn, C);
+    prof.backward_ms += timer.elapsed_ms();
+  }
+
+  // A saved matrix-product input as an operand (its half copy in the half modes).
+  Operand<T> half_op(const T* f, const Bf16* h, const T* r) const {
+    if (bf16()) return {nullptr, h};
+    if (f16()) return {r, nullptr};
+    return {f, nullptr};
+  }
+};
+
+template <class T>
+BasicTrainer<T>::BasicTrainer(const Config& config, TrainerOptions options)
+    : impl_(std::make_unique<Impl>(config, options)) {}
+template <class T>
+BasicTrainer<T>::~BasicTrainer() = default;
+template <class T>
+BasicTrainer<T>::BasicTrainer(BasicTrainer&&) noexcept = default;
+template <class T>
+BasicTrainer<T>& BasicTrainer<T>::operator=(BasicTrainer&&) noexcept = default;
+
+template <class T>
+const Config& BasicTrainer<T>::config() const {
+  return impl_->config;
+}
+template <class T>
+const TrainerOptions& BasicTrainer<T>::options() const {
+  return impl_->options;
+}
+template <class T>
+const ParamLayout& BasicTrainer<T>::layout() const {
+  return impl_->layout;
+}
+template <class T>
+size_t BasicTrainer<T>::num_params() const {
+  return impl_->layout.size();
+}
+template <class T>
+size_t BasicTrainer<T>::activation_bytes() const {
+  return impl_->arena.capacity();
+}
+template <class T>
+void BasicTrainer<T>::set_dropout(float rate) {
+  Impl::check_dropout(rate);
+  impl_->options.dropout = rate;
+}
+template <class T>
+T BasicTrainer<T>::forward(std::span<const T> params, std::span<const int32_t> inputs,
+                           std::span<const int32_t> targets, DropoutKey key) {
+  return impl_->forward(params, inputs, targets, key);
+}
+template <class T>
+void BasicTrainer<T>::backward(std::span<T> grads, float loss_scale) {
+  impl_->backward(grads, loss_scale);
+}
+template <class T>
+std::span<const T> BasicTrainer<T>::logits() const {
+  return {impl_->logits, static_cast<size_t>(impl_->BT * impl_->V)};
+}
+template <class T>
+std::span<const T> BasicTrainer<T>::position_losses() const {
+  return {impl_->losses, static_cast<size_t>(impl_->BT)};
+}
+template <class T>
+const TrainerProfile& BasicTrainer<T>::profile() const {
+  return impl_->prof;
+}
+template <class T>
+void BasicTrainer<T>::reset_profile() {
+  impl_->prof = {};
+}
+
+template class BasicTrainer<float>;
+template class BasicTrainer<double>;
+
+}  // namespace tinylm::gpt2
