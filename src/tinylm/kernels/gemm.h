@@ -3,8 +3,11 @@
 // products), row-major like CBLAS:
 //   C[M×N] = alpha · op(A)[M×K] · op(B)[K×N] + beta · C
 // op(X) is X or Xᵀ; lda/ldb/ldc are the row strides of the matrices as stored. Accumulation
-// is in float. Threading lives inside (OpenMP). beta = 0 ignores C's prior contents (NaNs
-// included), as BLAS does.
+// is in float. Threading lives inside (OpenMP, tinylm::set_num_threads; called inside a
+// parallel region it runs on the calling thread). Same inputs and thread count give the same
+// bytes. beta = 0 ignores C's prior contents (NaNs included), and alpha = 0 or K = 0 leave A
+// and B unread, as BLAS does. Bad sizes or strides (ld < width) throw tinylm::Error.
+// Backed by oneDNN (gemm.cpp says why).
 #include <cstdint>
 
 #include "tinylm/kernels/half.h"

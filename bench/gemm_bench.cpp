@@ -1,0 +1,178 @@
+// GEMM throughput for the products of a GPT-2 124M training step, B=4, T=64 (M = 256 rows):
+// forward x·W (W stored [in, out]), the tied head x·wteᵀ, backward dX = dY·Wᵀ, dW += Xᵀ·dY and
+// the head's d_wte += dlogitsᵀ·x and dx = dlogits·wte, plus one attention head (64×64×64,
+// rows strided through the qkv buffer). For each thread count, f32 and bf16: GFLOP/s (median
+// of repetitions: the machine is shared) and the fraction of the nominal peak (f32: 16 lanes ×
+// 2 FMA pipes × 2 flops × ~3 GHz = 192 GFLOP/s per core; bf16 dot products twice that), then
+// the GEMM time of a whole step (each product × how often a step does it).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "tinylm/core/dtype.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/kernels/gemm.h"
+
+using namespace tinylm;
+using kernels::Bf16;
+using kernels::Trans;
+
+namespace {
+
+constexpr double kPeakF32PerCore = 192.0;  // GFLOP/s, the figure of issue 4 (384 on 2 cores)
+
+struct Shape {
+  const char* name;
+  Trans ta, tb;
+  int64_t M, N, K;
+  int64_t ld_in = 0;  // row stride of A and B when they are strided views (0: dense)
+  float beta = 0.0f;
+  int per_step = 1;  // how many times one training step runs this product
+};
+
+// GPT-2 124M: 12 layers, C = 768, vocab 50257; 4 sequences × 12 heads = 48 heads per layer.
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> s = {
+      {"attn.c_attn fwd", Trans::No, Trans::No, 256, 2304, 768, 0, 0.0f, 12},
+      {"attn.c_proj fwd", Trans::No, Trans::No, 256, 768, 768, 0, 0.0f, 12},
+      {"mlp.c_fc fwd", Trans::No, Trans::No, 256, 3072, 768, 0, 0.0f, 12},
+      {"mlp.c_proj fwd", Trans::No, Trans::No, 256, 768, 3072, 0, 0.0f, 12},
+      {"lm_head fwd", Trans::No, Trans::Yes, 256, 50257, 768, 0, 0.0f, 1},
+      {"attn.c_attn dX", Trans::No, Trans::Yes, 256, 768, 2304, 0, 0.0f, 12},
+      {"attn.c_proj dX", Trans::No, Trans::Yes, 256, 768, 768, 0, 0.0f, 12},
+      {"mlp.c_fc dX", Trans::No, Trans::Yes, 256, 768, 3072, 0, 0.0f, 12},
+      {"mlp.c_proj dX", Trans::No, Trans::Yes, 256, 3072, 768, 0, 0.0f, 12},
+      {"attn.c_attn dW", Trans::Yes, Trans::No, 768, 2304, 256, 0, 1.0f, 12},
+      {"attn.c_proj dW", Trans::Yes, Trans::No, 768, 768, 256, 0, 1.0f, 12},
+      {"mlp.c_fc dW", Trans::Yes, Trans::No, 768, 3072, 256, 0, 1.0f, 12},
+      {"mlp.c_proj dW", Trans::Yes, Trans::No, 3072, 768, 256, 0, 1.0f, 12},
+      {"lm_head d_wte", Trans::Yes, Trans::No, 50257, 768, 256, 0, 1.0f, 1},
+      {"lm_head dx", Trans::No, Trans::No, 256, 768, 50257, 0, 0.0f, 1},
+      // One head: scores q·kᵀ and dP = dO·vᵀ (NT), P·v and dQ = dS·k (NN), dV = Pᵀ·dO and
+      // dK = dSᵀ·q (TN); 576 heads per step each.
+      {"head 64^3 NT", Trans::No, Trans::Yes, 64, 64, 64, 2304, 0.0f, 2 * 576},
+      {"head 64^3 NN", Trans::No, Trans::No, 64, 64, 64, 2304, 0.0f, 2 * 576},
+      {"head 64^3 TN", Trans::Yes, Trans::No, 64, 64, 64, 2304, 0.0f, 2 * 576},
+  };
+  return s;
+}
+
+// FMA throughput of this machine right now (clock and neighbours included): independent
+// AVX-512 FMA chains on every thread.
+double measured_fma_peak_gflops() {
+#if defined(__AVX512F__)
+  const int64_t iters = 20'000'000;
+  Timer t;
+  float sink = 0;
+#pragma omp parallel reduction(+ : sink)
+  {
+    __m512 acc[12];
+    for (int r = 0; r < 12; ++r) acc[r] = _mm512_set1_ps(static_cast<float>(r));
+    const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
+    for (int64_t i = 0; i < iters; ++i) {
+      for (int r = 0; r < 12; ++r) acc[r] = _mm512_fmadd_ps(acc[r], a, b);
+      __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]));
+    }
+    alignas(64) float lanes[16];
+    for (int r = 0; r < 12; ++r) {
+      _mm512_store_ps(lanes, acc[r]);
+      sink += lanes[0];
+    }
+  }
+  const double s = t.elapsed_ms() / 1e3;
+  if (sink == 12345.0f) std::printf(" ");
+  return static_cast<double>(iters) * 12 * 32 * num_threads() / s / 1e9;
+#else
+  return 0;
+#endif
+}
+
+struct Result {
+  double f32_ms, bf16_ms;
+};
+
+Result run_shape(const Shape& s, double seconds_per_shape) {
+  const int64_t a_rows = s.ta == Trans::No ? s.M : s.K, a_cols = s.ta == Trans::No ? s.K : s.M;
+  const int64_t b_rows = s.tb == Trans::No ? s.K : s.N, b_cols = s.tb == Trans::No ? s.N : s.K;
+  const int64_t lda = s.ld_in ? s.ld_in : a_cols, ldb = s.ld_in ? s.ld_in : b_cols;
+  std::vector<float> A(static_cast<size_t>(a_rows * lda)), B(static_cast<size_t>(b_rows * ldb));
+  std::vector<float> C(static_cast<size_t>(s.M * s.N), 0.0f);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (float& x : A) x = normal(rng);
+  for (float& x : B) x = normal(rng);
+  std::vector<Bf16> Ab(A.size()), Bb(B.size());
+  for (size_t i = 0; i < A.size(); ++i) Ab[i].bits = float_to_bf16(A[i]);
+  for (size_t i = 0; i < B.size(); ++i) Bb[i].bits = float_to_bf16(B[i]);
+
+  // Enough repetitions for about `seconds_per_shape`, at least 5; the median is reported.
+  auto timed = [&](auto&& fn) {
+    Timer probe;
+    fn();
+    const double once_ms = std::max(probe.elapsed_ms(), 1e-3);
+    const int reps = std::clamp(static_cast<int>(seconds_per_shape * 1e3 / once_ms), 5, 2000);
+    return bench::time_it(1, reps, fn).median_ms;
+  };
+  Result r;
+  r.f32_ms = timed([&] {
+    kernels::gemm_f32(s.ta, s.tb, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, s.beta, C.data(), s.N);
+  });
+  r.bf16_ms = timed([&] {
+    kernels::gemm_bf16(s.ta, s.tb, s.M, s.N, s.K, 1.0f, Ab.data(), lda, Bb.data(), ldb, s.beta, C.data(), s.N);
+  });
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> thread_counts;
+  double seconds = 0.3;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) thread_counts.push_back(std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: %s [--threads N]... [--seconds S per shape and dtype]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (thread_counts.empty()) {
+    set_num_threads(0);
+    thread_counts = {1};
+    if (num_threads() > 1) thread_counts.push_back(num_threads());
+  }
+  for (int threads : thread_counts) {
+    set_num_threads(threads);
+    const double peak = kPeakF32PerCore * num_threads();
+    std::printf("\n%d thread(s): nominal peak f32 %.0f GFLOP/s, bf16 %.0f; FMA loop measures %.0f now\n",
+                num_threads(), peak, 2 * peak, measured_fma_peak_gflops());
+    std::printf("%-16s %2s %6s %6s %6s %9s %6s %9s %6s %6s\n", "product", "op", "M", "N", "K", "f32 GF/s",
+                "peak", "bf16 GF/s", "peak", "/step");
+    double step_f32_ms = 0, step_bf16_ms = 0, step_gflop = 0;
+    for (const Shape& s : shapes()) {
+      const Result r = run_shape(s, seconds);
+      const double gflop = 2.0 * static_cast<double>(s.M * s.N * s.K) / 1e9;
+      const double f32 = gflop / (r.f32_ms / 1e3), bf16 = gflop / (r.bf16_ms / 1e3);
+      std::printf("%-16s %c%c %6lld %6lld %6lld %9.1f %5.0f%% %9.1f %5.0f%% %6d\n", s.name,
+                  s.ta == Trans::No ? 'N' : 'T', s.tb == Trans::No ? 'N' : 'T', static_cast<long long>(s.M),
+                  static_cast<long long>(s.N), static_cast<long long>(s.K), f32, 100 * f32 / peak, bf16,
+                  100 * bf16 / (2 * peak), s.per_step);
+      step_f32_ms += s.per_step * r.f32_ms;
+      step_bf16_ms += s.per_step * r.bf16_ms;
+      step_gflop += s.per_step * gflop;
+    }
+    std::printf("GEMMs of one training step (%.1f GFLOP): f32 %.0f ms (%.0f GFLOP/s, %.0f%% of peak), "
+                "bf16 %.0f ms (%.0f GFLOP/s)\n",
+                step_gflop, step_f32_ms, step_gflop / (step_f32_ms / 1e3), 100 * step_gflop / (step_f32_ms / 1e3) / peak,
+                step_bf16_ms, step_gflop / (step_bf16_ms / 1e3));
+  }
+  std::printf("\n(medians of repetitions, about %.1f s per product and dtype; the machine may be shared)\n", seconds);
+}
