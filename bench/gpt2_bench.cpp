@@ -1,9 +1,19 @@
-// GPT-2 inference speed on a 124M-shaped model with random weights (what `tinylm init
-// --preset 124M` writes): batch 1, a 16-token prompt, 64 new tokens, for f32, bf16 and f16.
-// Prints prefill and decode tokens/s, the memory-bandwidth limit of decode (weight bytes per
-// token / measured read bandwidth) and the fraction of it reached.
+// GPT-2 inference speed on a 124M-shaped model with random weights saved as a Hugging Face
+// directory (what `tinylm init --preset 124M` writes): batch 1, a 16-token prompt, 64 new
+// tokens, for f32, bf16 and f16. Each dtype runs in a fresh process (this program re-executed
+// with --child) so that load time, the first forward (which pays the page faults on freshly
+// mapped or allocated memory) and peak memory are its own. Prints load ms, first-forward ms,
+// prefill and decode tokens/s (medians after a warm-up), the memory-bandwidth limit of
+// decode (weight bytes per token / measured read bandwidth) and its fraction reached, and
+// peak resident memory against weights + KV cache.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +22,9 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/generate/gpt2_generate.h"
 #include "tinylm/models/gpt2/model.h"
+#include "tinylm/train/gpt2_checkpoint.h"
+
+extern char** environ;
 
 using namespace tinylm;
 
@@ -47,52 +60,110 @@ double read_bandwidth_gbs() {
   return static_cast<double>(n * sizeof(float)) / (s.median_ms * 1e6);
 }
 
+// A field of /proc/self/status in bytes ("VmRSS", "VmHWM").
+double proc_status_bytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) * 1024.0;
+  }
+  return 0;
+}
+
+const std::vector<int> kPrompt = {464, 2068, 7586, 21831, 18045, 625, 262, 16931,
+                                  3290, 13, 383, 2068, 7586, 21831, 18045, 625};
+
+// One dtype, in this (fresh) process: load, first forward, timed generations, memory.
+int run_child(const std::string& dir, DType dt, double bw, int new_tokens, int reps) {
+  const double rss0 = proc_status_bytes("VmRSS");
+  Timer load_timer;
+  gpt2::Model m = train::load_gpt2_model(dir, "", dt);
+  const double load_ms = load_timer.elapsed_ms();
+  generate::GenerateOptions opt;
+  opt.max_tokens = new_tokens;
+  Timer first_timer;
+  generate::generate(m, kPrompt, opt);  // first touch of weights, KV cache and scratch
+  const double first_ms = first_timer.elapsed_ms();
+  std::vector<double> pre, dec;
+  for (int r = 0; r < reps; ++r) {
+    const generate::GenerateResult res = generate::generate(m, kPrompt, opt);
+    pre.push_back(res.prefill_ms);
+    dec.push_back(res.decode_ms / static_cast<double>(res.ids.size() - 1));
+  }
+  std::sort(pre.begin(), pre.end());
+  std::sort(dec.begin(), dec.end());
+  const double prefill = pre[pre.size() / 2], decode = dec[dec.size() / 2];
+  const gpt2::Config& c = m.config();
+  const double kv = 2.0 * c.n_layer * static_cast<double>(kPrompt.size() + new_tokens) * c.n_embd *
+                    static_cast<double>(dtype_size(dt));
+  const double peak = proc_status_bytes("VmHWM") - rss0;
+  const double limit = bw * 1e9 / static_cast<double>(m.weight_bytes());
+  std::printf("%-5s %9.1f %8.1f %9.1f %9.1f %8.1f %6.0f%% %9.1f %9.1f %6.2f\n", std::string(dtype_name(dt)).c_str(),
+              m.weight_bytes() / 1e6, load_ms, first_ms, kPrompt.size() * 1000.0 / prefill, 1000.0 / decode,
+              100.0 * (1000.0 / decode) / limit, (m.weight_bytes() + kv) / 1e6, peak / 1e6,
+              peak / (static_cast<double>(m.weight_bytes()) + kv));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = 0, new_tokens = 64, reps = 5;
-  std::string preset = "124M";
+  std::string preset = "124M", child, model_dir;
+  double bw = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--tokens") && i + 1 < argc) new_tokens = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc) preset = argv[++i];
-    else {
+    else if (!std::strcmp(argv[i], "--child") && i + 3 < argc) {
+      child = argv[++i];
+      model_dir = argv[++i];
+      bw = std::atof(argv[++i]);
+    } else {
       std::fprintf(stderr, "usage: %s [--threads N] [--tokens N] [--reps N] [--preset 124M|small-test]\n", argv[0]);
       return 2;
     }
   }
   set_num_threads(threads);
+  if (!child.empty()) return run_child(model_dir, parse_dtype(child), bw, new_tokens, reps);
+
   const gpt2::Config c = gpt2::preset(preset);
   std::vector<float> params(gpt2::param_layout(c).size());
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 0.02f);
   for (float& p : params) p = normal(rng);
-  const double bw = read_bandwidth_gbs();
-  std::printf("GPT-2 %s, %d threads, read bandwidth %.1f GB/s\n", preset.c_str(), num_threads(), bw);
-  std::printf("%-6s %12s %14s %14s %12s %10s\n", "dtype", "weights MB", "prefill tok/s", "decode tok/s",
-              "limit tok/s", "of limit");
-  const std::vector<int> prompt = {464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13, 383, 2068, 7586, 21831, 18045, 625};
-  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
-    gpt2::Model m(c, params, dt);
-    generate::GenerateOptions opt;
-    opt.max_tokens = new_tokens;
-    double prefill = 0, decode = 0;
-    std::vector<double> pre, dec;
-    for (int r = 0; r < reps + 1; ++r) {
-      const generate::GenerateResult res = generate::generate(m, prompt, opt);
-      if (r == 0) continue;  // warm-up: first touch of the KV cache and scratch
-      pre.push_back(res.prefill_ms);
-      dec.push_back(res.decode_ms / static_cast<double>(res.ids.size() - 1));
+  const std::string dir = (std::filesystem::temp_directory_path() / ("tinylm_bench_gpt2_" + std::to_string(getpid()))).string();
+  train::save_gpt2(dir, c, params);
+  params = {};
+  bw = read_bandwidth_gbs();
+  std::printf("GPT-2 %s (random weights, f32 safetensors), %d threads, read bandwidth %.1f GB/s, "
+              "%zu-token prompt, %d new tokens, medians of %d\n",
+              preset.c_str(), num_threads(), bw, kPrompt.size(), new_tokens, reps);
+  std::printf("%-5s %9s %8s %9s %9s %8s %7s %9s %9s %6s\n", "dtype", "weight MB", "load ms", "1st fwd ms", "prefill/s",
+              "decode/s", "limit", "w+kv MB", "peak MB", "ratio");
+  std::fflush(stdout);
+  int rc = 0;
+  for (const char* dt : {"f32", "bf16", "f16"}) {
+    const std::string self = "/proc/self/exe", t = std::to_string(threads), n = std::to_string(new_tokens),
+                      rp = std::to_string(reps), b = std::to_string(bw);
+    std::vector<std::string> args = {argv[0], "--child", dt, dir, b, "--threads", t, "--tokens", n, "--reps", rp};
+    std::vector<char*> cargs;
+    for (auto& a : args) cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, cargs.data(), environ) != 0) {
+      std::fprintf(stderr, "bench_gpt2: cannot start a child process\n");
+      rc = 1;
+      break;
     }
-    std::sort(pre.begin(), pre.end());
-    std::sort(dec.begin(), dec.end());
-    prefill = pre[pre.size() / 2];
-    decode = dec[dec.size() / 2];
-    const double limit = bw * 1e9 / static_cast<double>(m.weight_bytes());
-    std::printf("%-6s %12.1f %14.1f %14.1f %12.1f %9.0f%%\n", std::string(dtype_name(dt)).c_str(),
-                m.weight_bytes() / 1e6, prompt.size() * 1000.0 / prefill, 1000.0 / decode, limit,
-                100.0 * (1000.0 / decode) / limit);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
   }
-  return 0;
+  std::filesystem::remove_all(dir);
+  std::printf("load ms: mapping + validation (f32 is used in place; bf16/f16 convert once). 1st fwd: the\n"
+              "first generation, paying the page faults. limit: decode tok/s as a fraction of bandwidth /\n"
+              "weight bytes. ratio: peak resident memory above the bare process / (weights + KV cache).\n");
+  return rc;
 }

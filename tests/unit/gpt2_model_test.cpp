@@ -119,6 +119,29 @@ TEST(Gpt2Checkpoint, InPlaceF32ModelEqualsCopiedModel) {
   EXPECT_EQ(from_bf16.dtype(), DType::f32);
 }
 
+// Loading tensor by tensor straight into the half-precision storage computes exactly what
+// converting a whole f32 copy does.
+TEST(Gpt2Checkpoint, StreamingHalfLoadEqualsConvertedCopy) {
+  const std::vector<int> tokens = ints(expected()["tokens"]);
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (const char* weights : {"model.safetensors", "model_bf16.safetensors"}) {
+      train::Gpt2Checkpoint ck = train::load_gpt2(test::source_path(kDir + "/" + weights),
+                                                  test::source_path(kDir + "/config.json"));
+      Model copied(ck.config, ck.params, dt);
+      Model streamed = train::load_gpt2_model(test::source_path(kDir + "/" + weights),
+                                              test::source_path(kDir + "/config.json"), dt);
+      const int64_t V = copied.config().vocab_size;
+      std::vector<float> a(tokens.size() * V), b(tokens.size() * V);
+      KvCache ca = copied.new_cache(static_cast<int>(tokens.size()));
+      KvCache cb = streamed.new_cache(static_cast<int>(tokens.size()));
+      copied.forward(tokens, ca, a, true);
+      streamed.forward(tokens, cb, b, true);
+      EXPECT_EQ(a, b) << weights << " as " << dtype_name(dt);
+      EXPECT_EQ(streamed.weight_bytes(), copied.weight_bytes());
+    }
+  }
+}
+
 TEST(Gpt2Generate, GreedyContinuationMatchesPyTorch) {
   for (const auto& [weights, key, dtype] :
        {std::tuple{"model.safetensors", "greedy", DType::f32},

@@ -795,5 +795,35 @@ TEST(SafetensorsWrite, NonexistentDirectory) {
   EXPECT_TRUE(dir_listing(dir.path()).empty());
 }
 
+// read_into converts to the storage dtype with round-to-nearest-even and copies equal dtypes.
+TEST(SafetensorsReadInto, ConvertsAndCopies) {
+  std::vector<float> v = {1.0f, -2.5f, 1.00390625f, 3.0e-8f, 65504.0f, 1e6f, -0.0f};
+  for (int i = 0; i < 5000; ++i) v.push_back(static_cast<float>(i) * 0.37f - 900.0f);  // spans chunks
+  std::vector<uint16_t> bf(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bf[i] = float_to_bf16(v[i]);
+  test::TempDir dir;
+  const std::string path = dir.file("t.safetensors");
+  const SafetensorsWriteEntry entries[] = {
+      {"f", "F32", {static_cast<int64_t>(v.size())}, std::as_bytes(std::span(v))},
+      {"b", "BF16", {static_cast<int64_t>(bf.size())}, std::as_bytes(std::span(bf))}};
+  write_safetensors(path, entries, {});
+  const SafetensorsFile f = SafetensorsFile::open(path);
+  std::vector<uint16_t> out(v.size());
+  f.read_into("f", DType::bf16, out.data(), out.size());
+  EXPECT_EQ(out, bf);
+  f.read_into("f", DType::f16, out.data(), out.size());
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(out[i], float_to_f16(v[i])) << i;
+  f.read_into("b", DType::bf16, out.data(), out.size());
+  EXPECT_EQ(out, bf);
+  std::vector<float> back(v.size());
+  f.read_into("b", DType::f32, back.data(), back.size());
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(back[i], bf16_to_float(bf[i])) << i;
+  f.release("f");  // pages dropped; reading again re-reads the file
+  f.read_into("f", DType::f32, back.data(), back.size());
+  EXPECT_EQ(back, v);
+  EXPECT_THROW(f.read_into("f", DType::f32, back.data(), back.size() - 1), Error);
+  EXPECT_THROW(f.read_into("f", DType::i32, back.data(), back.size()), Error);
+}
+
 }  // namespace
 }  // namespace tinylm::io

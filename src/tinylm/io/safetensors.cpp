@@ -248,6 +248,56 @@ void SafetensorsFile::read_f32_into(const std::string& name, std::span<float> ou
   std::copy(v.begin(), v.end(), out.begin());
 }
 
+void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out, size_t numel,
+                                const Shape& want) const {
+  const SafetensorsEntry& e = entry_checked(name, want);
+  const std::span<const std::byte> b = bytes(e);
+  const size_t n = b.size() / safetensors_dtype_size(e.dtype);
+  check(numel == n, path_, ": tensor ", name, ": ", n, " elements, destination holds ", numel);
+  const std::string_view want_name = dtype == DType::f32 ? "F32" : dtype == DType::bf16 ? "BF16" : dtype == DType::f16 ? "F16" : "";
+  check(!want_name.empty(), path_, ": tensor ", name, ": cannot convert to ", dtype_name(dtype));
+  if (e.dtype == want_name) {
+    std::memcpy(out, b.data(), b.size());
+    return;
+  }
+  // Through f32 in cache-sized chunks (the source may be unaligned: copied first).
+  constexpr size_t kChunk = 4096;
+  float buf[kChunk];
+  for (size_t i0 = 0; i0 < n; i0 += kChunk) {
+    const size_t m = std::min(kChunk, n - i0);
+    const std::byte* p = b.data();
+    if (e.dtype == "F32") {
+      std::memcpy(buf, p + i0 * 4, m * 4);
+    } else if (e.dtype == "F16" || e.dtype == "BF16") {
+      uint16_t h[kChunk];
+      std::memcpy(h, p + i0 * 2, m * 2);
+      if (e.dtype == "F16") convert_f16_to_f32({h, m}, {buf, m});
+      else convert_bf16_to_f32({h, m}, {buf, m});
+    } else if (e.dtype == "F64") {
+      for (size_t i = 0; i < m; ++i) buf[i] = static_cast<float>(load<double>(p, i0 + i));
+    } else {
+      fail(path_, ": tensor ", e.name, ": dtype ", e.dtype, " is not a floating-point type tinylm reads");
+    }
+    if (dtype == DType::f32) {
+      std::memcpy(static_cast<float*>(out) + i0, buf, m * 4);
+    } else if (dtype == DType::bf16) {
+      convert_f32_to_bf16({buf, m}, {static_cast<uint16_t*>(out) + i0, m});
+    } else {
+      convert_f32_to_f16({buf, m}, {static_cast<uint16_t*>(out) + i0, m});
+    }
+  }
+}
+
+void SafetensorsFile::release(const std::string& name) const {
+  const SafetensorsEntry* e = find(name);
+  if (e == nullptr || storage_->map == nullptr) return;
+  const std::span<const std::byte> b = bytes(*e);
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(b.data()) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(b.data()) + b.size()) / page * page;
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 void write_safetensors(const std::string& path, std::span<const SafetensorsWriteEntry> tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();

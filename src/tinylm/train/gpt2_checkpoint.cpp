@@ -171,8 +171,29 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
           r.config, [&](const std::string& n) { return views.at(n); }, r.src, head);
     }
   }
-  Gpt2Checkpoint ck = load_gpt2(model, config_path);
-  return gpt2::Model(ck.config, std::move(ck.params), dtype, std::move(ck.lm_head));
+  // Read and convert tensor by tensor, dropping each one's mapped pages once it is read, so
+  // peak memory stays near the converted weights.
+  const Resolved r = resolve(model, config_path);
+  std::map<std::string, std::string> file_name;
+  for (const auto& [e, name] : r.params) file_name[e.name] = name;
+  bool untied = false;
+  if (r.src->where.count("lm_head.weight")) {
+    const io::SafetensorsEntry* head = file_of(r, "lm_head.weight").find("lm_head.weight");
+    const io::SafetensorsEntry* wte = file_of(r, file_name.at("wte.weight")).find(file_name.at("wte.weight"));
+    check(head->shape == wte->shape, r.where, ": tensor lm_head.weight: shape ", shape_str(head->shape),
+          " (expected ", shape_str(wte->shape), ")");
+    const auto a = file_of(r, "lm_head.weight").bytes(*head);
+    const auto b = file_of(r, file_name.at("wte.weight")).bytes(*wte);
+    untied = head->dtype != wte->dtype || !std::equal(a.begin(), a.end(), b.begin(), b.end());
+    file_name["lm_head.weight"] = "lm_head.weight";
+  }
+  const auto read = [&](const std::string& name, DType to, void* out, size_t numel) {
+    const std::string& n = file_name.at(name);
+    const io::SafetensorsFile& f = file_of(r, n);
+    f.read_into(n, to, out, numel);
+    f.release(n);
+  };
+  return gpt2::Model::from_reader(r.config, dtype, read, untied);
 }
 
 void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params) {

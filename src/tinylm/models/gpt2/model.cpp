@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <type_traits>
 
 #include "tinylm/core/error.h"
@@ -21,6 +22,16 @@ struct Model::Impl {
 };
 
 namespace {
+
+void convert_floats(const float* src, size_t n, DType to, void* out) {
+  const std::span<const float> in(src, n);
+  switch (to) {
+    case DType::f32: std::memcpy(out, src, n * sizeof(float)); break;
+    case DType::bf16: convert_f32_to_bf16(in, {static_cast<uint16_t*>(out), n}); break;
+    case DType::f16: convert_f32_to_f16(in, {static_cast<uint16_t*>(out), n}); break;
+    default: fail("gpt2: cannot store weights as ", dtype_name(to));
+  }
+}
 
 // The model for one storage type W (float, Bf16 or F16) of weights and KV cache.
 template <class W>
@@ -72,57 +83,67 @@ struct TypedImpl final : Model::Impl {
     lnf_b = f("ln_f.bias");
   }
 
-  TypedImpl(const Config& c, std::vector<float> params, std::vector<float> head) {
+  // Weights owned by the model: the matrices (and wte) in W, the small tensors in f32, each
+  // read straight into its place by `read` (no f32 copy of the whole model in between).
+  TypedImpl(const Config& c, const Model::TensorReader& read, bool untied_head) {
     config = c;
     const ParamLayout L = param_layout(c);
-    const auto is_matrix = [](const ParamEntry& e) {
-      return e.shape.size() == 2 && e.name != "wpe.weight";
-    };
-    std::vector<size_t> small_offset(L.entries().size(), 0);
-    if constexpr (std::is_same_v<W, float>) {
-      matrices = std::move(params);
-      bytes = matrices.size() * sizeof(float);
-    } else {
-      // Convert the matrices in place of a flat copy; keep the small tensors in f32.
-      matrices.resize(params.size());
-      size_t n_small = 0;
-      for (size_t k = 0; k < L.entries().size(); ++k) {
-        const ParamEntry& e = L.entries()[k];
-        if (is_matrix(e)) {
-          for (size_t i = 0; i < e.numel; ++i) k::from_float(matrices[e.offset + i], params[e.offset + i]);
-          bytes += e.numel * sizeof(W);
-        } else {
-          small_offset[k] = n_small;
-          n_small += e.numel;
-        }
-      }
-      small.resize(n_small);
-      for (size_t k = 0; k < L.entries().size(); ++k) {
-        const ParamEntry& e = L.entries()[k];
-        if (!is_matrix(e)) std::copy_n(params.begin() + e.offset, e.numel, small.begin() + small_offset[k]);
-      }
-      bytes += n_small * sizeof(float);
-      params = {};  // release the f32 copy
-    }
-    const auto w = [&](const std::string& n) { return matrices.data() + L.at(n).offset; };
-    const auto f = [&](const std::string& n) -> const float* {
-      if constexpr (std::is_same_v<W, float>) {
-        return matrices.data() + L.at(n).offset;
+    const DType wd = storage_dtype();
+    std::map<std::string, size_t> small_offset;
+    size_t n_matrix = 0, n_small = 0;
+    for (const ParamEntry& e : L.entries()) {
+      if (is_matrix(e)) {
+        n_matrix += e.numel;
       } else {
-        const auto& entries = L.entries();
-        for (size_t k = 0; k < entries.size(); ++k) {
-          if (entries[k].name == n) return small.data() + small_offset[k];
-        }
-        return nullptr;
+        small_offset[e.name] = n_small;
+        n_small += e.numel;
       }
-    };
-    bind(w, f);
-    if (!head.empty()) {
-      lm_head_storage.resize(head.size());
-      for (size_t i = 0; i < head.size(); ++i) k::from_float(lm_head_storage[i], head[i]);
-      bytes += head.size() * sizeof(W);
+    }
+    matrices.resize(n_matrix);
+    small.resize(n_small);
+    std::map<std::string, size_t> matrix_offset;
+    n_matrix = 0;
+    for (const ParamEntry& e : L.entries()) {
+      if (is_matrix(e)) {
+        matrix_offset[e.name] = n_matrix;
+        read(e.name, wd, matrices.data() + n_matrix, e.numel);
+        n_matrix += e.numel;
+      } else {
+        read(e.name, DType::f32, small.data() + small_offset.at(e.name), e.numel);
+      }
+    }
+    bytes = matrices.size() * sizeof(W) + small.size() * sizeof(float);
+    bind([&](const std::string& n) { return matrices.data() + matrix_offset.at(n); },
+         [&](const std::string& n) -> const float* { return small.data() + small_offset.at(n); });
+    if (untied_head) {
+      lm_head_storage.resize(static_cast<size_t>(c.vocab_size) * c.n_embd);
+      read("lm_head.weight", wd, lm_head_storage.data(), lm_head_storage.size());
+      bytes += lm_head_storage.size() * sizeof(W);
       lm_head = lm_head_storage.data();
     }
+  }
+
+  // An f32 model over a flat parameter vector it takes over (no copy).
+  TypedImpl(const Config& c, std::vector<float> params, std::vector<float> head) {
+    static_assert(std::is_same_v<W, float>);
+    config = c;
+    const ParamLayout L = param_layout(c);
+    matrices = std::move(params);
+    bytes = matrices.size() * sizeof(float);
+    const auto at = [&](const std::string& n) { return matrices.data() + L.at(n).offset; };
+    bind(at, at);
+    if (!head.empty()) {
+      lm_head_storage = std::move(head);
+      bytes += lm_head_storage.size() * sizeof(float);
+      lm_head = lm_head_storage.data();
+    }
+  }
+
+  static bool is_matrix(const ParamEntry& e) { return e.shape.size() == 2 && e.name != "wpe.weight"; }
+  static DType storage_dtype() {
+    if constexpr (std::is_same_v<W, k::Bf16>) return DType::bf16;
+    if constexpr (std::is_same_v<W, k::F16>) return DType::f16;
+    return DType::f32;
   }
 
   size_t weight_bytes() const override { return bytes; }
@@ -192,19 +213,30 @@ Model::Model(const Config& config, std::vector<float> params, DType dtype,
         " parameters given, the configuration has ", param_layout(config).size());
   check(lm_head.empty() || lm_head.size() == static_cast<size_t>(config.vocab_size) * config.n_embd,
         "gpt2: lm_head has ", lm_head.size(), " values, expected vocab_size * n_embd");
+  if (dtype == DType::f32) {
+    impl_ = std::make_unique<TypedImpl<float>>(config, std::move(params), std::move(lm_head));
+    impl_->dtype = dtype;
+    return;
+  }
+  const ParamLayout L = param_layout(config);
+  const TensorReader read = [&](const std::string& name, DType to, void* out, size_t numel) {
+    const float* src = name == "lm_head.weight" ? lm_head.data() : params.data() + L.at(name).offset;
+    convert_floats(src, numel, to, out);
+  };
+  *this = from_reader(config, dtype, read, !lm_head.empty());
+}
+
+Model Model::from_reader(const Config& config, DType dtype, const TensorReader& read, bool untied_head) {
+  config.validate();
+  Model m;
   switch (dtype) {
-    case DType::f32:
-      impl_ = std::make_unique<TypedImpl<float>>(config, std::move(params), std::move(lm_head));
-      break;
-    case DType::bf16:
-      impl_ = std::make_unique<TypedImpl<k::Bf16>>(config, std::move(params), std::move(lm_head));
-      break;
-    case DType::f16:
-      impl_ = std::make_unique<TypedImpl<k::F16>>(config, std::move(params), std::move(lm_head));
-      break;
+    case DType::f32: m.impl_ = std::make_unique<TypedImpl<float>>(config, read, untied_head); break;
+    case DType::bf16: m.impl_ = std::make_unique<TypedImpl<k::Bf16>>(config, read, untied_head); break;
+    case DType::f16: m.impl_ = std::make_unique<TypedImpl<k::F16>>(config, read, untied_head); break;
     default: fail("gpt2: unsupported dtype ", dtype_name(dtype), " (expected f32, bf16 or f16)");
   }
-  impl_->dtype = dtype;
+  m.impl_->dtype = dtype;
+  return m;
 }
 
 Model Model::from_f32_views(const Config& config,
