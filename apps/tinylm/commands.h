@@ -9,5 +9,6 @@ void register_generate(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_init(CLI::App& app);
+void register_train_gpt2(CLI::App& app);
 
 }  // namespace tinylm::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   tinylm::cli::register_perplexity(app);
   tinylm::cli::register_tokenize(app);
   tinylm::cli::register_init(app);
+  tinylm::cli::register_train_gpt2(app);
   const auto known = [&](const char* name) {
     for (const CLI::App* sub : app.get_subcommands({})) {
       if (sub->get_name() == name) return true;
