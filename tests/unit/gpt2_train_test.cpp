@@ -144,6 +144,16 @@ std::pair<float, std::vector<float>> loss_and_grads(gpt2::Trainer& trainer, std:
   return {loss, grads};
 }
 
+TEST(Gpt2Train, OverwriteModeWritesEveryGradient) {
+  const Fixture& fx = Fixture::get();
+  gpt2::Trainer trainer(fx.model.config, options(DType::f32, 0.1f));
+  const auto [loss, accumulated] = loss_and_grads(trainer, fx.model.params, {1, 2});
+  std::vector<float> written(trainer.num_params(), std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(trainer.forward(fx.model.params, fx.inputs, fx.targets, {1, 2}), loss);
+  trainer.backward(written, 1.0f, gpt2::GradMode::overwrite);
+  EXPECT_TRUE(written == accumulated);  // bit for bit, and no NaN left anywhere
+}
+
 TEST(Gpt2Train, DropoutRateZeroIsExactlyNoDropout) {
   const Fixture& fx = Fixture::get();
   gpt2::Trainer plain(fx.model.config, options());

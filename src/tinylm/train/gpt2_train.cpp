@@ -56,7 +56,6 @@ Gpt2StepResult train_step(gpt2::Trainer& trainer, std::span<float> params, Gpt2T
   const int64_t step = ++state.step;
 
   std::span<float> grads(state.grads);
-  chunked(grads.size(), [&](size_t b, size_t n) { std::fill_n(grads.data() + b, n, 0.0f); });
   result.loss = trainer.forward(params, inputs, targets, {state.config.seed, static_cast<uint64_t>(step)});
   const bool loss_finite = std::isfinite(result.loss);
   if (!f16) {
@@ -65,7 +64,8 @@ Gpt2StepResult train_step(gpt2::Trainer& trainer, std::span<float> params, Gpt2T
   }
   bool finite = loss_finite;
   if (finite) {
-    trainer.backward(grads, static_cast<float>(result.scale));
+    // Overwrite mode: the gradients are written, not added, so they need no zeroing pass.
+    trainer.backward(grads, static_cast<float>(result.scale), gpt2::GradMode::overwrite);
     if (f16) finite = unscale(grads, static_cast<float>(1.0 / result.scale));
   }
   if (f16) {

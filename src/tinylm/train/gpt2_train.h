@@ -1,7 +1,7 @@
 #pragma once
 // One GPT-2 training step over a fixed batch, the library entry point that `tinylm
 // train-gpt2` and any other training loop build on:
-//   zero the gradients -> forward + backward (seeded with the loss scale in f16) ->
+//   forward + backward writing the gradients (seeded with the loss scale in f16) ->
 //   f16: unscale, skip the step when a gradient is not finite (the scale halves) ->
 //   optional global-norm clipping -> SGD (w -= lr g) or AdamW (decoupled weight decay).
 // Parameters, gradients and optimizer state are f32 whatever the compute type.
@@ -32,7 +32,7 @@ struct Gpt2TrainState {
   Gpt2TrainState(const gpt2::Trainer& trainer, Gpt2TrainConfig config);
 
   Gpt2TrainConfig config;
-  std::vector<float> grads;               // param_layout order; the last step's gradients
+  std::vector<float> grads;  // param_layout order: the last backward's (unscaled, clipped) gradients
   std::optional<optim::Adam<float>> adam;  // adamw only
   optim::LossScaler scaler;
   int64_t step = 0;          // steps run (applied or skipped); the next one is step + 1

@@ -90,6 +90,7 @@ struct BasicTrainer<T>::Impl {
   // The last forward's parameters and their per-step half copy.
   const T* params = nullptr;
   bool have_forward = false;
+  bool accumulate = true;  // the running backward's gradient mode
 
   Impl(const Config& c, TrainerOptions o) : config(c), options(o), layout(param_layout(c)) {
     check(o.batch_size >= 1, "gpt2 trainer: batch_size must be positive, got ", o.batch_size);
@@ -237,12 +238,18 @@ struct BasicTrainer<T>::Impl {
     kernels::add_bias(y, params + b, BT, nout);
   }
 
-  // Backward of linear(): dx = dy W^T (written); dW += x^T dy; db += colsum(dy).
+  // Backward of linear(): dx = dy W^T (written); dW (+)= x^T dy; db (+)= colsum(dy).
   void linear_backward(T* dx, T* grads, const T* dy, Operand<T> dy_op, Operand<T> x, size_t w,
                        size_t b, int64_t nin, int64_t nout) {
     mm(Trans::No, Trans::Yes, BT, nin, nout, dy_op, nout, weights().offset(w), nout, T(0), dx, nin);
-    mm(Trans::Yes, Trans::No, nin, nout, BT, x, nin, dy_op, nout, T(1), grads + w, nout);
+    mm(Trans::Yes, Trans::No, nin, nout, BT, x, nin, dy_op, nout, accumulate ? T(1) : T(0), grads + w, nout);
+    if (!accumulate) std::fill(grads + b, grads + b + nout, T(0));
     kernels::bias_backward(grads + b, dy, BT, nout);
+  }
+
+  // Overwrite mode: a small tensor's gradient zeroed before its kernel accumulates into it.
+  void clear_small(T* g, size_t offset, int64_t n) {
+    if (!accumulate) std::fill(g + offset, g + offset + n, T(0));
   }
 
   // res_out = res_in + dropout(proj) at the given site.
@@ -314,11 +321,12 @@ struct BasicTrainer<T>::Impl {
     return static_cast<T>(total / static_cast<double>(BT));
   }
 
-  void backward(std::span<T> grads_span, float loss_scale) {
+  void backward(std::span<T> grads_span, float loss_scale, bool accumulate_grads) {
     check(have_forward, "gpt2 trainer: backward() needs a forward() first (once per forward)");
     check(grads_span.size() == layout.size(), "gpt2 trainer: ", grads_span.size(),
           " gradients given, the model has ", layout.size());
     have_forward = false;
+    accumulate = accumulate_grads;
     const Timer timer;
     T* g = grads_span.data();
     const float rate = options.dropout;
@@ -338,8 +346,10 @@ struct BasicTrainer<T>::Impl {
     // Head: dlnf = dlogits wte;  dwte += dlogits^T lnf.
     const Operand<T> lnf_op = bf16() ? Operand<T>{nullptr, lnf_h} : Operand<T>{f16() ? lnf_r : lnf, nullptr};
     mm(Trans::No, Trans::No, BT, C, V, dlog, V, weights().offset(wte), C, T(0), dln, C);
-    mm(Trans::Yes, Trans::No, V, C, BT, dlog, V, lnf_op, C, T(1), g + wte, C);
+    mm(Trans::Yes, Trans::No, V, C, BT, dlog, V, lnf_op, C, accumulate ? T(1) : T(0), g + wte, C);
     std::fill(dres, dres + BT * C, T(0));
+    clear_small(g, lnf_w, C);
+    clear_small(g, lnf_b, C);
     const T* x_last = L > 0 ? layers.back().res3 : enc;
     kernels::layernorm_backward(dres, g + lnf_w, g + lnf_b, dln, x_last, params + lnf_w, lnf_mean,
                                 lnf_rstd, BT, C);
@@ -358,6 +368,8 @@ struct BasicTrainer<T>::Impl {
       kernels::gelu_tanh_train_backward(dfch, dfch, y.fch, BT * F);
       linear_backward(dln, g, dfch, operand(dfch, BT * F, dy_h, dy_r),
                       half_op(y.ln2, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);
+      clear_small(g, o.ln2_w, C);
+      clear_small(g, o.ln2_b, C);
       kernels::layernorm_backward(dres, g + o.ln2_w, g + o.ln2_b, dln, y.res2, params + o.ln2_w,
                                   y.ln2_mean, y.ln2_rstd, BT, C);
       // Attention.
@@ -371,10 +383,13 @@ struct BasicTrainer<T>::Impl {
       kernels::causal_attention_backward(dqkv, datty, y.att, y.qkv, attn_scratch, B, Tn, C, H);
       linear_backward(dln, g, dqkv, operand(dqkv, BT * C3, dy_h, dy_r),
                       half_op(y.ln1, y.ln1_h, y.ln1_r), o.attn_w, o.attn_b, C, C3);
+      clear_small(g, o.ln1_w, C);
+      clear_small(g, o.ln1_b, C);
       kernels::layernorm_backward(dres, g + o.ln1_w, g + o.ln1_b, dln, x_in, params + o.ln1_w,
                                   y.ln1_mean, y.ln1_rstd, BT, C);
     }
     if (rate > 0.0f) kernels::dropout_backward(dres, dres, mask_enc, BT * C, rate);
+    clear_small(g, wpe, static_cast<int64_t>(config.n_positions) * C);  // rows >= seq_len stay 0
     kernels::token_position_embedding_backward(g + wte, g + wpe, dres, inputs, B, Tn, C);
     prof.backward_ms += timer.elapsed_ms();
   }
@@ -428,8 +443,8 @@ T BasicTrainer<T>::forward(std::span<const T> params, std::span<const int32_t> i
   return impl_->forward(params, inputs, targets, key);
 }
 template <class T>
-void BasicTrainer<T>::backward(std::span<T> grads, float loss_scale) {
-  impl_->backward(grads, loss_scale);
+void BasicTrainer<T>::backward(std::span<T> grads, float loss_scale, GradMode mode) {
+  impl_->backward(grads, loss_scale, mode == GradMode::accumulate);
 }
 template <class T>
 std::span<const T> BasicTrainer<T>::logits() const {
