@@ -1,6 +1,7 @@
 #include "tinylm/train/gpt2_train.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "tinylm/core/error.h"
@@ -25,17 +26,16 @@ void chunked(size_t n, Fn&& fn) {
 
 // grads *= inv_scale; returns whether every gradient is finite.
 bool unscale(std::span<float> grads, float inv_scale) {
-  const int64_t chunks = (static_cast<int64_t>(grads.size()) + kChunk - 1) / kChunk;
-  std::vector<uint8_t> ok(static_cast<size_t>(chunks), 1);
+  std::atomic<bool> all_finite{true};
   chunked(grads.size(), [&](size_t begin, size_t count) {
     bool finite = true;
     for (size_t i = begin; i < begin + count; ++i) {
       grads[i] *= inv_scale;
       finite &= std::isfinite(grads[i]);
     }
-    ok[begin / kChunk] = finite;
+    if (!finite) all_finite.store(false, std::memory_order_relaxed);
   });
-  return std::all_of(ok.begin(), ok.end(), [](uint8_t v) { return v != 0; });
+  return all_finite.load();
 }
 }  // namespace
 

@@ -91,6 +91,7 @@ struct BasicTrainer<T>::Impl {
   const T* params = nullptr;
   bool have_forward = false;
   bool accumulate = true;  // the running backward's gradient mode
+  float rate = 0.0f;       // the dropout rate of the last forward (its masks are saved)
 
   Impl(const Config& c, TrainerOptions o) : config(c), options(o), layout(param_layout(c)) {
     check(o.batch_size >= 1, "gpt2 trainer: batch_size must be positive, got ", o.batch_size);
@@ -255,8 +256,8 @@ struct BasicTrainer<T>::Impl {
   // res_out = res_in + dropout(proj) at the given site.
   void residual(T* res_out, const T* res_in, uint8_t* mask, uint32_t site, DropoutKey key) {
     const int64_t n = BT * C;
-    if (options.dropout > 0.0f) {
-      kernels::dropout_forward(proj, mask, proj, n, options.dropout, {key.seed, key.step, site});
+    if (rate > 0.0f) {
+      kernels::dropout_forward(proj, mask, proj, n, rate, {key.seed, key.step, site});
     }
     parallel_for(0, BT, kernels::simd::grain_for(C), [&](int64_t r) {
       for (int64_t i = r * C; i < (r + 1) * C; ++i) res_out[i] = res_in[i] + proj[i];
@@ -286,7 +287,7 @@ struct BasicTrainer<T>::Impl {
       if (f16()) kernels::round_to_f16(weights_r, params, static_cast<int64_t>(layout.size()));
       prof.cast_ms += cast_timer.elapsed_ms();
     }
-    const float rate = options.dropout;
+    rate = options.dropout;
     kernels::token_position_embedding_forward(enc, inputs, params + wte, params + wpe, B, Tn, C);
     if (rate > 0.0f) kernels::dropout_forward(enc, mask_enc, enc, BT * C, rate, {key.seed, key.step, 0});
     const T* x = enc;
@@ -329,7 +330,6 @@ struct BasicTrainer<T>::Impl {
     accumulate = accumulate_grads;
     const Timer timer;
     T* g = grads_span.data();
-    const float rate = options.dropout;
     // d(scale * mean loss) / dlogits, over the logits.
     const T s = static_cast<T>(static_cast<double>(loss_scale) / static_cast<double>(BT));
     Operand<T> dlog{logits, nullptr};
