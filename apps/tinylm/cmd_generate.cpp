@@ -1,24 +1,67 @@
-// tinylm generate: text from a GPT-2 checkpoint, streamed as it is produced.
+// tinylm generate: text from a GPT-2 checkpoint (or, with --arch evermind, an EvermindLM one),
+// streamed as it is produced.
 #include <cstdio>
 #include <iostream>
 
 #include "commands.h"
+#include "evermind_common.h"
 #include "gpt2_common.h"
 #include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/generate/evermind_generate.h"
 #include "tinylm/generate/gpt2_generate.h"
 
 namespace tinylm::cli {
 
+namespace {
+
+struct GenerateFlags {
+  std::string arch = "gpt2";
+  Gpt2Flags model;
+  std::string prompt;
+  generate::GenerateOptions gen;
+  bool ignore_eos = false;
+  bool allow_special = false;
+};
+
+// EvermindLM: incremental decoding, f32 weights from the EVL0 checkpoint.
+void generate_evermind(const GenerateFlags& f) {
+  check(f.model.dtype == "f32", "--dtype ", f.model.dtype, ": EvermindLM generates in f32");
+  set_num_threads(f.model.threads);
+  const BpeTokenizer tok = load_evermind_tokenizer(f.model.tokenizer, f.model.model);
+  Timer load;
+  const evermind::Model<float> model = load_evermind(f.model.model, 2);
+  std::fprintf(stderr, "loaded %s: %zu parameters (f32) in %.1f ms\n", f.model.model.c_str(), model.params().size(),
+               load.elapsed_ms());
+  generate::EvermindGenerateOptions g;
+  g.max_new_tokens = f.gen.max_tokens;
+  g.temperature = f.gen.sampling.temperature;
+  g.top_k = f.gen.sampling.top_k;
+  g.top_p = f.gen.sampling.top_p;
+  g.seed = f.gen.sampling.seed;
+  g.stop_token = f.ignore_eos ? -1 : tok.eot_id().value_or(-1);
+  std::fputs(f.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  Timer timer;
+  size_t bytes = 0;
+  generate::generate_text(model, tok, f.prompt, g, [&](std::string_view piece) {
+    bytes += piece.size();
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  });
+  std::fputs("\n", stdout);
+  std::fprintf(stderr, "generated %zu bytes in %.1f ms\n", bytes, timer.elapsed_ms());
+}
+
+}  // namespace
+
 void register_generate(CLI::App& app) {
-  struct Flags {
-    Gpt2Flags model;
-    std::string prompt;
-    generate::GenerateOptions gen;
-    bool ignore_eos = false;
-    bool allow_special = false;
-  };
-  auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate text with a GPT-2 checkpoint (KV cache, streaming)");
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text with a GPT-2 (KV cache) or EvermindLM checkpoint, streaming");
+  cmd->add_option("--arch", f->arch, "gpt2 (a model directory) or evermind (a .evl file + its tokenizer)")
+      ->check(CLI::IsMember({"gpt2", "evermind"}))
+      ->capture_default_str();
   f->model.add_to(cmd);
   cmd->add_option("--prompt", f->prompt, "Prompt text")->required();
   cmd->add_option("--max-tokens", f->gen.max_tokens, "Tokens to generate")->capture_default_str();
@@ -31,6 +74,7 @@ void register_generate(CLI::App& app) {
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the prompt");
   cmd->callback([f] {
     f->gen.sampling.validate();
+    if (f->arch == "evermind") return generate_evermind(*f);
     const BpeTokenizer tok = load_tokenizer(f->model.tokenizer, f->model.model);
     const std::vector<int> prompt = tok.encode(f->prompt, f->allow_special);
     check(!prompt.empty(), "--prompt is empty");

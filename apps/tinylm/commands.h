@@ -10,5 +10,7 @@ void register_perplexity(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_init(CLI::App& app);
 void register_train_gpt2(CLI::App& app);
+void register_train(CLI::App& app);
+void register_delta(CLI::App& app);
 
 }  // namespace tinylm::cli

@@ -1,0 +1,105 @@
+// The EvermindLM subcommands end to end: train (tokenizer trained on the way) -> generate ->
+// continue training -> delta export/apply, and their errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "test_util.h"
+
+namespace tinylm {
+namespace {
+
+using test::run_cli;
+
+class CliEvermind : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir;
+    // 20 KB of Shakespeare, a small model: a couple of seconds under the sanitizers.
+    const std::string text = test::read_text(test::source_path("data/tinyshakespeare.txt")).substr(0, 20000);
+    test::write_text(file("corpus.txt"), text);
+    trained_ = new test::CommandResult(run_cli("train --arch evermind --data " + file("corpus.txt") +
+                                               " --vocab-size 300 --seq-len 32 --d-model 16 --epochs 1 --seed 5"
+                                               " --threads 1 --out " + file("m.evl")));
+  }
+  static void TearDownTestSuite() {
+    delete trained_;
+    delete dir_;
+  }
+  static std::string file(const std::string& name) { return dir_->file(name); }
+  static test::TempDir* dir_;
+  static test::CommandResult* trained_;
+};
+test::TempDir* CliEvermind::dir_ = nullptr;
+test::CommandResult* CliEvermind::trained_ = nullptr;
+
+void expect_one_line_error(const test::CommandResult& r, const std::string& fragment) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+TEST_F(CliEvermind, TrainWritesCheckpointAndTokenizer) {
+  ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
+  EXPECT_TRUE(std::filesystem::exists(file("m.evl")));
+  EXPECT_TRUE(std::filesystem::exists(file("m.tokenizer.json")));
+  EXPECT_NE(trained_->out.find("epoch 1: mean loss"), std::string::npos) << trained_->out;
+  EXPECT_NE(trained_->err.find("tok/s"), std::string::npos);
+}
+
+TEST_F(CliEvermind, GenerateIsDeterministic) {
+  ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
+  const std::string args = "generate --arch evermind --model " + file("m.evl") + " --prompt 'First' --max-tokens 20";
+  const test::CommandResult a = run_cli(args), b = run_cli(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.out.rfind("First", 0), 0u) << a.out;
+  EXPECT_GT(a.out.size(), 6u);
+  const test::CommandResult s1 = run_cli(args + " --temperature 1 --seed 1");
+  const test::CommandResult s2 = run_cli(args + " --temperature 1 --seed 1");
+  EXPECT_EQ(s1.out, s2.out);
+}
+
+TEST_F(CliEvermind, DeltaRoundTripIsExactAndChecksTheBase) {
+  ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
+  const test::CommandResult more =
+      run_cli("train --arch evermind --data " + file("corpus.txt") + " --tokenizer " + file("m.tokenizer.json") +
+              " --init-from " + file("m.evl") + " --seq-len 32 --epochs 1 --lr 1e-4 --threads 1 --out " + file("m2.evl"));
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  const test::CommandResult ex = run_cli("delta export --base " + file("m.evl") + " --model " + file("m2.evl") +
+                                         " --eps 0 --out " + file("d.evd"));
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  const test::CommandResult ap =
+      run_cli("delta apply --base " + file("m.evl") + " --delta " + file("d.evd") + " --out " + file("m3.evl"));
+  ASSERT_EQ(ap.exit_code, 0) << ap.err;
+  EXPECT_EQ(test::read_text(file("m2.evl")), test::read_text(file("m3.evl")));
+  // A larger eps keeps fewer rows.
+  const test::CommandResult sparse = run_cli("delta export --base " + file("m.evl") + " --model " + file("m2.evl") +
+                                             " --eps 0.01 --out " + file("d2.evd"));
+  ASSERT_EQ(sparse.exit_code, 0) << sparse.err;
+  EXPECT_LT(std::filesystem::file_size(file("d2.evd")), std::filesystem::file_size(file("d.evd")));
+  expect_one_line_error(
+      run_cli("delta apply --base " + file("m2.evl") + " --delta " + file("d.evd") + " --out " + file("x.evl")),
+      "base");
+  EXPECT_FALSE(std::filesystem::exists(file("x.evl")));
+}
+
+TEST_F(CliEvermind, BadInputsAreOneLineErrors) {
+  ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
+  std::string bytes = test::read_text(file("m.evl"));
+  bytes[bytes.size() / 2] ^= 0x40;
+  test::write_text(file("bad.evl"), bytes);
+  expect_one_line_error(run_cli("generate --arch evermind --model " + file("bad.evl") + " --tokenizer " +
+                                file("m.tokenizer.json") + " --prompt x"),
+                        "bad.evl");
+  expect_one_line_error(run_cli("train --arch gpt2 --data " + file("corpus.txt") + " --out " + file("g")), "--arch");
+  expect_one_line_error(run_cli("train --arch evermind --data " + file("missing.txt") + " --out " + file("g.evl")),
+                        "missing.txt");
+  expect_one_line_error(run_cli("train --arch evermind --data " + file("corpus.txt") + " --top-k 9 --out " +
+                                file("g.evl") + " --tokenizer " + file("m.tokenizer.json")),
+                        "top_k");
+}
+
+}  // namespace
+}  // namespace tinylm
