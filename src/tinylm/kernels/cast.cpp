@@ -13,7 +13,7 @@ constexpr int64_t kChunk = 1 << 14;  // elements per parallel task (multiple of 
 
 template <class Fn>
 void chunked(int64_t n, Fn&& body) {
-  parallel_for(0, (n + kChunk - 1) / kChunk, 2, [&](int64_t c) {
+  parallel_for(0, (n + kChunk - 1) / kChunk, simd::grain_for(kChunk), [&](int64_t c) {
     body(c * kChunk, std::min(n, (c + 1) * kChunk));
   });
 }

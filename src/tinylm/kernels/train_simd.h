@@ -80,9 +80,12 @@ inline void exp_inplace(float* x, int64_t n) {
 }
 
 // The grain for parallel_for over items of `work` elementary operations each: a range only
-// forks when it holds at least ~32K operations per thread, because waking the thread team
-// costs far more than tiny loops (and much more on a loaded machine).
-inline int64_t grain_for(int64_t work) { return 1 + (int64_t{1} << 15) / (work > 0 ? work : 1); }
+// forks when it holds about a million operations (a few hundred microseconds) or more. A
+// fork/join costs microseconds on an idle machine but a scheduler time slice (~20 ms
+// measured) when the cores are oversubscribed, so the small per-row passes of a GPT-2 step
+// (LayerNorm, bias, residual: tens of microseconds each) stay on the calling thread and only
+// attention, GELU, cross-entropy and the large casts fork.
+inline int64_t grain_for(int64_t work) { return 1 + (int64_t{1} << 20) / (work > 0 ? work : 1); }
 
 template <class T>
 inline T dot(const T* a, const T* b, int64_t n) {
