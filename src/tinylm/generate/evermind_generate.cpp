@@ -1,0 +1,83 @@
+#include "tinylm/generate/evermind_generate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tinylm/core/error.h"
+#include "tinylm/core/py_random.h"
+#include "tinylm/generate/sampler.h"
+#include "tinylm/models/evermind/decoder.h"
+
+namespace tinylm::generate {
+
+EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<const int> prompt,
+                                const EvermindGenerateOptions& options, const std::function<bool(int)>& on_token) {
+  check(!prompt.empty(), "evermind generate: the prompt needs at least one token");
+  check(options.max_new_tokens >= 0, "evermind generate: max_new_tokens must be >= 0 (got ", options.max_new_tokens,
+        ")");
+  check(options.stop_token < model.config().vocab_size, "evermind generate: stop token ", options.stop_token,
+        " is outside the vocabulary [0, ", model.config().vocab_size, ")");
+  SamplingOptions sampling;
+  sampling.temperature = options.temperature > 0.0 ? options.temperature : 0.0;
+  sampling.top_k = options.top_k;
+  sampling.top_p = options.top_p;
+  sampling.seed = options.seed;
+  Sampler sampler(sampling);  // validates top_k / top_p
+  // Plain temperature sampling skips the Sampler's sort of the whole vocabulary per token:
+  // random.Random(seed).choices(range(V), weights=exp((l - max) / temperature)).
+  const bool plain = sampling.temperature > 0.0 && sampling.top_k == 0 && sampling.top_p >= 1.0;
+  PyRandom rng(options.seed);
+  std::vector<double> weights(plain ? static_cast<size_t>(model.config().vocab_size) : 0);
+  const auto choose = [&](std::span<const float> l) {
+    if (!plain) return sampler.sample(l);
+    const float mx = *std::max_element(l.begin(), l.end());
+    for (size_t v = 0; v < l.size(); ++v) {
+      weights[v] = std::exp((static_cast<double>(l[v]) - mx) / sampling.temperature);
+    }
+    return static_cast<int>(rng.choices(weights));
+  };
+
+  evermind::Decoder<float> decoder(model);
+  std::span<const float> logits;
+  for (const int t : prompt) logits = decoder.step(t);
+  EvermindGenerateResult result;
+  for (int64_t i = 0; i < options.max_new_tokens; ++i) {
+    const int next = choose(logits);
+    const bool more = on_token ? on_token(next) : true;
+    if (next == options.stop_token) {
+      result.stopped = true;
+      break;
+    }
+    result.tokens.push_back(next);
+    if (!more || i + 1 == options.max_new_tokens) break;
+    logits = decoder.step(next);
+  }
+  return result;
+}
+
+std::string generate_text(const evermind::Model<float>& model, const BpeTokenizer& tokenizer, std::string_view prompt,
+                          const EvermindGenerateOptions& options, const std::function<void(std::string_view)>& on_text) {
+  check(tokenizer.vocab_size() <= model.config().vocab_size, "evermind generate: the tokenizer's ",
+        tokenizer.vocab_size(), " tokens do not fit the model's vocabulary of ", model.config().vocab_size);
+  std::vector<int> ids = tokenizer.encode(prompt, true);
+  if (ids.empty()) {
+    const std::optional<int> eot = tokenizer.eot_id();
+    check(eot.has_value(), "evermind generate: empty prompt and the tokenizer has no <|endoftext|> to start from");
+    ids.push_back(*eot);
+  }
+  StreamDecoder stream(tokenizer);
+  std::string text;
+  const auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return;
+    text += piece;
+    if (on_text) on_text(piece);
+  };
+  generate(model, ids, options, [&](int id) {
+    if (id != options.stop_token) emit(stream.push(id));
+    return true;
+  });
+  emit(stream.finish());
+  return text;
+}
+
+}  // namespace tinylm::generate

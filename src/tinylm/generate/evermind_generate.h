@@ -1,0 +1,48 @@
+#pragma once
+// Text generation with EvermindLM: the prompt goes through the incremental decoder token by
+// token (models/evermind/decoder.h: O(1) state per layer, the same logits as a full
+// forward), then each new token is chosen from the logits of the last one.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tinylm/models/evermind/model.h"
+#include "tinylm/tokenizers/bpe.h"
+
+namespace tinylm::generate {
+
+struct EvermindGenerateOptions {
+  int64_t max_new_tokens = 128;
+  // <= 0: greedy (the highest logit, ties to the lowest id). > 0: a draw from
+  // softmax(logits / temperature): Python's random.Random(seed).choices(range(V), weights)
+  // over the tokens in id order; with top_k / top_p set, generate::Sampler's draw over
+  // the tokens sorted by logit, restricted to the top_k / the top_p nucleus.
+  double temperature = 0.0;
+  int top_k = 0;       // 0: all tokens
+  double top_p = 1.0;  // 1: no nucleus cut
+  uint64_t seed = 0;   // of the sampling RNG
+  int stop_token = -1; // generation ends when this token is drawn (it is not returned); < 0: none
+};
+
+struct EvermindGenerateResult {
+  std::vector<int> tokens;     // the new tokens, without the prompt (and without the stop token)
+  bool stopped = false;        // the stop token was drawn
+};
+
+// Generates after `prompt` (at least one token). on_token(id) sees each new token as it is
+// chosen (the stop token included); returning false ends generation after it.
+EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<const int> prompt,
+                                const EvermindGenerateOptions& options,
+                                const std::function<bool(int)>& on_token = {});
+
+// Text in, text out: the prompt is encoded with `tokenizer` (special tokens allowed) and
+// the new tokens decoded; on_text receives the text as it becomes complete UTF-8.
+// An empty prompt starts from the tokenizer's <|endoftext|> when it has one.
+std::string generate_text(const evermind::Model<float>& model, const BpeTokenizer& tokenizer,
+                          std::string_view prompt, const EvermindGenerateOptions& options,
+                          const std::function<void(std::string_view)>& on_text = {});
+
+}  // namespace tinylm::generate

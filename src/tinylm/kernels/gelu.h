@@ -1,0 +1,20 @@
+#pragma once
+// GELU, tanh approximation (PyTorch's gelu(approximate='tanh'), GPT-2's "gelu_new"):
+//   gelu(x)  = ½ x (1 + tanh(u)),   u = √(2/π) (x + 0.044715 x³)
+//   gelu'(x) = ½ (1 + t) + ½ x (1 − t²) √(2/π) (1 + 3·0.044715 x²),   t = tanh(u)
+// float uses a vectorized exp (kernels/vec.h; relative error ~3e-7); double uses std::tanh,
+// so double gradient checks see the exact function. Elementwise: an element's result does
+// not depend on its neighbours or on the array length.
+#include <cstdint>
+
+namespace tinylm::kernels {
+
+// y = gelu(x) over n elements.
+template <class T>
+void gelu_forward(T* y, const T* x, int64_t n);
+
+// dx = dy ⊙ gelu'(x) (written, not accumulated; dx may alias dy).
+template <class T>
+void gelu_backward(T* dx, const T* dy, const T* x, int64_t n);
+
+}  // namespace tinylm::kernels

@@ -1,0 +1,136 @@
+#pragma once
+// 64-byte SIMD vectors (GCC vector extensions) for the EvermindLM kernels, templated on the
+// element type: 16 floats or 8 doubles, one AVX-512 register (two or four narrower ones on
+// other machines; the compiler splits them). Include only from kernels/*.cpp, which are
+// compiled with FMA contraction.
+//
+// Partial loads and stores (the last few elements of a row) go through a zero-filled full
+// vector, so an element is computed by the same vector instructions wherever it sits: a
+// row's results do not depend on how many rows or columns surround it, which keeps the
+// incremental decoder and the full forward bit-identical.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace tinylm::kernels::vec {
+
+template <class T>
+struct VecOf {
+  typedef T type __attribute__((vector_size(64)));
+};
+template <class T>
+using Vec = typename VecOf<T>::type;
+
+template <class T>
+inline constexpr int64_t kLanes = static_cast<int64_t>(64 / sizeof(T));
+
+template <class T>
+inline Vec<T> load(const T* p) {
+  Vec<T> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class T>
+inline void store(T* p, Vec<T> v) {
+  std::memcpy(p, &v, sizeof v);
+}
+// The first n (1 <= n <= lanes) elements from p, zero in the other lanes; never touches
+// memory past p + n. A masked load where AVX-512 has one.
+template <class T>
+inline Vec<T> load_n(const T* p, int64_t n) {
+  if (n == kLanes<T>) return load(p);
+#if defined(__AVX512F__)
+  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+  if constexpr (sizeof(T) == 4) {
+    return reinterpret_cast<Vec<T>>(_mm512_maskz_loadu_ps(m, p));
+  } else {
+    return reinterpret_cast<Vec<T>>(_mm512_maskz_loadu_pd(static_cast<__mmask8>(m), p));
+  }
+#else
+  Vec<T> v = {};
+  std::memcpy(&v, p, static_cast<size_t>(n) * sizeof(T));
+  return v;
+#endif
+}
+
+// Stores the first n (1 <= n <= lanes) lanes of v.
+template <class T>
+inline void store_n(T* p, Vec<T> v, int64_t n) {
+  if (n == kLanes<T>) {
+    store(p, v);
+    return;
+  }
+#if defined(__AVX512F__)
+  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+  if constexpr (sizeof(T) == 4) {
+    _mm512_mask_storeu_ps(p, m, reinterpret_cast<__m512>(v));
+  } else {
+    _mm512_mask_storeu_pd(p, static_cast<__mmask8>(m), reinterpret_cast<__m512d>(v));
+  }
+#else
+  std::memcpy(p, &v, static_cast<size_t>(n) * sizeof(T));
+#endif
+}
+
+template <class T>
+inline Vec<T> splat(T x) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(T) == 4) {
+    return reinterpret_cast<Vec<T>>(_mm512_set1_ps(x));
+  } else {
+    return reinterpret_cast<Vec<T>>(_mm512_set1_pd(x));
+  }
+#else
+  Vec<T> v;
+  for (int64_t i = 0; i < kLanes<T>; ++i) v[i] = x;
+  return v;
+#endif
+}
+
+// Sum of the lanes in a fixed order (pairwise halving), independent of where the vector
+// came from.
+template <class V>
+inline auto hsum(V v) {
+  using T = std::remove_cvref_t<decltype(v[0])>;
+  T lanes[kLanes<T>];
+  std::memcpy(lanes, &v, sizeof v);
+  for (int64_t w = kLanes<T> / 2; w >= 1; w /= 2) {
+    for (int64_t i = 0; i < w; ++i) lanes[i] += lanes[i + w];
+  }
+  return lanes[0];
+}
+
+// exp for floats, vectorized: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2),
+// exp(r) by a degree-6 polynomial (Cephes' expf coefficients), 2^n by building the exponent
+// bits. Relative error about 2e-7 (a couple of ulps); inputs are clamped to
+// [-87.3, 88.3], so very negative x gives about 1e-38 rather than 0 and nothing overflows
+// (2^n stays a normal float).
+inline Vec<float> exp_f32(Vec<float> x) {
+  using VI = int32_t __attribute__((vector_size(64)));
+  x = x < splat(88.3f) ? x : splat(88.3f);
+  x = x > splat(-87.3f) ? x : splat(-87.3f);
+  const Vec<float> fx = x * splat(1.44269504088896341f);
+  // Round to nearest: add and subtract 1.5 * 2^23.
+  const Vec<float> magic = splat(12582912.0f);
+  const Vec<float> n = (fx + magic) - magic;
+  Vec<float> r = x - n * splat(0.693359375f);
+  r = r - n * splat(-2.12194440e-4f);
+  Vec<float> p = splat(1.9875691500e-4f);
+  p = p * r + splat(1.3981999507e-3f);
+  p = p * r + splat(8.3334519073e-3f);
+  p = p * r + splat(4.1665795894e-2f);
+  p = p * r + splat(1.6666665459e-1f);
+  p = p * r + splat(5.0000001201e-1f);
+  p = p * (r * r) + r + splat(1.0f);
+  const VI e = (__builtin_convertvector(n, VI) + 127) << 23;
+  Vec<float> scale;
+  std::memcpy(&scale, &e, sizeof scale);
+  return p * scale;
+}
+
+}  // namespace tinylm::kernels::vec

@@ -1,0 +1,56 @@
+#include "tinylm/models/evermind/weights.h"
+
+#include <algorithm>
+
+#include "tinylm/core/error.h"
+
+namespace tinylm::evermind {
+
+ParamIndex::ParamIndex(const Config& c) {
+  const ParamLayout layout = param_layout(c);
+  emb = layout.at("emb").offset;
+  layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = cat("layers.", l, ".");
+    LayerIndex& li = layers[static_cast<size_t>(l)];
+    li.conv = layout.at(p + "conv").offset;
+    li.conv_norm = layout.at(p + "conv_norm").offset;
+    li.moe_norm = layout.at(p + "moe_norm").offset;
+    li.router = layout.at(p + "router").offset;
+    li.shared_up = layout.at(p + "shared.up").offset;
+    li.shared_down = layout.at(p + "shared.down").offset;
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      li.expert_up.push_back(layout.at(cat(p, "experts.", e, ".up")).offset);
+      li.expert_down.push_back(layout.at(cat(p, "experts.", e, ".down")).offset);
+    }
+  }
+}
+
+template <class T>
+void PackedWeights<T>::pack(const ParamLayout& layout, std::span<const T> params) {
+  check(params.size() == layout.size() && data_.size() == layout.size(),
+        "evermind: packed weights do not match the parameter layout");
+  for (const ParamEntry& e : layout.entries()) {
+    const T* src = params.data() + e.offset;
+    T* dst = data_.data() + e.offset;
+    if (e.shape.size() != 2) {
+      std::copy(src, src + e.numel, dst);
+      continue;
+    }
+    const int64_t rows = e.shape[0], cols = e.shape[1];
+    // Blocks of 16 × 16 keep both sides within a few cache lines.
+    constexpr int64_t B = 16;
+    for (int64_t r0 = 0; r0 < rows; r0 += B) {
+      for (int64_t c0 = 0; c0 < cols; c0 += B) {
+        for (int64_t r = r0; r < std::min(rows, r0 + B); ++r) {
+          for (int64_t c = c0; c < std::min(cols, c0 + B); ++c) dst[c * rows + r] = src[r * cols + c];
+        }
+      }
+    }
+  }
+}
+
+template class PackedWeights<float>;
+template class PackedWeights<double>;
+
+}  // namespace tinylm::evermind
