@@ -3,9 +3,11 @@
 //
 // Activations are planned once, at construction, in one arena (nothing is allocated per
 // step). forward() runs the whole batch and keeps what the backward needs; backward()
-// accumulates the gradient of the mean cross-entropy (times loss_scale) into a flat f32
-// gradient buffer laid out like the parameters (gpt2::param_layout). The tied token
-// embedding collects its gradient from both the lookup and the output head.
+// accumulates (or writes) the gradient of the mean cross-entropy times loss_scale into a flat
+// f32 gradient buffer laid out like the parameters (gpt2::param_layout). The tied token
+// embedding collects its gradient from both the lookup and the output head. Large products
+// go to kernels/gemm.h; the other kernels (kernels/*_train.h, causal_attention.h,
+// dropout.h, position_embedding.h) thread inside with parallel_for.
 //
 // Options:
 //  - dropout: inverted dropout at GPT-2's three canonical sites (the embedding sum; each
@@ -14,12 +16,15 @@
 //    kernels/dropout.h; site 0 is the embedding, 1 + 2l block l's attention projection,
 //    2 + 2l its MLP projection. Rate 0 skips the op entirely (bit-identical to no dropout).
 //  - compute: f32, bf16 or f16. Parameters and gradients stay f32 (master weights). In the
-//    half types every matrix product takes half operands (the weights are cast at the start
-//    of each forward; activations and output gradients are rounded where they enter a
-//    product) and accumulates in f32; everything else (embeddings, LayerNorm, GELU,
-//    attention's softmax and products, the residual stream, cross-entropy on f32 logits)
-//    runs in f32, as torch.autocast does. f16 training needs a loss scale (train_step's
-//    LossScaler): gradients that overflow f16 come out as inf and the step is skipped.
+//    half types the products of the linear layers and the tied head (forward, and both
+//    backward products) take half operands: the weights are cast at the start of each
+//    forward, activations and output gradients are rounded where they enter a product;
+//    accumulation is f32 and results are f32. Everything else (embeddings, LayerNorm, GELU,
+//    attention's softmax and its T x T products, the residual stream, biases, cross-entropy
+//    on the f32 logits) runs in f32, as torch.autocast does. bf16 products use gemm_bf16;
+//    f16 values are kept as f16-rounded floats and use gemm_f32 (an f16 x f16 product is
+//    exact in f32). f16 training needs a loss scale (train_step's LossScaler): output
+//    gradients that overflow f16 become inf, and train_step skips the step.
 //
 // BasicTrainer<double> is the same model in double precision (compute f32 only, plain-loop
 // matrix products): the reference that finite-difference tests check the backward against.
