@@ -236,7 +236,7 @@ TEST(GemmF32, DeterministicForFixedThreadCount) {
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (auto [ta, tb, M, N, K] : {std::tuple{kNo, kNo, 256, 768, 768}, std::tuple{kYes, kNo, 768, 768, 256},
-                                   std::tuple{kNo, kYes, 256, 1031, 768}}) {
+                                   std::tuple{kNo, kYes, 256, 1031, 768}, std::tuple{kNo, kYes, 64, 64, 64}}) {
       const Problem p{ta, tb, M, N, K};
       const std::vector<float> A = random_matrix(p.a_rows(), p.a_cols(), p.lda(), 7, false);
       const std::vector<float> B = random_matrix(p.b_rows(), p.b_cols(), p.ldb(), 8, false);
@@ -251,6 +251,7 @@ TEST(GemmF32, DeterministicForFixedThreadCount) {
             EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0)
                 << "threads=" << threads << " bf16=" << bf16 << " M=" << M << " N=" << N << " K=" << K;
           }
+          EXPECT_EQ(num_threads(), threads);  // small products run serially, then restore it
         }
       }
     }

@@ -10,9 +10,9 @@
 //
 // Threads: Debian's oneDNN is built on OpenMP (libgomp, the runtime we use) and asks
 // omp_get_max_threads() at each call, so tinylm::set_num_threads governs it and nothing is
-// oversubscribed; called inside a parallel region it runs on the calling thread only. Its
-// work split depends only on the shape and the thread count, so results are the same bytes
-// for a fixed thread count.
+// oversubscribed; called inside a parallel region it runs on the calling thread only, and so
+// do small products (below). Its work split depends only on the shape and the thread count
+// (not on alignment: checked), so results are the same bytes for a fixed thread count.
 #include "tinylm/kernels/gemm.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -71,6 +71,30 @@ void widen(const Bf16* X, int64_t rows, int64_t cols, int64_t ld, std::vector<fl
   });
 }
 
+// Products under about a million multiply-adds (one attention head, 64³, is a quarter of
+// that) take a few µs, and oneDNN's fork/join onto a second thread costs as much as it saves
+// (measured: 64³ takes 3.1 µs on one thread, 6.2 µs on two; 64×64×256 11.2 µs vs 10.5 µs).
+// They run on the calling thread; the decision depends on the shape only (determinism).
+class SmallProductsSerial {
+ public:
+  SmallProductsSerial(int64_t M, int64_t N, int64_t K) {
+    if (static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSerialMacs &&
+        !omp_in_parallel() && omp_get_max_threads() > 1) {
+      saved_ = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+  }
+  ~SmallProductsSerial() {
+    if (saved_ > 0) omp_set_num_threads(saved_);
+  }
+  SmallProductsSerial(const SmallProductsSerial&) = delete;
+  SmallProductsSerial& operator=(const SmallProductsSerial&) = delete;
+
+ private:
+  static constexpr double kSerialMacs = 1 << 20;
+  int saved_ = 0;
+};
+
 void sgemm(const char* what, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const dnnl_status_t st = dnnl_sgemm(trans_char(ta), trans_char(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -86,6 +110,7 @@ void gemm_f32(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, 
   if (M == 0 || N == 0) return;
   // BLAS leaves A and B unread here; guaranteeing it ourselves keeps NaNs in them out of C.
   if (K == 0 || alpha == 0.0f) return scale_c(M, N, beta, C, ldc);
+  const SmallProductsSerial serial(M, N, K);
   sgemm("gemm_f32", ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -94,6 +119,7 @@ void gemm_bf16(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
   check_args("gemm_bf16", ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
   if (M == 0 || N == 0) return;
   if (K == 0 || alpha == 0.0f) return scale_c(M, N, beta, C, ldc);
+  const SmallProductsSerial serial(M, N, K);
   const dnnl_status_t st =
       dnnl_gemm_bf16bf16f32(trans_char(ta), trans_char(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (st == dnnl_success) return;
