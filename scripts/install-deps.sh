@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libdnnl-dev
+  libcli11-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
 )
 # Extra packages for optional tools, requested with --fuzz / --bench-compare.
 for arg in "$@"; do
