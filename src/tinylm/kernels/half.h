@@ -33,7 +33,8 @@ inline void from_float(float& out, float x) { out = x; }
 inline void from_float(Bf16& out, float x) { out.bits = float_to_bf16(x); }
 inline void from_float(F16& out, float x) {
 #if defined(__F16C__)
-  out.bits = _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);
+  // Not _cvtss_sh: clang's macro for it is a C99 compound literal (-Wpedantic).
+  out.bits = static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT), 0));
 #else
   out.bits = float_to_f16(x);
 #endif
