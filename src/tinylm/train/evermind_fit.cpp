@@ -35,8 +35,11 @@ EvermindTrainer::EvermindTrainer(evermind::Model<float>& model, const EvermindFi
       std::clamp<int64_t>(options.threads > 0 ? options.threads : num_threads(), 1, options.accum_steps));
   for (int t = 0; t < threads; ++t) {
     workspaces_.emplace_back(model.config(), model.max_seq_len(), options.checkpoint_activations);
-    seq_grads_.emplace_back(model.params().size(), 0.0f);
   }
+  // Gradient buffers for a round of sequences: at least one per thread, up to 16 so that
+  // rounds (and their synchronizations) are few.
+  const int64_t round = std::min<int64_t>(options.accum_steps, std::max<int64_t>(threads, 16));
+  for (int64_t j = 0; j < round; ++j) seq_grads_.emplace_back(model.params().size(), 0.0f);
   losses_.reserve(static_cast<size_t>(options.accum_steps));
 }
 
@@ -63,21 +66,34 @@ EvermindTrainer::Window EvermindTrainer::accumulate(std::span<const std::span<co
   pass.loss_grad = w.loss_scale / static_cast<double>(n);
   std::span<float> acc = model_.grads();
   std::fill(acc.begin(), acc.end(), 0.0f);
-  const int64_t P = std::min(static_cast<int64_t>(workspaces_.size()), n);
+  const int64_t P = static_cast<int64_t>(workspaces_.size());
+  const int64_t R = static_cast<int64_t>(seq_grads_.size());
   const int64_t total = static_cast<int64_t>(acc.size());
   losses_.resize(static_cast<size_t>(n));
-  // Sequence j runs on thread j mod P into that thread's buffer; the buffers are added into
-  // the window's gradient in sequence order (the ordered block), each addition clearing its
-  // buffer for the thread's next sequence. One parallel region per window.
-#pragma omp parallel num_threads(static_cast<int>(P)) if (P > 1)
-  {
-    const size_t t = static_cast<size_t>(omp_get_thread_num());
-#pragma omp for ordered schedule(static, 1)
-    for (int64_t j = 0; j < n; ++j) {
-      losses_[static_cast<size_t>(j)] =
-          model_.forward_backward(workspaces_[t], window[static_cast<size_t>(j)], seq_grads_[t], pass);
-#pragma omp ordered
-      kernels::accumulate_and_clear(acc.data(), seq_grads_[t].data(), total, options_.mixed_precision);
+  // Rounds of up to R sequences: the threads take the round's sequences as they come, each
+  // sequence into its own buffer (so which thread runs it does not matter); then the
+  // buffers are added into the window's gradient in sequence order, in parallel over
+  // elements, each addition clearing its buffer. Two synchronizations per round.
+  for (int64_t first = 0; first < n; first += R) {
+    const int64_t m = std::min(R, n - first);
+    const int64_t threads = std::min(P, m);
+#pragma omp parallel for num_threads(static_cast<int>(threads)) schedule(dynamic, 1) if (threads > 1)
+    for (int64_t j = 0; j < m; ++j) {
+      const size_t t = static_cast<size_t>(omp_get_thread_num());
+      losses_[static_cast<size_t>(first + j)] = model_.forward_backward(
+          workspaces_[t], window[static_cast<size_t>(first + j)], seq_grads_[static_cast<size_t>(j)], pass);
+    }
+    constexpr int64_t kChunk = 16384;
+    const int64_t chunks = (total + kChunk - 1) / kChunk;
+    // A fork costs a scheduler slice on a busy machine: only for a few million additions.
+    const bool split = P > 1 && m * total >= (int64_t{1} << 21);
+#pragma omp parallel for num_threads(static_cast<int>(P)) schedule(static) if (split)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t lo = c * kChunk, len = std::min(kChunk, total - lo);
+      for (int64_t j = 0; j < m; ++j) {
+        kernels::accumulate_and_clear(acc.data() + lo, seq_grads_[static_cast<size_t>(j)].data() + lo, len,
+                                      options_.mixed_precision);
+      }
     }
   }
   for (int64_t j = 0; j < n; ++j) {

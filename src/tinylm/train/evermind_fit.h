@@ -7,9 +7,9 @@
 // may be shorter) and averages their gradients: each sequence's backward is seeded with
 // 1/n (times the loss scale under mixed precision) into its own buffer, and the buffers
 // are added into the model's gradient in sequence order. The sequences of a window run in
-// parallel on up to `threads` threads, one per sequence; because every sequence has its
-// own buffer and the sum keeps sequence order, the result is the same bytes for any
-// thread count. (The threads live here rather than inside the kernels: the matrices are
+// parallel on up to `threads` threads, in rounds of up to max(16, threads) sequences;
+// because every sequence has its own buffer and the sum keeps sequence order, the result is
+// the same bytes for any thread count. (The threads live here rather than inside the kernels: the matrices are
 // too small to split, whole sequences are not.)
 #include <cstdint>
 #include <functional>
@@ -92,7 +92,7 @@ class EvermindTrainer {
   optim::Adam<float> adam_;
   optim::LossScaler scaler_;
   std::vector<evermind::Workspace<float>> workspaces_;  // one per thread
-  std::vector<std::vector<float>> seq_grads_;           // one per thread, zero between uses
+  std::vector<std::vector<float>> seq_grads_;           // one per sequence of a round, zero between uses
   std::vector<evermind::Loss> losses_;                  // one per sequence of the window
   int64_t steps_ = 0, applied_ = 0;
 };
