@@ -538,11 +538,18 @@ TEST(EvermindKernels, FloatGeluAndSoftmaxAreAccurate) {
   for (float& v : l) v = u(rng);
   std::vector<double> ld(l.begin(), l.end());
   const int targets[2] = {7, 999};
-  const double lf = kernels::softmax_xent_forward<float>(l.data(), targets, 2, V, V);
-  const double ldd = kernels::softmax_xent_forward<double>(ld.data(), targets, 2, V, V);
+  float inv[2];
+  double invd[2];
+  const double lf = kernels::softmax_xent_forward<float>(l.data(), inv, targets, 2, V, V);
+  const double ldd = kernels::softmax_xent_forward<double>(ld.data(), invd, targets, 2, V, V);
   EXPECT_NEAR(lf, ldd, 1e-5);
+  // The backward with scale 1 leaves p − onehot.
+  kernels::softmax_xent_backward<float>(l.data(), inv, targets, 2, V, V, 1.0f);
+  kernels::softmax_xent_backward<double>(ld.data(), invd, targets, 2, V, V, 1.0);
+  EXPECT_NEAR(l[7], ld[7], 1e-6);
+  EXPECT_LT(ld[7], 0.0);
   // l − max rounds in float (up to 0.5 ulp of 60, 4e-6 relative after exp).
-  for (size_t i = 0; i < l.size(); ++i) ASSERT_NEAR(l[i], ld[i], 1e-5 * ld[i] + 1e-37);
+  for (size_t i = 0; i < l.size(); ++i) ASSERT_NEAR(l[i], ld[i], 1e-5 * std::fabs(ld[i]) + 1e-37);
 }
 
 }  // namespace

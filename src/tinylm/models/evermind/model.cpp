@@ -33,6 +33,7 @@ Workspace<T>::Workspace(const Config& config, int64_t max_seq_len, bool checkpoi
   for (size_t s = 0; s < sets; ++s) make_layer_acts<T>(d, R, count_real, count_int);
   make_layer_scratch<T>(d, R, count_real);
   count_real(R * d.V);
+  count_real(R);
   count_real(R * d.D);
 
   arena_ = Arena(bytes);
@@ -42,6 +43,7 @@ Workspace<T>::Workspace(const Config& config, int64_t max_seq_len, bool checkpoi
   for (size_t s = 0; s < sets; ++s) acts_.push_back(make_layer_acts<T>(d, R, alloc_real, alloc_int));
   scratch_ = make_layer_scratch<T>(d, R, alloc_real);
   logits_ = alloc_real(R * d.V);
+  inv_sum_ = alloc_real(R);
   dx_ = alloc_real(R * d.D);
 }
 
@@ -119,7 +121,7 @@ Loss Model<T>::loss(Workspace<T>& ws, std::span<const int> tokens, double aux_lo
   const double aux = forward_layers(ws, tokens);
   const int64_t rows = T_ - 1;
   k::tied_logits_forward(ws.logits_, ws.x_[static_cast<size_t>(d.L)], packed_.data() + index_.emb, rows, d.D, d.V);
-  const double ce = k::softmax_xent_forward(ws.logits_, tokens.data() + 1, rows, d.V, d.V) /
+  const double ce = k::softmax_xent_forward(ws.logits_, ws.inv_sum_, tokens.data() + 1, rows, d.V, d.V) /
                     static_cast<double>(rows);
   return {ce + aux_loss_coef * aux, ce, aux, rows};
 }
@@ -140,7 +142,7 @@ Loss Model<T>::forward_backward(Workspace<T>& ws, std::span<const int> tokens, s
   const T* w = packed_.data();
   T* g = grads.data();
 
-  k::softmax_xent_backward(ws.logits_, tokens.data() + 1, rows, d.V, d.V,
+  k::softmax_xent_backward(ws.logits_, ws.inv_sum_, tokens.data() + 1, rows, d.V, d.V,
                                     static_cast<T>(options.loss_grad / static_cast<double>(rows)));
   k::tied_logits_backward(ws.dx_, g + index_.emb, ws.logits_, ws.x_[static_cast<size_t>(d.L)], p + index_.emb, rows,
                           d.D, d.V);

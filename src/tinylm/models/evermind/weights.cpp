@@ -38,12 +38,12 @@ void PackedWeights<T>::pack(const ParamLayout& layout, std::span<const T> params
       continue;
     }
     const int64_t rows = e.shape[0], cols = e.shape[1];
-    // Blocks of 16 × 16 keep both sides within a few cache lines.
+    // Blocks of 16 × 16 keep both sides within a few cache lines; writes run contiguously.
     constexpr int64_t B = 16;
     for (int64_t r0 = 0; r0 < rows; r0 += B) {
       for (int64_t c0 = 0; c0 < cols; c0 += B) {
-        for (int64_t r = r0; r < std::min(rows, r0 + B); ++r) {
-          for (int64_t c = c0; c < std::min(cols, c0 + B); ++c) dst[c * rows + r] = src[r * cols + c];
+        for (int64_t c = c0; c < std::min(cols, c0 + B); ++c) {
+          for (int64_t r = r0; r < std::min(rows, r0 + B); ++r) dst[c * rows + r] = src[r * cols + c];
         }
       }
     }
