@@ -22,6 +22,8 @@ them as one matrix, index_add the gated outputs back. Generation: greedy, increm
 layer the last K-1 normalized conv inputs are kept, so each token costs O(1)), under
 torch.inference_mode(); tokens/s = new tokens / wall time of the whole call, prompt included.
 Each figure: --warmup steps (one call for generation), then the median (and best) of --reps.
+--threads N sets torch.set_num_threads(N) and openblas_set_num_threads(N): Debian's torch does
+its f32 matrix products in OpenBLAS, whose own thread pool torch's setting does not reach.
 
 --ours PATH runs tinylm's bench_evermind --json with the same options and prints the two
 side by side with speed-ups (tinylm tok/s / torch tok/s).
@@ -197,6 +199,22 @@ class Evermind:
                 if i + 1 < new_tokens:
                     logits = step(nxt)
             return new, logits
+
+
+def set_threads(torch, n):
+    """torch.set_num_threads governs torch's own kernels only: the OpenBLAS behind Debian's torch
+    (libblas.so.3 -> openblas-pthread) keeps its own pool, all cores by default. Set both, so a
+    "1 thread" run really is one (and a loaded machine does not thrash two BLAS threads)."""
+    import ctypes
+
+    torch.set_num_threads(n)
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        if hasattr(lib, "openblas_set_num_threads"):
+            lib.openblas_set_num_threads(n)
 
 
 def init_params(torch, cfg, seed=0):
@@ -409,7 +427,7 @@ def main():
         print("skip: python3-torch not installed")
         return 0
     if a.check:
-        torch.set_num_threads(1)
+        set_threads(torch, 1)
         return 0 if check(torch, a.check) else 3
 
     threads = [int(x) for x in a.threads.split(",")]
@@ -441,7 +459,7 @@ def main():
           f"{a.new_tokens} tokens after {a.prompt_len}, median (best) of {a.reps}; torch malloc "
           f"{'tuned' if a.tune_malloc else 'default'}; load average {load:.1f}")
     for th in threads:
-        torch.set_num_threads(th)
+        set_threads(torch, th)
         train = {m: time_training(torch, cfg, a, pool, m) for m in modes}
         gen = time_generation(torch, cfg, a, pool)
         mine = ours.get(th)
