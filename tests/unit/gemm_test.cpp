@@ -157,6 +157,22 @@ TEST(GemmF32, TrainingLikeShapes) {
   run_and_check({kNo, kNo, 64, 64, 64, 2240, 1.0f, 0.0f, false}, false);  // one head: ld = 3·768
 }
 
+// Threads split the larger of M and N into parts at multiples of 16: odd sizes, every
+// transpose, thread counts that do not divide the sizes (3 and 5 oversubscribe 2 cores; fine).
+TEST(GemmF32, SplitAcrossThreadsAtOddSizes) {
+  const int saved = num_threads();
+  for (int threads : {2, 3, 5}) {
+    set_num_threads(threads);
+    for (bool bf16 : {false, true}) {
+      run_and_check({kYes, kYes, 331, 40, 100, 3, 1.0f, 0.0f, true}, bf16);
+      run_and_check({kNo, kYes, 40, 337, 100, 3, 0.5f, 1.0f, false}, bf16);
+      run_and_check({kYes, kNo, 40, 337, 100, 0, 1.0f, 1.0f, false}, bf16);
+      run_and_check({kNo, kNo, 700, 24, 80, 1, 1.0f, 0.0f, false}, bf16);
+    }
+  }
+  set_num_threads(saved);
+}
+
 TEST(GemmBf16, TrainingLikeShapes) {
   run_and_check({kNo, kNo, 96, 700, 384, 0, 1.0f, 0.0f, false}, true);
   run_and_check({kNo, kYes, 96, 1031, 128, 0, 1.0f, 0.0f, false}, true);
