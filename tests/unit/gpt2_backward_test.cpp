@@ -12,7 +12,7 @@
 #include "tinylm/kernels/cross_entropy_train.h"
 #include "tinylm/kernels/dropout.h"
 #include "tinylm/kernels/position_embedding.h"
-#include "tinylm/kernels/gelu_train.h"
+#include "tinylm/kernels/gelu.h"
 #include "tinylm/kernels/layernorm_train.h"
 #include "tinylm/kernels/linear_train.h"
 #include "tinylm/models/gpt2/trainer.h"
@@ -95,13 +95,13 @@ TEST(Gpt2Backward, GeluMatchesFiniteDifferences) {
   const Vec probe = random_vec(x.size(), 6);
   Vec y(x.size()), dx(x.size());
   const auto f = [&] {
-    gelu_tanh_train_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
+    gelu_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
     return dot(probe, y);
   };
-  gelu_tanh_train_backward(dx.data(), probe.data(), x.data(), static_cast<int64_t>(x.size()));
+  gelu_backward(dx.data(), probe.data(), x.data(), static_cast<int64_t>(x.size()));
   expect_gradient(f, x, dx, kTol, "gelu dx");
   // and the forward is the tanh GELU
-  gelu_tanh_train_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
+  gelu_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
     EXPECT_DOUBLE_EQ(y[i], 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
@@ -292,12 +292,12 @@ TEST(Gpt2Backward, FloatKernelsTrackDouble) {
     for (size_t i = 0; i < x.size(); ++i) x[i] = -12.0 + 0.024 * static_cast<double>(i);
     const Vec dy = random_vec(x.size(), 24);
     Vec y(x.size()), dx(x.size());
-    gelu_tanh_train_forward(y.data(), x.data(), 1001);
-    gelu_tanh_train_backward(dx.data(), dy.data(), x.data(), 1001);
+    gelu_forward(y.data(), x.data(), 1001);
+    gelu_backward(dx.data(), dy.data(), x.data(), 1001);
     auto xf = to_f(x), dyf = to_f(dy);
     std::vector<float> yf(x.size()), dxf(x.size());
-    gelu_tanh_train_forward(yf.data(), xf.data(), 1001);
-    gelu_tanh_train_backward(dxf.data(), dyf.data(), xf.data(), 1001);
+    gelu_forward(yf.data(), xf.data(), 1001);
+    gelu_backward(dxf.data(), dyf.data(), xf.data(), 1001);
     for (size_t i = 0; i < x.size(); ++i) {
       // tanh through exp: ~1e-7 absolute on tanh, so ~1e-7 |x| on gelu
       ASSERT_NEAR(yf[i], y[i], 2e-7 * (1 + std::abs(x[i]))) << x[i];

@@ -4,7 +4,8 @@
 //   gelu'(x) = ½ (1 + t) + ½ x (1 − t²) √(2/π) (1 + 3·0.044715 x²),   t = tanh(u)
 // float uses a vectorized exp (kernels/vec.h; relative error ~3e-7); double uses std::tanh,
 // so double gradient checks see the exact function. Elementwise: an element's result does
-// not depend on its neighbours or on the array length.
+// not depend on its neighbours, the array length or the thread count. Shared by GPT-2's and
+// EvermindLM's training; large arrays are split across threads.
 #include <cstdint>
 
 namespace tinylm::kernels {

@@ -15,7 +15,7 @@
 #include "tinylm/kernels/cross_entropy_train.h"
 #include "tinylm/kernels/dropout.h"
 #include "tinylm/kernels/position_embedding.h"
-#include "tinylm/kernels/gelu_train.h"
+#include "tinylm/kernels/gelu.h"
 #include "tinylm/kernels/layernorm_train.h"
 #include "tinylm/kernels/linear_train.h"
 #include "tinylm/kernels/train_simd.h"
@@ -305,7 +305,7 @@ struct BasicTrainer<T>::Impl {
       kernels::layernorm_forward_train(y.ln2, y.ln2_mean, y.ln2_rstd, y.res2, params + o.ln2_w,
                                        params + o.ln2_b, BT, C, eps);
       linear(y.fch, operand(y.ln2, BT * C, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);
-      kernels::gelu_tanh_train_forward(y.fchg, y.fch, BT * F);
+      kernels::gelu_forward(y.fchg, y.fch, BT * F);
       linear(proj, operand(y.fchg, BT * F, y.fchg_h, y.fchg_r), o.mproj_w, o.mproj_b, F, C);
       residual(y.res3, y.res2, y.mask_mlp, site + 1, key);
       x = y.res3;
@@ -365,7 +365,7 @@ struct BasicTrainer<T>::Impl {
       }
       linear_backward(dfch, g, dp, operand(dp, BT * C, dy_h, dy_r),
                       half_op(y.fchg, y.fchg_h, y.fchg_r), o.mproj_w, o.mproj_b, F, C);
-      kernels::gelu_tanh_train_backward(dfch, dfch, y.fch, BT * F);
+      kernels::gelu_backward(dfch, dfch, y.fch, BT * F);
       linear_backward(dln, g, dfch, operand(dfch, BT * F, dy_h, dy_r),
                       half_op(y.ln2, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);
       clear_small(g, o.ln2_w, C);
