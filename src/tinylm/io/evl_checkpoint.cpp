@@ -16,26 +16,13 @@
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/crc32.h"
+#include "tinylm/io/little_endian.h"
 
 namespace tinylm::io {
 
 namespace {
 
 constexpr size_t kChunkValues = 16384;  // parameters converted per write while streaming
-
-void put_u32(std::byte* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xffu);
-}
-uint32_t get_u32(const std::byte* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-}
-
-std::string hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", v);
-  return buf;
-}
 
 size_t value_bytes(EvlPrecision p) { return p == EvlPrecision::f16 ? 2 : 4; }
 

@@ -10,6 +10,7 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
+#include "tinylm/io/little_endian.h"
 #include "tinylm/io/text_file.h"
 
 namespace tinylm::io {
@@ -20,20 +21,6 @@ namespace {
 // bits), rows exported, runs. Then per run: first row, row count, the rows' values (f32).
 constexpr size_t kBaseCrcAt = 36, kEpsAt = 40, kRowsAt = 44, kRunsAt = 48;
 constexpr size_t kRunHeaderBytes = 8;
-
-void put_u32(std::vector<std::byte>& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xffu));
-}
-uint32_t get_u32(const std::byte* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-}
-
-std::string hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", v);
-  return buf;
-}
 
 void check_eps(float eps, std::string_view name) {
   check(std::isfinite(eps) && eps >= 0.0f, name, ": eps must be finite and >= 0 (got ", eps, ")");
@@ -164,23 +151,23 @@ std::vector<std::byte> encode_evl_delta(const EvlCheckpoint& base, std::span<con
         rows.rows(), " rows, more than the format's u32 row indices address");
 
   std::vector<std::byte> out;
-  put_u32(out, kEvlDeltaMagic);
-  put_u32(out, kEvlDeltaVersion);
+  append_u32(out, kEvlDeltaMagic);
+  append_u32(out, kEvlDeltaVersion);
   out.resize(out.size() + kEvlConfigBytes);
   put_evl_config(out.data() + 8, base.config, "EVD0 delta");
-  put_u32(out, base.crc);
-  put_u32(out, float_bits(eps));
-  put_u32(out, static_cast<uint32_t>(changed.size()));
-  put_u32(out, 0);  // run count, filled in below
+  append_u32(out, base.crc);
+  append_u32(out, float_bits(eps));
+  append_u32(out, static_cast<uint32_t>(changed.size()));
+  append_u32(out, 0);  // run count, filled in below
   uint32_t n_runs = 0;
   for (size_t i = 0; i < changed.size();) {
     size_t j = i + 1;
     while (j < changed.size() && changed[j] == changed[j - 1] + 1) ++j;
     const uint64_t first = changed[i], n = j - i;
-    put_u32(out, static_cast<uint32_t>(first));
-    put_u32(out, static_cast<uint32_t>(n));
+    append_u32(out, static_cast<uint32_t>(first));
+    append_u32(out, static_cast<uint32_t>(n));
     for (uint64_t e = rows.element(first); e < rows.element(first + n); ++e) {
-      put_u32(out, float_bits(current[e]));
+      append_u32(out, float_bits(current[e]));
     }
     ++n_runs;
     i = j;
