@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "evl_test_util.h"
 #include "test_util.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
@@ -26,27 +27,18 @@ namespace tinylm {
 namespace {
 
 using io::EvlCheckpoint;
+using test::bits_of;
+using test::expect_error;
+using test::file_bytes;
+using test::floats_from_bits;
 using io::EvlPrecision;
-
-std::vector<std::byte> file_bytes(const std::string& path) {
-  const std::string s = io::read_file(path);
-  const auto* p = reinterpret_cast<const std::byte*>(s.data());
-  return {p, p + s.size()};
-}
 
 void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
   test::write_text(path, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-std::string fixture(const std::string& name) { return test::source_path("tests/fixtures/evl/" + name); }
-
-const nlohmann::json& tiny() {
-  static const nlohmann::json j = nlohmann::json::parse(io::read_file(fixture("tiny.json")));
-  return j;
-}
-
 evermind::Config tiny_config() {
-  const nlohmann::json& c = tiny()["config"];
+  const nlohmann::json& c = test::evl_tiny()["config"];
   evermind::Config config;
   config.vocab_size = c["vocab_size"];
   config.d_model = c["d_model"];
@@ -56,30 +48,6 @@ evermind::Config tiny_config() {
   config.n_experts = c["n_experts"];
   config.top_k = c["top_k"];
   return config;
-}
-
-std::vector<float> floats_from_bits(const nlohmann::json& bits) {
-  std::vector<float> out;
-  for (const auto& b : bits) out.push_back(bits_float(b.get<uint32_t>()));
-  return out;
-}
-
-std::vector<uint32_t> bits_of(std::span<const float> v) {
-  std::vector<uint32_t> out;
-  for (float f : v) out.push_back(float_bits(f));
-  return out;
-}
-
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> phrases) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << *phrases.begin();
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    for (const std::string& p : phrases) EXPECT_NE(what.find(p), std::string::npos) << what << "\n  lacks: " << p;
-  }
 }
 
 // A configuration and parameters holding every kind of f32 a checkpoint must keep exactly.
@@ -117,38 +85,38 @@ TEST(EvlCrc32, MatchesTheStandardCheckValueAndChains) {
 }
 
 TEST(EvlCheckpoint, ReadsThePythonWrittenF32File) {
-  const EvlCheckpoint ck = io::load_evl(fixture("tiny_f32.evl"));
+  const EvlCheckpoint ck = io::load_evl(test::evl_fixture("tiny_f32.evl"));
   const evermind::Config want = tiny_config();
   EXPECT_EQ(io::evl_config_diff(ck.config, want, "want"), "");
   EXPECT_EQ(ck.config.seed, 0u);
   EXPECT_EQ(ck.precision, EvlPrecision::f32);
-  EXPECT_EQ(ck.crc, tiny()["crc_f32"].get<uint32_t>());
+  EXPECT_EQ(ck.crc, test::evl_tiny()["crc_f32"].get<uint32_t>());
   EXPECT_EQ(ck.params.size(), evermind::param_layout(want).size());
-  EXPECT_EQ(bits_of(ck.params), tiny()["base_bits"].get<std::vector<uint32_t>>());
+  EXPECT_EQ(bits_of(ck.params), test::evl_tiny()["base_bits"].get<std::vector<uint32_t>>());
 }
 
 TEST(EvlCheckpoint, WritesTheSameBytesAsThePythonWriter) {
-  const std::vector<float> base = floats_from_bits(tiny()["base_bits"]);
-  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f32), file_bytes(fixture("tiny_f32.evl")));
-  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f16), file_bytes(fixture("tiny_f16.evl")));
+  const std::vector<float> base = floats_from_bits(test::evl_tiny()["base_bits"]);
+  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f32), file_bytes(test::evl_fixture("tiny_f32.evl")));
+  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f16), file_bytes(test::evl_fixture("tiny_f16.evl")));
 
   test::TempDir dir;
   const std::string path = dir.file("m.evl");
-  EXPECT_EQ(io::save_evl(path, tiny_config(), base), tiny()["crc_f32"].get<uint32_t>());
-  EXPECT_EQ(file_bytes(path), file_bytes(fixture("tiny_f32.evl")));
-  EXPECT_EQ(io::save_evl(path, tiny_config(), base, EvlPrecision::f16), tiny()["crc_f16"].get<uint32_t>());
-  EXPECT_EQ(file_bytes(path), file_bytes(fixture("tiny_f16.evl")));
-  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f32), file_bytes(fixture("tiny_f32.evl")).size());
-  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f16), file_bytes(fixture("tiny_f16.evl")).size());
+  EXPECT_EQ(io::save_evl(path, tiny_config(), base), test::evl_tiny()["crc_f32"].get<uint32_t>());
+  EXPECT_EQ(file_bytes(path), file_bytes(test::evl_fixture("tiny_f32.evl")));
+  EXPECT_EQ(io::save_evl(path, tiny_config(), base, EvlPrecision::f16), test::evl_tiny()["crc_f16"].get<uint32_t>());
+  EXPECT_EQ(file_bytes(path), file_bytes(test::evl_fixture("tiny_f16.evl")));
+  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f32), file_bytes(test::evl_fixture("tiny_f32.evl")).size());
+  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f16), file_bytes(test::evl_fixture("tiny_f16.evl")).size());
 }
 
 TEST(EvlCheckpoint, F16IsRoundToNearestEvenOfEachValue) {
-  const std::vector<float> base = floats_from_bits(tiny()["base_bits"]);
-  const auto python_f16 = tiny()["base_f16"].get<std::vector<uint16_t>>();
-  const EvlCheckpoint ck = io::load_evl(fixture("tiny_f16.evl"));
+  const std::vector<float> base = floats_from_bits(test::evl_tiny()["base_bits"]);
+  const auto python_f16 = test::evl_tiny()["base_f16"].get<std::vector<uint16_t>>();
+  const EvlCheckpoint ck = io::load_evl(test::evl_fixture("tiny_f16.evl"));
   EXPECT_EQ(ck.precision, EvlPrecision::f16);
-  EXPECT_EQ(ck.crc, tiny()["crc_f16"].get<uint32_t>());
-  EXPECT_EQ(bits_of(ck.params), tiny()["base_f16_widened_bits"].get<std::vector<uint32_t>>());
+  EXPECT_EQ(ck.crc, test::evl_tiny()["crc_f16"].get<uint32_t>());
+  EXPECT_EQ(bits_of(ck.params), test::evl_tiny()["base_f16_widened_bits"].get<std::vector<uint32_t>>());
   for (size_t i = 0; i < base.size(); ++i) {
     // Python's struct 'e' (round half to even) and ours agree value by value...
     EXPECT_EQ(float_to_f16(base[i]), python_f16[i]) << "param " << i;
@@ -208,7 +176,7 @@ TEST(EvlCheckpoint, F16RoundTripsThroughItsOwnRounding) {
 
 TEST(EvlCheckpoint, EverySingleByteCorruptionIsDetected) {
   for (const char* name : {"tiny_f32.evl", "tiny_f16.evl"}) {
-    const std::vector<std::byte> good = file_bytes(fixture(name));
+    const std::vector<std::byte> good = file_bytes(test::evl_fixture(name));
     ASSERT_NO_THROW(io::decode_evl(good, name));
     size_t undetected = 0;
     for (size_t i = 0; i < good.size(); ++i) {
@@ -231,7 +199,7 @@ TEST(EvlCheckpoint, EverySingleByteCorruptionIsDetected) {
 TEST(EvlCheckpoint, EveryTruncationIsDetected) {
   test::TempDir dir;
   for (const char* name : {"tiny_f32.evl", "tiny_f16.evl"}) {
-    const std::vector<std::byte> good = file_bytes(fixture(name));
+    const std::vector<std::byte> good = file_bytes(test::evl_fixture(name));
     const std::string path = dir.file(name);
     for (size_t n = 0; n < good.size(); ++n) {
       const std::span<const std::byte> cut = std::span<const std::byte>(good).first(n);
@@ -248,7 +216,7 @@ TEST(EvlCheckpoint, EveryTruncationIsDetected) {
 }
 
 TEST(EvlCheckpoint, ErrorsSayWhatIsWrong) {
-  const std::vector<std::byte> good = file_bytes(fixture("tiny_f32.evl"));
+  const std::vector<std::byte> good = file_bytes(test::evl_fixture("tiny_f32.evl"));
   // Rewrites a header field and re-seals the file, so the check under test is the one to fire.
   const auto sealed = [&](size_t at, uint32_t value) {
     std::vector<std::byte> b(good.begin(), good.end() - io::kEvlTrailerBytes);
@@ -289,18 +257,18 @@ TEST(EvlCheckpoint, ConfigurationMismatchNamesEveryField) {
   other.d_model = 8;
   other.top_k = 2;
   other.seed = 123;  // not stored, never compared
-  expect_error([&] { io::load_evl(fixture("tiny_f32.evl"), other); },
+  expect_error([&] { io::load_evl(test::evl_fixture("tiny_f32.evl"), other); },
                {"tiny_f32.evl: checkpoint does not match the model: d_model 4 (model 8), top_k 1 (model 2)"});
   evermind::Config same = tiny_config();
   same.seed = 99;
-  EXPECT_NO_THROW(io::load_evl(fixture("tiny_f32.evl"), same));
+  EXPECT_NO_THROW(io::load_evl(test::evl_fixture("tiny_f32.evl"), same));
 }
 
 TEST(EvlCheckpoint, HeaderOnlyReadGivesTheConfiguration) {
-  const io::EvlHeader h = io::read_evl_header(fixture("tiny_f16.evl"));
+  const io::EvlHeader h = io::read_evl_header(test::evl_fixture("tiny_f16.evl"));
   EXPECT_EQ(io::evl_config_diff(h.config, tiny_config(), "want"), "");
   EXPECT_EQ(h.precision, EvlPrecision::f16);
-  EXPECT_EQ(h.file_bytes, file_bytes(fixture("tiny_f16.evl")).size());
+  EXPECT_EQ(h.file_bytes, file_bytes(test::evl_fixture("tiny_f16.evl")).size());
   test::TempDir dir;
   expect_error([&] { io::read_evl_header(dir.path().string()); }, {"not a regular file"});
 }
@@ -308,7 +276,7 @@ TEST(EvlCheckpoint, HeaderOnlyReadGivesTheConfiguration) {
 TEST(EvlCheckpoint, WriterRejectsBadInputAndLeavesTheOldFile) {
   test::TempDir dir;
   const std::string path = dir.file("m.evl");
-  const std::vector<float> base = floats_from_bits(tiny()["base_bits"]);
+  const std::vector<float> base = floats_from_bits(test::evl_tiny()["base_bits"]);
   io::save_evl(path, tiny_config(), base);
   const std::vector<std::byte> before = file_bytes(path);
   const std::vector<float> short_params(base.begin(), base.end() - 1);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "evl_test_util.h"
 #include "test_util.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
@@ -25,44 +26,11 @@ namespace tinylm {
 namespace {
 
 using io::EvlCheckpoint;
+using test::bits_of;
+using test::expect_error;
+using test::file_bytes;
+using test::floats_from_bits;
 using io::EvlPrecision;
-
-std::vector<std::byte> file_bytes(const std::string& path) {
-  const std::string s = io::read_file(path);
-  const auto* p = reinterpret_cast<const std::byte*>(s.data());
-  return {p, p + s.size()};
-}
-
-std::string fixture(const std::string& name) { return test::source_path("tests/fixtures/evl/" + name); }
-
-const nlohmann::json& tiny() {
-  static const nlohmann::json j = nlohmann::json::parse(io::read_file(fixture("tiny.json")));
-  return j;
-}
-
-std::vector<float> floats_from_bits(const nlohmann::json& bits) {
-  std::vector<float> out;
-  for (const auto& b : bits) out.push_back(bits_float(b.get<uint32_t>()));
-  return out;
-}
-
-std::vector<uint32_t> bits_of(std::span<const float> v) {
-  std::vector<uint32_t> out;
-  for (float f : v) out.push_back(float_bits(f));
-  return out;
-}
-
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> phrases) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << *phrases.begin();
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    for (const std::string& p : phrases) EXPECT_NE(what.find(p), std::string::npos) << what << "\n  lacks: " << p;
-  }
-}
 
 evermind::Config small_config() {
   evermind::Config c;
@@ -96,14 +64,14 @@ std::vector<std::byte> sealed(const std::vector<std::byte>& in, size_t at, uint3
 }
 
 TEST(EvlDelta, WritesTheSameBytesAsThePythonWriter) {
-  const EvlCheckpoint base = io::load_evl(fixture("tiny_f32.evl"));
-  const std::vector<float> current = floats_from_bits(tiny()["current_bits"]);
-  for (const auto& d : tiny()["deltas"]) {
+  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const std::vector<float> current = floats_from_bits(test::evl_tiny()["current_bits"]);
+  for (const auto& d : test::evl_tiny()["deltas"]) {
     const float eps = bits_float(d["eps_bits"].get<uint32_t>());
     io::EvlDeltaSummary s;
     const std::vector<std::byte> bytes = io::encode_evl_delta(base, current, eps, &s);
     const std::string file = d["file"].get<std::string>();
-    EXPECT_EQ(bytes, file_bytes(fixture(file))) << file;
+    EXPECT_EQ(bytes, file_bytes(test::evl_fixture(file))) << file;
     EXPECT_EQ(s.rows_total, 47u);  // 188 parameters in rows of d_model = 4
     EXPECT_EQ(s.rows_exported, d["rows"].size());
     EXPECT_EQ(s.file_bytes, bytes.size());
@@ -114,26 +82,26 @@ TEST(EvlDelta, WritesTheSameBytesAsThePythonWriter) {
 }
 
 TEST(EvlDelta, EpsZeroReconstructsEveryBit) {
-  const EvlCheckpoint base = io::load_evl(fixture("tiny_f32.evl"));
-  const io::EvlDeltaApplied a = io::apply_evl_delta(base, fixture("tiny_delta_eps0.evd"));
+  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const io::EvlDeltaApplied a = io::apply_evl_delta(base, test::evl_fixture("tiny_delta_eps0.evd"));
   EXPECT_EQ(a.rows_applied, 10u);
   // Includes +0.0 -> -0.0 (param 4) and one NaN payload replaced by another (param 8).
-  EXPECT_EQ(bits_of(a.params), tiny()["current_bits"].get<std::vector<uint32_t>>());
+  EXPECT_EQ(bits_of(a.params), test::evl_tiny()["current_bits"].get<std::vector<uint32_t>>());
   EXPECT_EQ(float_bits(a.params[4]), 0x80000000u);
   EXPECT_EQ(float_bits(a.params[8]), 0x7fc00001u);
 }
 
 TEST(EvlDelta, RowsWithinEpsKeepTheBaseValues) {
-  const EvlCheckpoint base = io::load_evl(fixture("tiny_f32.evl"));
-  const auto current = tiny()["current_bits"].get<std::vector<uint32_t>>();
-  const auto base_bits = tiny()["base_bits"].get<std::vector<uint32_t>>();
-  const io::EvlDeltaApplied a = io::apply_evl_delta(base, fixture("tiny_delta_eps0.01.evd"));
+  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const auto current = test::evl_tiny()["current_bits"].get<std::vector<uint32_t>>();
+  const auto base_bits = test::evl_tiny()["base_bits"].get<std::vector<uint32_t>>();
+  const io::EvlDeltaApplied a = io::apply_evl_delta(base, test::evl_fixture("tiny_delta_eps0.01.evd"));
   const std::set<size_t> rows = {2, 5, 6, 7, 10, 20, 46};  // rows 0, 1, 11 change by <= 0.01
   EXPECT_EQ(a.rows_applied, rows.size());
   for (size_t i = 0; i < current.size(); ++i) {
     EXPECT_EQ(float_bits(a.params[i]), rows.count(i / 4) ? current[i] : base_bits[i]) << i;
   }
-  const io::EvlDeltaInfo info = io::read_evl_delta_info(fixture("tiny_delta_eps0.01.evd"));
+  const io::EvlDeltaInfo info = io::read_evl_delta_info(test::evl_fixture("tiny_delta_eps0.01.evd"));
   EXPECT_EQ(info.base_crc, base.crc);
   EXPECT_EQ(info.eps, 0.01f);
   EXPECT_EQ(info.rows_exported, 7u);
@@ -240,8 +208,8 @@ TEST(EvlDelta, RowsAreDModelValuesOrSingleValuesWhereATensorDoesNotTile) {
 }
 
 TEST(EvlDelta, AppliesOnlyToItsBase) {
-  const EvlCheckpoint base = io::load_evl(fixture("tiny_f32.evl"));
-  const std::vector<std::byte> d = file_bytes(fixture("tiny_delta_eps0.evd"));
+  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const std::vector<std::byte> d = file_bytes(test::evl_fixture("tiny_delta_eps0.evd"));
   // Same model, other weights.
   EvlCheckpoint other = base;
   other.params[0] += 1.0f;
@@ -249,7 +217,7 @@ TEST(EvlDelta, AppliesOnlyToItsBase) {
   expect_error([&] { io::apply_evl_delta(other, d, "d.evd"); },
                {"d.evd: made against a base checkpoint with CRC 0xce6670bb", "has CRC 0x", "wrong base"});
   // The same weights stored in f16 are another file, so another base.
-  expect_error([&] { io::apply_evl_delta(fixture("tiny_f16.evl"), fixture("tiny_delta_eps0.evd")); },
+  expect_error([&] { io::apply_evl_delta(test::evl_fixture("tiny_f16.evl"), test::evl_fixture("tiny_delta_eps0.evd")); },
                {"tiny_delta_eps0.evd: made against", "tiny_f16.evl has CRC", "wrong base"});
   // Another model.
   const EvlCheckpoint big = random_checkpoint(small_config(), 4);
@@ -260,9 +228,9 @@ TEST(EvlDelta, AppliesOnlyToItsBase) {
 }
 
 TEST(EvlDelta, EveryCorruptionAndTruncationIsDetected) {
-  const EvlCheckpoint base = io::load_evl(fixture("tiny_f32.evl"));
+  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
   for (const char* name : {"tiny_delta_eps0.evd", "tiny_delta_eps0.01.evd"}) {
-    const std::vector<std::byte> good = file_bytes(fixture(name));
+    const std::vector<std::byte> good = file_bytes(test::evl_fixture(name));
     ASSERT_NO_THROW(io::apply_evl_delta(base, good, name));
     for (size_t i = 0; i < good.size(); ++i) {
       std::vector<std::byte> bad = good;
@@ -279,8 +247,8 @@ TEST(EvlDelta, EveryCorruptionAndTruncationIsDetected) {
 }
 
 TEST(EvlDelta, StructuralErrorsSayWhatIsWrong) {
-  const EvlCheckpoint base = io::load_evl(fixture("tiny_f32.evl"));
-  const std::vector<std::byte> good = file_bytes(fixture("tiny_delta_eps0.evd"));
+  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const std::vector<std::byte> good = file_bytes(test::evl_fixture("tiny_delta_eps0.evd"));
   // eps0: 10 rows in 5 runs: {0,1,2} {5,6,7} {10,11} {20} {46}. The first run sits at byte 52.
   const auto apply = [&](const std::vector<std::byte>& b) { io::apply_evl_delta(base, b, "d.evd"); };
   expect_error([&] { apply(sealed(good, 0, 0x45564c30)); }, {"d.evd: not an EVD0 delta (magic 0x45564c30"});
@@ -304,7 +272,7 @@ TEST(EvlDelta, StructuralErrorsSayWhatIsWrong) {
                {"d.evd: 30 bytes is shorter than an EVD0 header"});
   expect_error([&] { io::apply_evl_delta(base, std::string("/nonexistent/d.evd")); }, {"/nonexistent/d.evd: cannot open"});
   // A checkpoint is not a delta.
-  expect_error([&] { io::apply_evl_delta(base, file_bytes(fixture("tiny_f32.evl")), "m.evl"); },
+  expect_error([&] { io::apply_evl_delta(base, file_bytes(test::evl_fixture("tiny_f32.evl")), "m.evl"); },
                {"m.evl: not an EVD0 delta"});
 }
 
