@@ -1,6 +1,8 @@
 #pragma once
 // A tiny benchmark harness: warm-ups, then repeated timed runs; report the median.
 #include <algorithm>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "tinylm/core/timer.h"
@@ -22,6 +24,16 @@ Stats time_it(int warmups, int reps, Fn&& fn) {
   }
   std::sort(ms.begin(), ms.end());
   return {ms[ms.size() / 2], ms.front()};
+}
+
+// A memory field of /proc/self/status in bytes ("VmRSS", "VmHWM"), 0 when absent.
+inline double proc_status_bytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) * 1024.0;
+  }
+  return 0;
 }
 
 }  // namespace tinylm::bench

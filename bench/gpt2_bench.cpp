@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -60,22 +59,12 @@ double read_bandwidth_gbs() {
   return static_cast<double>(n * sizeof(float)) / (s.median_ms * 1e6);
 }
 
-// A field of /proc/self/status in bytes ("VmRSS", "VmHWM").
-double proc_status_bytes(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) * 1024.0;
-  }
-  return 0;
-}
-
 const std::vector<int> kPrompt = {464, 2068, 7586, 21831, 18045, 625, 262, 16931,
                                   3290, 13, 383, 2068, 7586, 21831, 18045, 625};
 
 // One dtype, in this (fresh) process: load, first forward, timed generations, memory.
 int run_child(const std::string& dir, DType dt, double bw, int new_tokens, int reps) {
-  const double rss0 = proc_status_bytes("VmRSS");
+  const double rss0 = bench::proc_status_bytes("VmRSS");
   Timer load_timer;
   gpt2::Model m = train::load_gpt2_model(dir, "", dt);
   const double load_ms = load_timer.elapsed_ms();
@@ -96,7 +85,7 @@ int run_child(const std::string& dir, DType dt, double bw, int new_tokens, int r
   const gpt2::Config& c = m.config();
   const double kv = 2.0 * c.n_layer * static_cast<double>(kPrompt.size() + new_tokens) * c.n_embd *
                     static_cast<double>(dtype_size(dt));
-  const double peak = proc_status_bytes("VmHWM") - rss0;
+  const double peak = bench::proc_status_bytes("VmHWM") - rss0;
   const double limit = bw * 1e9 / static_cast<double>(m.weight_bytes());
   std::printf("%-5s %9.1f %8.1f %9.1f %9.1f %8.1f %6.0f%% %9.1f %9.1f %6.2f\n", std::string(dtype_name(dt)).c_str(),
               m.weight_bytes() / 1e6, load_ms, first_ms, kPrompt.size() * 1000.0 / prefill, 1000.0 / decode,
@@ -145,7 +134,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   int rc = 0;
   for (const char* dt : {"f32", "bf16", "f16"}) {
-    const std::string self = "/proc/self/exe", t = std::to_string(threads), n = std::to_string(new_tokens),
+    const std::string t = std::to_string(threads), n = std::to_string(new_tokens),
                       rp = std::to_string(reps), b = std::to_string(bw);
     std::vector<std::string> args = {argv[0], "--child", dt, dir, b, "--threads", t, "--tokens", n, "--reps", rp};
     std::vector<char*> cargs;

@@ -9,30 +9,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/train/gpt2_train.h"
 
 using namespace tinylm;
-
-namespace {
-
-double vm_hwm_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;
-  }
-  return 0;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int threads = 0, steps = 5;
@@ -93,7 +80,7 @@ int main(int argc, char** argv) {
     const double per = 1.0 / static_cast<double>(std::max<int64_t>(1, p.steps));
     const double gflops = flops / (med * 1e6);
     const double planned = 2.0 * n * sizeof(float) + static_cast<double>(trainer.activation_bytes());
-    const double peak = vm_hwm_bytes();  // whole process: includes the earlier dtypes' runs
+    const double peak = bench::proc_status_bytes("VmHWM");  // whole process: includes the earlier dtypes' runs
     if (json) {
       char row[256];
       std::snprintf(row, sizeof row, "%s{\"dtype\": \"%s\", \"ms_per_step\": %.2f, \"gflops\": %.1f}",
