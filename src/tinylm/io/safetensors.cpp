@@ -236,16 +236,7 @@ std::vector<float> SafetensorsFile::read_f32(const std::string& name, const Shap
 
 void SafetensorsFile::read_f32_into(const std::string& name, std::span<float> out,
                                     const Shape& want) const {
-  const SafetensorsEntry& e = entry_checked(name, want);
-  const std::span<const std::byte> b = bytes(e);
-  const size_t n = b.size() / safetensors_dtype_size(e.dtype);
-  check(out.size() == n, path_, ": tensor ", name, ": ", n, " elements, destination holds ", out.size());
-  if (e.dtype == "F32") {
-    std::memcpy(out.data(), b.data(), b.size());  // also right for unaligned tensors
-    return;
-  }
-  const std::vector<float> v = convert<float>(e, b, path_);
-  std::copy(v.begin(), v.end(), out.begin());
+  read_into(name, DType::f32, out.data(), out.size(), want);
 }
 
 void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out, size_t numel,
@@ -256,6 +247,8 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
   check(numel == n, path_, ": tensor ", name, ": ", n, " elements, destination holds ", numel);
   const std::string_view want_name = dtype == DType::f32 ? "F32" : dtype == DType::bf16 ? "BF16" : dtype == DType::f16 ? "F16" : "";
   check(!want_name.empty(), path_, ": tensor ", name, ": cannot convert to ", dtype_name(dtype));
+  check(e.dtype == "F32" || e.dtype == "F16" || e.dtype == "BF16" || e.dtype == "F64", path_, ": tensor ", e.name,
+        ": dtype ", e.dtype, " is not a floating-point type tinylm reads");
   if (e.dtype == want_name) {
     std::memcpy(out, b.data(), b.size());
     return;
@@ -273,10 +266,8 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
       std::memcpy(h, p + i0 * 2, m * 2);
       if (e.dtype == "F16") convert_f16_to_f32({h, m}, {buf, m});
       else convert_bf16_to_f32({h, m}, {buf, m});
-    } else if (e.dtype == "F64") {
+    } else {  // F64
       for (size_t i = 0; i < m; ++i) buf[i] = static_cast<float>(load<double>(p, i0 + i));
-    } else {
-      fail(path_, ": tensor ", e.name, ": dtype ", e.dtype, " is not a floating-point type tinylm reads");
     }
     if (dtype == DType::f32) {
       std::memcpy(static_cast<float*>(out) + i0, buf, m * 4);
