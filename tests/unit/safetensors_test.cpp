@@ -798,7 +798,8 @@ TEST(SafetensorsWrite, NonexistentDirectory) {
 // read_into converts to the storage dtype with round-to-nearest-even and copies equal dtypes.
 TEST(SafetensorsReadInto, ConvertsAndCopies) {
   std::vector<float> v = {1.0f, -2.5f, 1.00390625f, 3.0e-8f, 65504.0f, 1e6f, -0.0f};
-  for (int i = 0; i < 5000; ++i) v.push_back(static_cast<float>(i) * 0.37f - 900.0f);  // spans chunks
+  // 10 MB: spans conversion chunks and several page drops.
+  for (int i = 0; i < 2'500'000; ++i) v.push_back(static_cast<float>(i % 5000) * 0.37f - 900.0f);
   std::vector<uint16_t> bf(v.size());
   for (size_t i = 0; i < v.size(); ++i) bf[i] = float_to_bf16(v[i]);
   test::TempDir dir;
@@ -818,7 +819,11 @@ TEST(SafetensorsReadInto, ConvertsAndCopies) {
   std::vector<float> back(v.size());
   f.read_into("b", DType::f32, back.data(), back.size());
   for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(back[i], bf16_to_float(bf[i])) << i;
-  f.release("f");  // pages dropped; reading again re-reads the file
+  // Dropping the source pages while reading changes nothing read, then or later.
+  f.read_into("f", DType::bf16, out.data(), out.size(), {}, SafetensorsFile::DropPages::Yes);
+  EXPECT_EQ(out, bf);
+  f.read_into("f", DType::f32, back.data(), back.size(), {}, SafetensorsFile::DropPages::Yes);
+  EXPECT_EQ(back, v);
   f.read_into("f", DType::f32, back.data(), back.size());
   EXPECT_EQ(back, v);
   EXPECT_THROW(f.read_into("f", DType::f32, back.data(), back.size() - 1), Error);

@@ -46,12 +46,13 @@ class SafetensorsFile {
   // The same into `out`, whose size must be the tensor's element count (no allocation).
   void read_f32_into(const std::string& name, std::span<float> out, const Shape& want = {}) const;
   // A tensor converted to `dtype` (f32, bf16 or f16; rounding to nearest even) into `out`,
-  // which holds `numel` elements of it; the same dtype is copied bit for bit.
-  void read_into(const std::string& name, DType dtype, void* out, size_t numel, const Shape& want = {}) const;
-  // Lets the kernel drop the mapped pages of a tensor already read (they are re-read from
-  // the file if touched again), so a converting load does not hold the file and its
-  // converted copy in memory at once. No effect on in-memory images.
-  void release(const std::string& name) const;
+  // which holds `numel` elements of it; the same dtype is copied bit for bit. With
+  // DropPages::Yes the mapped pages of the source are dropped as the copy passes them (they
+  // are re-read from the file if touched again), so a converting load never holds a large
+  // tensor twice: peak memory stays near the converted weights. No effect on in-memory images.
+  enum class DropPages : bool { No, Yes };
+  void read_into(const std::string& name, DType dtype, void* out, size_t numel, const Shape& want = {},
+                 DropPages drop = DropPages::No) const;
 
  private:
   struct Storage;

@@ -12,9 +12,6 @@ namespace tinylm::kernels {
 void layernorm_forward(float* y, const float* x, const float* w, const float* b, int64_t rows,
                        int64_t C, float eps);
 
-// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place allowed. (n)
-void gelu_tanh_forward(float* y, const float* x, int64_t n);
-
 // Conv1D (Hugging Face GPT-2) layout: y = x W + b with W: (nin, nout) row-major.
 // y: (rows, nout)   x: (rows, nin)   b: (nout) or null. Threads split the output columns.
 template <class W>

@@ -190,8 +190,7 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
   const auto read = [&](const std::string& name, DType to, void* out, size_t numel) {
     const std::string& n = file_name.at(name);
     const io::SafetensorsFile& f = file_of(r, n);
-    f.read_into(n, to, out, numel);
-    f.release(n);
+    f.read_into(n, to, out, numel, {}, io::SafetensorsFile::DropPages::Yes);
   };
   return gpt2::Model::from_reader(r.config, dtype, read, untied);
 }

@@ -5,7 +5,9 @@
 #include <map>
 #include <type_traits>
 
+#include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
+#include "tinylm/kernels/gelu.h"
 #include "tinylm/kernels/gpt_ops.h"
 
 namespace tinylm::gpt2 {
@@ -40,11 +42,13 @@ struct TypedImpl final : Model::Impl {
     const float *ln1_w, *ln1_b, *attn_b, *proj_b, *ln2_w, *ln2_b, *fc_b, *fc_proj_b;
     const W *attn_w, *proj_w, *fc_w, *fc_proj_w;
   };
-  // Storage: the matrices (and wte) in W; LayerNorm parameters, biases and wpe in f32. For
-  // W = float both are the one flat parameter vector the model was given (no copy).
-  std::vector<W> matrices;
+  // Storage: the matrices (and wte) in W, on cache-line boundaries; LayerNorm parameters,
+  // biases and wpe in f32. An f32 model built from a flat parameter vector keeps that vector
+  // (no copy) in `flat` instead.
+  AlignedVector<W> matrices;
   std::vector<float> small;
-  std::vector<W> lm_head_storage;
+  AlignedVector<W> lm_head_storage;
+  std::vector<float> flat, flat_head;
   const W* wte = nullptr;
   const W* lm_head = nullptr;  // wte when tied
   const float *wpe = nullptr, *lnf_w = nullptr, *lnf_b = nullptr;
@@ -128,14 +132,14 @@ struct TypedImpl final : Model::Impl {
     static_assert(std::is_same_v<W, float>);
     config = c;
     const ParamLayout L = param_layout(c);
-    matrices = std::move(params);
-    bytes = matrices.size() * sizeof(float);
-    const auto at = [&](const std::string& n) { return matrices.data() + L.at(n).offset; };
+    flat = std::move(params);
+    bytes = flat.size() * sizeof(float);
+    const auto at = [&](const std::string& n) { return flat.data() + L.at(n).offset; };
     bind(at, at);
     if (!head.empty()) {
-      lm_head_storage = std::move(head);
-      bytes += lm_head_storage.size() * sizeof(float);
-      lm_head = lm_head_storage.data();
+      flat_head = std::move(head);
+      bytes += flat_head.size() * sizeof(float);
+      lm_head = flat_head.data();
     }
   }
 
@@ -193,7 +197,7 @@ struct TypedImpl final : Model::Impl {
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
       k::layernorm_forward(xn.data(), x.data(), l.ln2_w, l.ln2_b, n, C, eps);
       k::matmul_in_out(h.data(), xn.data(), l.fc_w, l.fc_b, n, C, F);
-      k::gelu_tanh_forward(h.data(), h.data(), n * F);
+      k::gelu_forward(h.data(), h.data(), n * F);
       k::matmul_in_out(xn.data(), h.data(), l.fc_proj_w, l.fc_proj_b, n, F, C);
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
     }
