@@ -321,10 +321,11 @@ def run_ours(path, reps, threads, preset, tokens):
     for line in p.stdout.splitlines():
         if line.startswith("GPT-2 "):
             title = line.strip()
+        # bench_gpt2's rows: dtype, weight MB, load ms, 1st fwd ms, prefill/s, decode/s, ...
         f = line.split()
-        if len(f) >= 4 and f[0] in DTYPES:
+        if len(f) >= 6 and f[0] in DTYPES:
             try:
-                rows[f[0]] = (float(f[2]), float(f[3]))
+                rows[f[0]] = (float(f[4]), float(f[5]))
             except ValueError:
                 pass
     missing = [d for d in DTYPES if d not in rows]

@@ -321,6 +321,13 @@ TEST(DTypeBulk, ConvertF16MatchesScalar) {
   convert_f16_to_f32(h, back);
   for (size_t i = 0; i < in.size(); ++i)
     ASSERT_EQ(float_bits(back[i]), float_bits(f16_to_float(h[i]))) << "index " << i;
+  // Every half value through the bulk (vector) path.
+  std::vector<uint16_t> all(65536);
+  for (uint32_t k = 0; k < all.size(); ++k) all[k] = static_cast<uint16_t>(k);
+  std::vector<float> wide(all.size());
+  convert_f16_to_f32(all, wide);
+  for (uint32_t k = 0; k < all.size(); ++k)
+    ASSERT_EQ(float_bits(wide[k]), float_bits(f16_to_float(all[k]))) << "half 0x" << std::hex << k;
 }
 
 TEST(DTypeBulk, ConvertBF16MatchesScalar) {
