@@ -31,7 +31,7 @@ void register_init(CLI::App& app) {
     Timer timer;
     const gpt2::Config config = gpt2::preset(f->preset);
     const std::vector<float> params = train::init_gpt2_params(config, f->seed);
-    const BpeTokenizer tok = load_tokenizer(f->tokenizer.empty() ? "data/gpt2" : f->tokenizer, "");
+    const BpeTokenizer tok = load_tokenizer(f->tokenizer, "");
     train::save_gpt2(f->out, config, params);
     tok.save_tokenizer_json((std::filesystem::path(f->out) / "tokenizer.json").string());
     std::printf("wrote %s: GPT-2 %s, %zu parameters\n", f->out.c_str(), f->preset.c_str(), params.size());

@@ -22,7 +22,7 @@ void register_tokenize(CLI::App& app) {
   cmd->add_flag("--decode", f->decode, "Decode ids to text");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the text");
   cmd->callback([f] {
-    const BpeTokenizer tok = load_tokenizer(f->tokenizer.empty() ? "data/gpt2" : f->tokenizer, "");
+    const BpeTokenizer tok = load_tokenizer(f->tokenizer, "");
     if (f->decode) {
       std::string s = f->text;
       for (char& c : s) c = c == ',' ? ' ' : c;

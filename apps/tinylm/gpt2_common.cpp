@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
@@ -25,6 +26,22 @@ void Gpt2Flags::add_to(CLI::App* cmd) {
   cmd->add_option("--threads", threads, "Threads (default: all cores)");
 }
 
+std::string default_vocab_dir() {
+  // Where the vendored GPT-2 vocabulary lives: ./data/gpt2 (a checkout), beside an installed
+  // binary (<prefix>/share/tinylm/gpt2), or in the source tree this binary was built from.
+  std::vector<fs::path> places = {"data/gpt2"};
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) places.push_back(exe.parent_path().parent_path() / "share/tinylm/gpt2");
+  places.push_back(fs::path(TINYLM_SOURCE_DATA_DIR) / "gpt2");
+  std::string tried;
+  for (const fs::path& p : places) {
+    if (fs::exists(p / "encoder.json") && fs::exists(p / "vocab.bpe")) return p.string();
+    tried += (tried.empty() ? "" : ", ") + p.string();
+  }
+  fail("no GPT-2 vocabulary (encoder.json + vocab.bpe) in ", tried, ": pass --tokenizer");
+}
+
 BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_dir) {
   if (!explicit_path.empty()) {
     return fs::is_directory(explicit_path) ? BpeTokenizer::from_directory(explicit_path)
@@ -34,9 +51,7 @@ BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string&
   for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json"}) {
     if (!dir.empty() && fs::exists(dir / f)) return BpeTokenizer::from_directory(dir.string());
   }
-  check(fs::exists("data/gpt2/encoder.json"), model_dir,
-        ": no tokenizer beside the model and no data/gpt2 here: pass --tokenizer");
-  return BpeTokenizer::from_directory("data/gpt2");
+  return BpeTokenizer::from_directory(default_vocab_dir());
 }
 
 gpt2::Model load_model(const Gpt2Flags& flags) {

@@ -14,8 +14,12 @@ struct Gpt2Flags {
   void add_to(CLI::App* cmd);
 };
 
-// The tokenizer: --tokenizer (a tokenizer.json or a directory), else the model directory's,
-// else the vendored GPT-2 vocabulary in data/gpt2.
+// The directory of the vendored GPT-2 vocabulary (data/gpt2 of the checkout, or installed
+// under share/tinylm/gpt2); throws, naming the places tried, when there is none.
+std::string default_vocab_dir();
+
+// The tokenizer: --tokenizer (a tokenizer.json or a directory), else the model directory's
+// (when model_dir is not empty), else the vendored GPT-2 vocabulary.
 BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_dir);
 
 // Loads the checkpoint and converts it to the requested dtype; prints load time, weight bytes
