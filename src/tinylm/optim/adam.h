@@ -6,6 +6,9 @@
 // `**` is the C library's pow (see core/py_math.h); the double path computes g*g and sqrt in
 // vectorizable passes and redoes with pow only the few elements near a rounding midpoint.
 // Weight decay, when non-zero, is decoupled (AdamW): p -= lr * wd * p before the update.
+// The float path computes each element in double, in chunks split across threads (each
+// element's arithmetic is its own, so the bytes do not depend on the thread count).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
 #include "tinylm/core/py_math.h"
 
 namespace tinylm::optim {
@@ -28,8 +32,13 @@ struct AdamConfig {
 template <class T>
 class Adam {
  public:
+  // The exact double path needs per-element scratch; the float path none.
   Adam(size_t n, AdamConfig config)
-      : config_(config), m_(n, T(0)), v_(n, T(0)), scratch_(n), needs_pow_(n) {}
+      : config_(config),
+        m_(n, T(0)),
+        v_(n, T(0)),
+        scratch_(std::is_same_v<T, double> ? n : 0),
+        needs_pow_(std::is_same_v<T, double> ? n : 0) {}
 
   // One update at 1-based step t with learning rate lr (schedules live with the caller).
   // Zeroes grads afterwards, ready for the next accumulation.
@@ -37,16 +46,16 @@ class Adam {
     check(params.size() == m_.size() && grads.size() == m_.size(),
           "[Adam::step] parameter/gradient size does not match the optimizer state");
     check(t >= 1, "[Adam::step] step count must start at 1");
-    if (config_.weight_decay != 0.0) {
-      const double decay = lr * config_.weight_decay;
-      for (T& p : params) p = static_cast<T>(p - decay * p);
-    }
+    const double decay = lr * config_.weight_decay;
     const double c1 = 1 - py_pow(config_.beta1, static_cast<double>(t));
     const double c2 = 1 - py_pow(config_.beta2, static_cast<double>(t));
     if constexpr (std::is_same_v<T, double>) {
+      if (decay != 0.0) {
+        for (T& p : params) p = p - decay * p;
+      }
       step_exact(params, grads, lr, c1, c2);
     } else {
-      step_plain(params, grads, lr, c1, c2);
+      step_plain(params, grads, lr, c1, c2, decay);
     }
   }
 
@@ -54,17 +63,27 @@ class Adam {
   std::span<const T> second_moment() const { return v_; }
 
  private:
-  void step_plain(std::span<T> params, std::span<T> grads, double lr, double c1, double c2) {
+  void step_plain(std::span<T> params, std::span<T> grads, double lr, double c1, double c2, double decay) {
     const double b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
-    for (size_t i = 0; i < params.size(); ++i) {
-      const double g = grads[i];
-      const double m = b1 * m_[i] + (1 - b1) * g;
-      const double v = b2 * v_[i] + (1 - b2) * (g * g);
-      m_[i] = static_cast<T>(m);
-      v_[i] = static_cast<T>(v);
-      params[i] = static_cast<T>(params[i] - lr * (m / c1) / (std::sqrt(v / c2) + eps));
-      grads[i] = T(0);
-    }
+    constexpr int64_t kChunk = 1 << 16;
+    const int64_t n = static_cast<int64_t>(params.size());
+    T* pp = params.data();
+    T* gp = grads.data();
+    T* mp = m_.data();
+    T* vp = v_.data();
+    parallel_for(0, (n + kChunk - 1) / kChunk, 1, [&](int64_t chunk) {
+      const int64_t i1 = std::min(n, (chunk + 1) * kChunk);
+      for (int64_t i = chunk * kChunk; i < i1; ++i) {
+        const T p = decay != 0.0 ? static_cast<T>(pp[i] - decay * pp[i]) : pp[i];
+        const double g = gp[i];
+        const double m = b1 * mp[i] + (1 - b1) * g;
+        const double v = b2 * vp[i] + (1 - b2) * (g * g);
+        mp[i] = static_cast<T>(m);
+        vp[i] = static_cast<T>(v);
+        pp[i] = static_cast<T>(p - lr * (m / c1) / (std::sqrt(v / c2) + eps));
+        gp[i] = T(0);
+      }
+    });
   }
 
   // Exact CPython arithmetic. Pass 1 (vectorized): moments with g*g, flagging squares that
