@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
               mb / (dec.median_ms / 1e3), back == text ? "exact" : "DIFFERS");
   std::printf("runs of one character (linear time means ms/MB stays flat):\n");
   for (const char* ch : {"a", " ", "\xe4\xb8\x80"}) {  // a letter, a space, a CJK character
-    for (size_t bytes : {size_t{1} << 16, size_t{1} << 18, size_t{1} << 20}) {
+    for (size_t bytes : {size_t{1} << 16, size_t{1} << 18, size_t{1} << 20, size_t{1} << 21}) {
       std::string run;
       while (run.size() < bytes) run += ch;
       size_t n = 0;

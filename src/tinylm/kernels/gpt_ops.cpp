@@ -85,8 +85,8 @@ inline void accumulate_rows(float* py, const float* x, const W* w, int64_t nout)
 // Decode (a row or two): memory-bound. Each thread streams a contiguous block of weight
 // rows, 16 rows per pass over its private partial sums, then the partials are added.
 // Contiguous streams keep the hardware prefetchers ahead where splitting columns reached
-// ~40% of the read bandwidth; 16 rows per pass instead of 4 took bf16 from ~60% to ~88%
-// (bench/gpt2_bench.cpp).
+// ~40% of the read bandwidth; 16 rows per pass instead of 4 took bf16 decode from ~60% to
+// ~80% of it (bench/gpt2_bench.cpp).
 template <class W>
 void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
                    int64_t nout) {

@@ -1,0 +1,138 @@
+// The GPT-2 inference kernels (kernels/gpt_ops.h) against plain double-precision loops, on
+// shapes that reach every path: decode (1-2 rows) and prefill (blocked) products, row counts
+// that leave a remainder after the 16-row passes, column counts with a ragged last block,
+// and attention heads that are and are not a multiple of 16 wide.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <random>
+#include <vector>
+
+#include "tinylm/core/dtype.h"
+#include "tinylm/kernels/gpt_ops.h"
+
+namespace tinylm::kernels {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+std::vector<Bf16> to_bf16(const std::vector<float>& v) {
+  std::vector<Bf16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i].bits = float_to_bf16(v[i]);
+  return out;
+}
+std::vector<F16> to_f16(const std::vector<float>& v) {
+  std::vector<F16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i].bits = float_to_f16(v[i]);
+  return out;
+}
+
+// |got - want| <= tol * (1 + |want|) for every element.
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << what << " element " << i;
+  }
+}
+
+struct Shape3 {
+  int64_t rows, nin, nout;
+};
+// Decode (1, 2 rows) and prefill (7 rows: a 6-row block and a remainder); nin 37 leaves rows
+// after the 16-row passes (a pair and a single one per thread); nout 96 leaves a 32-wide
+// prefill block, 100 a ragged 36 and a 4-column tail after the vectors.
+const Shape3 kShapes[] = {{1, 37, 96}, {2, 40, 64}, {7, 37, 96}, {1, 64, 100}, {7, 40, 100}, {3, 768, 128}};
+
+template <class W, class Convert>
+void check_matmul_in_out(Convert convert, double tol) {
+  for (const Shape3& s : kShapes) {
+    const std::vector<float> x = random_floats(s.rows * s.nin, 1), wf = random_floats(s.nin * s.nout, 2),
+                             b = random_floats(s.nout, 3);
+    const std::vector<W> w = convert(wf);
+    std::vector<double> want(s.rows * s.nout);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (int64_t c = 0; c < s.nout; ++c) {
+        double acc = b[c];
+        for (int64_t i = 0; i < s.nin; ++i) acc += double(x[r * s.nin + i]) * to_float(w[i * s.nout + c]);
+        want[r * s.nout + c] = acc;
+      }
+    }
+    std::vector<float> y(s.rows * s.nout);
+    matmul_in_out(y.data(), x.data(), w.data(), b.data(), s.rows, s.nin, s.nout);
+    expect_close(y, want, tol, "rows " + std::to_string(s.rows) + " nin " + std::to_string(s.nin) + " nout " + std::to_string(s.nout));
+  }
+}
+
+TEST(GptOps, MatmulInOutMatchesDoubleLoops) {
+  check_matmul_in_out<float>([](const std::vector<float>& v) { return v; }, 2e-5);
+  check_matmul_in_out<Bf16>(to_bf16, 2e-5);  // against the same (bf16) weights
+  check_matmul_in_out<F16>(to_f16, 2e-5);
+}
+
+TEST(GptOps, MatmulOutInMatchesDoubleLoops) {
+  // nout 13: three blocks of four outputs and one left over; nin 37: a tail after 2 vectors.
+  for (const Shape3& s : {Shape3{1, 37, 13}, Shape3{2, 64, 13}, Shape3{5, 48, 40}}) {
+    const std::vector<float> x = random_floats(s.rows * s.nin, 7), wf = random_floats(s.nout * s.nin, 8);
+    const std::vector<Bf16> wb = to_bf16(wf);
+    std::vector<double> want(s.rows * s.nout), want_b(s.rows * s.nout);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (int64_t o = 0; o < s.nout; ++o) {
+        double acc = 0, acc_b = 0;
+        for (int64_t i = 0; i < s.nin; ++i) {
+          acc += double(x[r * s.nin + i]) * wf[o * s.nin + i];
+          acc_b += double(x[r * s.nin + i]) * to_float(wb[o * s.nin + i]);
+        }
+        want[r * s.nout + o] = acc;
+        want_b[r * s.nout + o] = acc_b;
+      }
+    }
+    std::vector<float> y(s.rows * s.nout);
+    matmul_out_in(y.data(), x.data(), wf.data(), s.rows, s.nin, s.nout);
+    expect_close(y, want, 2e-5, "f32");
+    matmul_out_in(y.data(), x.data(), wb.data(), s.rows, s.nin, s.nout);
+    expect_close(y, want_b, 2e-5, "bf16");
+  }
+}
+
+TEST(GptOps, CachedAttentionMatchesDoubleLoops) {
+  // Head widths 32 (vector path) and 12 (scalar path); rows [3, 7) against a cache of 7.
+  for (const int64_t hd : {32, 12}) {
+    const int64_t H = 3, C = H * hd, t0 = 3, t1 = 7;
+    const std::vector<float> q = random_floats((t1 - t0) * C, 9), k = random_floats(t1 * C, 10),
+                             v = random_floats(t1 * C, 11);
+    std::vector<double> want((t1 - t0) * C);
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t t = t0; t < t1; ++t) {
+        std::vector<double> a(t + 1);
+        double mx = -INFINITY, sum = 0;
+        for (int64_t s = 0; s <= t; ++s) {
+          double dot = 0;
+          for (int64_t j = 0; j < hd; ++j) dot += double(q[(t - t0) * C + h * hd + j]) * k[s * C + h * hd + j];
+          a[s] = dot / std::sqrt(double(hd));
+          mx = std::max(mx, a[s]);
+        }
+        for (double& e : a) sum += e = std::exp(e - mx);
+        for (int64_t j = 0; j < hd; ++j) {
+          double o = 0;
+          for (int64_t s = 0; s <= t; ++s) o += a[s] / sum * v[s * C + h * hd + j];
+          want[(t - t0) * C + h * hd + j] = o;
+        }
+      }
+    }
+    std::vector<float> out((t1 - t0) * C);
+    attention_cached(out.data(), q.data(), k.data(), v.data(), t0, t1, C, H);
+    expect_close(out, want, 1e-5, "head width " + std::to_string(hd));
+  }
+}
+
+}  // namespace
+}  // namespace tinylm::kernels
