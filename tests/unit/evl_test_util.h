@@ -1,10 +1,9 @@
 #pragma once
 // What the EVL0 checkpoint and EVD0 delta tests share: the Python-written fixtures
-// (tools/gen_evl_fixtures.py), raw bytes of files, float bit patterns, and one-line errors.
+// (tools/gen_evl_fixtures.py), raw bytes of files and float bit patterns.
 #include <gtest/gtest.h>
 
 #include <cstddef>
-#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -12,7 +11,6 @@
 
 #include "test_util.h"
 #include "tinylm/core/dtype.h"
-#include "tinylm/core/error.h"
 #include "tinylm/io/text_file.h"
 
 namespace tinylm::test {
@@ -41,19 +39,6 @@ inline std::vector<uint32_t> bits_of(std::span<const float> v) {
   std::vector<uint32_t> out;
   for (float f : v) out.push_back(float_bits(f));
   return out;
-}
-
-// f() must throw a one-line tinylm::Error containing every phrase.
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> phrases) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << *phrases.begin();
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    for (const std::string& p : phrases) EXPECT_NE(what.find(p), std::string::npos) << what << "\n  lacks: " << p;
-  }
 }
 
 }  // namespace tinylm::test

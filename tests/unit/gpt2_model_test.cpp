@@ -202,14 +202,6 @@ TEST(Gpt2Checkpoint, InitSavesALoadableHuggingFaceDirectory) {
 
 TEST(Gpt2Checkpoint, ErrorsNameTheFileAndTheTensor) {
   test::TempDir dir;
-  const auto expect_error = [](const std::function<void()>& f, const std::string& phrase) {
-    try {
-      f();
-      ADD_FAILURE() << "no error; expected one containing '" << phrase << "'";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
-    }
-  };
   // A checkpoint missing one tensor and with another of the wrong shape.
   const train::Gpt2Checkpoint ck = train::load_gpt2(test::source_path(kDir));
   const ParamLayout L = param_layout(ck.config);
@@ -225,21 +217,21 @@ TEST(Gpt2Checkpoint, ErrorsNameTheFileAndTheTensor) {
   }
   std::filesystem::copy_file(test::source_path(kDir + "/config.json"), dir.file("config.json"));
   io::write_safetensors(dir.file("model.safetensors"), ts, {});
-  expect_error([&] { train::load_gpt2(dir.path().string()); }, "h.1.ln_2.bias");
+  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"h.1.ln_2.bias"});
   ts.erase(std::remove_if(ts.begin(), ts.end(), [](const auto& t) { return t.name == "ln_f.weight"; }),
            ts.end());
   // Bad configurations.
   test::write_text(dir.file("config.json"), R"({"vocab_size": 1000, "n_positions": 64, "n_embd": 64,
     "n_layer": 2, "n_head": 4, "activation_function": "relu"})");
-  expect_error([&] { train::load_gpt2(dir.path().string()); }, "activation_function");
+  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"activation_function"});
   test::write_text(dir.file("config.json"), R"({"vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4})");
-  expect_error([&] { train::load_gpt2(dir.path().string()); }, "n_ctx");
+  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"n_ctx"});
   test::write_text(dir.file("config.json"), R"({"vocab_size": 1000, "n_positions": 64, "n_embd": 64,
     "n_layer": 2, "n_head": 5})");
-  expect_error([&] { train::load_gpt2(dir.path().string()); }, "divisible");
+  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"divisible"});
   test::write_text(dir.file("config.json"), "{not json");
-  expect_error([&] { train::load_gpt2(dir.path().string()); }, "config.json");
-  expect_error([&] { train::load_gpt2(dir.file("nothing-here")); }, "nothing-here");
+  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"config.json"});
+  test::expect_error([&] { train::load_gpt2(dir.file("nothing-here")); }, {"nothing-here"});
 }
 
 }  // namespace

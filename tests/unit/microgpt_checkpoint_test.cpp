@@ -22,6 +22,7 @@ namespace tinylm {
 namespace {
 
 using train::load_microgpt;
+using test::expect_error;
 using train::save_microgpt;
 
 const std::string kChars = "abc\xc3\xa9";  // a, b, c, é: vocab_size 5 with BOS
@@ -50,19 +51,6 @@ std::unique_ptr<microgpt::Model> distinct_model(const microgpt::Config& c) {
 
 bool same_bits(std::span<const double> a, std::span<const double> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
-
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> phrases) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << *phrases.begin();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : phrases) {
-      EXPECT_NE(msg.find(p), std::string::npos) << "message lacks '" << p << "': " << msg;
-    }
-  }
 }
 
 // A checkpoint's content, editable before it is written back with write_safetensors.
@@ -121,15 +109,7 @@ class MicrogptCheckpoint : public ::testing::Test {
     SCOPED_TRACE(path);
     std::vector<std::string> all = {path};
     all.insert(all.end(), phrases.begin(), phrases.end());
-    try {
-      load_microgpt(path);
-      ADD_FAILURE() << "loaded without error";
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      for (const std::string& p : all) {
-        EXPECT_NE(msg.find(p), std::string::npos) << "message lacks '" << p << "': " << msg;
-      }
-    }
+    expect_error([&] { load_microgpt(path); }, all);
   }
 
   test::TempDir dir_;

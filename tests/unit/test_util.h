@@ -1,8 +1,14 @@
 #pragma once
-// Shared helpers for the test suite: fixture paths, temporary files, running the CLI.
+// Shared helpers for the test suite: fixture paths, temporary files, running the CLI,
+// expected errors.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "tinylm/core/error.h"
 
 namespace tinylm::test {
 
@@ -32,5 +38,18 @@ CommandResult run_cli(const std::string& args);
 
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
+
+// f() must throw a one-line tinylm::Error containing every phrase.
+template <class F>
+void expect_error(F&& f, const std::vector<std::string>& phrases) {
+  try {
+    f();
+    ADD_FAILURE() << "no error" << (phrases.empty() ? std::string() : "; expected: " + phrases.front());
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << "not one line: " << what;
+    for (const std::string& p : phrases) EXPECT_NE(what.find(p), std::string::npos) << what << "\n  lacks: " << p;
+  }
+}
 
 }  // namespace tinylm::test
