@@ -13,11 +13,8 @@ std::string default_evermind_tokenizer_path(const std::string& model_path) {
 }
 
 evermind::Model<float> load_evermind(const std::string& path, int64_t max_seq_len) {
-  const io::EvlCheckpoint ck = io::load_evl(path);
-  evermind::Model<float> model(ck.config, max_seq_len);
-  check(model.params().size() == ck.params.size(), path, ": parameter count does not match its configuration");
-  std::copy(ck.params.begin(), ck.params.end(), model.params().begin());
-  return model;
+  const io::EvlCheckpoint ck = io::load_evl(path);  // checks the count against the config
+  return evermind::Model<float>(ck.config, max_seq_len, ck.params);
 }
 
 BpeTokenizer load_evermind_tokenizer(const std::string& explicit_path, const std::string& model_path) {

@@ -300,6 +300,20 @@ TEST(EvermindModel, InitFollowsTheDocumentedRng) {
   EXPECT_NEAR(std::sqrt(sq / n), 0.02, 0.0002);
 }
 
+// A model built from given weights holds exactly them and computes what a model that was
+// initialized and then given those weights computes.
+TEST(EvermindModel, ModelFromGivenWeights) {
+  const Config c = default_config(10);
+  Model<float> donor(c, 8);
+  donor.init(12345);
+  const std::vector<float> w(donor.params().begin(), donor.params().end());
+  Model<float> given(c, 8, w);
+  EXPECT_TRUE(std::equal(w.begin(), w.end(), given.params().begin(), given.params().end()));
+  const std::vector<int> tokens = {1, 4, 2, 7, 3};
+  EXPECT_EQ(given.loss(tokens).total, donor.loss(tokens).total);
+  EXPECT_THROW(Model<float>(c, 8, std::span<const float>(w).first(w.size() - 1)), Error);
+}
+
 TEST(EvermindModel, InvalidConfigsAndInputsAreErrors) {
   const auto bad = [](auto edit) {
     Config c = default_config(10);

@@ -48,7 +48,21 @@ Workspace<T>::Workspace(const Config& config, int64_t max_seq_len, bool checkpoi
 }
 
 template <class T>
-Model<T>::Model(const Config& config, int64_t max_seq_len)
+Model<T>::Model(const Config& config, int64_t max_seq_len) : Model(config, max_seq_len, Unset{}) {
+  init(config.seed);
+}
+
+template <class T>
+Model<T>::Model(const Config& config, int64_t max_seq_len, std::span<const T> params)
+    : Model(config, max_seq_len, Unset{}) {
+  check(params.size() == params_.size(), "evermind: ", params.size(), " parameters given, the configuration has ",
+        params_.size());
+  std::copy(params.begin(), params.end(), params_.begin());
+  pack();
+}
+
+template <class T>
+Model<T>::Model(const Config& config, int64_t max_seq_len, Unset)
     : config_(config),
       layout_(param_layout(config)),  // validates
       index_(config),
@@ -58,7 +72,6 @@ Model<T>::Model(const Config& config, int64_t max_seq_len)
       grads_(layout_.size(), T(0)),
       packed_(layout_) {
   check(max_seq_len >= 1, "evermind: max_seq_len must be positive (got ", max_seq_len, ")");
-  init(config.seed);
 }
 
 template <class T>

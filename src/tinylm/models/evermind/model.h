@@ -63,6 +63,9 @@ class Model {
  public:
   // Validates the config and initializes the weights from config.seed (see init.h).
   Model(const Config& config, int64_t max_seq_len);
+  // Holds the given weights (param_layout() order, e.g. a checkpoint's) instead: nothing is
+  // initialized only to be overwritten.
+  Model(const Config& config, int64_t max_seq_len, std::span<const T> params);
 
   const Config& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
@@ -101,6 +104,8 @@ class Model {
   const PackedWeights<T>& packed() const { return packed_; }
 
  private:
+  struct Unset {};
+  Model(const Config& config, int64_t max_seq_len, Unset);  // sized, weights not yet set
   Workspace<T>& own_workspace(bool checkpoint);
   void check_tokens(std::span<const int> tokens, int64_t capacity) const;
   // Runs the layers over tokens into ws; returns the summed aux loss.
