@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/train_simd.h"
 #include "tinylm/kernels/vec.h"
 
 namespace tinylm::kernels {
@@ -42,7 +43,7 @@ void gelu_forward(T* y, const T* x, int64_t n) {
       for (int64_t i = i0; i < i1; i += kW) {
         const int64_t w = std::min(kW, i1 - i);
         const Vec<float> v = vec::load_n(x + i, w);
-        const Vec<float> e = vec::exp_f32(2.0f * tanh_arg(v));
+        const Vec<float> e = simd::exp(2.0f * tanh_arg(v));
         vec::store_n(y + i, v * (e / (1.0f + e)), w);
       }
     });
@@ -62,7 +63,7 @@ void gelu_backward(T* dx, const T* dy, const T* x, int64_t n) {
       for (int64_t i = i0; i < i1; i += kW) {
         const int64_t w = std::min(kW, i1 - i);
         const Vec<float> v = vec::load_n(x + i, w);
-        const Vec<float> e = vec::exp_f32(2.0f * tanh_arg(v));
+        const Vec<float> e = simd::exp(2.0f * tanh_arg(v));
         const Vec<float> r = 1.0f / (1.0f + e);
         const Vec<float> s = e * r;  // never inf·0: e is at most ~2e38
         const Vec<float> d = s + (2.0f * v) * (s * r) * c * (1.0f + c3 * v * v);

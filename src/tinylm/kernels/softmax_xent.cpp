@@ -4,6 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "tinylm/kernels/train_simd.h"
 #include "tinylm/kernels/vec.h"
 
 namespace tinylm::kernels {
@@ -31,7 +32,7 @@ inline void exp_row_f32(float* l, int64_t V, float& mx_out, float& sum_out) {
   Vec<float> acc = {};
   for (i = 0; i < V; i += kW) {
     const int64_t w = std::min(kW, V - i);
-    const Vec<float> e = vec::exp_f32(vec::load_n(l + i, w) - mx);
+    const Vec<float> e = simd::exp(vec::load_n(l + i, w) - mx);
     vec::store_n(l + i, e, w);
     acc += vec::load_n(l + i, w);  // zero past the row's end
   }

@@ -4,7 +4,7 @@
 // returns the summed loss Σ_r (logsumexp(l_r) − l_r[target_r]); the backward turns e into
 // ∂loss/∂logits = scale · (e / Σ e − onehot(target)). Normalizing in the backward saves a
 // pass over the logits.
-// float uses a vectorized exp (kernels/vec.h, ~2e-7 relative); double uses std::exp.
+// float uses a vectorized exp (kernels/train_simd.h, ~2e-7 relative); double uses std::exp.
 #include <cstdint>
 
 namespace tinylm::kernels {

@@ -1,34 +1,24 @@
 #pragma once
-// Internal helpers of the training kernels: 16-lane float vectors (GCC vector extensions,
-// which compile to AVX-512 with -march=native and to pairs/quads of narrower registers
-// elsewhere), a vectorized exp and tanh, and dot/axpy over short rows. Float gets the vector
-// code; double (the finite-difference reference) gets plain loops and the C library.
+// Internal helpers of the training kernels, on kernels/vec.h's 16-lane float vectors: the
+// one vectorized exp (and tanh) of the project, and dot/axpy over short rows. Float gets the
+// vector code; double (the finite-difference reference) gets plain loops and the C library.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
+#include "tinylm/kernels/vec.h"
+
 namespace tinylm::kernels::simd {
 
-using f32x16 = float __attribute__((vector_size(64)));
+using f32x16 = vec::Vec<float>;
 using i32x16 = int32_t __attribute__((vector_size(64)));
 
-inline f32x16 load(const float* p) {
-  f32x16 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store(float* p, f32x16 v) { std::memcpy(p, &v, sizeof v); }
-inline f32x16 splat(float x) { return f32x16{} + x; }
-inline float hsum(f32x16 v) {
-  // Pairwise halving: the same order whatever the compiler does with the lanes.
-  float s[16];
-  std::memcpy(s, &v, sizeof s);
-  for (int w = 8; w >= 1; w /= 2) {
-    for (int i = 0; i < w; ++i) s[i] += s[i + w];
-  }
-  return s[0];
-}
+// Loads, stores, broadcasts and lane sums are kernels/vec.h's (one fixed lane-sum order).
+using vec::hsum;
+using vec::load;
+using vec::splat;
+using vec::store;
 inline float hmax(f32x16 v) {
   float m = v[0];
   for (int i = 1; i < 16; ++i) m = v[i] > m ? v[i] : m;

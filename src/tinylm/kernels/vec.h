@@ -1,8 +1,8 @@
 #pragma once
-// 64-byte SIMD vectors (GCC vector extensions) for the EvermindLM kernels, templated on the
+// 64-byte SIMD vectors (GCC vector extensions) for the compiled kernels, templated on the
 // element type: 16 floats or 8 doubles, one AVX-512 register (two or four narrower ones on
-// other machines; the compiler splits them). Include only from kernels/*.cpp, which are
-// compiled with FMA contraction.
+// other machines; the compiler splits them). kernels/train_simd.h adds exp and tanh for
+// float. Include only from kernels/*.cpp, which are compiled with FMA contraction.
 //
 // Partial loads and stores (the last few elements of a row) go through a zero-filled full
 // vector, so an element is computed by the same vector instructions wherever it sits: a
@@ -103,34 +103,6 @@ inline auto hsum(V v) {
     for (int64_t i = 0; i < w; ++i) lanes[i] += lanes[i + w];
   }
   return lanes[0];
-}
-
-// exp for floats, vectorized: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2),
-// exp(r) by a degree-6 polynomial (Cephes' expf coefficients), 2^n by building the exponent
-// bits. Relative error about 2e-7 (a couple of ulps); inputs are clamped to
-// [-87.3, 88.3], so very negative x gives about 1e-38 rather than 0 and nothing overflows
-// (2^n stays a normal float).
-inline Vec<float> exp_f32(Vec<float> x) {
-  using VI = int32_t __attribute__((vector_size(64)));
-  x = x < splat(88.3f) ? x : splat(88.3f);
-  x = x > splat(-87.3f) ? x : splat(-87.3f);
-  const Vec<float> fx = x * splat(1.44269504088896341f);
-  // Round to nearest: add and subtract 1.5 * 2^23.
-  const Vec<float> magic = splat(12582912.0f);
-  const Vec<float> n = (fx + magic) - magic;
-  Vec<float> r = x - n * splat(0.693359375f);
-  r = r - n * splat(-2.12194440e-4f);
-  Vec<float> p = splat(1.9875691500e-4f);
-  p = p * r + splat(1.3981999507e-3f);
-  p = p * r + splat(8.3334519073e-3f);
-  p = p * r + splat(4.1665795894e-2f);
-  p = p * r + splat(1.6666665459e-1f);
-  p = p * r + splat(5.0000001201e-1f);
-  p = p * (r * r) + r + splat(1.0f);
-  const VI e = (__builtin_convertvector(n, VI) + 127) << 23;
-  Vec<float> scale;
-  std::memcpy(&scale, &e, sizeof scale);
-  return p * scale;
 }
 
 }  // namespace tinylm::kernels::vec
