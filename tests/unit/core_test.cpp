@@ -402,6 +402,58 @@ TEST_F(ParallelFor, EmptyAndReversedRangesDoNothing) {
   for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(hits2[i], 1) << "index " << i;
 }
 
+TEST_F(ParallelFor, ChunkQueueHandsOutEveryChunkOnceAndSharesInOrder) {
+  // One thread draining a queue built for four: its own share first, in order, then the
+  // others' from their tails.
+  ChunkQueue one(10, 4);  // shares [0,2) [2,5) [5,7) [7,10)
+  std::vector<int64_t> order;
+  for (int64_t c; (c = one.next(1)) >= 0;) order.push_back(c);
+  EXPECT_EQ(order, (std::vector<int64_t>{2, 3, 4, 6, 5, 9, 8, 7, 1, 0}));
+  EXPECT_EQ(one.next(0), -1);
+
+  // Eight threads racing over a queue built for three: every chunk exactly once.
+  for (const int64_t n : {0, 1, 5, 1000}) {
+    ChunkQueue q(n, 3);
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+#pragma omp parallel num_threads(8)
+    for (int64_t c; (c = q.next(omp_get_thread_num() % 3)) >= 0;) hits[static_cast<size_t>(c)].fetch_add(1);
+    int bad = 0;
+    for (auto& h : hits) bad += h.load() != 1;
+    EXPECT_EQ(bad, 0) << n << " chunks";
+  }
+}
+
+TEST_F(ParallelFor, BalancedCoversEveryIndexOnce) {
+  // (Which threads run items is not asserted: one thread may take them all if it is quick.)
+  set_num_threads(2);
+  std::vector<std::atomic<int>> hits(777);
+  parallel_for_balanced(777, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+  int bad = 0;
+  for (auto& h : hits) bad += h.load() != 1;
+  EXPECT_EQ(bad, 0);
+  int calls = 0;
+  parallel_for_balanced(0, [&](int64_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+TEST_F(ParallelFor, RegionPassesItsTeamAndRunsInlineWhenNested) {
+  set_num_threads(2);
+  std::atomic<int> ran{0}, team_sum{0};
+  parallel_region(8, [&](int thread, int nthreads) {
+    EXPECT_LT(thread, nthreads);
+    ran.fetch_add(1);
+    team_sum.fetch_add(nthreads);
+    barrier();
+  });
+  EXPECT_EQ(team_sum.load(), ran.load() * ran.load());  // every thread saw the same team size
+  EXPECT_LE(ran.load(), 2);
+#pragma omp parallel num_threads(2)
+  parallel_region(8, [&](int thread, int nthreads) {
+    EXPECT_EQ(thread, 0);
+    EXPECT_EQ(nthreads, 1);
+  });
+}
+
 TEST_F(ParallelFor, NonPositiveThreadCountMeansAllCores) {
   set_num_threads(0);
   EXPECT_EQ(num_threads(), omp_get_num_procs());

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <random>
 #include <vector>
 
 #include "tinylm/core/dtype.h"
+#include "tinylm/core/parallel.h"
 #include "tinylm/kernels/gpt_ops.h"
 
 namespace tinylm::kernels {
@@ -101,6 +103,37 @@ TEST(GptOps, MatmulOutInMatchesDoubleLoops) {
     matmul_out_in(y.data(), x.data(), wb.data(), s.rows, s.nin, s.nout);
     expect_close(y, want_b, 2e-5, "bf16");
   }
+}
+
+// Decode splits weight rows into chunks that threads take in whatever order they get to
+// them, and prefill and the head split outputs: none of it may change a single bit of the
+// result, at any thread count.
+TEST(GptOps, ResultsDoNotDependOnTheThreadCount) {
+  const int saved = num_threads();
+  const auto run = [](int threads, int64_t rows, int64_t nin, int64_t nout) {
+    set_num_threads(threads);
+    const std::vector<float> x = random_floats(rows * nin, 12), w = random_floats(nin * nout, 13),
+                             b = random_floats(nout, 14);
+    const std::vector<Bf16> wb = to_bf16(w);
+    std::vector<float> y(rows * nout), yb(rows * nout), head(rows * nin);
+    matmul_in_out(y.data(), x.data(), w.data(), b.data(), rows, nin, nout);
+    matmul_in_out(yb.data(), x.data(), wb.data(), b.data(), rows, nin, nout);
+    matmul_out_in(head.data(), y.data(), w.data(), rows, nout, nin);  // w read as (nin, nout)
+    y.insert(y.end(), yb.begin(), yb.end());
+    y.insert(y.end(), head.begin(), head.end());
+    return y;
+  };
+  // nin 700: eleven 64-row chunks, the last one short; nout 200: a ragged column block.
+  for (const int64_t rows : {1, 2, 7}) {
+    const std::vector<float> one = run(1, rows, 700, 200);
+    for (const int threads : {2, 3, 5}) {
+      const std::vector<float> many = run(threads, rows, 700, 200);
+      ASSERT_EQ(one.size(), many.size());
+      EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0)
+          << rows << " rows, " << threads << " threads";
+    }
+  }
+  set_num_threads(saved);
 }
 
 TEST(GptOps, CachedAttentionMatchesDoubleLoops) {

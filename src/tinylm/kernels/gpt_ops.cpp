@@ -82,42 +82,62 @@ inline void accumulate_rows(float* py, const float* x, const W* w, int64_t nout)
   }
 }
 
-// Decode (a row or two): memory-bound. Each thread streams a contiguous block of weight
-// rows, 16 rows per pass over its private partial sums, then the partials are added.
-// Contiguous streams keep the hardware prefetchers ahead where splitting columns reached
-// ~40% of the read bandwidth; 16 rows per pass instead of 4 took bf16 decode from ~60% to
-// ~80% of it (bench/gpt2_bench.cpp).
+// Decode (a row or two): memory-bound. The weight rows are cut into chunks of 64 that
+// threads take from a ChunkQueue: each thread streams its own contiguous run of rows (where
+// splitting columns reached ~40% of the read bandwidth), and a thread that finishes early
+// takes chunks from the other's tail instead of waiting for it. Each chunk's product goes to
+// its own partial row, 16 weight rows per pass over it (4 rows per pass reached ~60% of the
+// bandwidth in bf16, 16 ~80%); the partials are then added in chunk order, so the result is
+// the same whichever thread ran which chunk, and at any thread count.
 template <class W>
 void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
                    int64_t nout) {
   constexpr int kPass = 16;
-  const int64_t nthreads = std::min<int64_t>(num_threads(), std::max<int64_t>(1, nin / 64));
+  constexpr int64_t kChunk = 64;
+  const int64_t nchunks = (nin + kChunk - 1) / kChunk;
   const int64_t ld = round_up(nout, kLanes);  // partial rows on 64-byte boundaries
   thread_local AlignedVector<float> scratch;   // grown once, then reused every token
-  scratch.resize(static_cast<size_t>(nthreads * rows * ld));
+  scratch.resize(static_cast<size_t>(nchunks * rows * ld));
   float* part = scratch.data();
-  parallel_for(0, nthreads, 1, [&](int64_t th) {
-    const int64_t i0 = nin * th / nthreads, i1 = nin * (th + 1) / nthreads;
-    float* pth = part + th * rows * ld;
-    std::fill(pth, pth + rows * ld, 0.0f);
-    for (int64_t r = 0; r < rows; ++r) {
-      float* py = pth + r * ld;
-      const float* xr = x + r * nin;
-      int64_t i = i0;
-      for (; i + kPass <= i1; i += kPass) accumulate_rows<kPass>(py, xr + i, w + i * nout, nout);
-      for (; i + 2 <= i1; i += 2) accumulate_rows<2>(py, xr + i, w + i * nout, nout);
-      for (; i < i1; ++i) {
-        for (int64_t c = 0; c < nout; ++c) py[c] += xr[i] * to_float(w[i * nout + c]);
+  const int nthreads = region_threads(nchunks);
+  ChunkQueue queue(nchunks, nthreads);
+  const int64_t nblk = ld / kLanes;
+  parallel_region(nthreads, [&](int me, int team) {
+    for (;;) {
+      const int64_t ck = queue.next(me);
+      if (ck < 0) break;
+      const int64_t i0 = ck * kChunk, i1 = std::min(nin, i0 + kChunk);
+      float* pc = part + ck * rows * ld;
+      std::fill(pc, pc + rows * ld, 0.0f);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* py = pc + r * ld;
+        const float* xr = x + r * nin;
+        int64_t i = i0;
+        for (; i + kPass <= i1; i += kPass) accumulate_rows<kPass>(py, xr + i, w + i * nout, nout);
+        for (; i + 2 <= i1; i += 2) accumulate_rows<2>(py, xr + i, w + i * nout, nout);
+        for (; i < i1; ++i) {
+          for (int64_t c = 0; c < nout; ++c) py[c] += xr[i] * to_float(w[i * nout + c]);
+        }
+      }
+    }
+    barrier();  // then each thread adds up its share of the columns
+    for (int64_t blk = nblk * me / team; blk < nblk * (me + 1) / team; ++blk) {
+      const int64_t c0 = blk * kLanes, cn = std::min<int64_t>(kLanes, nout - c0);
+      for (int64_t r = 0; r < rows; ++r) {
+        if (cn == kLanes) {
+          f32x16 s = b ? load16(b + c0) : f32x16{};
+          for (int64_t ck = 0; ck < nchunks; ++ck) s += load16(part + (ck * rows + r) * ld + c0);
+          store16(y + r * nout + c0, s);
+        } else {
+          for (int64_t c = c0; c < c0 + cn; ++c) {
+            float s = b ? b[c] : 0.0f;
+            for (int64_t ck = 0; ck < nchunks; ++ck) s += part[(ck * rows + r) * ld + c];
+            y[r * nout + c] = s;
+          }
+        }
       }
     }
   });
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < nout; ++c) {
-      float sum = b ? b[c] : 0.0f;
-      for (int64_t th = 0; th < nthreads; ++th) sum += part[(th * rows + r) * ld + c];
-      y[r * nout + c] = sum;
-    }
-  }
 }
 
 // Prefill: compute-bound. Columns in blocks of 64 (four 16-wide vectors), rows in blocks of
@@ -207,7 +227,7 @@ void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t n
   };
   const char* bytes = reinterpret_cast<const char*>(w);
   const int64_t row_bytes = nin * static_cast<int64_t>(sizeof(W)), total_bytes = nout * row_bytes;
-  parallel_for(0, (nout + 3) / 4, 16, [&](int64_t blk) {
+  const auto block = [&](int64_t blk) {  // outputs 4 blk .. 4 blk + 3
     const int64_t o0 = blk * 4, n = std::min<int64_t>(4, nout - o0);
     const W* w0 = w + o0 * nin;
     // This block's bytes a prefetch distance ahead (within the array).
@@ -237,6 +257,14 @@ void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t n
       y[r * nout + o0 + 2] = hsum(a2) + tail(w0 + 2 * nin, xr);
       y[r * nout + o0 + 3] = hsum(a3) + tail(w0 + 3 * nin, xr);
     }
+  };
+  // Groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
+  // waiting for the slower thread at the end. Each output has one thread, so any schedule
+  // gives the same result.
+  constexpr int64_t kGroup = 16;
+  const int64_t nblk = (nout + 3) / 4;
+  parallel_for_balanced((nblk + kGroup - 1) / kGroup, [&](int64_t g) {
+    for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk) block(blk);
   });
 }
 
