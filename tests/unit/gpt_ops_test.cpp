@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "tinylm/core/dtype.h"
@@ -78,6 +79,50 @@ TEST(GptOps, MatmulInOutMatchesDoubleLoops) {
   check_matmul_in_out<float>([](const std::vector<float>& v) { return v; }, 2e-5);
   check_matmul_in_out<Bf16>(to_bf16, 2e-5);  // against the same (bf16) weights
   check_matmul_in_out<F16>(to_f16, 2e-5);
+}
+
+TEST(GptOps, PackTilesPlacesEachSixteenBySixteenTileContiguously) {
+  // Band-major, then column-major tiles, each a row-major 16 x 16 block.
+  const int64_t nin = 32, nout = 48, G = nout / 16;
+  std::vector<float> src(nin * nout), dst(nin * nout, -1.0f);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+  pack_tiles(dst.data(), src.data(), nin, nout);
+  for (int64_t i = 0; i < nin; ++i) {
+    for (int64_t c = 0; c < nout; ++c) {
+      const int64_t at = ((i / 16) * G + c / 16) * 256 + (i % 16) * 16 + c % 16;
+      ASSERT_EQ(dst[at], src[i * nout + c]) << "row " << i << " column " << c;
+    }
+  }
+  EXPECT_FALSE(can_tile(40, 48));
+  EXPECT_FALSE(can_tile(48, 40));
+  EXPECT_THROW(pack_tiles(dst.data(), src.data(), 24, 64), std::runtime_error);
+  std::vector<float> y(64), x(24);
+  EXPECT_THROW(matmul_in_out(y.data(), x.data(), src.data(), nullptr, 1, 24, 64, Layout::tiles), std::runtime_error);
+}
+
+// The tiles layout only changes where the weights sit: decode and prefill products are the
+// same bits as from the row-major matrix.
+template <class W, class Convert>
+void check_tiles_equal_rows(Convert convert) {
+  // nin 48: one short chunk; 704: eleven chunks; nout 80: a 64-column prefill block and a
+  // ragged 16; 2304: GPT-2's attention width.
+  for (const Shape3& s : {Shape3{1, 48, 80}, Shape3{2, 704, 80}, Shape3{7, 48, 80}, Shape3{1, 704, 2304}, Shape3{16, 64, 2304}}) {
+    const std::vector<float> x = random_floats(s.rows * s.nin, 15), b = random_floats(s.nout, 16);
+    const std::vector<W> w = convert(random_floats(s.nin * s.nout, 17));
+    std::vector<W> tiles(w.size());
+    pack_tiles(tiles.data(), w.data(), s.nin, s.nout);
+    std::vector<float> want(s.rows * s.nout), got(s.rows * s.nout);
+    matmul_in_out(want.data(), x.data(), w.data(), b.data(), s.rows, s.nin, s.nout, Layout::rows);
+    matmul_in_out(got.data(), x.data(), tiles.data(), b.data(), s.rows, s.nin, s.nout, Layout::tiles);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+        << s.rows << " x " << s.nin << " x " << s.nout;
+  }
+}
+
+TEST(GptOps, TiledProductsEqualRowMajorBitForBit) {
+  check_tiles_equal_rows<Bf16>(to_bf16);
+  check_tiles_equal_rows<F16>(to_f16);
+  check_tiles_equal_rows<float>([](const std::vector<float>& v) { return v; });
 }
 
 TEST(GptOps, MatmulOutInMatchesDoubleLoops) {

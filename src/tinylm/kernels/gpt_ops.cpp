@@ -3,11 +3,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "tinylm/core/aligned_vector.h"
+#include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 
 namespace tinylm::kernels {
@@ -44,6 +46,16 @@ inline f32x16 load16(const F16* p) {
 #endif
 }
 inline void store16(float* p, f32x16 v) { std::memcpy(p, &v, sizeof v); }
+// a * b + c, rounded once. Spelled out where two kernels must round alike: left to
+// -ffp-contract, GCC fuses either product of x0 * w0 + x2 * w2, and not always the same one.
+inline f32x16 fma16(float a, f32x16 b, f32x16 c) {
+#if defined(__AVX512F__)
+  return std::bit_cast<f32x16>(_mm512_fmadd_ps(_mm512_set1_ps(a), std::bit_cast<__m512>(b), std::bit_cast<__m512>(c)));
+#else
+  for (int i = 0; i < 16; ++i) c[i] = std::fma(a, b[i], c[i]);
+  return c;
+#endif
+}
 // Sum of the lanes as a tree of halves (4 adds, not 15 dependent ones).
 inline float hsum(f32x16 v) {
   using f32x8 = float __attribute__((vector_size(32)));
@@ -70,8 +82,8 @@ inline void accumulate_rows(float* py, const float* x, const W* w, int64_t nout)
   for (int64_t c = 0; c < body_end; c += kLanes) {
     f32x16 even = x[0] * load16(w + c), odd = x[1] * load16(w + nout + c);
     for (int k = 2; k < R; k += 2) {
-      even += x[k] * load16(w + k * nout + c);
-      odd += x[k + 1] * load16(w + (k + 1) * nout + c);
+      even = fma16(x[k], load16(w + k * nout + c), even);
+      odd = fma16(x[k + 1], load16(w + (k + 1) * nout + c), odd);
     }
     store16(py + c, load16(py + c) + (even + odd));
   }
@@ -82,6 +94,29 @@ inline void accumulate_rows(float* py, const float* x, const W* w, int64_t nout)
   }
 }
 
+// Element (i, c) of a Conv1D matrix (nin, nout) stored in layout L.
+template <Layout L, class Ptr>
+inline Ptr element(Ptr w, int64_t nout, int64_t i, int64_t c) {
+  if constexpr (L == Layout::rows) return w + i * nout + c;
+  return w + ((i / kTile) * (nout / kTile) + c / kTile) * (kTile * kTile) + (i % kTile) * kTile + c % kTile;
+}
+
+// accumulate_rows<16> for one 16-row band in the tiles layout (`t` at its first tile): the
+// same products in the same order, so the same bits, read as one sequential stream.
+// (Prefetching that stream 16 KiB ahead in software, as the head does, made whole-model
+// decode slower: the hardware prefetchers follow a single stream well enough.)
+template <class W>
+inline void accumulate_band(float* py, const float* x, const W* t, int64_t nout) {
+  for (int64_t c = 0; c < nout; c += kTile, t += kTile * kTile) {
+    f32x16 even = x[0] * load16(t), odd = x[1] * load16(t + kTile);
+    for (int k = 2; k < kTile; k += 2) {
+      even = fma16(x[k], load16(t + k * kTile), even);
+      odd = fma16(x[k + 1], load16(t + (k + 1) * kTile), odd);
+    }
+    store16(py + c, load16(py + c) + (even + odd));
+  }
+}
+
 // Decode (a row or two): memory-bound. The weight rows are cut into chunks of 64 that
 // threads take from a ChunkQueue: each thread streams its own contiguous run of rows (where
 // splitting columns reached ~40% of the read bandwidth), and a thread that finishes early
@@ -89,10 +124,11 @@ inline void accumulate_rows(float* py, const float* x, const W* w, int64_t nout)
 // its own partial row, 16 weight rows per pass over it (4 rows per pass reached ~60% of the
 // bandwidth in bf16, 16 ~80%); the partials are then added in chunk order, so the result is
 // the same whichever thread ran which chunk, and at any thread count.
-template <class W>
+template <Layout L, class W>
 void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
                    int64_t nout) {
   constexpr int kPass = 16;
+  static_assert(kPass == kTile);
   constexpr int64_t kChunk = 64;
   const int64_t nchunks = (nin + kChunk - 1) / kChunk;
   const int64_t ld = round_up(nout, kLanes);  // partial rows on 64-byte boundaries
@@ -113,6 +149,10 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
         float* py = pc + r * ld;
         const float* xr = x + r * nin;
         int64_t i = i0;
+        if constexpr (L == Layout::tiles) {  // nin is a multiple of 16: bands only
+          for (; i < i1; i += kTile) accumulate_band(py, xr + i, w + i * nout, nout);
+          continue;
+        }
         for (; i + kPass <= i1; i += kPass) accumulate_rows<kPass>(py, xr + i, w + i * nout, nout);
         for (; i + 2 <= i1; i += 2) accumulate_rows<2>(py, xr + i, w + i * nout, nout);
         for (; i < i1; ++i) {
@@ -143,7 +183,7 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
 // Prefill: compute-bound. Columns in blocks of 64 (four 16-wide vectors), rows in blocks of
 // 6: 24 accumulators stay in registers while the block's weights stream past; the block's
 // weights (nin x 64) stay in L2 for the following row blocks, so memory sees them once.
-template <class W>
+template <Layout L, class W>
 void matmul_in_out_blocked(float* y, const float* x, const W* w, const float* b, int64_t rows,
                            int64_t nin, int64_t nout) {
   constexpr int64_t kCols = 64, kRows = 6;
@@ -155,7 +195,7 @@ void matmul_in_out_blocked(float* y, const float* x, const W* w, const float* b,
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = c0; c < nout; ++c) {
           float acc = b ? b[c] : 0.0f;
-          for (int64_t i = 0; i < nin; ++i) acc += x[r * nin + i] * to_float(w[i * nout + c]);
+          for (int64_t i = 0; i < nin; ++i) acc += x[r * nin + i] * to_float(*element<L>(w, nout, i, c));
           y[r * nout + c] = acc;
         }
       }
@@ -168,9 +208,11 @@ void matmul_in_out_blocked(float* y, const float* x, const W* w, const float* b,
         for (int v = 0; v < 4; ++v) acc[r][v] = b ? load16(b + c0 + 16 * v) : f32x16{};
       }
       for (int64_t i = 0; i < nin; ++i) {
-        const W* wi = w + i * nout + c0;
-        const f32x16 w0 = load16(wi), w1 = load16(wi + 16), w2 = load16(wi + 32),
-                     w3 = load16(wi + 48);
+        // The block's four 16-column vectors of row i: adjacent, or in adjacent tiles.
+        const W* wi = element<L>(w, nout, i, c0);
+        constexpr int64_t step = L == Layout::rows ? kLanes : kTile * kTile;
+        const f32x16 w0 = load16(wi), w1 = load16(wi + step), w2 = load16(wi + 2 * step),
+                     w3 = load16(wi + 3 * step);
         for (int64_t r = 0; r < nr; ++r) {
           const float xv = x[(r0 + r) * nin + i];
           acc[r][0] += xv * w0;
@@ -206,10 +248,27 @@ void layernorm_forward(float* y, const float* x, const float* w, const float* b,
 }
 
 template <class W>
+void pack_tiles(W* dst, const W* src, int64_t nin, int64_t nout) {
+  check(can_tile(nin, nout), "pack_tiles: a ", nin, " x ", nout, " matrix does not split into 16 x 16 tiles");
+  parallel_for(0, nin / kTile, 1, [&](int64_t band) {
+    for (int64_t i = band * kTile; i < (band + 1) * kTile; ++i) {
+      for (int64_t c = 0; c < nout; c += kTile) {
+        std::memcpy(element<Layout::tiles>(dst, nout, i, c), src + i * nout + c, kTile * sizeof(W));
+      }
+    }
+  });
+}
+
+template <class W>
 void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
-                   int64_t nout) {
-  if (rows <= 2) return matvec_in_out(y, x, w, b, rows, nin, nout);
-  matmul_in_out_blocked(y, x, w, b, rows, nin, nout);
+                   int64_t nout, Layout layout) {
+  if (layout == Layout::tiles) {
+    check(can_tile(nin, nout), "matmul_in_out: a ", nin, " x ", nout, " matrix cannot be in tiles");
+    if (rows <= 2) return matvec_in_out<Layout::tiles>(y, x, w, b, rows, nin, nout);
+    return matmul_in_out_blocked<Layout::tiles>(y, x, w, b, rows, nin, nout);
+  }
+  if (rows <= 2) return matvec_in_out<Layout::rows>(y, x, w, b, rows, nin, nout);
+  matmul_in_out_blocked<Layout::rows>(y, x, w, b, rows, nin, nout);
 }
 
 template <class W>
@@ -321,9 +380,12 @@ void attention_cached(float* out, const float* q, const KV* k_cache, const KV* v
   });
 }
 
-template void matmul_in_out<float>(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t);
-template void matmul_in_out<Bf16>(float*, const float*, const Bf16*, const float*, int64_t, int64_t, int64_t);
-template void matmul_in_out<F16>(float*, const float*, const F16*, const float*, int64_t, int64_t, int64_t);
+template void pack_tiles<float>(float*, const float*, int64_t, int64_t);
+template void pack_tiles<Bf16>(Bf16*, const Bf16*, int64_t, int64_t);
+template void pack_tiles<F16>(F16*, const F16*, int64_t, int64_t);
+template void matmul_in_out<float>(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t, Layout);
+template void matmul_in_out<Bf16>(float*, const float*, const Bf16*, const float*, int64_t, int64_t, int64_t, Layout);
+template void matmul_in_out<F16>(float*, const float*, const F16*, const float*, int64_t, int64_t, int64_t, Layout);
 template void matmul_out_in<float>(float*, const float*, const float*, int64_t, int64_t, int64_t);
 template void matmul_out_in<Bf16>(float*, const float*, const Bf16*, int64_t, int64_t, int64_t);
 template void matmul_out_in<F16>(float*, const float*, const F16*, int64_t, int64_t, int64_t);

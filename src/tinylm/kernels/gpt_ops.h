@@ -12,11 +12,27 @@ namespace tinylm::kernels {
 void layernorm_forward(float* y, const float* x, const float* w, const float* b, int64_t rows,
                        int64_t C, float eps);
 
-// Conv1D (Hugging Face GPT-2) layout: y = x W + b with W: (nin, nout) row-major.
-// y: (rows, nout)   x: (rows, nin)   b: (nout) or null. Threads split the output columns.
+// How a Conv1D weight matrix W: (nin, nout) is laid out in memory.
+//   rows:  row-major, as Hugging Face stores it.
+//   tiles: 16 x 16 tiles, each row-major and contiguous (512 bytes in bf16), ordered by
+//          16-row band and then by column: decode reads each band's 16 rows as one
+//          sequential stream instead of 16 interleaved ones, which the prefetchers follow
+//          better. bf16/f16 decode of GPT-2 124M ran 4-18% faster in paired runs (prefill
+//          ~10% slower); f32 products did not gain (0.83-0.97x). Needs nin and nout to be
+//          multiples of 16.
+enum class Layout { rows, tiles };
+constexpr int64_t kTile = 16;
+inline bool can_tile(int64_t nin, int64_t nout) { return nin % kTile == 0 && nout % kTile == 0; }
+
+// Copies row-major `src` (nin, nout) into `dst` in the tiles layout (can_tile must hold).
+template <class W>
+void pack_tiles(W* dst, const W* src, int64_t nin, int64_t nout);
+
+// Conv1D (Hugging Face GPT-2): y = x W + b with W: (nin, nout) in `layout`.
+// y: (rows, nout)   x: (rows, nin)   b: (nout) or null. Both layouts give the same bits.
 template <class W>
 void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows,
-                   int64_t nin, int64_t nout);
+                   int64_t nin, int64_t nout, Layout layout = Layout::rows);
 
 // nn.Linear layout: y[r][o] = sum_i x[r][i] W[o][i] with W: (nout, nin) row-major (the tied
 // output head: logits = x wte^T). Threads split the outputs.

@@ -53,6 +53,9 @@ struct TypedImpl final : Model::Impl {
   const W* lm_head = nullptr;  // wte when tied
   const float *wpe = nullptr, *lnf_w = nullptr, *lnf_b = nullptr;
   std::vector<Layer> layers;
+  // The layers' Conv1D matrices: tiled in owned half-precision models (faster decode), as
+  // in the file otherwise (f32 gains nothing from tiles and is often used in place).
+  k::Layout conv_layout = k::Layout::rows;
   size_t bytes = 0;
   // Scratch for one forward of up to `rows` positions, grown on demand.
   std::vector<float> x, xn, qkv, q, att, h;
@@ -105,12 +108,21 @@ struct TypedImpl final : Model::Impl {
     }
     matrices.resize(n_matrix);
     small.resize(n_small);
+    if (!std::is_same_v<W, float> && k::can_tile(c.n_embd, c.mlp_dim())) conv_layout = k::Layout::tiles;
+    AlignedVector<W> unpacked;  // one Conv1D matrix as read, before tiling
     std::map<std::string, size_t> matrix_offset;
     n_matrix = 0;
     for (const ParamEntry& e : L.entries()) {
       if (is_matrix(e)) {
         matrix_offset[e.name] = n_matrix;
-        read(e.name, wd, matrices.data() + n_matrix, e.numel);
+        W* dst = matrices.data() + n_matrix;
+        if (conv_layout == k::Layout::tiles && e.name != "wte.weight") {
+          unpacked.resize(e.numel);
+          read(e.name, wd, unpacked.data(), e.numel);
+          k::pack_tiles(dst, unpacked.data(), e.shape[0], e.shape[1]);
+        } else {
+          read(e.name, wd, dst, e.numel);
+        }
         n_matrix += e.numel;
       } else {
         read(e.name, DType::f32, small.data() + small_offset.at(e.name), e.numel);
@@ -183,7 +195,7 @@ struct TypedImpl final : Model::Impl {
       W* kl = kc + li * cap * C;
       W* vl = vc + li * cap * C;
       k::layernorm_forward(xn.data(), x.data(), l.ln1_w, l.ln1_b, n, C, eps);
-      k::matmul_in_out(qkv.data(), xn.data(), l.attn_w, l.attn_b, n, C, 3 * C);
+      k::matmul_in_out(qkv.data(), xn.data(), l.attn_w, l.attn_b, n, C, 3 * C, conv_layout);
       for (int64_t r = 0; r < n; ++r) {
         const float* row = qkv.data() + r * 3 * C;
         std::memcpy(q.data() + r * C, row, C * sizeof(float));
@@ -193,12 +205,12 @@ struct TypedImpl final : Model::Impl {
         }
       }
       k::attention_cached(att.data(), q.data(), kl, vl, t0, t1, C, c.n_head);
-      k::matmul_in_out(xn.data(), att.data(), l.proj_w, l.proj_b, n, C, C);
+      k::matmul_in_out(xn.data(), att.data(), l.proj_w, l.proj_b, n, C, C, conv_layout);
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
       k::layernorm_forward(xn.data(), x.data(), l.ln2_w, l.ln2_b, n, C, eps);
-      k::matmul_in_out(h.data(), xn.data(), l.fc_w, l.fc_b, n, C, F);
+      k::matmul_in_out(h.data(), xn.data(), l.fc_w, l.fc_b, n, C, F, conv_layout);
       k::gelu_forward(h.data(), h.data(), n * F);
-      k::matmul_in_out(xn.data(), h.data(), l.fc_proj_w, l.fc_proj_b, n, F, C);
+      k::matmul_in_out(xn.data(), h.data(), l.fc_proj_w, l.fc_proj_b, n, F, C, conv_layout);
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
     }
     cache.length = static_cast<int>(t1);
