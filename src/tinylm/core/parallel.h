@@ -51,11 +51,11 @@ inline void barrier() {
 #pragma omp barrier
 }
 
-// Hands out the chunks [0, n) to the threads of one parallel_region (constructed for its
-// region_threads; chunks of threads the runtime did not start are taken by the others). Each thread first walks
-// its own contiguous share in order, so it reads memory as one forward stream that the
-// hardware prefetchers follow; a thread that runs out takes chunks from the tail of the
-// others' shares. On these shared machines one core is often 10-20% slower than the other
+// Hands out the chunks [0, n) to the threads of one parallel_region (built for its
+// region_threads; the shares of threads the runtime did not start are taken by the others).
+// Each thread first walks its own contiguous share in order, so it reads memory as one
+// forward stream that the hardware prefetchers follow; a thread that runs out takes chunks
+// from the tail of the others' shares. On these shared machines one core is often 10-20% slower than the other
 // for seconds at a time, and with fixed shares the faster one would wait at every join.
 // Which thread runs a chunk varies from run to run, so callers keep results per chunk and
 // combine them in chunk order when the rounding must not depend on the schedule.
