@@ -11,18 +11,19 @@
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/vec.h"
 
 namespace tinylm::kernels {
 
 namespace {
-using f32x16 = float __attribute__((vector_size(64)));
-constexpr int64_t kLanes = 16;
+using f32x16 = vec::Vec<float>;
+constexpr int64_t kLanes = vec::kLanes<float>;
+using vec::hsum;
+using vec::store;
 
-inline f32x16 load16(const float* p) {
-  f32x16 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+// 16 weights widened to float: load16 is overloaded on the storage type so that one kernel
+// template serves float, Bf16 and F16 weights.
+inline f32x16 load16(const float* p) { return vec::load(p); }
 inline f32x16 load16(const Bf16* p) {
 #if defined(__AVX512F__)
   // bf16 -> f32 is a 16-bit shift: one widening load and one shift per 16 weights.
@@ -45,25 +46,15 @@ inline f32x16 load16(const F16* p) {
   return v;
 #endif
 }
-inline void store16(float* p, f32x16 v) { std::memcpy(p, &v, sizeof v); }
 // a * b + c, rounded once. Spelled out where two kernels must round alike: left to
 // -ffp-contract, GCC fuses either product of x0 * w0 + x2 * w2, and not always the same one.
 inline f32x16 fma16(float a, f32x16 b, f32x16 c) {
 #if defined(__AVX512F__)
-  return std::bit_cast<f32x16>(_mm512_fmadd_ps(_mm512_set1_ps(a), std::bit_cast<__m512>(b), std::bit_cast<__m512>(c)));
+  return std::bit_cast<f32x16>(_mm512_fmadd_ps(std::bit_cast<__m512>(vec::splat(a)), std::bit_cast<__m512>(b), std::bit_cast<__m512>(c)));
 #else
   for (int i = 0; i < 16; ++i) c[i] = std::fma(a, b[i], c[i]);
   return c;
 #endif
-}
-// Sum of the lanes as a tree of halves (4 adds, not 15 dependent ones).
-inline float hsum(f32x16 v) {
-  using f32x8 = float __attribute__((vector_size(32)));
-  using f32x4 = float __attribute__((vector_size(16)));
-  const f32x8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                  __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  const f32x4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-  return (b[0] + b[2]) + (b[1] + b[3]);
 }
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -85,7 +76,7 @@ inline void accumulate_rows(float* py, const float* x, const W* w, int64_t nout)
       even = fma16(x[k], load16(w + k * nout + c), even);
       odd = fma16(x[k + 1], load16(w + (k + 1) * nout + c), odd);
     }
-    store16(py + c, load16(py + c) + (even + odd));
+    store(py + c, load16(py + c) + (even + odd));
   }
   for (int64_t c = body_end; c < nout; ++c) {
     float s = 0;
@@ -113,7 +104,7 @@ inline void accumulate_band(float* py, const float* x, const W* t, int64_t nout)
       even = fma16(x[k], load16(t + k * kTile), even);
       odd = fma16(x[k + 1], load16(t + (k + 1) * kTile), odd);
     }
-    store16(py + c, load16(py + c) + (even + odd));
+    store(py + c, load16(py + c) + (even + odd));
   }
 }
 
@@ -167,7 +158,7 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
         if (cn == kLanes) {
           f32x16 s = b ? load16(b + c0) : f32x16{};
           for (int64_t ck = 0; ck < nchunks; ++ck) s += load16(part + (ck * rows + r) * ld + c0);
-          store16(y + r * nout + c0, s);
+          store(y + r * nout + c0, s);
         } else {
           for (int64_t c = c0; c < c0 + cn; ++c) {
             float s = b ? b[c] : 0.0f;
@@ -222,7 +213,7 @@ void matmul_in_out_blocked(float* y, const float* x, const W* w, const float* b,
         }
       }
       for (int64_t r = 0; r < nr; ++r) {
-        for (int v = 0; v < 4; ++v) store16(y + (r0 + r) * nout + c0 + 16 * v, acc[r][v]);
+        for (int v = 0; v < 4; ++v) store(y + (r0 + r) * nout + c0 + 16 * v, acc[r][v]);
       }
     }
   });
@@ -367,7 +358,7 @@ void attention_cached(float* out, const float* q, const KV* k_cache, const KV* v
           const KV* vs = v_cache + s * C + h * hd;
           for (int64_t v = 0; v < nv; ++v) acc[v] += a * load16(vs + kLanes * v);
         }
-        for (int64_t v = 0; v < nv; ++v) store16(ot + kLanes * v, acc[v]);
+        for (int64_t v = 0; v < nv; ++v) store(ot + kLanes * v, acc[v]);
         continue;
       }
       for (int64_t j = 0; j < hd; ++j) ot[j] = 0;

@@ -93,10 +93,19 @@ inline Vec<T> splat(T x) {
 }
 
 // Sum of the lanes in a fixed order (pairwise halving), independent of where the vector
-// came from.
+// came from. For 16 floats the halvings are spelled as shuffles, so they compile to four
+// vector adds rather than a spill to memory and scalar adds; the order is the same.
 template <class V>
 inline auto hsum(V v) {
   using T = std::remove_cvref_t<decltype(v[0])>;
+  if constexpr (std::is_same_v<T, float> && kLanes<T> == 16) {
+    using f32x8 = float __attribute__((vector_size(32)));
+    using f32x4 = float __attribute__((vector_size(16)));
+    const f32x8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    const f32x4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+    return (b[0] + b[2]) + (b[1] + b[3]);
+  }
   T lanes[kLanes<T>];
   std::memcpy(lanes, &v, sizeof v);
   for (int64_t w = kLanes<T> / 2; w >= 1; w /= 2) {
