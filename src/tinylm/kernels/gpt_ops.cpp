@@ -59,28 +59,38 @@ inline f32x16 fma16(float a, f32x16 b, f32x16 c) {
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// py[c] += sum over k < R of x[k] * w[k * nout + c] for c in [0, nout): R weight rows in one
-// pass over the partial sums, so those are loaded and stored once per R rows. Two
-// independent FMA chains (even and odd rows) keep the chain latency off the critical path.
+// py[c] += sum over k < R of x[k] * W(k, c) for c in [0, nout): R weight rows in one pass
+// over the partial sums, so those are loaded and stored once per R rows. Two independent FMA
+// chains (even and odd rows) keep the chain latency off the critical path. The 16 weights
+// W(k, c..c+15), c a multiple of 16, sit at w + k * nout + c in Layout::rows, or at
+// w + k * 16 + c * 16 in one 16-row band of Layout::tiles, which is then read as one
+// sequential stream; the same products in the same order either way.
 //
 // Vectors always start at column 0, not at the weights' first 64-byte boundary: memory-mapped
 // f32 weights sit wherever the file put them, and peeling columns to align the loads would
 // make the rounding depend on that address. (Our own files and owned weights are aligned.)
-template <int R, class W>
+// Software prefetch of the band stream 4-16 KiB ahead, as the head does, made whole-model
+// decode slower: the hardware prefetchers follow a single stream well enough.
+template <int R, Layout L, class W>
 inline void accumulate_rows(float* py, const float* x, const W* w, int64_t nout) {
-  static_assert(R % 2 == 0);
+  constexpr bool tiles = L == Layout::tiles;
+  static_assert(R % 2 == 0 && (!tiles || R == kTile));
+  // Compile-time steps for tiles: the loads then take immediate offsets.
+  const int64_t kstep = tiles ? kTile : nout;
+  constexpr int64_t VStep = tiles ? kTile * kTile : kLanes;
   const int64_t body_end = nout / kLanes * kLanes;
-  for (int64_t c = 0; c < body_end; c += kLanes) {
-    f32x16 even = x[0] * load16(w + c), odd = x[1] * load16(w + nout + c);
+  const W* wc = w;
+  for (int64_t c = 0; c < body_end; c += kLanes, wc += VStep) {
+    f32x16 even = x[0] * load16(wc), odd = x[1] * load16(wc + kstep);
     for (int k = 2; k < R; k += 2) {
-      even = fma16(x[k], load16(w + k * nout + c), even);
-      odd = fma16(x[k + 1], load16(w + (k + 1) * nout + c), odd);
+      even = fma16(x[k], load16(wc + k * kstep), even);
+      odd = fma16(x[k + 1], load16(wc + (k + 1) * kstep), odd);
     }
     store(py + c, load16(py + c) + (even + odd));
   }
-  for (int64_t c = body_end; c < nout; ++c) {
+  for (int64_t c = body_end; c < nout; ++c) {  // row-major only: tiles have no ragged columns
     float s = 0;
-    for (int k = 0; k < R; ++k) s += x[k] * to_float(w[k * nout + c]);
+    for (int k = 0; k < R; ++k) s += x[k] * to_float(w[k * kstep + c]);
     py[c] += s;
   }
 }
@@ -90,22 +100,6 @@ template <Layout L, class Ptr>
 inline Ptr element(Ptr w, int64_t nout, int64_t i, int64_t c) {
   if constexpr (L == Layout::rows) return w + i * nout + c;
   return w + ((i / kTile) * (nout / kTile) + c / kTile) * (kTile * kTile) + (i % kTile) * kTile + c % kTile;
-}
-
-// accumulate_rows<16> for one 16-row band in the tiles layout (`t` at its first tile): the
-// same products in the same order, so the same bits, read as one sequential stream.
-// (Prefetching that stream 16 KiB ahead in software, as the head does, made whole-model
-// decode slower: the hardware prefetchers follow a single stream well enough.)
-template <class W>
-inline void accumulate_band(float* py, const float* x, const W* t, int64_t nout) {
-  for (int64_t c = 0; c < nout; c += kTile, t += kTile * kTile) {
-    f32x16 even = x[0] * load16(t), odd = x[1] * load16(t + kTile);
-    for (int k = 2; k < kTile; k += 2) {
-      even = fma16(x[k], load16(t + k * kTile), even);
-      odd = fma16(x[k + 1], load16(t + (k + 1) * kTile), odd);
-    }
-    store(py + c, load16(py + c) + (even + odd));
-  }
 }
 
 // Decode (a row or two): memory-bound. The weight rows are cut into chunks of 64 that
@@ -140,14 +134,12 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
         float* py = pc + r * ld;
         const float* xr = x + r * nin;
         int64_t i = i0;
-        if constexpr (L == Layout::tiles) {  // nin is a multiple of 16: bands only
-          for (; i < i1; i += kTile) accumulate_band(py, xr + i, w + i * nout, nout);
-          continue;
-        }
-        for (; i + kPass <= i1; i += kPass) accumulate_rows<kPass>(py, xr + i, w + i * nout, nout);
-        for (; i + 2 <= i1; i += 2) accumulate_rows<2>(py, xr + i, w + i * nout, nout);
-        for (; i < i1; ++i) {
-          for (int64_t c = 0; c < nout; ++c) py[c] += xr[i] * to_float(w[i * nout + c]);
+        for (; i + kPass <= i1; i += kPass) accumulate_rows<kPass, L>(py, xr + i, w + i * nout, nout);
+        if constexpr (L == Layout::rows) {  // (tiled matrices have whole bands only)
+          for (; i + 2 <= i1; i += 2) accumulate_rows<2, L>(py, xr + i, w + i * nout, nout);
+          for (; i < i1; ++i) {
+            for (int64_t c = 0; c < nout; ++c) py[c] += xr[i] * to_float(w[i * nout + c]);
+          }
         }
       }
     }
