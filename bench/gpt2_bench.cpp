@@ -9,16 +9,16 @@
 //
 // The read bandwidth of these shared virtual machines swings by 2x within seconds (other
 // tenants), so each timed generation is paired with a bandwidth probe run right before it,
-// and the fraction of the limit reached is the median over those pairs. The probe reads random values (constant
-// pages could be deduplicated or compressed by the host and read faster than weights) from
-// memory allocated like the weights (64-byte aligned, huge pages), all threads, in passes
-// timed together over tens of milliseconds (one 5 ms pass was sometimes caught by a stall of
-// one vCPU), with the better of two read patterns (see probe_gbs).
+// and the fraction of the limit reached is the median over those pairs. The probe reads
+// random values (constant pages could be deduplicated or compressed by the host and read
+// faster than weights) from memory allocated like the weights (64-byte aligned, huge pages),
+// all threads, in passes timed together over tens of milliseconds (one 5 ms pass was
+// sometimes caught by a stall of one vCPU), with the better of two read patterns (see
+// probe_gbs).
+#include <omp.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -54,7 +54,8 @@ double read_bandwidth_gbs(std::span<const float> buf, int passes) {
   for (int pass = 0; pass < passes; ++pass) {
 #pragma omp parallel reduction(+ : total)
     {
-      const size_t th = static_cast<size_t>(omp_get_thread_num()), nth = static_cast<size_t>(omp_get_num_threads());
+      const size_t th = static_cast<size_t>(omp_get_thread_num()),
+                   nth = static_cast<size_t>(omp_get_num_threads());
       const size_t lo = buf.size() * th / nth, hi = buf.size() * (th + 1) / nth;
       const size_t seg = (hi - lo) / Streams / 16 * 16;  // floats per stream, whole vectors
       f32x16 acc[Streams] = {};
@@ -72,7 +73,8 @@ double read_bandwidth_gbs(std::span<const float> buf, int passes) {
   }
   const double ms = t.elapsed_ms();
   if (total == 0.5f) std::printf(" ");  // keeps the sum live
-  return static_cast<double>(passes) * static_cast<double>(buf.size() / 16 * 16 * sizeof(float)) / (ms * 1e6);
+  return static_cast<double>(passes) * static_cast<double>(buf.size() / 16 * 16 * sizeof(float)) /
+         (ms * 1e6);
 }
 
 // The probe before each generation: the better of one stream and sixteen per thread (on these
@@ -123,8 +125,9 @@ int run_child(const std::string& dir, DType dt, int new_tokens, int reps) {
                     static_cast<double>(dtype_size(dt));
   std::printf("%-5s %9.1f %8.1f %9.1f %9.1f %8.1f %7.1f %7.1f %6.0f%% %9.1f %9.1f %6.2f\n",
               std::string(dtype_name(dt)).c_str(), m.weight_bytes() / 1e6, load_ms, first_ms,
-              kPrompt.size() * 1000.0 / prefill, 1000.0 / decode, bw, bw / weight_gb, 100.0 * median(reached),
-              (m.weight_bytes() + kv) / 1e6, peak / 1e6, peak / (static_cast<double>(m.weight_bytes()) + kv));
+              kPrompt.size() * 1000.0 / prefill, 1000.0 / decode, bw, bw / weight_gb,
+              100.0 * median(reached), (m.weight_bytes() + kv) / 1e6, peak / 1e6,
+              peak / (static_cast<double>(m.weight_bytes()) + kv));
   return 0;
 }
 
@@ -157,16 +160,20 @@ int main(int argc, char** argv) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("tinylm_bench_gpt2_" + std::to_string(getpid()))).string();
   train::save_gpt2(dir, c, params);
   params = {};
-  std::printf("GPT-2 %s (random weights, f32 safetensors), %d threads, %zu-token prompt, %d new tokens, "
-              "medians of %d\n",
-              preset.c_str(), num_threads(), kPrompt.size(), new_tokens, reps);
-  std::printf("%-5s %9s %8s %9s %9s %8s %7s %7s %7s %9s %9s %6s\n", "dtype", "weight MB", "load ms", "1st fwd ms",
-              "prefill/s", "decode/s", "GB/s", "limit/s", "reached", "w+kv MB", "peak MB", "ratio");
+  std::printf(
+      "GPT-2 %s (random weights, f32 safetensors), %d threads, %zu-token prompt, %d new tokens, "
+      "medians of %d\n",
+      preset.c_str(), num_threads(), kPrompt.size(), new_tokens, reps);
+  std::printf("%-5s %9s %8s %9s %9s %8s %7s %7s %7s %9s %9s %6s\n", "dtype", "weight MB", "load ms",
+              "1st fwd ms", "prefill/s", "decode/s", "GB/s", "limit/s", "reached", "w+kv MB",
+              "peak MB", "ratio");
   std::fflush(stdout);
   int rc = 0;
   for (const char* dt : {"f32", "bf16", "f16"}) {
-    const std::string t = std::to_string(threads), n = std::to_string(new_tokens), rp = std::to_string(reps);
-    std::vector<std::string> args = {argv[0], "--child", dt, dir, "--threads", t, "--tokens", n, "--reps", rp};
+    const std::string t = std::to_string(threads), n = std::to_string(new_tokens),
+                      rp = std::to_string(reps);
+    std::vector<std::string> args = {argv[0], "--child",  dt, dir,      "--threads",
+                                     t,       "--tokens", n,  "--reps", rp};
     std::vector<char*> cargs;
     for (auto& a : args) cargs.push_back(a.data());
     cargs.push_back(nullptr);
@@ -181,10 +188,12 @@ int main(int argc, char** argv) {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
   }
   std::filesystem::remove_all(dir);
-  std::printf("load ms: mapping + validation (f32 is used in place; bf16/f16 convert once). 1st fwd: the\n"
-              "first generation, paying the page faults. GB/s: read bandwidth, median of the probes run\n"
-              "right before each generation (best of 1 and 16 streams per thread); limit/s = GB/s / weight bytes per token; reached: median\n"
-              "over generations of decode tok/s / the limit from its own probe. ratio: peak resident\n"
-              "memory above the bare process / (weights + KV cache).\n");
+  std::printf(
+      "load ms: mapping + validation (f32 is used in place; bf16/f16 convert once). 1st fwd: the\n"
+      "first generation, paying the page faults. GB/s: read bandwidth, median of the probes run\n"
+      "right before each generation (best of 1 and 16 streams per thread); limit/s = GB/s / weight "
+      "bytes per token; reached: median\n"
+      "over generations of decode tok/s / the limit from its own probe. ratio: peak resident\n"
+      "memory above the bare process / (weights + KV cache).\n");
   return rc;
 }

@@ -416,7 +416,8 @@ TEST_F(ParallelFor, ChunkQueueHandsOutEveryChunkOnceAndSharesInOrder) {
     ChunkQueue q(n, 3);
     std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
 #pragma omp parallel num_threads(8)
-    for (int64_t c; (c = q.next(omp_get_thread_num() % 3)) >= 0;) hits[static_cast<size_t>(c)].fetch_add(1);
+    for (int64_t c; (c = q.next(omp_get_thread_num() % 3)) >= 0;)
+      hits[static_cast<size_t>(c)].fetch_add(1);
     int bad = 0;
     for (auto& h : hits) bad += h.load() != 1;
     EXPECT_EQ(bad, 0) << n << " chunks";

@@ -332,7 +332,8 @@ TEST(DTypeBulk, ConvertF16MatchesScalar) {
       ASSERT_TRUE(std::isnan(wide[k])) << "half 0x" << std::hex << k;
       ASSERT_EQ(float_bits(wide[k]) | 0x00400000u, float_bits(f16_to_float(all[k])) | 0x00400000u);
     } else {
-      ASSERT_EQ(float_bits(wide[k]), float_bits(f16_to_float(all[k]))) << "half 0x" << std::hex << k;
+      ASSERT_EQ(float_bits(wide[k]), float_bits(f16_to_float(all[k])))
+          << "half 0x" << std::hex << k;
     }
   }
 }

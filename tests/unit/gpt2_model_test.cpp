@@ -5,9 +5,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <utility>
-#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 #include "tinylm/core/error.h"
@@ -120,21 +120,26 @@ TEST(Gpt2Logits, HalfModelsWithAndWithoutTilesMatchF32) {
     for (DType dt : {DType::bf16, DType::f16}) {
       std::vector<float> rounded(params.size());  // the weights the half model holds, in f32
       for (size_t i = 0; i < params.size(); ++i) {
-        rounded[i] = dt == DType::bf16 ? bf16_to_float(float_to_bf16(params[i])) : f16_to_float(float_to_f16(params[i]));
+        rounded[i] = dt == DType::bf16 ? bf16_to_float(float_to_bf16(params[i]))
+                                       : f16_to_float(float_to_f16(params[i]));
       }
       Model half(c, params, dt), full(c, rounded, DType::f32);
       const std::vector<int> tokens = {3, 14, 15, 9, 26, 5, 35, 8, 9, 7};
       std::vector<float> a(tokens.size() * c.vocab_size), b(a.size());
       KvCache ca = half.new_cache(16), cb = full.new_cache(16);
-      half.forward(std::span(tokens).first(6), ca, std::span(a).first(6 * c.vocab_size), true);  // prefill
+      half.forward(std::span(tokens).first(6), ca, std::span(a).first(6 * c.vocab_size),
+                   true);                           // prefill
       for (size_t t = 6; t < tokens.size(); ++t) {  // decode
-        half.forward(std::span(tokens).subspan(t, 1), ca, std::span(a).subspan(t * c.vocab_size, c.vocab_size));
+        half.forward(std::span(tokens).subspan(t, 1), ca,
+                     std::span(a).subspan(t * c.vocab_size, c.vocab_size));
       }
       full.forward(tokens, cb, b, true);
       double worst = 0;
-      for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])) / (1 + std::abs(b[i])));
+      for (size_t i = 0; i < a.size(); ++i)
+        worst = std::max(worst, double(std::abs(a[i] - b[i])) / (1 + std::abs(b[i])));
       // Measured: bf16 1.5-2.1e-3, f16 1.3-2.5e-4 (relative to 1 + |logit|).
-      EXPECT_LT(worst, dt == DType::bf16 ? 1e-2 : 2e-3) << "n_embd " << n_embd << " n_inner " << n_inner << " " << dtype_name(dt);
+      EXPECT_LT(worst, dt == DType::bf16 ? 1e-2 : 2e-3)
+          << "n_embd " << n_embd << " n_inner " << n_inner << " " << dtype_name(dt);
       EXPECT_GT(worst, 0.0);  // the KV cache does round
     }
   }

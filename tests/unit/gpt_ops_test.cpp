@@ -2,19 +2,20 @@
 // shapes that reach every path: decode (1-2 rows) and prefill (blocked) products, row counts
 // that leave a remainder after the 16-row passes, column counts with a ragged last block,
 // and attention heads that are and are not a multiple of 16 wide.
+#include "tinylm/kernels/gpt_ops.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <string>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/kernels/gpt_ops.h"
 
 namespace tinylm::kernels {
 namespace {
@@ -53,25 +54,29 @@ struct Shape3 {
 // Decode (1, 2 rows) and prefill (7 rows: a 6-row block and a remainder); nin 37 leaves rows
 // after the 16-row passes (a pair and a single one per thread); nout 96 leaves a 32-wide
 // prefill block, 100 a ragged 36 and a 4-column tail after the vectors.
-const Shape3 kShapes[] = {{1, 37, 96}, {2, 40, 64}, {7, 37, 96}, {1, 64, 100}, {7, 40, 100}, {3, 768, 128}};
+const Shape3 kShapes[] = {{1, 37, 96},  {2, 40, 64},  {7, 37, 96},
+                          {1, 64, 100}, {7, 40, 100}, {3, 768, 128}};
 
 template <class W, class Convert>
 void check_matmul_in_out(Convert convert, double tol) {
   for (const Shape3& s : kShapes) {
-    const std::vector<float> x = random_floats(s.rows * s.nin, 1), wf = random_floats(s.nin * s.nout, 2),
-                             b = random_floats(s.nout, 3);
+    const std::vector<float> x = random_floats(s.rows * s.nin, 1),
+                             wf = random_floats(s.nin * s.nout, 2), b = random_floats(s.nout, 3);
     const std::vector<W> w = convert(wf);
     std::vector<double> want(s.rows * s.nout);
     for (int64_t r = 0; r < s.rows; ++r) {
       for (int64_t c = 0; c < s.nout; ++c) {
         double acc = b[c];
-        for (int64_t i = 0; i < s.nin; ++i) acc += double(x[r * s.nin + i]) * to_float(w[i * s.nout + c]);
+        for (int64_t i = 0; i < s.nin; ++i)
+          acc += double(x[r * s.nin + i]) * to_float(w[i * s.nout + c]);
         want[r * s.nout + c] = acc;
       }
     }
     std::vector<float> y(s.rows * s.nout);
     matmul_in_out(y.data(), x.data(), w.data(), b.data(), s.rows, s.nin, s.nout);
-    expect_close(y, want, tol, "rows " + std::to_string(s.rows) + " nin " + std::to_string(s.nin) + " nout " + std::to_string(s.nout));
+    expect_close(y, want, tol,
+                 "rows " + std::to_string(s.rows) + " nin " + std::to_string(s.nin) + " nout " +
+                     std::to_string(s.nout));
   }
 }
 
@@ -97,7 +102,8 @@ TEST(GptOps, PackTilesPlacesEachSixteenBySixteenTileContiguously) {
   EXPECT_FALSE(can_tile(48, 40));
   EXPECT_THROW(pack_tiles(dst.data(), src.data(), 24, 64), std::runtime_error);
   std::vector<float> y(64), x(24);
-  EXPECT_THROW(matmul_in_out(y.data(), x.data(), src.data(), nullptr, 1, 24, 64, Layout::tiles), std::runtime_error);
+  EXPECT_THROW(matmul_in_out(y.data(), x.data(), src.data(), nullptr, 1, 24, 64, Layout::tiles),
+               std::runtime_error);
 }
 
 // The tiles layout only changes where the weights sit: decode and prefill products are the
@@ -106,14 +112,16 @@ template <class W, class Convert>
 void check_tiles_equal_rows(Convert convert) {
   // nin 48: one short chunk; 704: eleven chunks; nout 80: a 64-column prefill block and a
   // ragged 16; 2304: GPT-2's attention width.
-  for (const Shape3& s : {Shape3{1, 48, 80}, Shape3{2, 704, 80}, Shape3{7, 48, 80}, Shape3{1, 704, 2304}, Shape3{16, 64, 2304}}) {
+  for (const Shape3& s : {Shape3{1, 48, 80}, Shape3{2, 704, 80}, Shape3{7, 48, 80},
+                          Shape3{1, 704, 2304}, Shape3{16, 64, 2304}}) {
     const std::vector<float> x = random_floats(s.rows * s.nin, 15), b = random_floats(s.nout, 16);
     const std::vector<W> w = convert(random_floats(s.nin * s.nout, 17));
     std::vector<W> tiles(w.size());
     pack_tiles(tiles.data(), w.data(), s.nin, s.nout);
     std::vector<float> want(s.rows * s.nout), got(s.rows * s.nout);
     matmul_in_out(want.data(), x.data(), w.data(), b.data(), s.rows, s.nin, s.nout, Layout::rows);
-    matmul_in_out(got.data(), x.data(), tiles.data(), b.data(), s.rows, s.nin, s.nout, Layout::tiles);
+    matmul_in_out(got.data(), x.data(), tiles.data(), b.data(), s.rows, s.nin, s.nout,
+                  Layout::tiles);
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
         << s.rows << " x " << s.nin << " x " << s.nout;
   }
@@ -128,7 +136,8 @@ TEST(GptOps, TiledProductsEqualRowMajorBitForBit) {
 TEST(GptOps, MatmulOutInMatchesDoubleLoops) {
   // nout 13: three blocks of four outputs and one left over; nin 37: a tail after 2 vectors.
   for (const Shape3& s : {Shape3{1, 37, 13}, Shape3{2, 64, 13}, Shape3{5, 48, 40}}) {
-    const std::vector<float> x = random_floats(s.rows * s.nin, 7), wf = random_floats(s.nout * s.nin, 8);
+    const std::vector<float> x = random_floats(s.rows * s.nin, 7),
+                             wf = random_floats(s.nout * s.nin, 8);
     const std::vector<Bf16> wb = to_bf16(wf);
     std::vector<double> want(s.rows * s.nout), want_b(s.rows * s.nout);
     for (int64_t r = 0; r < s.rows; ++r) {
@@ -194,7 +203,8 @@ TEST(GptOps, CachedAttentionMatchesDoubleLoops) {
         double mx = -INFINITY, sum = 0;
         for (int64_t s = 0; s <= t; ++s) {
           double dot = 0;
-          for (int64_t j = 0; j < hd; ++j) dot += double(q[(t - t0) * C + h * hd + j]) * k[s * C + h * hd + j];
+          for (int64_t j = 0; j < hd; ++j)
+            dot += double(q[(t - t0) * C + h * hd + j]) * k[s * C + h * hd + j];
           a[s] = dot / std::sqrt(double(hd));
           mx = std::max(mx, a[s]);
         }

@@ -21,8 +21,8 @@
 namespace tinylm {
 namespace {
 
-using train::load_microgpt;
 using test::expect_error;
+using train::load_microgpt;
 using train::save_microgpt;
 
 const std::string kChars = "abc\xc3\xa9";  // a, b, c, é: vocab_size 5 with BOS

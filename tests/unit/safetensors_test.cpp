@@ -578,7 +578,8 @@ TEST(Safetensors, ReadErrorsNameTheTensor) {
   test::expect_error([&] { f.read_f32("f32", {4}); },
                      {kName, "tensor f32", "shape [2, 2], expected [4]"});
   test::expect_error([&] { f.read_f32("scalar", {1}); }, {kName, "tensor scalar", "expected [1]"});
-  test::expect_error([&] { f.read_f64("i32"); }, {kName, "tensor i32", "dtype I32", "not a floating-point"});
+  test::expect_error([&] { f.read_f64("i32"); },
+                     {kName, "tensor i32", "dtype I32", "not a floating-point"});
 
   Builder b = one_tensor();
   b.add("u8", "U8", "[2]", "\x01\x02");
@@ -758,8 +759,11 @@ TEST(SafetensorsWrite, RejectsTensorNamedMetadata) {
   test::TempDir dir;
   const std::string path = dir.file("m.safetensors");
   const std::vector<OwnedTensor> ts = {{"__metadata__", "F64", {1}, raw<double>({1.0})}};
-  test::expect_error([&] { write_safetensors(path, write_entries(ts), {{"k", "v"}}); },
-                     {path, "__metadata__"});
+  test::expect_error(
+      [&] {
+        write_safetensors(path, write_entries(ts), {{"k", "v"}});
+      },
+      {path, "__metadata__"});
   test::expect_error([&] { write_safetensors(path, write_entries(ts), {}); },
                      {path, "__metadata__"});
   EXPECT_TRUE(dir_listing(dir.path()).empty());

@@ -44,11 +44,13 @@ template <class F>
 void expect_error(F&& f, const std::vector<std::string>& phrases) {
   try {
     f();
-    ADD_FAILURE() << "no error" << (phrases.empty() ? std::string() : "; expected: " + phrases.front());
+    ADD_FAILURE() << "no error"
+                  << (phrases.empty() ? std::string() : "; expected: " + phrases.front());
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_EQ(what.find('\n'), std::string::npos) << "not one line: " << what;
-    for (const std::string& p : phrases) EXPECT_NE(what.find(p), std::string::npos) << what << "\n  lacks: " << p;
+    for (const std::string& p : phrases)
+      EXPECT_NE(what.find(p), std::string::npos) << what << "\n  lacks: " << p;
   }
 }
 

@@ -21,11 +21,14 @@ struct AlignedAllocator {
   template <class U>
   AlignedAllocator(const AlignedAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
 
-  static std::align_val_t alignment(size_t bytes) { return std::align_val_t{bytes >= kHuge ? kHuge : 64}; }
+  static std::align_val_t alignment(size_t bytes) {
+    return std::align_val_t{bytes >= kHuge ? kHuge : 64};
+  }
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     void* p = ::operator new(bytes, alignment(bytes));
-    if (bytes >= kHuge) madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // a hint; failure is harmless
+    if (bytes >= kHuge)
+      madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // a hint; failure is harmless
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) noexcept { ::operator delete(p, alignment(n * sizeof(T))); }

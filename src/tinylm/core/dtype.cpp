@@ -83,7 +83,8 @@ void convert_f32_to_f16(std::span<const float> in, std::span<uint16_t> out) {
   size_t i = 0;
 #if defined(__F16C__)
   for (; i + 8 <= in.size(); i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in.data() + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in.data() + i),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), h);
   }
 #endif
@@ -94,7 +95,9 @@ void convert_f16_to_f32(std::span<const uint16_t> in, std::span<float> out) {
   size_t i = 0;
 #if defined(__F16C__)
   for (; i + 8 <= in.size(); i += 8) {
-    _mm256_storeu_ps(out.data() + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in.data() + i))));
+    _mm256_storeu_ps(
+        out.data() + i,
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in.data() + i))));
   }
 #endif
   for (; i < in.size(); ++i) out[i] = f16_to_float(in[i]);

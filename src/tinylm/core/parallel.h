@@ -1,11 +1,12 @@
 #pragma once
 // Threading lives inside kernels: models call parallel_for over rows or heads and stay
 // sequential and readable. Backed by OpenMP; the thread count is set once per process.
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <omp.h>
 
 namespace tinylm {
 
@@ -55,15 +56,17 @@ inline void barrier() {
 // region_threads; the shares of threads the runtime did not start are taken by the others).
 // Each thread first walks its own contiguous share in order, so it reads memory as one
 // forward stream that the hardware prefetchers follow; a thread that runs out takes chunks
-// from the tail of the others' shares. On these shared machines one core is often 10-20% slower than the other
-// for seconds at a time, and with fixed shares the faster one would wait at every join.
+// from the tail of the others' shares. On these shared machines one core is often 10-20%
+// slower than the other for seconds at a time, and with fixed shares the faster one would
+// wait at every join.
 // Which thread runs a chunk varies from run to run, so callers keep results per chunk and
 // combine them in chunk order when the rounding must not depend on the schedule.
 class ChunkQueue {
  public:
   ChunkQueue(int64_t n, int nthreads) : n_(nthreads), shares_(std::make_unique<Share[]>(nthreads)) {
     for (int t = 0; t < nthreads; ++t) {
-      const uint64_t lo = static_cast<uint64_t>(n * t / nthreads), hi = static_cast<uint64_t>(n * (t + 1) / nthreads);
+      const uint64_t lo = static_cast<uint64_t>(n * t / nthreads),
+                     hi = static_cast<uint64_t>(n * (t + 1) / nthreads);
       shares_[t].range.store(lo << 32 | hi, std::memory_order_relaxed);
     }
   }
@@ -75,7 +78,8 @@ class ChunkQueue {
       while ((cur >> 32) < (cur & 0xffffffffu)) {
         const uint64_t want = front ? cur + (uint64_t{1} << 32) : cur - 1;
         if (range.compare_exchange_weak(cur, want, std::memory_order_relaxed)) {
-          return front ? static_cast<int64_t>(cur >> 32) : static_cast<int64_t>(cur & 0xffffffffu) - 1;
+          return front ? static_cast<int64_t>(cur >> 32)
+                       : static_cast<int64_t>(cur & 0xffffffffu) - 1;
         }
       }
       return -1;

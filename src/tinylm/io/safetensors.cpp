@@ -292,7 +292,8 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
     } else {
       convert_f32_to_f16({buf, m}, {reinterpret_cast<uint16_t*>(dst), m});
     }
-    if ((i0 + m) * in_size / kDropEvery != i0 * in_size / kDropEvery || i0 + m == n) drop_upto((i0 + m) * in_size);
+    if ((i0 + m) * in_size / kDropEvery != i0 * in_size / kDropEvery || i0 + m == n)
+      drop_upto((i0 + m) * in_size);
   }
 }
 

@@ -51,8 +51,8 @@ class SafetensorsFile {
   // are re-read from the file if touched again), so a converting load never holds a large
   // tensor twice: peak memory stays near the converted weights. No effect on in-memory images.
   enum class DropPages : bool { No, Yes };
-  void read_into(const std::string& name, DType dtype, void* out, size_t numel, const Shape& want = {},
-                 DropPages drop = DropPages::No) const;
+  void read_into(const std::string& name, DType dtype, void* out, size_t numel,
+                 const Shape& want = {}, DropPages drop = DropPages::No) const;
 
  private:
   struct Storage;

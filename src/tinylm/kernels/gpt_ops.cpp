@@ -28,7 +28,8 @@ inline f32x16 load16(const Bf16* p) {
 #if defined(__AVX512F__)
   // bf16 -> f32 is a 16-bit shift: one widening load and one shift per 16 weights.
   // (The maskz_ forms only because GCC 12 warns that the plain ones read an undefined value.)
-  const __m512i wide = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  const __m512i wide =
+      _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   using u32x16 = uint32_t __attribute__((vector_size(64)));
   return reinterpret_cast<f32x16>(reinterpret_cast<u32x16>(wide) << 16);
 #else
@@ -39,7 +40,8 @@ inline f32x16 load16(const Bf16* p) {
 }
 inline f32x16 load16(const F16* p) {
 #if defined(__AVX512F__)
-  return reinterpret_cast<f32x16>(_mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+  return reinterpret_cast<f32x16>(
+      _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
 #else
   f32x16 v;
   for (int i = 0; i < 16; ++i) v[i] = to_float(p[i]);
@@ -50,7 +52,8 @@ inline f32x16 load16(const F16* p) {
 // -ffp-contract, GCC fuses either product of x0 * w0 + x2 * w2, and not always the same one.
 inline f32x16 fma16(float a, f32x16 b, f32x16 c) {
 #if defined(__AVX512F__)
-  return std::bit_cast<f32x16>(_mm512_fmadd_ps(std::bit_cast<__m512>(vec::splat(a)), std::bit_cast<__m512>(b), std::bit_cast<__m512>(c)));
+  return std::bit_cast<f32x16>(_mm512_fmadd_ps(std::bit_cast<__m512>(vec::splat(a)),
+                                               std::bit_cast<__m512>(b), std::bit_cast<__m512>(c)));
 #else
   for (int i = 0; i < 16; ++i) c[i] = std::fma(a, b[i], c[i]);
   return c;
@@ -99,7 +102,8 @@ inline void accumulate_rows(float* py, const float* x, const W* w, int64_t nout)
 template <Layout L, class Ptr>
 inline Ptr element(Ptr w, int64_t nout, int64_t i, int64_t c) {
   if constexpr (L == Layout::rows) return w + i * nout + c;
-  return w + ((i / kTile) * (nout / kTile) + c / kTile) * (kTile * kTile) + (i % kTile) * kTile + c % kTile;
+  return w + ((i / kTile) * (nout / kTile) + c / kTile) * (kTile * kTile) + (i % kTile) * kTile +
+         c % kTile;
 }
 
 // Decode (a row or two): memory-bound. The weight rows are cut into chunks of 64 that
@@ -117,7 +121,7 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
   constexpr int64_t kChunk = 64;
   const int64_t nchunks = (nin + kChunk - 1) / kChunk;
   const int64_t ld = round_up(nout, kLanes);  // partial rows on 64-byte boundaries
-  thread_local AlignedVector<float> scratch;   // grown once, then reused every token
+  thread_local AlignedVector<float> scratch;  // grown once, then reused every token
   scratch.resize(static_cast<size_t>(nchunks * rows * ld));
   float* part = scratch.data();
   const int nthreads = region_threads(nchunks);
@@ -134,7 +138,8 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
         float* py = pc + r * ld;
         const float* xr = x + r * nin;
         int64_t i = i0;
-        for (; i + kPass <= i1; i += kPass) accumulate_rows<kPass, L>(py, xr + i, w + i * nout, nout);
+        for (; i + kPass <= i1; i += kPass)
+          accumulate_rows<kPass, L>(py, xr + i, w + i * nout, nout);
         if constexpr (L == Layout::rows) {  // (tiled matrices have whole bands only)
           for (; i + 2 <= i1; i += 2) accumulate_rows<2, L>(py, xr + i, w + i * nout, nout);
           for (; i < i1; ++i) {
@@ -178,7 +183,8 @@ void matmul_in_out_blocked(float* y, const float* x, const W* w, const float* b,
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = c0; c < nout; ++c) {
           float acc = b ? b[c] : 0.0f;
-          for (int64_t i = 0; i < nin; ++i) acc += x[r * nin + i] * to_float(*element<L>(w, nout, i, c));
+          for (int64_t i = 0; i < nin; ++i)
+            acc += x[r * nin + i] * to_float(*element<L>(w, nout, i, c));
           y[r * nout + c] = acc;
         }
       }
@@ -232,7 +238,8 @@ void layernorm_forward(float* y, const float* x, const float* w, const float* b,
 
 template <class W>
 void pack_tiles(W* dst, const W* src, int64_t nin, int64_t nout) {
-  check(can_tile(nin, nout), "pack_tiles: a ", nin, " x ", nout, " matrix does not split into 16 x 16 tiles");
+  check(can_tile(nin, nout), "pack_tiles: a ", nin, " x ", nout,
+        " matrix does not split into 16 x 16 tiles");
   parallel_for(0, nin / kTile, 1, [&](int64_t band) {
     for (int64_t i = band * kTile; i < (band + 1) * kTile; ++i) {
       for (int64_t c = 0; c < nout; c += kTile) {
@@ -281,7 +288,8 @@ void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t n
       if (n < 4) {
         for (int64_t o = o0; o < o0 + n; ++o) {
           f32x16 acc{};
-          for (int64_t i = 0; i < body_end; i += kLanes) acc += load16(xr + i) * load16(w + o * nin + i);
+          for (int64_t i = 0; i < body_end; i += kLanes)
+            acc += load16(xr + i) * load16(w + o * nin + i);
           y[r * nout + o] = hsum(acc) + tail(w + o * nin, xr);
         }
         continue;
@@ -366,9 +374,12 @@ void attention_cached(float* out, const float* q, const KV* k_cache, const KV* v
 template void pack_tiles<float>(float*, const float*, int64_t, int64_t);
 template void pack_tiles<Bf16>(Bf16*, const Bf16*, int64_t, int64_t);
 template void pack_tiles<F16>(F16*, const F16*, int64_t, int64_t);
-template void matmul_in_out<float>(float*, const float*, const float*, const float*, int64_t, int64_t, int64_t, Layout);
-template void matmul_in_out<Bf16>(float*, const float*, const Bf16*, const float*, int64_t, int64_t, int64_t, Layout);
-template void matmul_in_out<F16>(float*, const float*, const F16*, const float*, int64_t, int64_t, int64_t, Layout);
+template void matmul_in_out<float>(float*, const float*, const float*, const float*, int64_t,
+                                   int64_t, int64_t, Layout);
+template void matmul_in_out<Bf16>(float*, const float*, const Bf16*, const float*, int64_t, int64_t,
+                                  int64_t, Layout);
+template void matmul_in_out<F16>(float*, const float*, const F16*, const float*, int64_t, int64_t,
+                                 int64_t, Layout);
 template void matmul_out_in<float>(float*, const float*, const float*, int64_t, int64_t, int64_t);
 template void matmul_out_in<Bf16>(float*, const float*, const Bf16*, int64_t, int64_t, int64_t);
 template void matmul_out_in<F16>(float*, const float*, const F16*, int64_t, int64_t, int64_t);

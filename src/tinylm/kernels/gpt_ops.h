@@ -31,8 +31,8 @@ void pack_tiles(W* dst, const W* src, int64_t nin, int64_t nout);
 // Conv1D (Hugging Face GPT-2): y = x W + b with W: (nin, nout) in `layout`.
 // y: (rows, nout)   x: (rows, nin)   b: (nout) or null. Both layouts give the same bits.
 template <class W>
-void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows,
-                   int64_t nin, int64_t nout, Layout layout = Layout::rows);
+void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
+                   int64_t nout, Layout layout = Layout::rows);
 
 // nn.Linear layout: y[r][o] = sum_i x[r][i] W[o][i] with W: (nout, nin) row-major (the tied
 // output head: logits = x wte^T). Threads split the outputs.

@@ -63,7 +63,8 @@ class Adam {
   std::span<const T> second_moment() const { return v_; }
 
  private:
-  void step_plain(std::span<T> params, std::span<T> grads, double lr, double c1, double c2, double decay) {
+  void step_plain(std::span<T> params, std::span<T> grads, double lr, double c1, double c2,
+                  double decay) {
     const double b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
     constexpr int64_t kChunk = 1 << 16;
     const int64_t n = static_cast<int64_t>(params.size());

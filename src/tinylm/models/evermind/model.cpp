@@ -55,8 +55,8 @@ Model<T>::Model(const Config& config, int64_t max_seq_len) : Model(config, max_s
 template <class T>
 Model<T>::Model(const Config& config, int64_t max_seq_len, std::span<const T> params)
     : Model(config, max_seq_len, Unset{}) {
-  check(params.size() == params_.size(), "evermind: ", params.size(), " parameters given, the configuration has ",
-        params_.size());
+  check(params.size() == params_.size(), "evermind: ", params.size(),
+        " parameters given, the configuration has ", params_.size());
   std::copy(params.begin(), params.end(), params_.begin());
   pack();
 }

@@ -108,7 +108,8 @@ struct TypedImpl final : Model::Impl {
     }
     matrices.resize(n_matrix);
     small.resize(n_small);
-    if (!std::is_same_v<W, float> && k::can_tile(c.n_embd, c.mlp_dim())) conv_layout = k::Layout::tiles;
+    if (!std::is_same_v<W, float> && k::can_tile(c.n_embd, c.mlp_dim()))
+      conv_layout = k::Layout::tiles;
     AlignedVector<W> unpacked;  // one Conv1D matrix as read, before tiling
     std::map<std::string, size_t> matrix_offset;
     n_matrix = 0;
