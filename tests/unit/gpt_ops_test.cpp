@@ -1,6 +1,6 @@
 // The GPT-2 inference kernels (kernels/gpt_ops.h) against plain double-precision loops, on
-// shapes that reach every path: decode (1-2 rows) and prefill (blocked) products, row counts
-// that leave a remainder after the 16-row passes, column counts with a ragged last block,
+// shapes that reach every path: decode (1-2 rows) and prefill (banded, blocked) products, row
+// counts that leave a remainder after the 16-row passes, column counts with a ragged last block,
 // and attention heads that are and are not a multiple of 16 wide.
 #include "tinylm/kernels/gpt_ops.h"
 
@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tinylm/core/dtype.h"
@@ -53,9 +54,11 @@ struct Shape3 {
 };
 // Decode (1, 2 rows) and prefill (7 rows: a 6-row block and a remainder); nin 37 leaves rows
 // after the 16-row passes (a pair and a single one per thread); nout 96 leaves a 32-wide
-// prefill block, 100 a ragged 36 and a 4-column tail after the vectors.
-const Shape3 kShapes[] = {{1, 37, 96},  {2, 40, 64},  {7, 37, 96},
-                          {1, 64, 100}, {7, 40, 100}, {3, 768, 128}};
+// prefill block, 100 a ragged 36 and a 4-column tail after the vectors. Shapes whose widths
+// are multiples of 16 take the banded prefill: 768 x 128 (twelve chunks, two column groups)
+// and 48 x 208 (one short chunk; a last group of 16 columns) with row quads and a remainder.
+const Shape3 kShapes[] = {{1, 37, 96},  {2, 40, 64},   {7, 37, 96}, {1, 64, 100},
+                          {7, 40, 100}, {3, 768, 128}, {9, 48, 208}};
 
 template <class W, class Convert>
 void check_matmul_in_out(Convert convert, double tol) {
@@ -133,6 +136,40 @@ TEST(GptOps, TiledProductsEqualRowMajorBitForBit) {
   check_tiles_equal_rows<float>([](const std::vector<float>& v) { return v; });
 }
 
+// A prefill computes each row's bits exactly as decoding that row alone does (widths that
+// tile), in both layouts and every weight type, with and without a bias.
+template <class W, class Convert>
+void check_prefill_rows_equal_decode(Convert convert) {
+  // nin 48: one short chunk; 704: eleven chunks; nout 208: a last column group of 16; 2304:
+  // GPT-2's attention width. Rows: below, at and past a multiple of the 4-row passes.
+  for (const Shape3& s :
+       {Shape3{3, 48, 208}, Shape3{16, 704, 208}, Shape3{5, 64, 2304}, Shape3{33, 48, 80}}) {
+    const std::vector<float> x = random_floats(s.rows * s.nin, 18), b = random_floats(s.nout, 19);
+    const std::vector<W> w = convert(random_floats(s.nin * s.nout, 20));
+    std::vector<W> tiles(w.size());
+    pack_tiles(tiles.data(), w.data(), s.nin, s.nout);
+    for (const Layout layout : {Layout::rows, Layout::tiles}) {
+      const W* wl = layout == Layout::rows ? w.data() : tiles.data();
+      for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+        std::vector<float> batch(s.rows * s.nout), one(s.nout);
+        matmul_in_out(batch.data(), x.data(), wl, bias, s.rows, s.nin, s.nout, layout);
+        for (int64_t r = 0; r < s.rows; ++r) {
+          matmul_in_out(one.data(), x.data() + r * s.nin, wl, bias, 1, s.nin, s.nout, layout);
+          ASSERT_EQ(std::memcmp(one.data(), batch.data() + r * s.nout, s.nout * sizeof(float)), 0)
+              << s.rows << " x " << s.nin << " x " << s.nout << " row " << r
+              << (layout == Layout::tiles ? " tiles" : " rows") << (bias ? "" : " no bias");
+        }
+      }
+    }
+  }
+}
+
+TEST(GptOps, PrefillRowsEqualDecodeBitForBit) {
+  check_prefill_rows_equal_decode<float>([](const std::vector<float>& v) { return v; });
+  check_prefill_rows_equal_decode<Bf16>(to_bf16);
+  check_prefill_rows_equal_decode<F16>(to_f16);
+}
+
 TEST(GptOps, MatmulOutInMatchesDoubleLoops) {
   // nout 13: three blocks of four outputs and one left over; nin 37: a tail after 2 vectors.
   for (const Shape3& s : {Shape3{1, 37, 13}, Shape3{2, 64, 13}, Shape3{5, 48, 40}}) {
@@ -178,13 +215,16 @@ TEST(GptOps, ResultsDoNotDependOnTheThreadCount) {
     return y;
   };
   // nin 700: eleven 64-row chunks, the last one short; nout 200: a ragged column block.
-  for (const int64_t rows : {1, 2, 7}) {
-    const std::vector<float> one = run(1, rows, 700, 200);
-    for (const int threads : {2, 3, 5}) {
-      const std::vector<float> many = run(threads, rows, 700, 200);
-      ASSERT_EQ(one.size(), many.size());
-      EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0)
-          << rows << " rows, " << threads << " threads";
+  // 704 x 208 tiles: the banded prefill, whose column groups threads also take in any order.
+  for (const auto& [nin, nout] : {std::pair<int64_t, int64_t>{700, 200}, {704, 208}}) {
+    for (const int64_t rows : {1, 2, 7}) {
+      const std::vector<float> one = run(1, rows, nin, nout);
+      for (const int threads : {2, 3, 5}) {
+        const std::vector<float> many = run(threads, rows, nin, nout);
+        ASSERT_EQ(one.size(), many.size());
+        EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0)
+            << rows << " x " << nin << " x " << nout << ", " << threads << " threads";
+      }
     }
   }
   set_num_threads(saved);

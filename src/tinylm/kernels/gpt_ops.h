@@ -29,7 +29,9 @@ template <class W>
 void pack_tiles(W* dst, const W* src, int64_t nin, int64_t nout);
 
 // Conv1D (Hugging Face GPT-2): y = x W + b with W: (nin, nout) in `layout`.
-// y: (rows, nout)   x: (rows, nin)   b: (nout) or null. Both layouts give the same bits.
+// y: (rows, nout)   x: (rows, nin)   b: (nout) or null. Both layouts give the same bits, at
+// any thread count. When can_tile(nin, nout), each row's result is also the same bits
+// whatever the number of rows, so a batched prefill matches decoding one row at a time.
 template <class W>
 void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
                    int64_t nout, Layout layout = Layout::rows);
