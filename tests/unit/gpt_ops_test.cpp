@@ -55,10 +55,10 @@ struct Shape3 {
 // Decode (1, 2 rows) and prefill (7 rows: a 6-row block and a remainder); nin 37 leaves rows
 // after the 16-row passes (a pair and a single one per thread); nout 96 leaves a 32-wide
 // prefill block, 100 a ragged 36 and a 4-column tail after the vectors. Shapes whose widths
-// are multiples of 16 take the banded prefill: 768 x 128 (twelve chunks, two column groups)
-// and 48 x 208 (one short chunk; a last group of 16 columns) with row quads and a remainder.
+// are multiples of 16 take the banded prefill: 768 x 256 (twelve chunks, two column groups)
+// and 48 x 208 (one short chunk; a last group of 80 columns) with row quads and a remainder.
 const Shape3 kShapes[] = {{1, 37, 96},  {2, 40, 64},   {7, 37, 96}, {1, 64, 100},
-                          {7, 40, 100}, {3, 768, 128}, {9, 48, 208}};
+                          {7, 40, 100}, {3, 768, 256}, {9, 48, 208}};
 
 template <class W, class Convert>
 void check_matmul_in_out(Convert convert, double tol) {
@@ -140,7 +140,7 @@ TEST(GptOps, TiledProductsEqualRowMajorBitForBit) {
 // tile), in both layouts and every weight type, with and without a bias.
 template <class W, class Convert>
 void check_prefill_rows_equal_decode(Convert convert) {
-  // nin 48: one short chunk; 704: eleven chunks; nout 208: a last column group of 16; 2304:
+  // nin 48: one short chunk; 704: eleven chunks; nout 208: a last column group of 80; 2304:
   // GPT-2's attention width. Rows: below, at and past a multiple of the 4-row passes.
   for (const Shape3& s :
        {Shape3{3, 48, 208}, Shape3{16, 704, 208}, Shape3{5, 64, 2304}, Shape3{33, 48, 80}}) {

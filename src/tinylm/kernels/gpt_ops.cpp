@@ -203,18 +203,22 @@ inline void tile_rows(float* part, int64_t ldp, const float* x, int64_t ldx,
 }
 
 // Prefill of a matrix that splits into 16 x 16 tiles, in either layout. Threads take groups
-// of 64 output columns from a ChunkQueue; a group runs every row of the batch through one
+// of 128 output columns from a ChunkQueue; a group runs every row of the batch through one
 // weight tile at a time, held in registers, so each weight is read from memory once per
 // product. Each row gets the operations that matvec_in_out (decode) gives it, in the same
 // order: per 64-row chunk a partial summed band by band, then the partials added to the bias
 // in chunk order. A prompt's prefill thus computes the bits that decoding it token by token
-// does, at any thread count. Against the register-blocked kernel below (which reads a
-// column strip of the weights per block), GPT-2 124M prefill ran 1.4-2.2x faster in f32 and
-// 1.3-1.9x in bf16 for prompts of 8-256 tokens, and as fast or faster at 1024.
+// does, at any thread count.
+// Measured on GPT-2 124M prefill, alternating in one process: against the register-blocked
+// kernel below (which reads a column strip of the weights per block), 1.4-2.2x in f32 and
+// 1.3-1.9x in bf16 for prompts of 8-256 tokens, and 1.4x / 1.0x at 1024. Groups of 128
+// columns read longer runs of each weight row than 64 (f32 +4-17%, bf16 the same); 256 and
+// more gained nothing. Threads streaming whole 64-row chunks instead (decode's split, one
+// partial per chunk) measured no faster.
 template <Layout L, class W>
 void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, int64_t rows,
                          int64_t nin, int64_t nout) {
-  constexpr int64_t kGroup = 64;
+  constexpr int64_t kGroup = 128;
   // The group's tile two bands ahead is prefetched while this one is used: a band of a group
   // is too little work to hide a read from memory (one to four bands ahead measured alike).
   constexpr int64_t kAheadRows = 2 * kTile;
