@@ -218,22 +218,27 @@ inline void tile_rows(float* part, int64_t ldp, const float* x, int64_t ldx,
 template <Layout L, class W>
 void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, int64_t rows,
                          int64_t nin, int64_t nout) {
-  constexpr int64_t kGroup = 128;
+  constexpr int64_t kGroup = 128, kRowBlock = 64;
   // The group's tile two bands ahead is prefetched while this one is used: a band of a group
   // is too little work to hide a read from memory (one to four bands ahead measured alike).
   constexpr int64_t kAheadRows = 2 * kTile;
-  parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
-    const int64_t c0 = g * kGroup, width = std::min(kGroup, nout - c0);
+  const int64_t nrb = (rows + kRowBlock - 1) / kRowBlock;
+  // Work items: a group's row blocks one after another, so a thread walking its share
+  // reuses the group's weights from L2 for each block of rows.
+  parallel_for_balanced((nout + kGroup - 1) / kGroup * nrb, [&](int64_t item) {
+    const int64_t c0 = item / nrb * kGroup, width = std::min(kGroup, nout - c0);
+    const int64_t r0 = item % nrb * kRowBlock, nr = std::min(kRowBlock, rows - r0);
+    const float* xb = x + r0 * nin;
     thread_local AlignedVector<float> scratch;  // grown once, then reused
-    scratch.resize(static_cast<size_t>(2 * rows * kGroup));
-    float* acc = scratch.data();        // (rows, kGroup): the bias plus the chunks so far
-    float* part = acc + rows * kGroup;  // (rows, kGroup): this chunk's partial
-    for (int64_t r = 0; r < rows; ++r) {
+    scratch.resize(static_cast<size_t>(2 * kRowBlock * kGroup));
+    float* acc = scratch.data();             // (nr, kGroup): the bias plus the chunks so far
+    float* part = acc + kRowBlock * kGroup;  // (nr, kGroup): this chunk's partial
+    for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < width; c += kLanes)
         store(acc + r * kGroup + c, b ? load16(b + c0 + c) : f32x16{});
     }
     for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
-      std::fill(part, part + rows * kGroup, 0.0f);
+      std::fill(part, part + nr * kGroup, 0.0f);
       for (int64_t i = i0; i < std::min(nin, i0 + kChunk); i += kTile) {
         for (int64_t c = 0; c < width; c += kTile) {
           f32x16 wt[kTile];
@@ -243,22 +248,22 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
               __builtin_prefetch(element<L>(w, nout, i + kAheadRows + k, c0 + c));
           }
           int64_t r = 0;
-          for (; r + 4 <= rows; r += 4)
-            tile_rows<4>(part + r * kGroup + c, kGroup, x + r * nin + i, nin, wt);
-          for (; r < rows; ++r)
-            tile_rows<1>(part + r * kGroup + c, kGroup, x + r * nin + i, nin, wt);
+          for (; r + 4 <= nr; r += 4)
+            tile_rows<4>(part + r * kGroup + c, kGroup, xb + r * nin + i, nin, wt);
+          for (; r < nr; ++r)
+            tile_rows<1>(part + r * kGroup + c, kGroup, xb + r * nin + i, nin, wt);
         }
       }
-      for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t r = 0; r < nr; ++r) {
         for (int64_t c = 0; c < width; c += kLanes) {
           float* ar = acc + r * kGroup + c;
           store(ar, load16(ar) + load16(part + r * kGroup + c));
         }
       }
     }
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < width; c += kLanes)
-        store(y + r * nout + c0 + c, load16(acc + r * kGroup + c));
+        store(y + (r0 + r) * nout + c0 + c, load16(acc + r * kGroup + c));
     }
   });
 }
