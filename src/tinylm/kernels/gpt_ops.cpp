@@ -240,6 +240,11 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
     for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
       std::fill(part, part + nr * kGroup, 0.0f);
       for (int64_t i = i0; i < std::min(nin, i0 + kChunk); i += kTile) {
+        // The band's 16 inputs of each row, gathered into one contiguous block: read in place,
+        // nin floats apart, they held prefill back by 15-40%.
+        alignas(64) float xc[kRowBlock * kTile];
+        for (int64_t r = 0; r < nr; ++r)
+          std::memcpy(xc + r * kTile, xb + r * nin + i, kTile * sizeof(float));
         for (int64_t c = 0; c < width; c += kTile) {
           f32x16 wt[kTile];
           for (int k = 0; k < kTile; ++k) wt[k] = load16(element<L>(w, nout, i + k, c0 + c));
@@ -249,9 +254,9 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
           }
           int64_t r = 0;
           for (; r + 4 <= nr; r += 4)
-            tile_rows<4>(part + r * kGroup + c, kGroup, xb + r * nin + i, nin, wt);
+            tile_rows<4>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
           for (; r < nr; ++r)
-            tile_rows<1>(part + r * kGroup + c, kGroup, xb + r * nin + i, nin, wt);
+            tile_rows<1>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
         }
       }
       for (int64_t r = 0; r < nr; ++r) {
