@@ -380,14 +380,17 @@ void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t n
   };
   const char* bytes = reinterpret_cast<const char*>(w);
   const int64_t row_bytes = nin * static_cast<int64_t>(sizeof(W)), total_bytes = nout * row_bytes;
-  const auto block = [&](int64_t blk) {  // outputs 4 blk .. 4 blk + 3
+  // Outputs 4 blk .. 4 blk + 3 for rows [r0, r1), two rows at a time where there are two:
+  // the weights loaded once serve both (every row's sums are the ones it gets alone).
+  const auto block = [&](int64_t blk, int64_t r0, int64_t r1) {
     const int64_t o0 = blk * 4, n = std::min<int64_t>(4, nout - o0);
     const W* w0 = w + o0 * nin;
-    // This block's bytes a prefetch distance ahead (within the array).
-    const int64_t from = o0 * row_bytes + kPrefetchBytes;
-    const int64_t to = std::min(from + n * row_bytes, total_bytes);
-    for (int64_t off = from; off < to; off += kLine) __builtin_prefetch(bytes + off);
-    for (int64_t r = 0; r < rows; ++r) {
+    if (r0 == 0) {  // this block's bytes a prefetch distance ahead (within the array)
+      const int64_t from = o0 * row_bytes + kPrefetchBytes;
+      const int64_t to = std::min(from + n * row_bytes, total_bytes);
+      for (int64_t off = from; off < to; off += kLine) __builtin_prefetch(bytes + off);
+    }
+    for (int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * nin;
       if (n < 4) {
         for (int64_t o = o0; o < o0 + n; ++o) {
@@ -398,27 +401,37 @@ void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t n
         }
         continue;
       }
-      f32x16 a0{}, a1{}, a2{}, a3{};
+      f32x16 a[2][4] = {};
+      const int nr = r + 1 < r1 ? 2 : 1;
       for (int64_t i = 0; i < body_end; i += kLanes) {
-        const f32x16 xv = load16(xr + i);
-        a0 += xv * load16(w0 + i);
-        a1 += xv * load16(w0 + nin + i);
-        a2 += xv * load16(w0 + 2 * nin + i);
-        a3 += xv * load16(w0 + 3 * nin + i);
+        const f32x16 w0i = load16(w0 + i), w1i = load16(w0 + nin + i),
+                     w2i = load16(w0 + 2 * nin + i), w3i = load16(w0 + 3 * nin + i);
+        for (int j = 0; j < nr; ++j) {
+          const f32x16 xv = load16(xr + j * nin + i);
+          a[j][0] += xv * w0i;
+          a[j][1] += xv * w1i;
+          a[j][2] += xv * w2i;
+          a[j][3] += xv * w3i;
+        }
       }
-      y[r * nout + o0] = hsum(a0) + tail(w0, xr);
-      y[r * nout + o0 + 1] = hsum(a1) + tail(w0 + nin, xr);
-      y[r * nout + o0 + 2] = hsum(a2) + tail(w0 + 2 * nin, xr);
-      y[r * nout + o0 + 3] = hsum(a3) + tail(w0 + 3 * nin, xr);
+      for (int j = 0; j < nr; ++j) {
+        for (int o = 0; o < 4; ++o)
+          y[(r + j) * nout + o0 + o] = hsum(a[j][o]) + tail(w0 + o * nin, xr + j * nin);
+      }
+      r += nr - 1;
     }
   };
   // Groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
   // waiting for the slower thread at the end. Each output has one thread, so any schedule
-  // gives the same result.
-  constexpr int64_t kGroup = 16;
+  // gives the same result. Many rows (perplexity's windows) go through a group in blocks of
+  // 64, which keeps the rows' inputs and the group's weights in L2.
+  constexpr int64_t kGroup = 16, kRowBlock = 64;
   const int64_t nblk = (nout + 3) / 4;
   parallel_for_balanced((nblk + kGroup - 1) / kGroup, [&](int64_t g) {
-    for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk) block(blk);
+    for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+      for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk)
+        block(blk, r0, std::min(rows, r0 + kRowBlock));
+    }
   });
 }
 
