@@ -365,6 +365,29 @@ void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t
   matmul_in_out_blocked(y, x, w, b, rows, nin, nout);
 }
 
+// y[r * ldy + o] = x[r] . W[o] for o < 4 and rows r < NR: four weight rows loaded once per
+// vector for NR input rows (every row gets the sums it gets alone). Four accumulator chains
+// per row keep the FMA units busy.
+template <int NR, class W, class Tail>
+inline void four_outputs(float* y, int64_t ldy, const float* x, int64_t nin, const W* w,
+                         int64_t body_end, const Tail& tail) {
+  f32x16 a[NR][4] = {};
+  for (int64_t i = 0; i < body_end; i += kLanes) {
+    const f32x16 w0 = load16(w + i), w1 = load16(w + nin + i), w2 = load16(w + 2 * nin + i),
+                 w3 = load16(w + 3 * nin + i);
+    for (int j = 0; j < NR; ++j) {
+      const f32x16 xv = load16(x + j * nin + i);
+      a[j][0] += xv * w0;
+      a[j][1] += xv * w1;
+      a[j][2] += xv * w2;
+      a[j][3] += xv * w3;
+    }
+  }
+  for (int j = 0; j < NR; ++j) {
+    for (int o = 0; o < 4; ++o) y[j * ldy + o] = hsum(a[j][o]) + tail(w + o * nin, x + j * nin);
+  }
+}
+
 template <class W>
 void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int64_t nout) {
   // Four outputs (four consecutive weight rows) at a time: four independent accumulator
@@ -380,8 +403,7 @@ void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t n
   };
   const char* bytes = reinterpret_cast<const char*>(w);
   const int64_t row_bytes = nin * static_cast<int64_t>(sizeof(W)), total_bytes = nout * row_bytes;
-  // Outputs 4 blk .. 4 blk + 3 for rows [r0, r1), two rows at a time where there are two:
-  // the weights loaded once serve both (every row's sums are the ones it gets alone).
+  // Outputs 4 blk .. 4 blk + 3 for rows [r0, r1), two rows at a time where there are two.
   const auto block = [&](int64_t blk, int64_t r0, int64_t r1) {
     const int64_t o0 = blk * 4, n = std::min<int64_t>(4, nout - o0);
     const W* w0 = w + o0 * nin;
@@ -401,24 +423,12 @@ void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t n
         }
         continue;
       }
-      f32x16 a[2][4] = {};
-      const int nr = r + 1 < r1 ? 2 : 1;
-      for (int64_t i = 0; i < body_end; i += kLanes) {
-        const f32x16 w0i = load16(w0 + i), w1i = load16(w0 + nin + i),
-                     w2i = load16(w0 + 2 * nin + i), w3i = load16(w0 + 3 * nin + i);
-        for (int j = 0; j < nr; ++j) {
-          const f32x16 xv = load16(xr + j * nin + i);
-          a[j][0] += xv * w0i;
-          a[j][1] += xv * w1i;
-          a[j][2] += xv * w2i;
-          a[j][3] += xv * w3i;
-        }
+      if (r + 1 < r1) {
+        four_outputs<2>(y + r * nout + o0, nout, xr, nin, w0, body_end, tail);
+        ++r;
+      } else {
+        four_outputs<1>(y + r * nout + o0, nout, xr, nin, w0, body_end, tail);
       }
-      for (int j = 0; j < nr; ++j) {
-        for (int o = 0; o < 4; ++o)
-          y[(r + j) * nout + o0 + o] = hsum(a[j][o]) + tail(w0 + o * nin, xr + j * nin);
-      }
-      r += nr - 1;
     }
   };
   // Groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
