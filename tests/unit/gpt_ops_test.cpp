@@ -141,9 +141,10 @@ TEST(GptOps, TiledProductsEqualRowMajorBitForBit) {
 template <class W, class Convert>
 void check_prefill_rows_equal_decode(Convert convert) {
   // nin 48: one short chunk; 704: eleven chunks; nout 208: a last column group of 80; 2304:
-  // GPT-2's attention width. Rows: below, at and past a multiple of the 4-row passes.
-  for (const Shape3& s :
-       {Shape3{3, 48, 208}, Shape3{16, 704, 208}, Shape3{5, 64, 2304}, Shape3{33, 48, 80}}) {
+  // GPT-2's attention width. Rows: below, at and past a multiple of the 4-row passes; 70:
+  // two blocks of rows, the second of six.
+  for (const Shape3& s : {Shape3{3, 48, 208}, Shape3{16, 704, 208}, Shape3{5, 64, 2304},
+                          Shape3{33, 48, 80}, Shape3{70, 48, 80}}) {
     const std::vector<float> x = random_floats(s.rows * s.nin, 18), b = random_floats(s.nout, 19);
     const std::vector<W> w = convert(random_floats(s.nin * s.nout, 20));
     std::vector<W> tiles(w.size());
@@ -170,9 +171,25 @@ TEST(GptOps, PrefillRowsEqualDecodeBitForBit) {
   check_prefill_rows_equal_decode<F16>(to_f16);
 }
 
+// The head computes each row's outputs exactly as for that row alone, in the passes over
+// two rows and one, and across blocks of rows (70 rows: blocks of 64 and 6).
+TEST(GptOps, HeadRowsEqualOneRowBitForBit) {
+  const int64_t rows = 70, nin = 40, nout = 13;  // nout 13: a last block of one output
+  const std::vector<float> x = random_floats(rows * nin, 21);
+  const std::vector<Bf16> w = to_bf16(random_floats(nout * nin, 22));
+  std::vector<float> batch(rows * nout), one(nout);
+  matmul_out_in(batch.data(), x.data(), w.data(), rows, nin, nout);
+  for (int64_t r = 0; r < rows; ++r) {
+    matmul_out_in(one.data(), x.data() + r * nin, w.data(), 1, nin, nout);
+    ASSERT_EQ(std::memcmp(one.data(), batch.data() + r * nout, nout * sizeof(float)), 0)
+        << "row " << r;
+  }
+}
+
 TEST(GptOps, MatmulOutInMatchesDoubleLoops) {
   // nout 13: three blocks of four outputs and one left over; nin 37: a tail after 2 vectors.
-  for (const Shape3& s : {Shape3{1, 37, 13}, Shape3{2, 64, 13}, Shape3{5, 48, 40}}) {
+  for (const Shape3& s :
+       {Shape3{1, 37, 13}, Shape3{2, 64, 13}, Shape3{5, 48, 40}, Shape3{67, 48, 40}}) {
     const std::vector<float> x = random_floats(s.rows * s.nin, 7),
                              wf = random_floats(s.nout * s.nin, 8);
     const std::vector<Bf16> wb = to_bf16(wf);

@@ -211,10 +211,11 @@ inline void tile_rows(float* part, int64_t ldp, const float* x, int64_t ldx,
 // does, at any thread count.
 // Measured on GPT-2 124M prefill, alternating in one process: against the register-blocked
 // kernel below (which reads a column strip of the weights per block), 1.4-2.2x in f32 and
-// 1.3-1.9x in bf16 for prompts of 8-256 tokens, and 1.4x / 1.0x at 1024. Groups of 128
-// columns read longer runs of each weight row than 64 (f32 +4-17%, bf16 the same); 256 and
-// more gained nothing. Threads streaming whole 64-row chunks instead (decode's split, one
-// partial per chunk) measured no faster.
+// 1.3-1.9x in bf16 for prompts of 8-256 tokens. Groups of 128 columns read longer runs of
+// each weight row than 64 (f32 +4-17%, bf16 the same; 256 and more gained nothing). Blocks
+// of 64 rows keep the partial sums in L1 on long prompts (1024 rows: 1.3-2.2x on the
+// products). Threads streaming whole 64-row chunks instead (decode's split, a partial per
+// chunk) measured no faster.
 template <Layout L, class W>
 void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, int64_t rows,
                          int64_t nin, int64_t nout) {
