@@ -34,6 +34,7 @@ std::vector<Bf16> to_bf16(const std::vector<float>& v) {
   for (size_t i = 0; i < v.size(); ++i) out[i].bits = float_to_bf16(v[i]);
   return out;
 }
+std::vector<float> as_f32(const std::vector<float>& v) { return v; }
 std::vector<F16> to_f16(const std::vector<float>& v) {
   std::vector<F16> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i].bits = float_to_f16(v[i]);
@@ -84,7 +85,7 @@ void check_matmul_in_out(Convert convert, double tol) {
 }
 
 TEST(GptOps, MatmulInOutMatchesDoubleLoops) {
-  check_matmul_in_out<float>([](const std::vector<float>& v) { return v; }, 2e-5);
+  check_matmul_in_out<float>(as_f32, 2e-5);
   check_matmul_in_out<Bf16>(to_bf16, 2e-5);  // against the same (bf16) weights
   check_matmul_in_out<F16>(to_f16, 2e-5);
 }
@@ -109,6 +110,24 @@ TEST(GptOps, PackTilesPlacesEachSixteenBySixteenTileContiguously) {
                std::runtime_error);
 }
 
+// Inputs, bias and weights (seeds seed, seed + 1, seed + 2) of a product of shape s, the
+// weights both row-major and packed into tiles.
+template <class W>
+struct TiledProduct {
+  std::vector<float> x, b;
+  std::vector<W> rows, tiles;
+};
+template <class W, class Convert>
+TiledProduct<W> tiled_product(const Shape3& s, Convert convert, uint32_t seed) {
+  TiledProduct<W> p{random_floats(s.rows * s.nin, seed),
+                    random_floats(s.nout, seed + 1),
+                    convert(random_floats(s.nin * s.nout, seed + 2)),
+                    {}};
+  p.tiles.resize(p.rows.size());
+  pack_tiles(p.tiles.data(), p.rows.data(), s.nin, s.nout);
+  return p;
+}
+
 // The tiles layout only changes where the weights sit: decode and prefill products are the
 // same bits as from the row-major matrix.
 template <class W, class Convert>
@@ -117,13 +136,11 @@ void check_tiles_equal_rows(Convert convert) {
   // ragged 16; 2304: GPT-2's attention width.
   for (const Shape3& s : {Shape3{1, 48, 80}, Shape3{2, 704, 80}, Shape3{7, 48, 80},
                           Shape3{1, 704, 2304}, Shape3{16, 64, 2304}}) {
-    const std::vector<float> x = random_floats(s.rows * s.nin, 15), b = random_floats(s.nout, 16);
-    const std::vector<W> w = convert(random_floats(s.nin * s.nout, 17));
-    std::vector<W> tiles(w.size());
-    pack_tiles(tiles.data(), w.data(), s.nin, s.nout);
+    const TiledProduct<W> p = tiled_product<W>(s, convert, 15);
     std::vector<float> want(s.rows * s.nout), got(s.rows * s.nout);
-    matmul_in_out(want.data(), x.data(), w.data(), b.data(), s.rows, s.nin, s.nout, Layout::rows);
-    matmul_in_out(got.data(), x.data(), tiles.data(), b.data(), s.rows, s.nin, s.nout,
+    matmul_in_out(want.data(), p.x.data(), p.rows.data(), p.b.data(), s.rows, s.nin, s.nout,
+                  Layout::rows);
+    matmul_in_out(got.data(), p.x.data(), p.tiles.data(), p.b.data(), s.rows, s.nin, s.nout,
                   Layout::tiles);
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
         << s.rows << " x " << s.nin << " x " << s.nout;
@@ -133,7 +150,7 @@ void check_tiles_equal_rows(Convert convert) {
 TEST(GptOps, TiledProductsEqualRowMajorBitForBit) {
   check_tiles_equal_rows<Bf16>(to_bf16);
   check_tiles_equal_rows<F16>(to_f16);
-  check_tiles_equal_rows<float>([](const std::vector<float>& v) { return v; });
+  check_tiles_equal_rows<float>(as_f32);
 }
 
 // A prefill computes each row's bits exactly as decoding that row alone does (widths that
@@ -145,17 +162,14 @@ void check_prefill_rows_equal_decode(Convert convert) {
   // two blocks of rows, the second of six.
   for (const Shape3& s : {Shape3{3, 48, 208}, Shape3{16, 704, 208}, Shape3{5, 64, 2304},
                           Shape3{33, 48, 80}, Shape3{70, 48, 80}}) {
-    const std::vector<float> x = random_floats(s.rows * s.nin, 18), b = random_floats(s.nout, 19);
-    const std::vector<W> w = convert(random_floats(s.nin * s.nout, 20));
-    std::vector<W> tiles(w.size());
-    pack_tiles(tiles.data(), w.data(), s.nin, s.nout);
+    const TiledProduct<W> p = tiled_product<W>(s, convert, 18);
     for (const Layout layout : {Layout::rows, Layout::tiles}) {
-      const W* wl = layout == Layout::rows ? w.data() : tiles.data();
-      for (const float* bias : {b.data(), static_cast<const float*>(nullptr)}) {
+      const W* wl = layout == Layout::rows ? p.rows.data() : p.tiles.data();
+      for (const float* bias : {p.b.data(), static_cast<const float*>(nullptr)}) {
         std::vector<float> batch(s.rows * s.nout), one(s.nout);
-        matmul_in_out(batch.data(), x.data(), wl, bias, s.rows, s.nin, s.nout, layout);
+        matmul_in_out(batch.data(), p.x.data(), wl, bias, s.rows, s.nin, s.nout, layout);
         for (int64_t r = 0; r < s.rows; ++r) {
-          matmul_in_out(one.data(), x.data() + r * s.nin, wl, bias, 1, s.nin, s.nout, layout);
+          matmul_in_out(one.data(), p.x.data() + r * s.nin, wl, bias, 1, s.nin, s.nout, layout);
           ASSERT_EQ(std::memcmp(one.data(), batch.data() + r * s.nout, s.nout * sizeof(float)), 0)
               << s.rows << " x " << s.nin << " x " << s.nout << " row " << r
               << (layout == Layout::tiles ? " tiles" : " rows") << (bias ? "" : " no bias");
@@ -166,7 +180,7 @@ void check_prefill_rows_equal_decode(Convert convert) {
 }
 
 TEST(GptOps, PrefillRowsEqualDecodeBitForBit) {
-  check_prefill_rows_equal_decode<float>([](const std::vector<float>& v) { return v; });
+  check_prefill_rows_equal_decode<float>(as_f32);
   check_prefill_rows_equal_decode<Bf16>(to_bf16);
   check_prefill_rows_equal_decode<F16>(to_f16);
 }
