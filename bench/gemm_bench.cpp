@@ -20,7 +20,7 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
-#include "tinylm/kernels/gemm.h"
+#include "tinylm/kernels/matmul/gemm.h"
 
 using namespace tinylm;
 using kernels::Bf16;
@@ -126,10 +126,10 @@ Result run_shape(const Shape& s, double seconds_per_shape) {
   };
   Result r;
   r.f32 = timed([&] {
-    kernels::gemm_f32(s.ta, s.tb, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, s.beta, C.data(), s.N);
+    kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, s.beta, C.data(), s.N);
   });
   r.bf16 = timed([&] {
-    kernels::gemm_bf16(s.ta, s.tb, s.M, s.N, s.K, 1.0f, Ab.data(), lda, Bb.data(), ldb, s.beta, C.data(), s.N);
+    kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, 1.0f, Ab.data(), lda, Bb.data(), ldb, s.beta, C.data(), s.N);
   });
   return r;
 }

@@ -5,10 +5,11 @@
 #include <vector>
 
 #include "tinylm/core/py_random.h"
-#include "tinylm/kernels/attention.h"
-#include "tinylm/kernels/linear.h"
-#include "tinylm/kernels/rmsnorm.h"
-#include "tinylm/kernels/softmax.h"
+#include "tinylm/kernels/activation/softmax.h"
+#include "tinylm/kernels/attention/exact.h"
+#include "tinylm/kernels/matmul/exact.h"
+#include "tinylm/kernels/matmul/exact_reference.h"
+#include "tinylm/kernels/norm/rmsnorm.h"
 #include "tinylm/optim/adam.h"
 
 namespace k = tinylm::kernels;
@@ -39,7 +40,7 @@ void BM_LinearForwardRowMajor(benchmark::State& state) {
   const auto x = filled(T * nin), w = filled(nout * nin);
   std::vector<double> y(T * nout);
   for (auto _ : state) {
-    k::linear_forward(y.data(), x.data(), w.data(), T, nin, nout);
+    k::reference::linear_forward(y.data(), x.data(), w.data(), T, nin, nout);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetItemsProcessed(state.iterations() * T * nin * nout);

@@ -4,11 +4,22 @@
 
 #include "commands.h"
 #include "tinylm/core/error.h"
+#include "tinylm/kernels/cpu/isa.h"
 
 int main(int argc, char** argv) {
+  // The kernels' instruction-set level (TINYLM_ISA or the best this CPU has), settled before
+  // anything runs: a bad TINYLM_ISA is one line, not an error in the middle of a command.
+  try {
+    tinylm::kernels::active_isa();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tinylm: error: %s\n", e.what());
+    return 1;
+  }
   CLI::App app{"tinylm: train and run small language models on the CPU", "tinylm"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tinylm 0.1.0");
+  app.set_version_flag("--version", [] {
+    return "tinylm 0.1.0\nkernels: " + tinylm::kernels::isa_summary();
+  });
   tinylm::cli::register_microgpt(app);
   tinylm::cli::register_generate(app);
   tinylm::cli::register_perplexity(app);

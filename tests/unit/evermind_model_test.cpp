@@ -16,9 +16,9 @@
 #include "tinylm/core/philox.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/generate/evermind_generate.h"
-#include "tinylm/kernels/gelu.h"
-#include "tinylm/kernels/small_gemm.h"
-#include "tinylm/kernels/softmax_xent.h"
+#include "tinylm/kernels/activation/gelu.h"
+#include "tinylm/kernels/loss/cross_entropy.h"
+#include "tinylm/kernels/matmul/small.h"
 #include "tinylm/models/evermind/config.h"
 #include "tinylm/models/evermind/decoder.h"
 #include "tinylm/models/evermind/init.h"
@@ -508,9 +508,9 @@ TEST(EvermindKernels, SmallGemmMatchesPlainProducts) {
           }
         }
         if (trans) {
-          kernels::gemm_tn<double>(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
+          kernels::gemm_tn(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
         } else {
-          kernels::gemm_nn<double>(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
+          kernels::gemm_nn(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
         }
         for (size_t i = 0; i < C.size(); ++i) {
           ASSERT_NEAR(C[i], want[i], 1e-12 * static_cast<double>(K + 1))
@@ -519,9 +519,9 @@ TEST(EvermindKernels, SmallGemmMatchesPlainProducts) {
         // float: same structure, one row alone equals that row inside the batch.
         std::vector<float> Af(A.begin(), A.end()), Bf(B.begin(), B.end()), Cf(C.size(), 0.0f), Row(C.size(), 0.0f);
         if (!trans && M > 0 && N > 0) {
-          kernels::gemm_nn<float>(M, N, K, Af.data(), lda, Bf.data(), ldb, Cf.data(), ldc, false);
+          kernels::gemm_nn(M, N, K, Af.data(), lda, Bf.data(), ldb, Cf.data(), ldc, false);
           const int64_t r = M - 1;
-          kernels::gemm_nn<float>(1, N, K, Af.data() + r * lda, lda, Bf.data(), ldb, Row.data(), ldc, false);
+          kernels::gemm_nn(1, N, K, Af.data() + r * lda, lda, Bf.data(), ldb, Row.data(), ldc, false);
           ASSERT_EQ(0, std::memcmp(Row.data(), Cf.data() + r * ldc, static_cast<size_t>(N) * sizeof(float)));
         }
       }
@@ -536,10 +536,10 @@ TEST(EvermindKernels, FloatGeluAndSoftmaxAreAccurate) {
   x.push_back(-50.0f);
   std::vector<float> y(x.size()), dy(x.size(), 1.0f), dx(x.size());
   std::vector<double> xd(x.begin(), x.end()), yd(x.size()), dyd(x.size(), 1.0), dxd(x.size());
-  kernels::gelu_forward<float>(y.data(), x.data(), static_cast<int64_t>(x.size()));
-  kernels::gelu_backward<float>(dx.data(), dy.data(), x.data(), static_cast<int64_t>(x.size()));
-  kernels::gelu_forward<double>(yd.data(), xd.data(), static_cast<int64_t>(x.size()));
-  kernels::gelu_backward<double>(dxd.data(), dyd.data(), xd.data(), static_cast<int64_t>(x.size()));
+  kernels::gelu_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
+  kernels::gelu_backward(dx.data(), dy.data(), x.data(), static_cast<int64_t>(x.size()));
+  kernels::gelu_forward(yd.data(), xd.data(), static_cast<int64_t>(x.size()));
+  kernels::gelu_backward(dxd.data(), dyd.data(), xd.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_NEAR(y[i], yd[i], 2e-7 * std::max(1.0, std::fabs(yd[i]))) << x[i];
     ASSERT_NEAR(dx[i], dxd[i], 1e-6 * std::max(1.0, std::fabs(dxd[i]))) << x[i];
@@ -552,14 +552,14 @@ TEST(EvermindKernels, FloatGeluAndSoftmaxAreAccurate) {
   for (float& v : l) v = u(rng);
   std::vector<double> ld(l.begin(), l.end());
   const int targets[2] = {7, 999};
-  float inv[2];
-  double invd[2];
-  const double lf = kernels::softmax_xent_forward<float>(l.data(), inv, targets, 2, V, V);
-  const double ldd = kernels::softmax_xent_forward<double>(ld.data(), invd, targets, 2, V, V);
+  float lse[2];
+  double lsed[2];
+  const double lf = kernels::cross_entropy_forward(nullptr, lse, l.data(), targets, 2, V);
+  const double ldd = kernels::cross_entropy_forward(nullptr, lsed, ld.data(), targets, 2, V);
   EXPECT_NEAR(lf, ldd, 1e-5);
   // The backward with scale 1 leaves p − onehot.
-  kernels::softmax_xent_backward<float>(l.data(), inv, targets, 2, V, V, 1.0f);
-  kernels::softmax_xent_backward<double>(ld.data(), invd, targets, 2, V, V, 1.0);
+  kernels::cross_entropy_backward(l.data(), l.data(), lse, targets, 2, V, 1.0f);
+  kernels::cross_entropy_backward(ld.data(), ld.data(), lsed, targets, 2, V, 1.0);
   EXPECT_NEAR(l[7], ld[7], 1e-6);
   EXPECT_LT(ld[7], 0.0);
   // l − max rounds in float (up to 0.5 ulp of 60, 4e-6 relative after exp).

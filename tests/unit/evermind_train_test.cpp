@@ -11,7 +11,7 @@
 
 #include "test_util.h"
 #include "tinylm/core/error.h"
-#include "tinylm/kernels/grad_accumulate.h"
+#include "tinylm/kernels/cast/cast.h"
 #include "tinylm/models/evermind/model.h"
 #include "tinylm/train/evermind_fit.h"
 

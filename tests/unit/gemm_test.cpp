@@ -15,7 +15,7 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/kernels/gemm.h"
+#include "tinylm/kernels/matmul/gemm.h"
 
 namespace tinylm::kernels {
 namespace {
@@ -87,10 +87,10 @@ void run_and_check(const Problem& p, bool bf16, uint64_t seed = 1) {
 
   if (bf16) {
     const std::vector<Bf16> Ab = to_bf16(A), Bb = to_bf16(B);
-    gemm_bf16(p.ta, p.tb, p.M, p.N, p.K, p.alpha, Ab.data(), p.lda(), Bb.data(), p.ldb(), p.beta, C.data(),
+    gemm(p.ta, p.tb, p.M, p.N, p.K, p.alpha, Ab.data(), p.lda(), Bb.data(), p.ldb(), p.beta, C.data(),
               p.ldc());
   } else {
-    gemm_f32(p.ta, p.tb, p.M, p.N, p.K, p.alpha, A.data(), p.lda(), B.data(), p.ldb(), p.beta, C.data(),
+    gemm(p.ta, p.tb, p.M, p.N, p.K, p.alpha, A.data(), p.lda(), B.data(), p.ldb(), p.beta, C.data(),
              p.ldc());
   }
 
@@ -218,31 +218,32 @@ TEST(GemmBf16, BetaZeroIgnoresNaNsInC) {
 // K = 0 or alpha = 0: C = beta·C, and A and B are not read (NaNs there stay out of C).
 TEST(GemmF32, EmptyProductScalesC) {
   std::vector<float> A(6 * 4, kNaN), B(4 * 5, kNaN), C(6 * 5, 2.0f);
-  gemm_f32(kNo, kNo, 6, 5, 0, 1.0f, A.data(), 4, B.data(), 5, 0.5f, C.data(), 5);
+  gemm(kNo, kNo, 6, 5, 0, 1.0f, A.data(), 4, B.data(), 5, 0.5f, C.data(), 5);
   for (float c : C) EXPECT_EQ(c, 1.0f);
-  gemm_f32(kNo, kNo, 6, 5, 4, 0.0f, A.data(), 4, B.data(), 5, 3.0f, C.data(), 5);
+  gemm(kNo, kNo, 6, 5, 4, 0.0f, A.data(), 4, B.data(), 5, 3.0f, C.data(), 5);
   for (float c : C) EXPECT_EQ(c, 3.0f);
   std::fill(C.begin(), C.end(), kNaN);
-  gemm_f32(kNo, kNo, 6, 5, 4, 0.0f, A.data(), 4, B.data(), 5, 0.0f, C.data(), 5);
+  gemm(kNo, kNo, 6, 5, 4, 0.0f, A.data(), 4, B.data(), 5, 0.0f, C.data(), 5);
   for (float c : C) EXPECT_EQ(c, 0.0f);
   const std::vector<Bf16> Ab(6 * 4, Bf16{0x7fc0}), Bb(4 * 5, Bf16{0x7fc0});
   std::fill(C.begin(), C.end(), 4.0f);
-  gemm_bf16(kNo, kNo, 6, 5, 0, 1.0f, Ab.data(), 4, Bb.data(), 5, 0.25f, C.data(), 5);
+  gemm(kNo, kNo, 6, 5, 0, 1.0f, Ab.data(), 4, Bb.data(), 5, 0.25f, C.data(), 5);
   for (float c : C) EXPECT_EQ(c, 1.0f);
   // M = 0 or N = 0: nothing to do, nothing read.
-  gemm_f32(kNo, kNo, 0, 5, 4, 1.0f, nullptr, 4, nullptr, 5, 0.0f, nullptr, 5);
-  gemm_f32(kNo, kNo, 6, 0, 4, 1.0f, nullptr, 4, nullptr, 1, 0.0f, nullptr, 1);
+  const float* none = nullptr;
+  gemm(kNo, kNo, 0, 5, 4, 1.0f, none, 4, none, 5, 0.0f, nullptr, 5);
+  gemm(kNo, kNo, 6, 0, 4, 1.0f, none, 4, none, 1, 0.0f, nullptr, 1);
 }
 
 TEST(GemmF32, BadStridesThrow) {
   std::vector<float> A(64), B(64), C(64);
-  EXPECT_THROW(gemm_f32(kNo, kNo, 4, 4, 4, 1.0f, A.data(), 3, B.data(), 4, 0.0f, C.data(), 4), Error);
-  EXPECT_THROW(gemm_f32(kYes, kNo, 4, 5, 3, 1.0f, A.data(), 3, B.data(), 5, 0.0f, C.data(), 5), Error);
-  EXPECT_THROW(gemm_f32(kNo, kYes, 4, 5, 3, 1.0f, A.data(), 3, B.data(), 2, 0.0f, C.data(), 5), Error);
-  EXPECT_THROW(gemm_f32(kNo, kNo, 4, 5, 3, 1.0f, A.data(), 3, B.data(), 5, 0.0f, C.data(), 4), Error);
-  EXPECT_THROW(gemm_f32(kNo, kNo, -1, 5, 3, 1.0f, A.data(), 3, B.data(), 5, 0.0f, C.data(), 5), Error);
+  EXPECT_THROW(gemm(kNo, kNo, 4, 4, 4, 1.0f, A.data(), 3, B.data(), 4, 0.0f, C.data(), 4), Error);
+  EXPECT_THROW(gemm(kYes, kNo, 4, 5, 3, 1.0f, A.data(), 3, B.data(), 5, 0.0f, C.data(), 5), Error);
+  EXPECT_THROW(gemm(kNo, kYes, 4, 5, 3, 1.0f, A.data(), 3, B.data(), 2, 0.0f, C.data(), 5), Error);
+  EXPECT_THROW(gemm(kNo, kNo, 4, 5, 3, 1.0f, A.data(), 3, B.data(), 5, 0.0f, C.data(), 4), Error);
+  EXPECT_THROW(gemm(kNo, kNo, -1, 5, 3, 1.0f, A.data(), 3, B.data(), 5, 0.0f, C.data(), 5), Error);
   std::vector<Bf16> Ab(64), Bb(64);
-  EXPECT_THROW(gemm_bf16(kNo, kNo, 4, 4, 4, 1.0f, Ab.data(), 3, Bb.data(), 4, 0.0f, C.data(), 4), Error);
+  EXPECT_THROW(gemm(kNo, kNo, 4, 4, 4, 1.0f, Ab.data(), 3, Bb.data(), 4, 0.0f, C.data(), 4), Error);
 }
 
 // Same inputs, same thread count: same bytes, every time, also for the multi-block shapes
@@ -261,8 +262,8 @@ TEST(GemmF32, DeterministicForFixedThreadCount) {
       for (bool bf16 : {false, true}) {
         for (int rep = 0; rep < 3; ++rep) {
           std::vector<float>& C = rep == 0 ? first : again;
-          if (bf16) gemm_bf16(ta, tb, M, N, K, 1.0f, Ab.data(), p.lda(), Bb.data(), p.ldb(), 0.0f, C.data(), N);
-          else gemm_f32(ta, tb, M, N, K, 1.0f, A.data(), p.lda(), B.data(), p.ldb(), 0.0f, C.data(), N);
+          if (bf16) gemm(ta, tb, M, N, K, 1.0f, Ab.data(), p.lda(), Bb.data(), p.ldb(), 0.0f, C.data(), N);
+          else gemm(ta, tb, M, N, K, 1.0f, A.data(), p.lda(), B.data(), p.ldb(), 0.0f, C.data(), N);
           if (rep > 0) {
             EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0)
                 << "threads=" << threads << " bf16=" << bf16 << " M=" << M << " N=" << N << " K=" << K;
@@ -284,12 +285,12 @@ TEST(GemmF32, InsideParallelRegionMatchesOneThread) {
   std::vector<float> nested(static_cast<size_t>(heads * T * T)), serial(nested.size());
   set_num_threads(1);
   for (int64_t h = 0; h < heads; ++h) {
-    gemm_f32(kNo, kYes, T, T, hd, 0.125f, q.data() + h * hd, ld, k.data() + h * hd, ld, 0.0f,
+    gemm(kNo, kYes, T, T, hd, 0.125f, q.data() + h * hd, ld, k.data() + h * hd, ld, 0.0f,
              serial.data() + h * T * T, T);
   }
   set_num_threads(2);
   parallel_for(0, heads, 1, [&](int64_t h) {
-    gemm_f32(kNo, kYes, T, T, hd, 0.125f, q.data() + h * hd, ld, k.data() + h * hd, ld, 0.0f,
+    gemm(kNo, kYes, T, T, hd, 0.125f, q.data() + h * hd, ld, k.data() + h * hd, ld, 0.0f,
              nested.data() + h * T * T, T);
   });
   set_num_threads(saved);

@@ -8,13 +8,13 @@
 #include <random>
 #include <vector>
 
-#include "tinylm/kernels/causal_attention.h"
-#include "tinylm/kernels/cross_entropy_train.h"
-#include "tinylm/kernels/dropout.h"
-#include "tinylm/kernels/position_embedding.h"
-#include "tinylm/kernels/gelu.h"
-#include "tinylm/kernels/layernorm_train.h"
-#include "tinylm/kernels/linear_train.h"
+#include "tinylm/kernels/activation/dropout.h"
+#include "tinylm/kernels/activation/gelu.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/embedding/embedding.h"
+#include "tinylm/kernels/loss/cross_entropy.h"
+#include "tinylm/kernels/matmul/gemm.h"
+#include "tinylm/kernels/norm/layernorm.h"
 #include "tinylm/models/gpt2/trainer.h"
 
 namespace tinylm::kernels {
@@ -74,7 +74,7 @@ TEST(Gpt2Backward, LayerNormMatchesFiniteDifferences) {
   const Vec probe = random_vec(rows * C, 4);
   Vec y(rows * C), mean(rows), rstd(rows);
   const auto f = [&] {
-    layernorm_forward_train(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, C, 1e-5);
+    layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, C, 1e-5);
     return dot(probe, y);
   };
   f();
@@ -108,31 +108,6 @@ TEST(Gpt2Backward, GeluMatchesFiniteDifferences) {
   }
 }
 
-TEST(Gpt2Backward, Conv1dLinearMatchesFiniteDifferences) {
-  const int64_t rows = 4, nin = 5, nout = 7;
-  Vec x = random_vec(rows * nin, 7), w = random_vec(nin * nout, 8), b = random_vec(nout, 9);
-  const Vec probe = random_vec(rows * nout, 10);
-  Vec y(rows * nout);
-  const auto f = [&] {
-    conv1d_forward(y.data(), x.data(), w.data(), b.data(), rows, nin, nout);
-    return dot(probe, y);
-  };
-  f();
-  // y[r][o] = b[o] + sum_i x[r][i] W[i][o]
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t o = 0; o < nout; ++o) {
-      double acc = b[o];
-      for (int64_t i = 0; i < nin; ++i) acc += x[r * nin + i] * w[i * nout + o];
-      EXPECT_NEAR(y[r * nout + o], acc, 1e-12);
-    }
-  }
-  Vec dx(rows * nin, 123.0), dw(nin * nout, 0.0), db(nout, 0.0);
-  conv1d_backward(dx.data(), dw.data(), db.data(), probe.data(), x.data(), w.data(), rows, nin, nout);
-  expect_gradient(f, x, dx, kTol, "dx");
-  expect_gradient(f, w, dw, kTol, "dW");
-  expect_gradient(f, b, db, kTol, "db");
-}
-
 TEST(Gpt2Backward, CausalAttentionMatchesFiniteDifferences) {
   const int64_t B = 2, T = 5, C = 8, H = 2;
   Vec qkv = random_vec(B * T * 3 * C, 11);
@@ -163,7 +138,7 @@ TEST(Gpt2Backward, CrossEntropyMatchesFiniteDifferences) {
   Vec losses(rows), lse(rows);
   const double scale = 0.37;
   const auto f = [&] {
-    return scale * cross_entropy_train_forward(losses.data(), lse.data(), logits.data(), targets.data(), rows, V);
+    return scale * cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), rows, V);
   };
   f();
   for (int64_t r = 0; r < rows; ++r) {
@@ -172,7 +147,7 @@ TEST(Gpt2Backward, CrossEntropyMatchesFiniteDifferences) {
     EXPECT_NEAR(losses[r], std::log(z) - logits[r * V + targets[r]], 1e-12);
   }
   Vec grad(logits.size());
-  cross_entropy_train_backward(grad.data(), logits.data(), lse.data(), targets.data(), rows, V, scale);
+  cross_entropy_backward(grad.data(), logits.data(), lse.data(), targets.data(), rows, V, scale);
   expect_gradient(f, logits, grad, kTol, "dlogits");
 }
 
@@ -184,16 +159,16 @@ TEST(Gpt2Backward, EmbeddingAndTiedHeadMatchFiniteDifferences) {
   Vec wte = random_vec(V * C, 14), wpe = random_vec(T * C, 15);
   Vec x(B * T * C), logits(B * T * V), losses(B * T), lse(B * T);
   const auto f = [&] {
-    token_position_embedding_forward(x.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
-    gemm_t<double>(Trans::No, Trans::Yes, B * T, V, C, 1.0, x.data(), C, wte.data(), C, 0.0, logits.data(), V);
-    return cross_entropy_train_forward(losses.data(), lse.data(), logits.data(), targets.data(), B * T, V) / (B * T);
+    embedding_forward(x.data(), tokens.data(), wte.data(), wpe.data(), B * T, C, 0, T);
+    gemm(Trans::No, Trans::Yes, B * T, V, C, 1.0, x.data(), C, wte.data(), C, 0.0, logits.data(), V);
+    return cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), B * T, V) / (B * T);
   };
   f();
   Vec dlogits(logits.size()), dx(x.size()), dwte(wte.size(), 0.0), dwpe(wpe.size(), 0.0);
-  cross_entropy_train_backward(dlogits.data(), logits.data(), lse.data(), targets.data(), B * T, V, 1.0 / (B * T));
-  gemm_t<double>(Trans::No, Trans::No, B * T, C, V, 1.0, dlogits.data(), V, wte.data(), C, 0.0, dx.data(), C);
-  gemm_t<double>(Trans::Yes, Trans::No, V, C, B * T, 1.0, dlogits.data(), V, x.data(), C, 1.0, dwte.data(), C);
-  token_position_embedding_backward(dwte.data(), dwpe.data(), dx.data(), tokens.data(), B, T, C);
+  cross_entropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(), B * T, V, 1.0 / (B * T));
+  gemm(Trans::No, Trans::No, B * T, C, V, 1.0, dlogits.data(), V, wte.data(), C, 0.0, dx.data(), C);
+  gemm(Trans::Yes, Trans::No, V, C, B * T, 1.0, dlogits.data(), V, x.data(), C, 1.0, dwte.data(), C);
+  embedding_backward(dwte.data(), dwpe.data(), dx.data(), tokens.data(), B * T, C, T);
   expect_gradient(f, wte, dwte, kTol, "dwte (lookup + head)");
   expect_gradient(f, wpe, dwpe, kTol, "dwpe");
 }
@@ -276,11 +251,11 @@ TEST(Gpt2Backward, FloatKernelsTrackDouble) {
     const Vec x = random_vec(rows * C, 20, 1.5, 0.3), w = random_vec(C, 21, 0.2, 1.0), b = random_vec(C, 22),
               dy = random_vec(rows * C, 23);
     Vec y(rows * C), m(rows), r(rows), dx(rows * C, 0.0), dw(C, 0.0), db(C, 0.0);
-    layernorm_forward_train(y.data(), m.data(), r.data(), x.data(), w.data(), b.data(), rows, C, 1e-5);
+    layernorm_forward(y.data(), m.data(), r.data(), x.data(), w.data(), b.data(), rows, C, 1e-5);
     layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), m.data(), r.data(), rows, C);
     auto xf = to_f(x), wf = to_f(w), bf = to_f(b), dyf = to_f(dy);
     std::vector<float> yf(rows * C), mf(rows), rf(rows), dxf(rows * C, 0.0f), dwf(C, 0.0f), dbf(C, 0.0f);
-    layernorm_forward_train(yf.data(), mf.data(), rf.data(), xf.data(), wf.data(), bf.data(), rows, C, 1e-5f);
+    layernorm_forward(yf.data(), mf.data(), rf.data(), xf.data(), wf.data(), bf.data(), rows, C, 1e-5f);
     layernorm_backward(dxf.data(), dwf.data(), dbf.data(), dyf.data(), xf.data(), wf.data(), mf.data(), rf.data(), rows, C);
     EXPECT_LT(max_rel(yf, y), 1e-6);
     EXPECT_LT(max_rel(dxf, dx), 1e-5);
@@ -323,12 +298,12 @@ TEST(Gpt2Backward, FloatKernelsTrackDouble) {
     const Vec logits = random_vec(rows * V, 27, 8.0);
     const std::vector<int32_t> targets = {0, 1036, 500};
     Vec losses(rows), lse(rows), g(rows * V);
-    const double total = cross_entropy_train_forward(losses.data(), lse.data(), logits.data(), targets.data(), rows, V);
-    cross_entropy_train_backward(g.data(), logits.data(), lse.data(), targets.data(), rows, V, 0.5);
+    const double total = cross_entropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), rows, V);
+    cross_entropy_backward(g.data(), logits.data(), lse.data(), targets.data(), rows, V, 0.5);
     auto lf = to_f(logits);
     std::vector<float> lossf(rows), lsef(rows), gf(rows * V);
-    const double totalf = cross_entropy_train_forward(lossf.data(), lsef.data(), lf.data(), targets.data(), rows, V);
-    cross_entropy_train_backward(gf.data(), lf.data(), lsef.data(), targets.data(), rows, V, 0.5f);
+    const double totalf = cross_entropy_forward(lossf.data(), lsef.data(), lf.data(), targets.data(), rows, V);
+    cross_entropy_backward(gf.data(), lf.data(), lsef.data(), targets.data(), rows, V, 0.5f);
     EXPECT_NEAR(totalf, total, 1e-5 * std::abs(total));
     EXPECT_LT(max_rel(gf, g), 1e-6);
   }

@@ -13,7 +13,7 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/philox.h"
 #include "tinylm/io/safetensors.h"
-#include "tinylm/kernels/dropout.h"
+#include "tinylm/kernels/activation/dropout.h"
 #include "tinylm/models/gpt2/trainer.h"
 #include "tinylm/optim/clip.h"
 #include "tinylm/train/gpt2_checkpoint.h"

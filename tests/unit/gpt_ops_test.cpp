@@ -1,9 +1,8 @@
-// The GPT-2 inference kernels (kernels/gpt_ops.h) against plain double-precision loops, on
+// The GPT-2 inference kernels (kernels/matmul/stream.h, the cached attention of
+// kernels/attention/causal.h) against plain double-precision loops, on
 // shapes that reach every path: decode (1-2 rows) and prefill (banded, blocked) products, row
 // counts that leave a remainder after the 16-row passes, column counts with a ragged last block,
 // and attention heads that are and are not a multiple of 16 wide.
-#include "tinylm/kernels/gpt_ops.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +16,8 @@
 
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/matmul/stream.h"
 
 namespace tinylm::kernels {
 namespace {
@@ -287,8 +288,10 @@ TEST(GptOps, CachedAttentionMatchesDoubleLoops) {
         }
       }
     }
-    std::vector<float> out((t1 - t0) * C);
-    attention_cached(out.data(), q.data(), k.data(), v.data(), t0, t1, C, H);
+    std::vector<float> out((t1 - t0) * C), keys(C * kv_key_stride(t1)), values(t1 * C);
+    for (int64_t t = 0; t < t1; ++t)
+      kv_store(keys.data(), values.data(), k.data() + t * C, v.data() + t * C, t, t1, C);
+    attention_cached(out.data(), q.data(), keys.data(), values.data(), t0, t1, t1, C, H);
     expect_close(out, want, 1e-5, "head width " + std::to_string(hd));
   }
 }

@@ -7,11 +7,12 @@
 #include <random>
 #include <vector>
 
-#include "tinylm/kernels/attention.h"
-#include "tinylm/kernels/linear.h"
-#include "tinylm/kernels/relu.h"
-#include "tinylm/kernels/rmsnorm.h"
-#include "tinylm/kernels/softmax.h"
+#include "tinylm/kernels/activation/relu.h"
+#include "tinylm/kernels/activation/softmax.h"
+#include "tinylm/kernels/attention/exact.h"
+#include "tinylm/kernels/matmul/exact.h"
+#include "tinylm/kernels/matmul/exact_reference.h"
+#include "tinylm/kernels/norm/rmsnorm.h"
 
 namespace tinylm::kernels {
 namespace {
@@ -42,7 +43,7 @@ TEST_P(LinearShapes, PackedForwardEqualsRowMajorBitForBit) {
   const auto x = random_vector(rows * nin, 1), w = random_vector(nout * nin, 2);
   std::vector<double> wt(nin * padded_width(nout)), y1(rows * nout), y2(rows * nout);
   transpose_padded(wt.data(), w.data(), nout, nin);
-  linear_forward(y1.data(), x.data(), w.data(), rows, nin, nout);
+  reference::linear_forward(y1.data(), x.data(), w.data(), rows, nin, nout);
   linear_forward_packed(y2.data(), x.data(), wt.data(), rows, nin, nout);
   EXPECT_EQ(y1, y2);
   // and the reference: each output a left-to-right sum
@@ -61,7 +62,7 @@ TEST_P(LinearShapes, BlockedBackwardEqualsGenericBitForBit) {
              dy = random_vector(rows * nout, 5);
   std::vector<double> dx1 = random_vector(rows * nin, 6), dw1 = random_vector(nout * nin, 7);
   std::vector<double> dx2 = dx1, dw2 = dw1;
-  linear_backward<double>(dx1.data(), dw1.data(), dy.data(), x.data(), w.data(), rows, nin, nout);
+  reference::linear_backward(dx1.data(), dw1.data(), dy.data(), x.data(), w.data(), rows, nin, nout);
   linear_backward(dx2.data(), dw2.data(), dy.data(), x.data(), w.data(), rows, nin, nout);
   EXPECT_EQ(dx1, dx2);
   EXPECT_EQ(dw1, dw2);
@@ -73,7 +74,7 @@ TEST_P(LinearShapes, BackwardMatchesFiniteDifferences) {
   const auto probe = random_vector(rows * nout, 10);  // loss = sum(probe * y)
   std::vector<double> y(rows * nout), dx(rows * nin, 0.0), dw(nout * nin, 0.0);
   const auto loss = [&] {
-    linear_forward(y.data(), x.data(), w.data(), rows, nin, nout);
+    reference::linear_forward(y.data(), x.data(), w.data(), rows, nin, nout);
     double s = 0;
     for (size_t i = 0; i < y.size(); ++i) s += probe[i] * y[i];
     return s;

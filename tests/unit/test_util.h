@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tinylm/core/error.h"
+#include "tinylm/kernels/cpu/isa.h"
 
 namespace tinylm::test {
 
@@ -52,6 +53,19 @@ void expect_error(F&& f, const std::vector<std::string>& phrases) {
     for (const std::string& p : phrases)
       EXPECT_NE(what.find(p), std::string::npos) << what << "\n  lacks: " << p;
   }
+}
+
+// Runs body(isa) once for every kernel level this CPU supports, with that level active, and
+// restores the level that was active before.
+template <class F>
+void for_each_isa(F&& body) {
+  const kernels::Isa saved = kernels::active_isa();
+  for (kernels::Isa isa : kernels::supported_isas()) {
+    SCOPED_TRACE(std::string("kernel level ") + std::string(kernels::isa_name(isa)));
+    kernels::set_active_isa(isa);
+    body(isa);
+  }
+  kernels::set_active_isa(saved);
 }
 
 }  // namespace tinylm::test

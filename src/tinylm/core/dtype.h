@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <span>
 #include <string_view>
 
 namespace tinylm {
@@ -39,10 +38,6 @@ inline float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>
 uint16_t float_to_f16(float f);
 float f16_to_float(uint16_t h);
 
-// Bulk conversions over spans of equal length.
-void convert_f32_to_f16(std::span<const float> in, std::span<uint16_t> out);
-void convert_f16_to_f32(std::span<const uint16_t> in, std::span<float> out);
-void convert_f32_to_bf16(std::span<const float> in, std::span<uint16_t> out);
-void convert_bf16_to_f32(std::span<const uint16_t> in, std::span<float> out);
+// Whole arrays convert through kernels/cast/cast.h, vectorized, with the same results.
 
 }  // namespace tinylm

@@ -14,6 +14,13 @@ namespace tinylm {
 void set_num_threads(int n);
 int num_threads();
 
+// The grain for parallel_for over items of `work` elementary operations each: a range only
+// forks when it holds about a million operations (a few hundred microseconds) or more. A
+// fork/join costs microseconds on an idle machine but a scheduler time slice (~20 ms
+// measured) when the cores are oversubscribed, so small per-row passes (LayerNorm, bias,
+// residual: tens of microseconds each) stay on the calling thread.
+inline int64_t grain_for(int64_t work) { return 1 + (int64_t{1} << 20) / (work > 0 ? work : 1); }
+
 // Calls fn(i) for i in [begin, end), split across threads in chunks of at least `grain`
 // iterations; runs inline when the range is too small to be worth a fork.
 template <class Fn>

@@ -17,6 +17,7 @@
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/crc32.h"
 #include "tinylm/io/little_endian.h"
+#include "tinylm/kernels/cast/cast.h"
 
 namespace tinylm::io {
 
@@ -81,17 +82,17 @@ uint32_t emit_evl(const evermind::Config& config, std::span<const float> params,
 
   const size_t width = value_bytes(precision);
   std::vector<std::byte> buf(kChunkValues * width);
-  std::vector<uint16_t> halves(precision == EvlPrecision::f16 ? kChunkValues : 0);
+  std::vector<kernels::F16> halves(precision == EvlPrecision::f16 ? kChunkValues : 0);
   for (size_t begin = 0; begin < params.size(); begin += kChunkValues) {
     const size_t n = std::min(kChunkValues, params.size() - begin);
     const std::span<const float> chunk = params.subspan(begin, n);
     if (precision == EvlPrecision::f32) {
       for (size_t i = 0; i < n; ++i) put_u32(buf.data() + 4 * i, float_bits(chunk[i]));
     } else {
-      convert_f32_to_f16(chunk, std::span<uint16_t>(halves).first(n));
+      kernels::convert(chunk.data(), halves.data(), static_cast<int64_t>(n));
       for (size_t i = 0; i < n; ++i) {
-        buf[2 * i] = static_cast<std::byte>(halves[i] & 0xffu);
-        buf[2 * i + 1] = static_cast<std::byte>(halves[i] >> 8);
+        buf[2 * i] = static_cast<std::byte>(halves[i].bits & 0xffu);
+        buf[2 * i + 1] = static_cast<std::byte>(halves[i].bits >> 8);
       }
     }
     const std::span<const std::byte> bytes(buf.data(), n * width);

@@ -16,6 +16,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/json_strict.h"
+#include "tinylm/kernels/cast/cast.h"
 
 namespace tinylm::io {
 
@@ -279,8 +280,9 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
     } else if (e.dtype == "F16" || e.dtype == "BF16") {
       uint16_t h[kChunk];
       std::memcpy(h, p + i0 * 2, m * 2);
-      if (e.dtype == "F16") convert_f16_to_f32({h, m}, {buf, m});
-      else convert_bf16_to_f32({h, m}, {buf, m});
+      const auto count = static_cast<int64_t>(m);
+      if (e.dtype == "F16") kernels::convert(reinterpret_cast<const kernels::F16*>(h), buf, count);
+      else kernels::convert(reinterpret_cast<const kernels::Bf16*>(h), buf, count);
     } else {  // F64
       for (size_t i = 0; i < m; ++i) buf[i] = static_cast<float>(load<double>(p, i0 + i));
     }
@@ -288,9 +290,9 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
     if (dtype == DType::f32) {
       std::memcpy(dst, buf, m * 4);
     } else if (dtype == DType::bf16) {
-      convert_f32_to_bf16({buf, m}, {reinterpret_cast<uint16_t*>(dst), m});
+      kernels::convert(buf, reinterpret_cast<kernels::Bf16*>(dst), static_cast<int64_t>(m));
     } else {
-      convert_f32_to_f16({buf, m}, {reinterpret_cast<uint16_t*>(dst), m});
+      kernels::convert(buf, reinterpret_cast<kernels::F16*>(dst), static_cast<int64_t>(m));
     }
     if ((i0 + m) * in_size / kDropEvery != i0 * in_size / kDropEvery || i0 + m == n)
       drop_upto((i0 + m) * in_size);

@@ -9,7 +9,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/py_random.h"
-#include "tinylm/kernels/grad_accumulate.h"
+#include "tinylm/kernels/cast/cast.h"
 #include "tinylm/optim/clip.h"
 
 namespace tinylm::train {

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "tinylm/core/error.h"
-#include "tinylm/kernels/causal_conv.h"
-#include "tinylm/kernels/rmsnorm_gain.h"
-#include "tinylm/kernels/tied_embedding.h"
+#include "tinylm/kernels/embedding/embedding.h"
+#include "tinylm/kernels/mixer/causal_conv.h"
+#include "tinylm/kernels/norm/rmsnorm_gain.h"
 
 namespace tinylm::evermind {
 
@@ -53,7 +53,7 @@ std::span<const T> Decoder<T>::step(int token) {
   const T* w = packed_.data();
   const ParamIndex& idx = model_->index();
   const int64_t D = d_.D, hist_len = d_.K - 1;
-  k::embedding_forward(x_.data(), p + idx.emb, &token, 1, D);
+  k::embedding_forward(x_.data(), &token, p + idx.emb, static_cast<const T*>(nullptr), 1, D);
   const int64_t taps = std::min(pos_ + 1, d_.K);
   std::vector<const T*>& rows = tap_rows_;
   for (int64_t l = 0; l < d_.L; ++l) {

@@ -1,10 +1,10 @@
 #include "tinylm/models/evermind/layer.h"
 
-#include "tinylm/kernels/causal_conv.h"
-#include "tinylm/kernels/ffn.h"
-#include "tinylm/kernels/moe.h"
-#include "tinylm/kernels/rmsnorm_gain.h"
-#include "tinylm/kernels/small_gemm.h"
+#include "tinylm/kernels/matmul/small.h"
+#include "tinylm/kernels/mixer/causal_conv.h"
+#include "tinylm/kernels/mixer/ffn.h"
+#include "tinylm/kernels/mixer/moe.h"
+#include "tinylm/kernels/norm/rmsnorm_gain.h"
 
 namespace tinylm::evermind {
 

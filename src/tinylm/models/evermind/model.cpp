@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "tinylm/core/error.h"
-#include "tinylm/kernels/softmax_xent.h"
-#include "tinylm/kernels/tied_embedding.h"
+#include "tinylm/kernels/embedding/embedding.h"
+#include "tinylm/kernels/loss/cross_entropy.h"
 #include "tinylm/models/evermind/init.h"
 
 namespace tinylm::evermind {
@@ -43,7 +43,7 @@ Workspace<T>::Workspace(const Config& config, int64_t max_seq_len, bool checkpoi
   for (size_t s = 0; s < sets; ++s) acts_.push_back(make_layer_acts<T>(d, R, alloc_real, alloc_int));
   scratch_ = make_layer_scratch<T>(d, R, alloc_real);
   logits_ = alloc_real(R * d.V);
-  inv_sum_ = alloc_real(R);
+  lse_ = alloc_real(R);
   dx_ = alloc_real(R * d.D);
 }
 
@@ -113,7 +113,7 @@ double Model<T>::forward_layers(Workspace<T>& ws, std::span<const int> tokens) c
   const int64_t rows = static_cast<int64_t>(tokens.size());
   const T* p = params_.data();
   const T* w = packed_.data();
-  k::embedding_forward(ws.x_[0], p + index_.emb, tokens.data(), rows, d.D);
+  k::embedding_forward(ws.x_[0], tokens.data(), p + index_.emb, static_cast<const T*>(nullptr), rows, d.D);
   double aux = 0.0;
   for (int64_t l = 0; l < d.L; ++l) {
     LayerActs<T>& a = ws.acts_[ws.checkpoint_ ? 0 : static_cast<size_t>(l)];
@@ -134,7 +134,8 @@ Loss Model<T>::loss(Workspace<T>& ws, std::span<const int> tokens, double aux_lo
   const double aux = forward_layers(ws, tokens);
   const int64_t rows = T_ - 1;
   k::tied_logits_forward(ws.logits_, ws.x_[static_cast<size_t>(d.L)], packed_.data() + index_.emb, rows, d.D, d.V);
-  const double ce = k::softmax_xent_forward(ws.logits_, ws.inv_sum_, tokens.data() + 1, rows, d.V, d.V) /
+  const double ce = k::cross_entropy_forward(static_cast<T*>(nullptr), ws.lse_, ws.logits_, tokens.data() + 1,
+                                            rows, d.V) /
                     static_cast<double>(rows);
   return {ce + aux_loss_coef * aux, ce, aux, rows};
 }
@@ -155,8 +156,8 @@ Loss Model<T>::forward_backward(Workspace<T>& ws, std::span<const int> tokens, s
   const T* w = packed_.data();
   T* g = grads.data();
 
-  k::softmax_xent_backward(ws.logits_, ws.inv_sum_, tokens.data() + 1, rows, d.V, d.V,
-                                    static_cast<T>(options.loss_grad / static_cast<double>(rows)));
+  k::cross_entropy_backward(ws.logits_, ws.logits_, ws.lse_, tokens.data() + 1, rows, d.V,
+                            static_cast<T>(options.loss_grad / static_cast<double>(rows)));
   k::tied_logits_backward(ws.dx_, g + index_.emb, ws.logits_, ws.x_[static_cast<size_t>(d.L)], p + index_.emb, rows,
                           d.D, d.V);
   std::fill(ws.dx_ + rows * d.D, ws.dx_ + T_ * d.D, T(0));  // the last position predicts nothing
@@ -174,7 +175,7 @@ Loss Model<T>::forward_backward(Workspace<T>& ws, std::span<const int> tokens, s
     }
     layer_backward(d, li, p, w, a, x_in, T_, ws.dx_, g, ws.scratch_, aux_scale);
   }
-  k::embedding_backward(g + index_.emb, ws.dx_, tokens.data(), T_, d.D);
+  k::embedding_backward(g + index_.emb, static_cast<T*>(nullptr), ws.dx_, tokens.data(), T_, d.D);
   return result;
 }
 

@@ -7,8 +7,12 @@
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
-#include "tinylm/kernels/gelu.h"
-#include "tinylm/kernels/gpt_ops.h"
+#include "tinylm/kernels/activation/gelu.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/cast/cast.h"
+#include "tinylm/kernels/embedding/embedding.h"
+#include "tinylm/kernels/matmul/stream.h"
+#include "tinylm/kernels/norm/layernorm.h"
 
 namespace tinylm::gpt2 {
 
@@ -26,11 +30,11 @@ struct Model::Impl {
 namespace {
 
 void convert_floats(const float* src, size_t n, DType to, void* out) {
-  const std::span<const float> in(src, n);
+  const int64_t count = static_cast<int64_t>(n);
   switch (to) {
     case DType::f32: std::memcpy(out, src, n * sizeof(float)); break;
-    case DType::bf16: convert_f32_to_bf16(in, {static_cast<uint16_t*>(out), n}); break;
-    case DType::f16: convert_f32_to_f16(in, {static_cast<uint16_t*>(out), n}); break;
+    case DType::bf16: k::convert(src, static_cast<k::Bf16*>(out), count); break;
+    case DType::f16: k::convert(src, static_cast<k::F16*>(out), count); break;
     default: fail("gpt2: cannot store weights as ", dtype_name(to));
   }
 }
@@ -59,6 +63,7 @@ struct TypedImpl final : Model::Impl {
   size_t bytes = 0;
   // Scratch for one forward of up to `rows` positions, grown on demand.
   std::vector<float> x, xn, qkv, q, att, h;
+  std::vector<int32_t> ids;
 
   // Weights used in place (W = float only): pointers into memory that `owner` keeps alive.
   std::shared_ptr<const void> owner;
@@ -182,33 +187,27 @@ struct TypedImpl final : Model::Impl {
     q.resize(n * C);
     att.resize(n * C);
     h.resize(n * F);
-    // x = wte[token] + wpe[position]
-    for (int64_t r = 0; r < n; ++r) {
-      const W* e = wte + static_cast<int64_t>(tokens[r]) * C;
-      const float* pe = wpe + (t0 + r) * C;
-      for (int64_t i = 0; i < C; ++i) x[r * C + i] = k::to_float(e[i]) + pe[i];
-    }
+    ids.assign(tokens.begin(), tokens.end());
+    k::embedding_forward(x.data(), ids.data(), wte, wpe, n, C, t0);  // wte[token] + wpe[position]
     W* kc = reinterpret_cast<W*>(cache.keys.data());
     W* vc = reinterpret_cast<W*>(cache.values.data());
+    const int64_t key_block = C * k::kv_key_stride(cap);
     const float eps = static_cast<float>(c.layer_norm_epsilon);
     for (int64_t li = 0; li < c.n_layer; ++li) {
       const Layer& l = layers[li];
-      W* kl = kc + li * cap * C;
+      W* kl = kc + li * key_block;
       W* vl = vc + li * cap * C;
-      k::layernorm_forward(xn.data(), x.data(), l.ln1_w, l.ln1_b, n, C, eps);
+      k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln1_w, l.ln1_b, n, C, eps);
       k::matmul_in_out(qkv.data(), xn.data(), l.attn_w, l.attn_b, n, C, 3 * C, conv_layout);
       for (int64_t r = 0; r < n; ++r) {
         const float* row = qkv.data() + r * 3 * C;
         std::memcpy(q.data() + r * C, row, C * sizeof(float));
-        for (int64_t i = 0; i < C; ++i) {
-          k::from_float(kl[(t0 + r) * C + i], row[C + i]);
-          k::from_float(vl[(t0 + r) * C + i], row[2 * C + i]);
-        }
+        k::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, cap, C);
       }
-      k::attention_cached(att.data(), q.data(), kl, vl, t0, t1, C, c.n_head);
+      k::attention_cached(att.data(), q.data(), kl, vl, t0, t1, cap, C, c.n_head);
       k::matmul_in_out(xn.data(), att.data(), l.proj_w, l.proj_b, n, C, C, conv_layout);
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
-      k::layernorm_forward(xn.data(), x.data(), l.ln2_w, l.ln2_b, n, C, eps);
+      k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln2_w, l.ln2_b, n, C, eps);
       k::matmul_in_out(h.data(), xn.data(), l.fc_w, l.fc_b, n, C, F, conv_layout);
       k::gelu_forward(h.data(), h.data(), n * F);
       k::matmul_in_out(xn.data(), h.data(), l.fc_proj_w, l.fc_proj_b, n, F, C, conv_layout);
@@ -216,7 +215,8 @@ struct TypedImpl final : Model::Impl {
     }
     cache.length = static_cast<int>(t1);
     const int64_t first = all_logits ? 0 : n - 1, rows = n - first;
-    k::layernorm_forward(xn.data(), x.data() + first * C, lnf_w, lnf_b, rows, C, eps);
+    k::layernorm_forward(xn.data(), nullptr, nullptr, x.data() + first * C, lnf_w, lnf_b, rows, C,
+                         eps);
     k::matmul_out_in(logits.data(), xn.data(), lm_head, rows, C, V);
   }
 };
@@ -280,9 +280,11 @@ KvCache Model::new_cache(int capacity) const {
         " outside 1..n_positions (", c.n_positions, ")");
   KvCache cache;
   cache.capacity = capacity;
-  const size_t bytes = static_cast<size_t>(c.n_layer) * capacity * c.n_embd * dtype_size(impl_->dtype);
-  cache.keys.resize(bytes);
-  cache.values.resize(bytes);
+  // Keys transposed per head, each head's rows padded to a multiple of 16 positions
+  // (kernels/attention/causal.h); values as rows.
+  const size_t per_layer = static_cast<size_t>(c.n_embd) * dtype_size(impl_->dtype);
+  cache.keys.resize(c.n_layer * per_layer * static_cast<size_t>(kernels::kv_key_stride(capacity)));
+  cache.values.resize(c.n_layer * per_layer * static_cast<size_t>(capacity));
   return cache;
 }
 

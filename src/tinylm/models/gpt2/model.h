@@ -18,7 +18,9 @@ namespace tinylm::gpt2 {
 struct KvCache {
   int capacity = 0;
   int length = 0;  // positions filled
-  std::vector<std::byte> keys, values;  // (n_layer, capacity, C) each, in the model's dtype
+  // In the model's dtype: keys (n_layer, C, capacity rounded up to 16), transposed per head;
+  // values (n_layer, capacity, C).
+  std::vector<std::byte> keys, values;
 };
 
 class Model {

@@ -10,15 +10,15 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
-#include "tinylm/kernels/cast.h"
-#include "tinylm/kernels/causal_attention.h"
-#include "tinylm/kernels/cross_entropy_train.h"
-#include "tinylm/kernels/dropout.h"
-#include "tinylm/kernels/position_embedding.h"
-#include "tinylm/kernels/gelu.h"
-#include "tinylm/kernels/layernorm_train.h"
-#include "tinylm/kernels/linear_train.h"
-#include "tinylm/kernels/train_simd.h"
+#include "tinylm/kernels/activation/dropout.h"
+#include "tinylm/kernels/activation/gelu.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/cast/cast.h"
+#include "tinylm/kernels/embedding/embedding.h"
+#include "tinylm/kernels/loss/cross_entropy.h"
+#include "tinylm/kernels/matmul/bias.h"
+#include "tinylm/kernels/matmul/gemm.h"
+#include "tinylm/kernels/norm/layernorm.h"
 
 namespace tinylm::gpt2 {
 
@@ -199,7 +199,7 @@ struct BasicTrainer<T>::Impl {
   Operand<T> operand(const T* x, int64_t count, Bf16* h, T* r) {
     if constexpr (std::is_same_v<T, float>) {
       if (bf16()) {
-        kernels::cast_to_bf16(h, x, count);
+        kernels::convert(x, h, count);
         return {nullptr, h};
       }
       if (f16()) {
@@ -224,12 +224,12 @@ struct BasicTrainer<T>::Impl {
     const Timer timer;
     if constexpr (std::is_same_v<T, float>) {
       if (A.h) {
-        kernels::gemm_bf16(ta, tb, M, N, K, 1.0f, A.h, lda, Bm.h, ldb, beta, Cm, ldc);
+        kernels::gemm(ta, tb, M, N, K, 1.0f, A.h, lda, Bm.h, ldb, beta, Cm, ldc);
         prof.gemm_ms += timer.elapsed_ms();
         return;
       }
     }
-    kernels::gemm_t<T>(ta, tb, M, N, K, T(1), A.f, lda, Bm.f, ldb, beta, Cm, ldc);
+    kernels::gemm(ta, tb, M, N, K, T(1), A.f, lda, Bm.f, ldb, beta, Cm, ldc);
     prof.gemm_ms += timer.elapsed_ms();
   }
 
@@ -259,7 +259,7 @@ struct BasicTrainer<T>::Impl {
     if (rate > 0.0f) {
       kernels::dropout_forward(proj, mask, proj, n, rate, {key.seed, key.step, site});
     }
-    parallel_for(0, BT, kernels::simd::grain_for(C), [&](int64_t r) {
+    parallel_for(0, BT, grain_for(C), [&](int64_t r) {
       for (int64_t i = r * C; i < (r + 1) * C; ++i) res_out[i] = res_in[i] + proj[i];
     });
   }
@@ -283,12 +283,12 @@ struct BasicTrainer<T>::Impl {
     params = p.data();
     if constexpr (std::is_same_v<T, float>) {
       const Timer cast_timer;
-      if (bf16()) kernels::cast_to_bf16(weights_h, params, static_cast<int64_t>(layout.size()));
+      if (bf16()) kernels::convert(params, weights_h, static_cast<int64_t>(layout.size()));
       if (f16()) kernels::round_to_f16(weights_r, params, static_cast<int64_t>(layout.size()));
       prof.cast_ms += cast_timer.elapsed_ms();
     }
     rate = options.dropout;
-    kernels::token_position_embedding_forward(enc, inputs, params + wte, params + wpe, B, Tn, C);
+    kernels::embedding_forward(enc, inputs, params + wte, params + wpe, BT, C, 0, Tn);
     if (rate > 0.0f) kernels::dropout_forward(enc, mask_enc, enc, BT * C, rate, {key.seed, key.step, 0});
     const T* x = enc;
     const T eps = static_cast<T>(config.layer_norm_epsilon);
@@ -296,13 +296,13 @@ struct BasicTrainer<T>::Impl {
       Layer& y = layers[static_cast<size_t>(l)];
       const BlockOffsets& o = blocks[static_cast<size_t>(l)];
       const uint32_t site = static_cast<uint32_t>(1 + 2 * l);
-      kernels::layernorm_forward_train(y.ln1, y.ln1_mean, y.ln1_rstd, x, params + o.ln1_w,
+      kernels::layernorm_forward(y.ln1, y.ln1_mean, y.ln1_rstd, x, params + o.ln1_w,
                                        params + o.ln1_b, BT, C, eps);
       linear(y.qkv, operand(y.ln1, BT * C, y.ln1_h, y.ln1_r), o.attn_w, o.attn_b, C, C3);
       kernels::causal_attention_forward(y.atty, y.att, y.qkv, attn_scratch, B, Tn, C, H);
       linear(proj, operand(y.atty, BT * C, y.atty_h, y.atty_r), o.proj_w, o.proj_b, C, C);
       residual(y.res2, x, y.mask_attn, site, key);
-      kernels::layernorm_forward_train(y.ln2, y.ln2_mean, y.ln2_rstd, y.res2, params + o.ln2_w,
+      kernels::layernorm_forward(y.ln2, y.ln2_mean, y.ln2_rstd, y.res2, params + o.ln2_w,
                                        params + o.ln2_b, BT, C, eps);
       linear(y.fch, operand(y.ln2, BT * C, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);
       kernels::gelu_forward(y.fchg, y.fch, BT * F);
@@ -310,12 +310,12 @@ struct BasicTrainer<T>::Impl {
       residual(y.res3, y.res2, y.mask_mlp, site + 1, key);
       x = y.res3;
     }
-    kernels::layernorm_forward_train(lnf, lnf_mean, lnf_rstd, x, params + lnf_w, params + lnf_b, BT,
+    kernels::layernorm_forward(lnf, lnf_mean, lnf_rstd, x, params + lnf_w, params + lnf_b, BT,
                                      C, eps);
     // Tied head: logits = lnf wte^T.
     mm(Trans::No, Trans::Yes, BT, V, C, operand(lnf, BT * C, lnf_h, lnf_r), C, weights().offset(wte),
        C, T(0), logits, V);
-    const double total = kernels::cross_entropy_train_forward(losses, lse, logits, targets, BT, V);
+    const double total = kernels::cross_entropy_forward(losses, lse, logits, targets, BT, V);
     have_forward = true;
     ++prof.steps;
     prof.forward_ms += timer.elapsed_ms();
@@ -335,12 +335,12 @@ struct BasicTrainer<T>::Impl {
     Operand<T> dlog{logits, nullptr};
     if constexpr (std::is_same_v<T, float>) {
       if (bf16()) {
-        kernels::cross_entropy_train_backward_bf16(dlogits_h, logits, lse, targets, BT, V, s);
+        kernels::cross_entropy_backward(dlogits_h, logits, lse, targets, BT, V, s);
         dlog = {nullptr, dlogits_h};
       }
     }
     if (!bf16()) {
-      kernels::cross_entropy_train_backward(logits, logits, lse, targets, BT, V, s);
+      kernels::cross_entropy_backward(logits, logits, lse, targets, BT, V, s);
       if (f16()) dlog = operand(logits, BT * V, nullptr, logits);
     }
     // Head: dlnf = dlogits wte;  dwte += dlogits^T lnf.
@@ -390,7 +390,7 @@ struct BasicTrainer<T>::Impl {
     }
     if (rate > 0.0f) kernels::dropout_backward(dres, dres, mask_enc, BT * C, rate);
     clear_small(g, wpe, static_cast<int64_t>(config.n_positions) * C);  // rows >= seq_len stay 0
-    kernels::token_position_embedding_backward(g + wte, g + wpe, dres, inputs, B, Tn, C);
+    kernels::embedding_backward(g + wte, g + wpe, dres, inputs, BT, C, Tn);
     prof.backward_ms += timer.elapsed_ms();
   }
 

@@ -11,11 +11,11 @@
 #include "tinylm/core/arena.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/py_math.h"
-#include "tinylm/kernels/attention.h"
-#include "tinylm/kernels/linear.h"
-#include "tinylm/kernels/relu.h"
-#include "tinylm/kernels/rmsnorm.h"
-#include "tinylm/kernels/softmax.h"
+#include "tinylm/kernels/activation/relu.h"
+#include "tinylm/kernels/activation/softmax.h"
+#include "tinylm/kernels/attention/exact.h"
+#include "tinylm/kernels/matmul/exact.h"
+#include "tinylm/kernels/norm/rmsnorm.h"
 #include "tinylm/models/microgpt/model.h"
 
 namespace tinylm::microgpt {

@@ -1,0 +1,390 @@
+#include "tinylm/kernels/attention/causal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "tinylm/core/aligned_vector.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/attention/causal_reference.h"
+#include "tinylm/kernels/cpu/vec_math.h"
+
+namespace tinylm::kernels {
+namespace {
+int64_t padded(int64_t n) { return (n + 15) / 16 * 16; }
+
+// Scratch per training task: a transposed K or V (D x Tp), three packed T x D blocks, the dS
+// matrix (T x Tp) and one row (Tp).
+int64_t task_scratch(int64_t T, int64_t D) {
+  return D * padded(T) + 3 * T * D + T * padded(T) + padded(T);
+}
+}  // namespace
+}  // namespace tinylm::kernels
+
+TINYLM_LEVEL_BEGIN
+
+namespace {
+
+// Accumulator vectors one pass over the values keeps in registers (AVX2 has half the
+// registers of AVX-512). Blocking the columns leaves every sum's order alone.
+constexpr int kMaxAcc = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 4;
+
+// row[0 .. padded(n)) = q . k_j for the keys in kt: (D, ldk), transposed (lanes past n are
+// computed from whatever the padding holds and ignored): two chains, even and odd channels.
+template <class W>
+TINYLM_INLINE void scores(float* row, const float* q, const W* kt, int64_t ldk, int64_t n, int64_t D) {
+  for (int64_t s0 = 0; s0 < n; s0 += kLanes) {
+    f32x16 even{}, odd{};
+    const W* col = kt + s0;
+    int64_t d = 0;
+    for (; d + 2 <= D; d += 2) {
+      even = fma(q[d], load(col + d * ldk), even);
+      odd = fma(q[d + 1], load(col + (d + 1) * ldk), odd);
+    }
+    if (d < D) even = fma(q[d], load(col + d * ldk), even);
+    store(row + s0, even + odd);
+  }
+}
+
+// Turns row[0 .. n) into exp(scale * (row - max)) and zeros up to padded(n); returns 1 / sum.
+TINYLM_INLINE float softmax_unnormalized(float* row, int64_t n, float scale) {
+  const int64_t nb = padded(n);
+  for (int64_t j = n; j < nb; ++j) row[j] = -std::numeric_limits<float>::infinity();
+  f32x16 m = load(row);
+  for (int64_t j = kLanes; j < nb; j += kLanes) m = max(m, load(row + j));
+  const float mx = hmax(m);
+  for (int64_t j = 0; j < nb; j += kLanes) store(row + j, exp((load(row + j) - mx) * scale));
+  for (int64_t j = n; j < nb; ++j) row[j] = 0.0f;
+  f32x16 sum{};
+  for (int64_t j = 0; j < nb; j += kLanes) sum += load(row + j);
+  return 1.0f / hsum(sum);
+}
+
+// The first `width` (<= 16) floats of a row of W values, widened.
+template <class W>
+TINYLM_INLINE f32x16 load_row(const W* p, int64_t width) {
+  return width >= kLanes ? load(p) : load_n(p, width);
+}
+
+// out[0 .. width) = sum_{j < n} p[j] v_j with v_j at v + j * ldv, NV vectors of columns.
+template <int NV, class W>
+TINYLM_INLINE void weighted_block(float* out, const float* p, const W* v, int64_t ldv, int64_t n,
+                                  int64_t width) {
+  f32x16 acc[NV];
+  for (int k = 0; k < NV; ++k) acc[k] = f32x16{};
+  for (int64_t j = 0; j < n; ++j) {
+    const f32x16 pj = splat(p[j]);
+    for (int k = 0; k < NV; ++k) acc[k] = fma(pj, load_row(v + j * ldv + k * kLanes, width - k * kLanes), acc[k]);
+  }
+  for (int k = 0; k < NV; ++k) store_n(out + k * kLanes, acc[k], std::min(kLanes, width - k * kLanes));
+}
+
+template <class W>
+void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t n, int64_t D) {
+  for (int64_t c = 0; c < D;) {
+    const int64_t vectors = (D - c + kLanes - 1) / kLanes, width = std::min(D - c, kMaxAcc * kLanes);
+    if (vectors >= kMaxAcc) {
+      weighted_block<kMaxAcc>(out + c, p, v + c, ldv, n, width);
+      c += kMaxAcc * kLanes;
+    } else if (vectors >= 2) {
+      weighted_block<2>(out + c, p, v + c, ldv, n, std::min<int64_t>(D - c, 2 * kLanes));
+      c += 2 * kLanes;
+    } else {
+      weighted_block<1>(out + c, p, v + c, ldv, n, D - c);
+      c += kLanes;
+    }
+  }
+}
+
+// One query row against keys and values 0 .. n-1: p = softmax of the scaled scores (into
+// p_out, or in place in row when null), out = sum_j p_j v_j. row: padded(n) floats of scratch.
+template <class W>
+void attend_row(float* out, float* p_out, float* row, const float* q, const W* kt, int64_t ldk,
+                const W* v, int64_t ldv, int64_t n, int64_t D, float scale) {
+  scores(row, q, kt, ldk, n, D);
+  const float inv = softmax_unnormalized(row, n, scale);
+  float* p = p_out ? p_out : row;
+  for (int64_t j = 0; j < n; j += kLanes) {
+    const int64_t w = std::min(kLanes, n - j);
+    store_n(p + j, load_n(row + j, w) * inv, w);
+  }
+  weighted_sum(out, p, v, ldv, n, D);
+}
+
+float attention_scale(int64_t D) { return 1.0f / std::sqrt(static_cast<float>(D)); }
+
+// ---- training -----------------------------------------------------------------------------
+
+// A head's rows of q, k, v or dO sit C or 3C floats apart in memory: a stride that maps them
+// onto a few cache sets. Each task first packs what it reads repeatedly into contiguous T x D
+// blocks (or D x Tp transposes), so the loops run from L1/L2 without conflict misses.
+void pack_rows(float* dst, const float* src, int64_t ld, int64_t Tn, int64_t D) {
+  for (int64_t t = 0; t < Tn; ++t) std::memcpy(dst + t * D, src + t * ld, static_cast<size_t>(D) * sizeof(float));
+}
+
+// dst (D x Tp) = the head's D columns of rows 0..T-1 of src (row stride ld), transposed; the
+// padding columns are zero.
+void transpose_head(float* dst, const float* src, int64_t ld, int64_t Tn, int64_t D) {
+  const int64_t Tp = padded(Tn);
+  for (int64_t d = 0; d < D; ++d) std::fill(dst + d * Tp + Tn, dst + d * Tp + Tp, 0.0f);
+  for (int64_t t = 0; t < Tn; ++t) {
+    for (int64_t d = 0; d < D; ++d) dst[d * Tp + t] = src[t * ld + d];
+  }
+}
+
+void forward_task(float* out, float* att, const float* base, float* scratch, int64_t Tn, int64_t C,
+                  int64_t D) {
+  const int64_t C3 = 3 * C, Tp = padded(Tn);
+  float* kt = scratch;       // D x Tp
+  float* vp = kt + D * Tp;   // T x D
+  float* row = vp + Tn * D;  // Tp
+  transpose_head(kt, base + C, C3, Tn, D);
+  pack_rows(vp, base + 2 * C, C3, Tn, D);
+  for (int64_t t = 0; t < Tn; ++t) {
+    float* a = att + t * Tn;
+    attend_row(out + t * C, a, row, base + t * C3, kt, Tp, vp, D, t + 1, D, attention_scale(D));
+    std::fill(a + t + 1, a + Tn, 0.0f);
+  }
+}
+
+template <int NV>
+void backward_task(float* dbase, const float* dout, const float* att, const float* base,
+                   float* scratch, int64_t Tn, int64_t C) {
+  constexpr int64_t D = kLanes * NV;
+  const int64_t C3 = 3 * C, Tp = padded(Tn);
+  const float scale = attention_scale(D);
+  float* vt = scratch;       // D x Tp
+  float* kp = vt + D * Tp;   // T x D each
+  float* qp = kp + Tn * D;
+  float* gp = qp + Tn * D;
+  float* ds = gp + Tn * D;   // T x Tp
+  transpose_head(vt, base + 2 * C, C3, Tn, D);
+  pack_rows(kp, base + C, C3, Tn, D);
+  pack_rows(qp, base, C3, Tn, D);
+  pack_rows(gp, dout, C, Tn, D);
+  // Rows: dS and dQ.
+  for (int64_t t = 0; t < Tn; ++t) {
+    const int64_t n = t + 1;
+    const float* p = att + t * Tn;
+    float* dsr = ds + t * Tp;
+    scores(dsr, gp + t * D, vt, Tp, n, D);  // the dP row
+    f32x16 acc{};
+    for (int64_t j = 0; j < n; j += kLanes) {
+      const int64_t w = std::min(kLanes, n - j);
+      acc = fma(load_n(p + j, w), load_n(dsr + j, w), acc);
+    }
+    const float dot = hsum(acc);
+    for (int64_t j = 0; j < n; j += kLanes) {
+      const int64_t w = std::min(kLanes, n - j);
+      store_n(dsr + j, load_n(p + j, w) * (load_n(dsr + j, w) - dot) * scale, w);
+    }
+    weighted_sum(dbase + t * C3, dsr, kp, D, n, D);  // dQ_t = dS_t K
+  }
+  // Columns: dK_j = sum_{t >= j} dS[t][j] Q_t, dV_j = sum_{t >= j} P[t][j] dO_t, each row
+  // written once. Both sums in one pass where their registers fit, else one after the other.
+  constexpr bool kTogether = 2 * NV <= kMaxAcc;
+  for (int64_t j = 0; j < Tn; ++j) {
+    f32x16 dk[NV], dv[NV];
+    for (int v = 0; v < NV; ++v) dk[v] = dv[v] = f32x16{};
+    for (int64_t t = j; t < Tn; ++t) {
+      const float s = ds[t * Tp + j];
+      for (int v = 0; v < NV; ++v) dk[v] = fma(s, load(qp + t * D + kLanes * v), dk[v]);
+      if constexpr (kTogether) {
+        const float pv = att[t * Tn + j];
+        for (int v = 0; v < NV; ++v) dv[v] = fma(pv, load(gp + t * D + kLanes * v), dv[v]);
+      }
+    }
+    if constexpr (!kTogether) {
+      for (int64_t t = j; t < Tn; ++t) {
+        const float pv = att[t * Tn + j];
+        for (int v = 0; v < NV; ++v) dv[v] = fma(pv, load(gp + t * D + kLanes * v), dv[v]);
+      }
+    }
+    for (int v = 0; v < NV; ++v) {
+      store(dbase + j * C3 + C + kLanes * v, dk[v]);
+      store(dbase + j * C3 + 2 * C + kLanes * v, dv[v]);
+    }
+  }
+}
+
+// ---- inference -----------------------------------------------------------------------------
+
+template <class W>
+void store_kv(W* keys, W* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C) {
+  const int64_t ldk = kv_key_stride(capacity);
+  W* vr = values + t * C;
+  W tmp[kLanes];
+  int64_t i = 0;
+  for (; i + kLanes <= C; i += kLanes) {
+    store(vr + i, load(v + i));
+    store(tmp, load(k + i));  // channel i + l of the key goes to column t of row i + l
+    for (int64_t l = 0; l < kLanes; ++l) keys[(i + l) * ldk + t] = tmp[l];
+  }
+  for (; i < C; ++i) {
+    from_float(vr[i], v[i]);
+    from_float(keys[i * ldk + t], k[i]);
+  }
+}
+
+template <class W>
+void cached(float* out, const float* q, const W* keys, const W* values, int64_t t0, int64_t t1,
+            int64_t capacity, int64_t C, int64_t n_head) {
+  const int64_t D = C / n_head, ldk = kv_key_stride(capacity);
+  parallel_for(0, n_head, 1, [&](int64_t h) {
+    thread_local AlignedVector<float> row;  // grown once, then reused every token
+    row.resize(static_cast<size_t>(padded(t1)));
+    for (int64_t t = t0; t < t1; ++t) {
+      attend_row(out + (t - t0) * C + h * D, nullptr, row.data(), q + (t - t0) * C + h * D,
+                 keys + h * D * ldk, ldk, values + h * D, C, t + 1, D, attention_scale(D));
+    }
+  });
+}
+
+}  // namespace
+
+void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
+                              int64_t Tn, int64_t C, int64_t n_head) {
+  const int64_t D = C / n_head, C3 = 3 * C;
+  parallel_for(0, B * n_head, grain_for(Tn * Tn * D), [&](int64_t task) {
+    const int64_t b = task / n_head, h = task % n_head;
+    forward_task(out + b * Tn * C + h * D, att + task * Tn * Tn, qkv + b * Tn * C3 + h * D,
+                 scratch + task * task_scratch(Tn, D), Tn, C, D);
+  });
+}
+
+void causal_attention_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
+                               float* scratch, int64_t B, int64_t Tn, int64_t C, int64_t n_head) {
+  const int64_t D = C / n_head, C3 = 3 * C;
+  parallel_for(0, B * n_head, grain_for(2 * Tn * Tn * D), [&](int64_t task) {
+    const int64_t b = task / n_head, h = task % n_head;
+    const float* base = qkv + b * Tn * C3 + h * D;
+    float* dbase = dqkv + b * Tn * C3 + h * D;
+    const float* go = dout + b * Tn * C + h * D;
+    const float* a = att + task * Tn * Tn;
+    float* s = scratch + task * task_scratch(Tn, D);
+    switch (D % kLanes == 0 ? D / kLanes : 0) {
+      case 1: return backward_task<1>(dbase, go, a, base, s, Tn, C);
+      case 2: return backward_task<2>(dbase, go, a, base, s, Tn, C);
+      case 3: return backward_task<3>(dbase, go, a, base, s, Tn, C);
+      case 4: return backward_task<4>(dbase, go, a, base, s, Tn, C);
+      case 5: return backward_task<5>(dbase, go, a, base, s, Tn, C);
+      case 6: return backward_task<6>(dbase, go, a, base, s, Tn, C);
+      case 7: return backward_task<7>(dbase, go, a, base, s, Tn, C);
+      case 8: return backward_task<8>(dbase, go, a, base, s, Tn, C);
+      default: return reference::attention_head_backward(dbase, go, a, base, s, Tn, C, D);
+    }
+  });
+}
+
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C) {
+  store_kv(keys, values, k, v, t, capacity, C);
+}
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C) {
+  store_kv(keys, values, k, v, t, capacity, C);
+}
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C) {
+  store_kv(keys, values, k, v, t, capacity, C);
+}
+void attention_cached(float* out, const float* q, const float* keys, const float* values,
+                      int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
+  cached(out, q, keys, values, t0, t1, capacity, C, n_head);
+}
+void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values, int64_t t0,
+                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
+  cached(out, q, keys, values, t0, t1, capacity, C, n_head);
+}
+void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
+                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
+  cached(out, q, keys, values, t0, t1, capacity, C, n_head);
+}
+
+TINYLM_LEVEL_END
+
+#if TINYLM_LEVEL_ONCE
+namespace tinylm::kernels {
+
+TINYLM_LEVELS(
+    void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch,
+                                  int64_t B, int64_t Tn, int64_t C, int64_t n_head);
+    void causal_attention_backward(float* dqkv, const float* dout, const float* att,
+                                   const float* qkv, float* scratch, int64_t B, int64_t Tn,
+                                   int64_t C, int64_t n_head);
+    void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
+                  int64_t capacity, int64_t C);
+    void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t,
+                  int64_t capacity, int64_t C);
+    void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t,
+                  int64_t capacity, int64_t C);
+    void attention_cached(float* out, const float* q, const float* keys, const float* values,
+                          int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+    void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values,
+                          int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+    void attention_cached(float* out, const float* q, const F16* keys, const F16* values,
+                          int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head))
+
+int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t C, int64_t n_head) {
+  return B * n_head * task_scratch(T, C / n_head);
+}
+
+void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
+                              int64_t T, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(causal_attention_forward, out, att, qkv, scratch, B, T, C, n_head);
+}
+void causal_attention_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
+                               float* scratch, int64_t B, int64_t T, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(causal_attention_backward, dqkv, dout, att, qkv, scratch, B, T, C, n_head);
+}
+void causal_attention_forward(double* out, double* att, const double* qkv, double* scratch,
+                              int64_t B, int64_t T, int64_t C, int64_t n_head) {
+  const int64_t D = C / n_head;
+  (void)scratch;
+  for (int64_t task = 0; task < B * n_head; ++task) {
+    const int64_t b = task / n_head, h = task % n_head;
+    reference::attention_head_forward(out + b * T * C + h * D, att + task * T * T,
+                                      qkv + b * T * 3 * C + h * D, T, C, D);
+  }
+}
+void causal_attention_backward(double* dqkv, const double* dout, const double* att,
+                               const double* qkv, double* scratch, int64_t B, int64_t T, int64_t C,
+                               int64_t n_head) {
+  const int64_t D = C / n_head;
+  for (int64_t task = 0; task < B * n_head; ++task) {
+    const int64_t b = task / n_head, h = task % n_head;
+    reference::attention_head_backward(dqkv + b * T * 3 * C + h * D, dout + b * T * C + h * D,
+                                       att + task * T * T, qkv + b * T * 3 * C + h * D, scratch, T,
+                                       C, D);
+  }
+}
+
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, capacity, C);
+}
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, capacity, C);
+}
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, capacity, C);
+}
+void attention_cached(float* out, const float* q, const float* keys, const float* values,
+                      int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, capacity, C, n_head);
+}
+void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values, int64_t t0,
+                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, capacity, C, n_head);
+}
+void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
+                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, capacity, C, n_head);
+}
+
+}  // namespace tinylm::kernels
+#endif

@@ -1,0 +1,63 @@
+#pragma once
+// Causal multi-head self-attention in float: GPT-2's training (whole sequences, the
+// probabilities saved for the backward) and inference (rows against a KV cache). Head h takes
+// the contiguous channels h*D .. h*D+D-1 (D = C / n_head); scale = 1 / sqrt(D).
+//
+// Per row t and head: s_j = q_t . k_j for j <= t (two chains of fused multiply-adds over the
+// head's channels, even and odd), p = softmax(scale * s) (kernels/cpu/vec_math.h's exp, the
+// sum in 16 lanes), out_t = sum_j p_j v_j (one chain of fused multiply-adds over j).
+//
+// Contract: row-invariant. A row's result does not depend on the rows computed with it, on
+// the thread count or on the level: training and inference compute the same bits for the same
+// inputs, and a batched prefill the bits of decoding token by token. double is the reference
+// (plain loops), for finite-difference checks. kernels/attention/exact.h is microgpt's.
+#include <cstdint>
+
+#include "tinylm/kernels/cast/half.h"
+
+namespace tinylm::kernels {
+
+// ---- training: qkv holds each position's fused q | k | v row (Hugging Face c_attn output,
+// 3C wide). Tasks are (sequence, head) pairs split across threads.
+
+// Elements of scratch the forward and backward need.
+int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t C, int64_t n_head);
+
+// out: (B*T, C) attention output before the projection; att: (B, n_head, T, T) saved
+// probabilities (row t holds positions 0..t, zeros after). qkv: (B*T, 3C).
+void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
+                              int64_t T, int64_t C, int64_t n_head);
+void causal_attention_forward(double* out, double* att, const double* qkv, double* scratch,
+                              int64_t B, int64_t T, int64_t C, int64_t n_head);
+
+// dqkv: (B*T, 3C), written (not accumulated), from dout: (B*T, C) and the forward's att, qkv.
+void causal_attention_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
+                               float* scratch, int64_t B, int64_t T, int64_t C, int64_t n_head);
+void causal_attention_backward(double* dqkv, const double* dout, const double* att,
+                               const double* qkv, double* scratch, int64_t B, int64_t T, int64_t C,
+                               int64_t n_head);
+
+// ---- inference against a KV cache of `capacity` positions in float, Bf16 or F16: keys are
+// kept transposed per head, (n_head, D, kv_key_stride(capacity)), so a row's scores run 16
+// keys to a vector; values as rows, (capacity, C).
+
+inline int64_t kv_key_stride(int64_t capacity) { return (capacity + 15) / 16 * 16; }
+
+// Writes position t's key and value (k, v: C floats each, rounded to the cache's type).
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
+              int64_t capacity, int64_t C);
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t,
+              int64_t capacity, int64_t C);
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t,
+              int64_t capacity, int64_t C);
+
+// Rows t0 .. t1-1 of one sequence against the cached positions 0 .. t1-1 (this call's rows
+// already stored): q, out: (t1 - t0, C). Threads split the heads.
+void attention_cached(float* out, const float* q, const float* keys, const float* values,
+                      int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values, int64_t t0,
+                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
+                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+
+}  // namespace tinylm::kernels

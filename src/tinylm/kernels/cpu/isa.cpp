@@ -1,0 +1,112 @@
+#include "tinylm/kernels/cpu/isa.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "tinylm/core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace tinylm::kernels {
+
+namespace {
+
+constexpr Isa kAll[] = {Isa::generic, Isa::avx2, Isa::avx512};
+
+#if defined(TINYLM_X86_LEVELS) && (defined(__x86_64__) || defined(__i386__))
+// XCR0: which register states the OS saves on a context switch.
+uint64_t xgetbv0() {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+Isa detect_best() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::generic;
+  const bool osxsave = c & (1u << 27), avx = c & (1u << 28), fma = c & (1u << 12),
+             f16c = c & (1u << 29);
+  if (!osxsave || !avx) return Isa::generic;
+  const uint64_t xcr0 = xgetbv0();
+  if ((xcr0 & 0x6) != 0x6) return Isa::generic;  // XMM and YMM state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return Isa::generic;
+  const bool avx2 = b & (1u << 5), avx512f = b & (1u << 16), avx512dq = b & (1u << 17),
+             avx512bw = b & (1u << 30), avx512vl = b & (1u << 31);
+  if (!avx2 || !fma || !f16c) return Isa::generic;
+  // Opmask and the upper ZMM registers too.
+  if (avx512f && avx512dq && avx512bw && avx512vl && (xcr0 & 0xe6) == 0xe6) return Isa::avx512;
+  return Isa::avx2;
+}
+#else
+Isa detect_best() { return Isa::generic; }
+#endif
+
+std::string supported_names() {
+  std::string s;
+  for (Isa isa : supported_isas()) {
+    if (!s.empty()) s += ' ';
+    s += isa_name(isa);
+  }
+  return s;
+}
+
+}  // namespace
+
+namespace detail {
+std::atomic<int> active_isa{-1};
+
+Isa resolve_active_isa() {
+  static std::mutex mu;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (const int isa = active_isa.load(); isa >= 0) return static_cast<Isa>(isa);
+  const char* env = std::getenv("TINYLM_ISA");
+  const Isa isa = env && *env ? parse_supported_isa(env) : supported_isas().back();
+  active_isa.store(static_cast<int>(isa));
+  return isa;
+}
+}  // namespace detail
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::generic: return "generic";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+const std::vector<Isa>& supported_isas() {
+  static const std::vector<Isa> levels = [] {
+    std::vector<Isa> out;
+    const Isa best = detect_best();
+    for (Isa isa : kAll) {
+      if (isa <= best) out.push_back(isa);
+    }
+    return out;
+  }();
+  return levels;
+}
+
+Isa parse_supported_isa(std::string_view name) {
+  for (Isa isa : kAll) {
+    if (name != isa_name(isa)) continue;
+    for (Isa s : supported_isas()) {
+      if (s == isa) return isa;
+    }
+    fail("TINYLM_ISA=", name, ": this CPU does not support it (supported: ", supported_names(), ")");
+  }
+  fail("TINYLM_ISA=", name, ": unknown level (supported here: ", supported_names(), ")");
+}
+
+void set_active_isa(Isa isa) {
+  parse_supported_isa(isa_name(isa));
+  detail::active_isa.store(static_cast<int>(isa));
+}
+
+std::string isa_summary() {
+  return cat(isa_name(active_isa()), " (supported: ", supported_names(), ")");
+}
+
+}  // namespace tinylm::kernels

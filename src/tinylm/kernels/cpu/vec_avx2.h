@@ -1,0 +1,157 @@
+#pragma once
+// kernels/cpu/vec.h at the AVX2 level: two ymm registers per vector, lanes [0, 8) and [8, 16).
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/level.h"
+
+TINYLM_LEVEL_BEGIN
+
+struct f32x16 {
+  __m256 lo, hi;
+};
+struct f64x8 {
+  __m256d lo, hi;
+};
+
+// All-ones in the 32-bit lanes i < n of a ymm register (n may be out of [0, 8]).
+TINYLM_INLINE __m256i first_lanes8(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n < 0 ? 0 : n > 8 ? 8 : n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+// The same for the 64-bit lanes i < n of a ymm register of doubles.
+TINYLM_INLINE __m256i first_lanes4(int64_t n) {
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n < 0 ? 0 : n > 4 ? 4 : n),
+                            _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
+TINYLM_INLINE f32x16 splat(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+TINYLM_INLINE f32x16 load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+TINYLM_INLINE __m256 widen_bf16x8(const Bf16* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+TINYLM_INLINE f32x16 load(const Bf16* p) { return {widen_bf16x8(p), widen_bf16x8(p + 8)}; }
+TINYLM_INLINE f32x16 load(const F16* p) {
+  return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+}
+TINYLM_INLINE void store(float* p, f32x16 x) {
+  _mm256_storeu_ps(p, x.lo);
+  _mm256_storeu_ps(p + 8, x.hi);
+}
+// Eight floats rounded to bf16 (nearest even, NaN kept quiet) in the low 16 bits of each lane.
+TINYLM_INLINE __m256i round_bf16x8(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  // |u| > inf as signed integers: the magnitudes are below 2^31.
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                         _mm256_set1_epi32(0x7f800000));
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+TINYLM_INLINE void store(Bf16* p, f32x16 x) {
+  // packus interleaves the 128-bit halves: [lo0 hi0 lo1 hi1] -> reorder the 64-bit quarters.
+  const __m256i packed = _mm256_packus_epi32(round_bf16x8(x.lo), round_bf16x8(x.hi));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(packed, 0xd8));
+}
+TINYLM_INLINE void store(F16* p, f32x16 x) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(x.lo, kRound));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8), _mm256_cvtps_ph(x.hi, kRound));
+}
+// Masked loads and stores never touch the memory of the lanes they leave out.
+TINYLM_INLINE f32x16 load_n(const float* p, int64_t n) {
+  return {_mm256_maskload_ps(p, first_lanes8(n)), _mm256_maskload_ps(p + 8, first_lanes8(n - 8))};
+}
+TINYLM_INLINE void store_n(float* p, f32x16 x, int64_t n) {
+  _mm256_maskstore_ps(p, first_lanes8(n), x.lo);
+  _mm256_maskstore_ps(p + 8, first_lanes8(n - 8), x.hi);
+}
+
+TINYLM_INLINE f32x16 operator+(f32x16 a, f32x16 b) {
+  return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+}
+TINYLM_INLINE f32x16 operator-(f32x16 a, f32x16 b) {
+  return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)};
+}
+TINYLM_INLINE f32x16 operator*(f32x16 a, f32x16 b) {
+  return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};
+}
+TINYLM_INLINE f32x16 operator/(f32x16 a, f32x16 b) {
+  return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)};
+}
+TINYLM_INLINE f32x16 fma(f32x16 a, f32x16 b, f32x16 c) {
+  return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+TINYLM_INLINE f32x16 max(f32x16 a, f32x16 b) {
+  return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)};
+}
+TINYLM_INLINE f32x16 min(f32x16 a, f32x16 b) {
+  return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)};
+}
+TINYLM_INLINE f32x16 sqrt(f32x16 a) { return {_mm256_sqrt_ps(a.lo), _mm256_sqrt_ps(a.hi)}; }
+TINYLM_INLINE f32x16 select_lt(f32x16 a, f32x16 b, f32x16 x, f32x16 y) {
+  return {_mm256_blendv_ps(y.lo, x.lo, _mm256_cmp_ps(a.lo, b.lo, _CMP_LT_OQ)),
+          _mm256_blendv_ps(y.hi, x.hi, _mm256_cmp_ps(a.hi, b.hi, _CMP_LT_OQ))};
+}
+
+TINYLM_INLINE float hsum(f32x16 x) {
+  const __m256 a = _mm256_add_ps(x.lo, x.hi);
+  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+TINYLM_INLINE float hmax(f32x16 x) {
+  const __m256 a = _mm256_max_ps(x.lo, x.hi);
+  const __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_max_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_max_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+TINYLM_INLINE __m256 scale_pow2x8(__m256 p, __m256 n) {
+  const __m256i ni = _mm256_cvttps_epi32(n), h = _mm256_srai_epi32(ni, 1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23));
+  const __m256 s2 =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ni, h), bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+TINYLM_INLINE f32x16 scale_pow2(f32x16 p, f32x16 n) {
+  return {scale_pow2x8(p.lo, n.lo), scale_pow2x8(p.hi, n.hi)};
+}
+
+TINYLM_INLINE f64x8 splat(double x) { return {_mm256_set1_pd(x), _mm256_set1_pd(x)}; }
+TINYLM_INLINE f64x8 load(const double* p) { return {_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4)}; }
+TINYLM_INLINE void store(double* p, f64x8 x) {
+  _mm256_storeu_pd(p, x.lo);
+  _mm256_storeu_pd(p + 4, x.hi);
+}
+TINYLM_INLINE f64x8 load_n(const double* p, int64_t n) {
+  return {_mm256_maskload_pd(p, first_lanes4(n)), _mm256_maskload_pd(p + 4, first_lanes4(n - 4))};
+}
+TINYLM_INLINE void store_n(double* p, f64x8 x, int64_t n) {
+  _mm256_maskstore_pd(p, first_lanes4(n), x.lo);
+  _mm256_maskstore_pd(p + 4, first_lanes4(n - 4), x.hi);
+}
+TINYLM_INLINE f64x8 operator+(f64x8 a, f64x8 b) {
+  return {_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)};
+}
+TINYLM_INLINE f64x8 operator-(f64x8 a, f64x8 b) {
+  return {_mm256_sub_pd(a.lo, b.lo), _mm256_sub_pd(a.hi, b.hi)};
+}
+TINYLM_INLINE f64x8 operator*(f64x8 a, f64x8 b) {
+  return {_mm256_mul_pd(a.lo, b.lo), _mm256_mul_pd(a.hi, b.hi)};
+}
+TINYLM_INLINE f64x8 operator/(f64x8 a, f64x8 b) {
+  return {_mm256_div_pd(a.lo, b.lo), _mm256_div_pd(a.hi, b.hi)};
+}
+TINYLM_INLINE f64x8 fma(f64x8 a, f64x8 b, f64x8 c) {
+  return {_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)};
+}
+
+TINYLM_LEVEL_END

@@ -1,0 +1,129 @@
+#include "tinylm/kernels/loss/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/cpu/vec_math.h"
+
+TINYLM_LEVEL_BEGIN
+
+namespace {
+
+// log(sum_j exp(x[j])) of one row: the max, then the sum of exp(x - max) in 16 lanes.
+float row_logsumexp(const float* x, int64_t V) {
+  f32x16 m = splat(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= V; i += kLanes) m = max(m, load(x + i));
+  float mx = hmax(m);
+  for (; i < V; ++i) mx = std::max(mx, x[i]);
+  f32x16 s{};
+  i = 0;
+  for (; i + kLanes <= V; i += kLanes) s += exp(load(x + i) - mx);
+  float sum = hsum(s);
+  for (; i < V; ++i) sum += exp1(x[i] - mx);
+  return mx + std::log(sum);
+}
+
+// store16(i, v) / store1(i, v) with v = exp(x - lse) * scale over a row.
+template <class Store16, class Store1>
+void softmax_row(const float* x, float lse, float scale, int64_t V, Store16&& store16, Store1&& store1) {
+  int64_t i = 0;
+  for (; i + kLanes <= V; i += kLanes) store16(i, exp(load(x + i) - lse) * scale);
+  for (; i < V; ++i) store1(i, exp1(x[i] - lse) * scale);
+}
+
+}  // namespace
+
+double cross_entropy_forward(float* losses, float* lse, const float* logits, const int32_t* targets,
+                             int64_t rows, int64_t V) {
+  double total = 0;
+  parallel_for(0, rows, grain_for(8 * V), [&](int64_t r) {
+    const float* x = logits + r * V;
+    lse[r] = row_logsumexp(x, V);
+  });
+  for (int64_t r = 0; r < rows; ++r) {
+    const float loss = lse[r] - logits[r * V + targets[r]];
+    if (losses) losses[r] = loss;
+    total += loss;
+  }
+  return total;
+}
+
+void cross_entropy_backward(float* dlogits, const float* logits, const float* lse,
+                            const int32_t* targets, int64_t rows, int64_t V, float scale) {
+  parallel_for(0, rows, grain_for(8 * V), [&](int64_t r) {
+    float* g = dlogits + r * V;
+    softmax_row(
+        logits + r * V, lse[r], scale, V, [&](int64_t i, f32x16 v) { store(g + i, v); },
+        [&](int64_t i, float v) { g[i] = v; });
+    g[targets[r]] -= scale;
+  });
+}
+
+void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
+                            const int32_t* targets, int64_t rows, int64_t V, float scale) {
+  parallel_for(0, rows, grain_for(8 * V), [&](int64_t r) {
+    const float* x = logits + r * V;
+    Bf16* g = dlogits + r * V;
+    softmax_row(
+        x, lse[r], scale, V, [&](int64_t i, f32x16 v) { store(g + i, v); },
+        [&](int64_t i, float v) { from_float(g[i], v); });
+    const int32_t t = targets[r];
+    from_float(g[t], exp1(x[t] - lse[r]) * scale - scale);
+  });
+}
+
+TINYLM_LEVEL_END
+
+#if TINYLM_LEVEL_ONCE
+namespace tinylm::kernels {
+
+TINYLM_LEVELS(double cross_entropy_forward(float* losses, float* lse, const float* logits,
+                                           const int32_t* targets, int64_t rows, int64_t V);
+              void cross_entropy_backward(float* dlogits, const float* logits, const float* lse,
+                                          const int32_t* targets, int64_t rows, int64_t V,
+                                          float scale);
+              void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
+                                          const int32_t* targets, int64_t rows, int64_t V,
+                                          float scale))
+
+double cross_entropy_forward(float* losses, float* lse, const float* logits, const int32_t* targets,
+                             int64_t rows, int64_t V) {
+  TINYLM_DISPATCH(cross_entropy_forward, losses, lse, logits, targets, rows, V);
+}
+void cross_entropy_backward(float* dlogits, const float* logits, const float* lse,
+                            const int32_t* targets, int64_t rows, int64_t V, float scale) {
+  TINYLM_DISPATCH(cross_entropy_backward, dlogits, logits, lse, targets, rows, V, scale);
+}
+void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
+                            const int32_t* targets, int64_t rows, int64_t V, float scale) {
+  TINYLM_DISPATCH(cross_entropy_backward, dlogits, logits, lse, targets, rows, V, scale);
+}
+
+double cross_entropy_forward(double* losses, double* lse, const double* logits,
+                             const int32_t* targets, int64_t rows, int64_t V) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* x = logits + r * V;
+    const double mx = *std::max_element(x, x + V);
+    double sum = 0;
+    for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - mx);
+    lse[r] = mx + std::log(sum);
+    const double loss = lse[r] - x[targets[r]];
+    if (losses) losses[r] = loss;
+    total += loss;
+  }
+  return total;
+}
+void cross_entropy_backward(double* dlogits, const double* logits, const double* lse,
+                            const int32_t* targets, int64_t rows, int64_t V, double scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < V; ++j) dlogits[r * V + j] = std::exp(logits[r * V + j] - lse[r]) * scale;
+    dlogits[r * V + targets[r]] -= scale;
+  }
+}
+
+}  // namespace tinylm::kernels
+#endif

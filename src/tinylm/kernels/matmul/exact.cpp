@@ -1,0 +1,87 @@
+#include "tinylm/kernels/matmul/exact.h"
+
+#include "tinylm/kernels/matmul/exact_reference.h"
+#include "tinylm/kernels/cpu/vec.h"
+
+TINYLM_LEVEL_BEGIN
+
+namespace {
+
+// Accumulator vectors one pass keeps in registers: AVX2 and the generic level have half (or a
+// quarter) of AVX-512's register file. Passes over column blocks leave every sum's order alone.
+constexpr int kMaxVectors = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 4;
+
+// Columns [8 v0, 8 (v0 + NV)) of dx (rows in descending order, each a sum over o descending of
+// w[o] dy[r][o]) and of dw (each a sum over r descending of x[r] dy[r][o]), held in registers
+// while their whole sums accumulate: the reference's order for every element.
+template <int NV>
+void backward_columns(double* dx, double* dw, const double* dy, const double* x, const double* w,
+                      int64_t rows, int64_t nin, int64_t nout, int64_t v0) {
+  const int64_t c0 = kLinearLanes * v0;
+  f64x8 acc[NV];
+  for (int64_t r = rows - 1; r >= 0; --r) {
+    for (int v = 0; v < NV; ++v) acc[v] = load(dx + r * nin + c0 + 8 * v);
+    for (int64_t o = nout - 1; o >= 0; --o) {
+      const double g = dy[r * nout + o];
+      for (int v = 0; v < NV; ++v) acc[v] += load(w + o * nin + c0 + 8 * v) * g;
+    }
+    for (int v = 0; v < NV; ++v) store(dx + r * nin + c0 + 8 * v, acc[v]);
+  }
+  for (int64_t o = 0; o < nout; ++o) {
+    for (int v = 0; v < NV; ++v) acc[v] = load(dw + o * nin + c0 + 8 * v);
+    for (int64_t r = rows - 1; r >= 0; --r) {
+      const double g = dy[r * nout + o];
+      for (int v = 0; v < NV; ++v) acc[v] += load(x + r * nin + c0 + 8 * v) * g;
+    }
+    for (int v = 0; v < NV; ++v) store(dw + o * nin + c0 + 8 * v, acc[v]);
+  }
+}
+
+}  // namespace
+
+void linear_forward_packed(double* y, const double* x, const double* wt, int64_t rows, int64_t nin,
+                           int64_t nout) {
+  const int64_t ld = padded_width(nout);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = x + r * nin;
+    for (int64_t o = 0; o < ld; o += kLinearLanes) {
+      f64x8 acc = splat(0.0);
+      for (int64_t i = 0; i < nin; ++i) acc += load(wt + i * ld + o) * xr[i];
+      const int64_t n = nout - o < kLinearLanes ? nout - o : kLinearLanes;
+      store_n(y + r * nout + o, acc, n);
+    }
+  }
+}
+
+void linear_backward(double* dx, double* dw, const double* dy, const double* x, const double* w,
+                     int64_t rows, int64_t nin, int64_t nout) {
+  if (nin % kLinearLanes != 0) return reference::linear_backward(dx, dw, dy, x, w, rows, nin, nout);
+  const int64_t nv = nin / kLinearLanes;
+  int64_t v = 0;
+  for (; v + kMaxVectors <= nv; v += kMaxVectors)
+    backward_columns<kMaxVectors>(dx, dw, dy, x, w, rows, nin, nout, v);
+  for (; v + 2 <= nv; v += 2) backward_columns<2>(dx, dw, dy, x, w, rows, nin, nout, v);
+  for (; v < nv; ++v) backward_columns<1>(dx, dw, dy, x, w, rows, nin, nout, v);
+}
+
+TINYLM_LEVEL_END
+
+#if TINYLM_LEVEL_ONCE
+namespace tinylm::kernels {
+
+TINYLM_LEVELS(void linear_forward_packed(double* y, const double* x, const double* wt,
+                                         int64_t rows, int64_t nin, int64_t nout);
+              void linear_backward(double* dx, double* dw, const double* dy, const double* x,
+                                   const double* w, int64_t rows, int64_t nin, int64_t nout))
+
+void linear_forward_packed(double* y, const double* x, const double* wt, int64_t rows, int64_t nin,
+                           int64_t nout) {
+  TINYLM_DISPATCH(linear_forward_packed, y, x, wt, rows, nin, nout);
+}
+void linear_backward(double* dx, double* dw, const double* dy, const double* x, const double* w,
+                     int64_t rows, int64_t nin, int64_t nout) {
+  TINYLM_DISPATCH(linear_backward, dx, dw, dy, x, w, rows, nin, nout);
+}
+
+}  // namespace tinylm::kernels
+#endif

@@ -1,0 +1,28 @@
+#pragma once
+// Adam / AdamW updates over flat spans (optim/adam.h keeps the moments and the schedule):
+//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g**2
+//   p -= lr * (m / c1) / ((v / c2)**0.5 + eps),   c1 = 1 - b1**t, c2 = 1 - b2**t
+// with decoupled weight decay p -= decay * p first (decay = lr * weight_decay). Each element's
+// arithmetic is its own, so neither the thread count nor the level changes a bit. The
+// gradients are zeroed for the next accumulation.
+#include <cstdint>
+
+namespace tinylm::kernels {
+
+struct AdamStep {
+  double lr, beta1, beta2, eps;
+  double c1, c2;      // the bias corrections 1 - beta**t
+  double decay = 0;   // lr * weight_decay (AdamW), 0 for Adam
+};
+
+// float: each element computed in double, in chunks split across threads.
+void adam_update(float* p, float* g, float* m, float* v, int64_t n, const AdamStep& s);
+
+// double, contract exact: CPython's arithmetic term for term (microgpt.py's Adam), `**` being
+// the C library's pow. Fast passes compute g*g and sqrt and divide through exact reciprocals,
+// flagging the few elements where pow could round differently (core/py_math.h says when), and
+// those are redone with pow. scratch: n doubles; flags: n bytes.
+void adam_update_exact(double* p, double* g, double* m, double* v, double* scratch, uint8_t* flags,
+                       int64_t n, const AdamStep& s);
+
+}  // namespace tinylm::kernels
