@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tinylm/core/timer.h"
+#include "tinylm/kernels/cpu/isa.h"
 
 namespace tinylm::bench {
 
@@ -25,6 +26,10 @@ Stats time_it(int warmups, int reps, Fn&& fn) {
   std::sort(ms.begin(), ms.end());
   return {ms[ms.size() / 2], ms.front()};
 }
+
+// "kernels: avx2 (supported: generic avx2 avx512)": every benchmark prints the level its
+// figures were measured at (TINYLM_ISA forces a lower one).
+inline std::string level_line() { return "kernels: " + kernels::isa_summary(); }
 
 // A memory field of /proc/self/status in bytes ("VmRSS", "VmHWM"), 0 when absent.
 inline double proc_status_bytes(const std::string& field) {

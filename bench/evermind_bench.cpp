@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
@@ -289,6 +290,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!a.json) {
+      std::printf("%s\n", bench::level_line().c_str());
       std::printf("EvermindLM f32, vocab %lld, d_model 64, 2 layers, K 3, hidden 128, 4 experts top-2, aux 0.01\n"
                   "training: seq_len %lld, %lld sequences per AdamW step (accumulated), %lld warm-up steps, "
                   "%lld reps of %lld steps\n"
@@ -321,9 +323,10 @@ int main(int argc, char** argv) {
       }
     }
     if (a.json) {
-      std::printf("{\"vocab_size\": %lld, \"seq_len\": %lld, \"accum\": %lld, \"steps\": %lld, \"reps\": %lld, "
+      std::printf("{\"level\": \"%s\", \"vocab_size\": %lld, \"seq_len\": %lld, \"accum\": %lld, \"steps\": %lld, \"reps\": %lld, "
                   "\"new_tokens\": %lld, \"prompt_len\": %lld, \"rows\": [%s]}\n",
-                  static_cast<long long>(a.vocab), static_cast<long long>(a.seq_len), static_cast<long long>(a.accum),
+                  kernels::isa_name(kernels::active_isa()).data(), static_cast<long long>(a.vocab),
+                  static_cast<long long>(a.seq_len), static_cast<long long>(a.accum),
                   static_cast<long long>(a.steps), static_cast<long long>(a.reps),
                   static_cast<long long>(a.new_tokens), static_cast<long long>(a.prompt_len), rows.c_str());
     }

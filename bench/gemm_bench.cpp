@@ -66,36 +66,51 @@ const std::vector<Shape>& shapes() {
   return s;
 }
 
-// FMA throughput of this machine right now (clock included): independent AVX-512 FMA chains
-// on every thread; the best of a few short runs, so that neighbours' bursts count less.
+// FMA throughput of this machine right now (clock included) at the active level: twelve
+// independent FMA chains in the level's widest registers on every thread; the best of a few
+// short runs, so that neighbours' bursts count less. (Each chain loop is compiled for its
+// instruction set by a target attribute and runs only at a level the CPU supports.)
+__attribute__((target("avx512f"))) float fma_chains_avx512(int64_t iters) {
+  __m512 acc[12];
+  for (int r = 0; r < 12; ++r) acc[r] = _mm512_set1_ps(static_cast<float>(r));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int r = 0; r < 12; ++r) acc[r] = _mm512_fmadd_ps(acc[r], a, b);
+  }
+  float sum = 0;
+  for (int r = 0; r < 12; ++r) sum += acc[r][0];
+  return sum;
+}
+__attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iters) {
+  __m256 acc[12];
+  for (int r = 0; r < 12; ++r) acc[r] = _mm256_set1_ps(static_cast<float>(r));
+  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-4f);
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int r = 0; r < 12; ++r) acc[r] = _mm256_fmadd_ps(acc[r], a, b);
+  }
+  float sum = 0;
+  for (int r = 0; r < 12; ++r) sum += acc[r][0];
+  return sum;
+}
 double measured_fma_peak_gflops() {
-#if defined(__AVX512F__)
+  float (*chains)(int64_t) = nullptr;
+  int lanes = 0;
+  switch (kernels::active_isa()) {
+    case kernels::Isa::avx512: chains = fma_chains_avx512, lanes = 16; break;
+    case kernels::Isa::avx2: chains = fma_chains_avx2, lanes = 8; break;
+    case kernels::Isa::generic: return 0;
+  }
   const int64_t iters = 5'000'000;
   double best_s = 1e30;
   float sink = 0;
   for (int run = 0; run < 5; ++run) {
     Timer t;
 #pragma omp parallel reduction(+ : sink)
-    {
-      __m512 acc[12];
-      for (int r = 0; r < 12; ++r) acc[r] = _mm512_set1_ps(static_cast<float>(r));
-      const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
-      for (int64_t i = 0; i < iters; ++i) {
-        for (int r = 0; r < 12; ++r) acc[r] = _mm512_fmadd_ps(acc[r], a, b);
-      }
-      alignas(64) float lanes[16];
-      for (int r = 0; r < 12; ++r) {
-        _mm512_store_ps(lanes, acc[r]);
-        sink += lanes[0];
-      }
-    }
+    sink += chains(iters);
     best_s = std::min(best_s, t.elapsed_ms() / 1e3);
   }
   if (sink == 12345.0f) std::printf(" ");
-  return static_cast<double>(iters) * 12 * 32 * num_threads() / best_s / 1e9;
-#else
-  return 0;
-#endif
+  return static_cast<double>(iters) * 12 * 2 * lanes * num_threads() / best_s / 1e9;
 }
 
 struct Result {
@@ -152,9 +167,12 @@ int main(int argc, char** argv) {
     thread_counts = {1};
     if (num_threads() > 1) thread_counts.push_back(num_threads());
   }
+  std::printf("%s\n", bench::level_line().c_str());
   for (int threads : thread_counts) {
     set_num_threads(threads);
-    const double peak = kPeakF32PerCore * num_threads();
+    // AVX2 has half of AVX-512's FMA width (and no bf16 products in oneDNN 2.x).
+    const double per_core = kernels::active_isa() == kernels::Isa::avx512 ? kPeakF32PerCore : kPeakF32PerCore / 2;
+    const double peak = per_core * num_threads();
     std::printf("\n%d thread(s): nominal peak f32 %.0f GFLOP/s, bf16 %.0f; FMA loop measures %.0f now (best of 5)\n",
                 num_threads(), peak, 2 * peak, measured_fma_peak_gflops());
     std::printf("%-16s %2s %5s %5s %5s %16s %5s %16s %5s %5s\n", "product", "op", "M", "N", "K",

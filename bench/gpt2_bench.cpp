@@ -15,6 +15,7 @@
 // all threads, in passes timed together over tens of milliseconds (one 5 ms pass was
 // sometimes caught by a stall of one vCPU), with the better of two read patterns (see
 // probe_gbs).
+#include <immintrin.h>
 #include <omp.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -43,12 +44,48 @@ using namespace tinylm;
 
 namespace {
 
+// Sum of `Streams` interleaved streams of seg floats each from base (one vector of V from
+// each in turn), like the decode kernels' 16-row passes over row-major weights. Inlined into
+// the target functions below, so it reads with the instruction set of the active level.
+template <int Streams, class V>
+__attribute__((always_inline)) inline float sum_streams(const float* base, size_t seg) {
+  constexpr size_t kLanes = sizeof(V) / sizeof(float);
+  V acc[Streams] = {};
+  for (size_t i = 0; i < seg; i += kLanes) {
+    for (int k = 0; k < Streams; ++k) {
+      V v;
+      std::memcpy(&v, base + k * seg + i, sizeof v);
+      acc[k] += v;
+    }
+  }
+  float total = 0;
+  for (int k = 0; k < Streams; ++k) {
+    for (size_t j = 0; j < kLanes; ++j) total += acc[k][j];
+  }
+  return total;
+}
+template <int Streams>
+__attribute__((target("avx512f"))) float sum_streams_avx512(const float* base, size_t seg) {
+  return sum_streams<Streams, __m512>(base, seg);
+}
+template <int Streams>
+__attribute__((target("avx2"))) float sum_streams_avx2(const float* base, size_t seg) {
+  return sum_streams<Streams, __m256>(base, seg);
+}
+template <int Streams>
+float sum_streams_generic(const float* base, size_t seg) {
+  using V = float __attribute__((vector_size(16)));
+  return sum_streams<Streams, V>(base, seg);
+}
+
 // Read bandwidth in GB/s: `passes` passes over `buf` (much larger than the caches), all
-// threads. Each thread sums its contiguous part as `Streams` interleaved streams (one vector
-// from each in turn), like the decode kernels' 16-row passes over row-major weights.
+// threads, each summing its contiguous part as `Streams` interleaved streams with the widest
+// vectors of the active kernel level (TINYLM_ISA), which are what decode reads with.
 template <int Streams>
 double read_bandwidth_gbs(std::span<const float> buf, int passes) {
-  using f32x16 = float __attribute__((vector_size(64)));
+  float (*sum)(const float*, size_t) = sum_streams_generic<Streams>;
+  if (kernels::active_isa() == kernels::Isa::avx512) sum = sum_streams_avx512<Streams>;
+  if (kernels::active_isa() == kernels::Isa::avx2) sum = sum_streams_avx2<Streams>;
   float total = 0;
   Timer t;
   for (int pass = 0; pass < passes; ++pass) {
@@ -58,17 +95,7 @@ double read_bandwidth_gbs(std::span<const float> buf, int passes) {
                    nth = static_cast<size_t>(omp_get_num_threads());
       const size_t lo = buf.size() * th / nth, hi = buf.size() * (th + 1) / nth;
       const size_t seg = (hi - lo) / Streams / 16 * 16;  // floats per stream, whole vectors
-      f32x16 acc[Streams] = {};
-      for (size_t i = 0; i < seg; i += 16) {
-        for (int k = 0; k < Streams; ++k) {
-          f32x16 v;
-          std::memcpy(&v, buf.data() + lo + k * seg + i, sizeof v);
-          acc[k] += v;
-        }
-      }
-      for (int k = 0; k < Streams; ++k) {
-        for (int j = 0; j < 16; ++j) total += acc[k][j];
-      }
+      total += sum(buf.data() + lo, seg);
     }
   }
   const double ms = t.elapsed_ms();
@@ -161,9 +188,9 @@ int main(int argc, char** argv) {
   train::save_gpt2(dir, c, params);
   params = {};
   std::printf(
-      "GPT-2 %s (random weights, f32 safetensors), %d threads, %zu-token prompt, %d new tokens, "
+      "%s\nGPT-2 %s (random weights, f32 safetensors), %d threads, %zu-token prompt, %d new tokens, "
       "medians of %d\n",
-      preset.c_str(), num_threads(), kPrompt.size(), new_tokens, reps);
+      bench::level_line().c_str(), preset.c_str(), num_threads(), kPrompt.size(), new_tokens, reps);
   std::printf("%-5s %9s %8s %9s %9s %8s %7s %7s %7s %9s %9s %6s\n", "dtype", "weight MB", "load ms",
               "1st fwd ms", "prefill/s", "decode/s", "GB/s", "limit/s", "reached", "w+kv MB",
               "peak MB", "ratio");

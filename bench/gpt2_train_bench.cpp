@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
   const double n = static_cast<double>(params.size());
   const double flops = 6.0 * n * B * T + 12.0 * c.n_layer * B * static_cast<double>(T) * T * c.n_embd;
   if (!json) {
-    std::printf("GPT-2 %s training step, B=%d T=%d, %d threads, SGD, medians of %d steps after a warm-up\n",
-                preset.c_str(), B, T, num_threads(), steps);
+    std::printf("%s\nGPT-2 %s training step, B=%d T=%d, %d threads, SGD, medians of %d steps after a warm-up\n",
+                bench::level_line().c_str(), preset.c_str(), B, T, num_threads(), steps);
     std::printf("%-5s %9s %8s %8s %8s %7s %9s %6s %9s %9s %6s\n", "dtype", "ms/step", "fwd ms", "bwd ms", "gemm ms",
                 "cast ms", "GFLOP/s", "MFU", "p+g+a MB", "peak MB", "ratio");
   }

@@ -112,15 +112,16 @@ int main(int argc, char** argv) {
 
     if (json) {
       std::printf(
-          "{\"forward_ms\": %.4f, \"fwd_bwd_ms\": %.4f, \"adam_ms\": %.4f, \"full_run_ms\": %.4f, "
+          "{\"level\": \"%s\", \"forward_ms\": %.4f, \"fwd_bwd_ms\": %.4f, \"adam_ms\": %.4f, \"full_run_ms\": %.4f, "
           "\"full_run_process_ms\": %.4f, \"process_start_ms\": %.4f, \"forward_loss_sum\": %.17g, "
           "\"scalar_forward_ms\": %.4f, \"scalar_fwd_bwd_ms\": %.4f, \"scalar_adam_ms\": %.4f}\n",
-          tensor.forward.median_ms, tensor.fwd_bwd.median_ms, tensor.adam.median_ms, full.median_ms,
+          kernels::isa_name(kernels::active_isa()).data(), tensor.forward.median_ms,
+          tensor.fwd_bwd.median_ms, tensor.adam.median_ms, full.median_ms,
           process.median_ms, start.median_ms, tensor.loss_sum, scalar.forward.median_ms,
           scalar.fwd_bwd.median_ms, scalar.adam.median_ms);
       return 0;
     }
-    std::printf("microgpt workloads, median of %d runs (ms)\n", reps);
+    std::printf("%s\nmicrogpt workloads, median of %d runs (ms)\n", bench::level_line().c_str(), reps);
     std::printf("%-40s %10s %10s\n", "workload", "tensor", "scalar");
     std::printf("%-40s %10.3f %10.3f\n", "(1) forward, 100 docs", tensor.forward.median_ms, scalar.forward.median_ms);
     std::printf("%-40s %10.3f %10.3f\n", "(2) forward+backward, 100 docs", tensor.fwd_bwd.median_ms, scalar.fwd_bwd.median_ms);

@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# Quick start, part 2: install what is missing, build, and run every test twice: optimized
-# (release) and under AddressSanitizer + UndefinedBehaviorSanitizer (dev).
+# Quick start, part 2: install what is missing, check the formatting, build, and run every
+# test: optimized (release) once per kernel level this CPU supports (generic always, then
+# AVX2 and AVX-512 where the CPU has them), then under AddressSanitizer + UndefinedBehavior
+# Sanitizer (dev) at the best level.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
 
-echo "== release build and tests"
+echo "== formatting (clang-format)"
+scripts/check-format.sh
+
+echo "== release build"
 cmake --preset release -DTINYLM_BUILD_TESTS=ON >/dev/null
 cmake --build build/release -j "$jobs"
-ctest --preset release -j "$jobs"
+# "kernels: avx512 (supported: generic avx2 avx512)" -> the supported levels.
+levels=$(build/release/tinylm --version | sed -n 's/^kernels: .*(supported: \(.*\))$/\1/p')
+[ -n "$levels" ] || { echo "test.sh: cannot read the kernel levels from tinylm --version" >&2; exit 1; }
+for level in $levels; do
+  echo "== release tests, kernel level $level"
+  TINYLM_ISA=$level ctest --preset release -j "$jobs"
+done
 
 echo "== sanitizer build (ASan + UBSan) and tests"
 cmake --preset dev >/dev/null

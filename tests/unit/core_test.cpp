@@ -279,12 +279,6 @@ TEST(Tensor, ViewRowsAndSpans) {
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0], 8);
   EXPECT_EQ(r[3], 11);
-
-  AnyTensor a{buf.data(), DType::f16, {2, 3}};
-  EXPECT_EQ(a.numel(), 6);
-  EXPECT_EQ(a.bytes(), 12u);
-  a.dtype = DType::f64;
-  EXPECT_EQ(a.bytes(), 48u);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -29,13 +29,13 @@ __attribute__((target("f16c"))) float hw_f16_to_float(uint16_t h) {
   return _cvtsh_ss(h);
 }
 __attribute__((target("f16c"))) uint16_t hw_float_to_f16(float f) {
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+  // Not _cvtss_sh: clang's macro for it is a C99 compound literal (-Wpedantic).
+  return static_cast<uint16_t>(
+      _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
 }
 
-bool have_f16c() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("f16c");
-}
+// F16C comes with every CPU the AVX2 kernel level runs on.
+bool have_f16c() { return kernels::supported_isas().back() >= kernels::Isa::avx2; }
 #else
 float hw_f16_to_float(uint16_t) { return 0; }
 uint16_t hw_float_to_f16(float) { return 0; }

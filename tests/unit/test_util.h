@@ -3,8 +3,12 @@
 // expected errors.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -66,6 +70,46 @@ void for_each_isa(F&& body) {
     body(isa);
   }
   kernels::set_active_isa(saved);
+}
+
+// n draws of normal(mean, scale) from a fixed seed.
+inline std::vector<double> random_normal(size_t n, uint64_t seed, double scale = 1.0,
+                                         double mean = 0.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> d(mean, scale);
+  std::vector<double> v(n);
+  for (double& x : v) x = d(rng);
+  return v;
+}
+
+// n floats uniform in [lo, hi) from a fixed seed.
+inline std::vector<float> random_uniform(size_t n, uint32_t seed, float lo = -1.0f,
+                                         float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Runs compute() (returning a std::vector of plain values) at every supported level and
+// expects the same bytes from each; returns the first level's result.
+template <class F>
+auto expect_same_at_every_level(F&& compute, const std::string& what) {
+  using Result = decltype(compute());
+  std::optional<Result> first;
+  for_each_isa([&](kernels::Isa isa) {
+    const Result got = compute();
+    if (!first) {
+      first = got;
+      return;
+    }
+    ASSERT_EQ(got.size(), first->size()) << what;
+    EXPECT_EQ(std::memcmp(got.data(), first->data(), got.size() * sizeof(got[0])), 0)
+        << what << ": level " << kernels::isa_name(isa) << " differs from "
+        << kernels::isa_name(kernels::supported_isas().front());
+  });
+  return *first;
 }
 
 }  // namespace tinylm::test

@@ -32,14 +32,4 @@ struct TensorView {
   }
 };
 
-// A view whose element type is only known at run time (file tensors before conversion).
-struct AnyTensor {
-  const void* data = nullptr;
-  DType dtype = DType::f32;
-  Shape shape;
-
-  int64_t numel() const { return shape_numel(shape); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
-};
-
 }  // namespace tinylm

@@ -85,8 +85,10 @@ void adam_update_exact(double* pp, double* g, double* m, double* v, double* v_ol
   for_each_flagged(flag, n, [&](int64_t i) { v[i] = b2 * v_old[i] + (1 - b2) * py_pow(g[i], 2.0); });
   const double r1 = 1.0 / c1, r2 = 1.0 / c2;  // exact quotients from these, see py_math.h
   for (int64_t i = 0; i < n; ++i) {
-    const double m_hat = m[i] == 0.0 ? m[i] : div_by_reciprocal(m[i], c1, r1);
-    const double v_hat = v[i] == 0.0 ? v[i] : div_by_reciprocal(v[i], c2, r2);
+    // Both quotients computed unconditionally, then selected (so the loop vectorizes).
+    const double m_div = div_by_reciprocal(m[i], c1, r1), v_div = div_by_reciprocal(v[i], c2, r2);
+    const double m_hat = m[i] == 0.0 ? m[i] : m_div;
+    const double v_hat = v[i] == 0.0 ? v[i] : v_div;
     const double root = std::sqrt(v_hat);
     const int exact = (static_cast<int>(m[i] == 0.0) | static_cast<int>(divides_by_reciprocal_safely(m[i]))) &
                       (static_cast<int>(v[i] == 0.0) | static_cast<int>(divides_by_reciprocal_safely(v[i]))) &
