@@ -21,6 +21,7 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/kernels/matmul/gemm.h"
+#include "tinylm/kernels/matmul/stream.h"
 
 using namespace tinylm;
 using kernels::Bf16;
@@ -149,18 +150,94 @@ Result run_shape(const Shape& s, double seconds_per_shape) {
   return r;
 }
 
+// --prefill: the products of a GPT-2 124M forward over `rows` positions (prefill, or one
+// perplexity window) through tinylm's inference products (kernels/matmul/stream.h: the banded
+// kernel, which gives each row the bits of decoding it alone) and through oneDNN's sgemm on the
+// same operands, alternating, medians. A layer's four Conv1D products x12, then the tied head
+// (every row's logits, as perplexity needs).
+void prefill_products(int64_t rows, int reps) {
+  struct Product {
+    const char* name;
+    int64_t nin, nout;
+    int per_forward;
+    bool head;
+  };
+  const Product products[] = {{"attn.c_attn", 768, 2304, 12, false},
+                              {"attn.c_proj", 768, 768, 12, false},
+                              {"mlp.c_fc", 768, 3072, 12, false},
+                              {"mlp.c_proj", 3072, 768, 12, false},
+                              {"lm_head", 768, 50257, 1, true}};
+  std::printf("\nGPT-2 124M forward products over %lld rows, %d threads, f32, medians of %d "
+              "alternating runs\n%-12s %6s %6s %11s %11s %7s %9s\n",
+              static_cast<long long>(rows), num_threads(), reps, "product", "nin", "nout",
+              "tinylm ms", "oneDNN ms", "ratio", "tinylm GF/s");
+  double ours_total = 0, dnnl_total = 0, ours_layers = 0, dnnl_layers = 0;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (const Product& p : products) {
+    std::vector<float> x(static_cast<size_t>(rows * p.nin)), w(static_cast<size_t>(p.nin * p.nout)),
+        b(static_cast<size_t>(p.nout)), y(static_cast<size_t>(rows * p.nout));
+    for (float& v : x) v = normal(rng);
+    for (float& v : w) v = normal(rng);
+    for (float& v : b) v = normal(rng);
+    std::vector<double> ours, dnnl;
+    for (int r = 0; r < reps + 1; ++r) {  // the first pair is a warm-up
+      Timer t;
+      if (p.head) kernels::matmul_out_in(y.data(), x.data(), w.data(), rows, p.nin, p.nout);
+      else kernels::matmul_in_out(y.data(), x.data(), w.data(), b.data(), rows, p.nin, p.nout);
+      const double a = t.elapsed_ms();
+      Timer u;
+      if (p.head) {
+        kernels::gemm(Trans::No, Trans::Yes, rows, p.nout, p.nin, 1.0f, x.data(), p.nin, w.data(), p.nin,
+                      0.0f, y.data(), p.nout);
+      } else {
+        kernels::gemm(Trans::No, Trans::No, rows, p.nout, p.nin, 1.0f, x.data(), p.nin, w.data(), p.nout,
+                      0.0f, y.data(), p.nout);
+      }
+      const double c = u.elapsed_ms();
+      if (r > 0) ours.push_back(a), dnnl.push_back(c);
+    }
+    std::sort(ours.begin(), ours.end());
+    std::sort(dnnl.begin(), dnnl.end());
+    const double o = ours[ours.size() / 2], d = dnnl[dnnl.size() / 2];
+    std::printf("%-12s %6lld %6lld %11.2f %11.2f %7.2f %9.1f\n", p.name, static_cast<long long>(p.nin),
+                static_cast<long long>(p.nout), o, d, o / d, 2.0 * rows * p.nin * p.nout / (o * 1e6));
+    ours_total += p.per_forward * o, dnnl_total += p.per_forward * d;
+    if (!p.head) ours_layers += p.per_forward * o, dnnl_layers += p.per_forward * d;
+  }
+  std::printf("12 layers: tinylm %.0f ms, oneDNN %.0f ms, ratio %.2f; with the head: %.0f / %.0f ms, %.2f\n",
+              ours_layers, dnnl_layers, ours_layers / dnnl_layers, ours_total, dnnl_total,
+              ours_total / dnnl_total);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> thread_counts;
   double seconds = 0.3;
+  int64_t prefill_rows = 0;
+  int reps = 5;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) thread_counts.push_back(std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--prefill") && i + 1 < argc) prefill_rows = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--threads N]... [--seconds S per shape and dtype]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--threads N]... [--seconds S per shape and dtype]\n"
+                   "       %s --prefill ROWS [--threads N]... [--reps N]\n",
+                   argv[0], argv[0]);
       return 2;
     }
+  }
+  if (prefill_rows > 0) {
+    std::printf("%s\n", bench::level_line().c_str());
+    if (thread_counts.empty()) thread_counts = {0};
+    for (int threads : thread_counts) {
+      set_num_threads(threads);
+      prefill_products(prefill_rows, reps);
+    }
+    return 0;
   }
   if (thread_counts.empty()) {
     set_num_threads(0);

@@ -1,32 +1,30 @@
 // EvermindLM model: central-difference gradient checks in double for every parameter
 // group, activation checkpointing bit for bit, incremental decoding against full
-// recomputation, initialization and config errors.
+// recomputation, the same bits at every kernel level, initialization and config errors. The
+// kernels themselves are checked in ops_test.cpp.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
-#include <array>
-#include <cstring>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "finite_difference.h"
+#include "test_util.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/philox.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/generate/evermind_generate.h"
-#include "tinylm/kernels/activation/gelu.h"
-#include "tinylm/kernels/loss/cross_entropy.h"
-#include "tinylm/kernels/matmul/small.h"
 #include "tinylm/models/evermind/config.h"
 #include "tinylm/models/evermind/decoder.h"
 #include "tinylm/models/evermind/init.h"
 #include "tinylm/models/evermind/model.h"
 #include "tinylm/tokenizers/bpe.h"
 #include "tinylm/tokenizers/utf8.h"
-
-#include <nlohmann/json.hpp>
 
 namespace tinylm::evermind {
 namespace {
@@ -55,7 +53,8 @@ void perturb(Model<T>& m, uint64_t seed) {
     if (e.name.ends_with("norm")) base = 1.0;
     if (e.name.ends_with("router")) scale = 0.25;
     if (e.name == "emb") scale = 0.7;
-    for (size_t i = 0; i < e.numel; ++i) m.params()[e.offset + i] = static_cast<T>(base + scale * n(rng));
+    for (size_t i = 0; i < e.numel; ++i)
+      m.params()[e.offset + i] = static_cast<T>(base + scale * n(rng));
   }
 }
 
@@ -89,28 +88,15 @@ TEST_P(EvermindGradCheck, CentralDifferencesMatchEveryParameter) {
   ASSERT_EQ(l.positions, 23);
   ASSERT_GT(l.aux, 0.0);
   const std::vector<double> analytic(m.grads().begin(), m.grads().end());
-
-  const double h = 1e-5;
+  const auto f = [&] { return m.loss(tokens, gc.aux_coef).total; };
   for (const ParamEntry& e : m.layout().entries()) {
-    double worst = 0.0, norm = 0.0;
-    for (size_t i = 0; i < e.numel; ++i) {
-      double& p = m.params()[e.offset + i];
-      const double saved = p;
-      p = saved + h;
-      const double up = m.loss(tokens, gc.aux_coef).total;
-      p = saved - h;
-      const double down = m.loss(tokens, gc.aux_coef).total;
-      p = saved;
-      const double fd = (up - down) / (2 * h);
-      const double an = analytic[e.offset + i];
-      worst = std::max(worst, std::fabs(fd - an));
-      norm = std::max(norm, std::fabs(an));
-    }
-    EXPECT_LT(worst, 1e-8 + 1e-6 * norm) << e.name << " (max |grad| " << norm << ")";
+    const test::GradientReport r =
+        test::expect_gradient(f, m.params(), analytic, {.abs = 1e-8, .of_max = 1e-6}, e.name,
+                              {.begin = e.offset, .end = e.offset + e.numel});
     // With top_k = 1 the renormalized gate is 1 whatever p is: without the aux loss the
     // router gets no gradient at all (correctly).
     if (!(gc.top_k == 1 && gc.aux_coef == 0.0 && e.name.ends_with("router"))) {
-      EXPECT_GT(norm, 0.0) << e.name << " has an all-zero gradient";
+      EXPECT_GT(r.max_analytic, 0.0) << e.name << " has an all-zero gradient";
     }
   }
 }
@@ -121,7 +107,6 @@ INSTANTIATE_TEST_SUITE_P(Groups, EvermindGradCheck,
                                            GradCase{1, 0.0, true, 5}, GradCase{4, 0.3, false, 6},
                                            GradCase{4, 0.0, false, 7}));
 
-
 Config default_config(int64_t vocab) {
   Config c;
   c.vocab_size = vocab;
@@ -130,28 +115,31 @@ Config default_config(int64_t vocab) {
 }
 
 TEST(EvermindModel, CheckpointedGradientsEqualPlainBitForBit) {
-  for (int64_t top_k : {1, 2, 4}) {
-    Config c = default_config(97);
-    c.top_k = top_k;
-    c.d_model = 48;  // not a multiple of the vector width: exercises the partial lanes
-    c.hidden_dim = 72;
-    c.n_layers = 3;
-    Model<float> m(c, 128);
-    perturb(m, 11);
-    const std::vector<int> tokens = random_tokens(100, c.vocab_size, 5);
-    PassOptions plain, ckpt;
-    plain.aux_loss_coef = ckpt.aux_loss_coef = 0.05;
-    ckpt.checkpoint_activations = true;
-    m.zero_grads();
-    const Loss a = m.forward_backward(tokens, plain);
-    const std::vector<float> g_plain(m.grads().begin(), m.grads().end());
-    m.zero_grads();
-    const Loss b = m.forward_backward(tokens, ckpt);
-    EXPECT_EQ(a.total, b.total);
-    EXPECT_EQ(a.aux, b.aux);
-    ASSERT_EQ(g_plain.size(), m.grads().size());
-    EXPECT_EQ(0, std::memcmp(g_plain.data(), m.grads().data(), g_plain.size() * sizeof(float))) << "top_k " << top_k;
-  }
+  test::for_each_isa([](kernels::Isa) {
+    for (int64_t top_k : {1, 2, 4}) {
+      Config c = default_config(97);
+      c.top_k = top_k;
+      c.d_model = 48;  // not a multiple of the vector width: exercises the partial lanes
+      c.hidden_dim = 72;
+      c.n_layers = 3;
+      Model<float> m(c, 128);
+      perturb(m, 11);
+      const std::vector<int> tokens = random_tokens(100, c.vocab_size, 5);
+      PassOptions plain, ckpt;
+      plain.aux_loss_coef = ckpt.aux_loss_coef = 0.05;
+      ckpt.checkpoint_activations = true;
+      m.zero_grads();
+      const Loss a = m.forward_backward(tokens, plain);
+      const std::vector<float> g_plain(m.grads().begin(), m.grads().end());
+      m.zero_grads();
+      const Loss b = m.forward_backward(tokens, ckpt);
+      EXPECT_EQ(a.total, b.total);
+      EXPECT_EQ(a.aux, b.aux);
+      ASSERT_EQ(g_plain.size(), m.grads().size());
+      EXPECT_EQ(0, std::memcmp(g_plain.data(), m.grads().data(), g_plain.size() * sizeof(float)))
+          << "top_k " << top_k;
+    }
+  });
 }
 
 TEST(EvermindModel, FloatGradientsAgreeWithDouble) {
@@ -163,7 +151,8 @@ TEST(EvermindModel, FloatGradientsAgreeWithDouble) {
   Model<double> md(c, 64);
   Model<float> mf(c, 64);
   perturb(md, 21);
-  for (size_t i = 0; i < md.params().size(); ++i) mf.params()[i] = static_cast<float>(md.params()[i]);
+  for (size_t i = 0; i < md.params().size(); ++i)
+    mf.params()[i] = static_cast<float>(md.params()[i]);
   const std::vector<int> tokens = random_tokens(40, c.vocab_size, 8);
   md.zero_grads();
   mf.zero_grads();
@@ -224,35 +213,88 @@ TEST(EvermindModel, AuxLossIsSwitchBalance) {
 }
 
 TEST(EvermindModel, IncrementalDecodingEqualsFullRecomputation) {
-  for (int64_t K : {1, 3, 5}) {
-    Config c = default_config(61);
-    c.conv_kernel = K;
-    c.d_model = 40;
-    c.hidden_dim = 56;
-    Model<float> m(c, 64);
-    perturb(m, 30 + static_cast<uint64_t>(K));
-    const std::vector<int> tokens = random_tokens(37, c.vocab_size, 6);
-    std::vector<float> full(tokens.size() * 61);
-    m.logits(tokens, full);
-    Decoder<float> dec(m);
-    for (size_t t = 0; t < tokens.size(); ++t) {
-      const std::span<const float> step = dec.step(tokens[t]);
-      ASSERT_EQ(0, std::memcmp(step.data(), full.data() + t * 61, 61 * sizeof(float)))
-          << "K " << K << " position " << t;
+  test::for_each_isa([](kernels::Isa) {
+    for (int64_t K : {1, 3, 5}) {
+      Config c = default_config(61);
+      c.conv_kernel = K;
+      c.d_model = 40;
+      c.hidden_dim = 56;
+      Model<float> m(c, 64);
+      perturb(m, 30 + static_cast<uint64_t>(K));
+      const std::vector<int> tokens = random_tokens(37, c.vocab_size, 6);
+      std::vector<float> full(tokens.size() * 61);
+      m.logits(tokens, full);
+      Decoder<float> dec(m);
+      for (size_t t = 0; t < tokens.size(); ++t) {
+        const std::span<const float> step = dec.step(tokens[t]);
+        ASSERT_EQ(0, std::memcmp(step.data(), full.data() + t * 61, 61 * sizeof(float)))
+            << "K " << K << " position " << t;
+      }
+      // reset() starts a fresh context.
+      dec.reset();
+      const std::span<const float> first = dec.step(tokens[0]);
+      EXPECT_EQ(0, std::memcmp(first.data(), full.data(), 61 * sizeof(float)));
     }
-    // reset() starts a fresh context.
-    dec.reset();
-    const std::span<const float> first = dec.step(tokens[0]);
-    EXPECT_EQ(0, std::memcmp(first.data(), full.data(), 61 * sizeof(float)));
+  });
+}
+
+// Every kernel the model runs promises the same bits at every level (only GPT-2's training
+// products are held to tolerances), so the logits, the loss and every gradient are the same
+// bytes at every level; and a position's logits do not depend on the positions after it (the
+// prefix ending there, alone, gives the same row).
+TEST(EvermindModel, SameLogitsAndGradientsAtEveryLevel) {
+  Config c = default_config(61);
+  c.d_model = 40;  // not a multiple of 16: partial vectors
+  c.hidden_dim = 56;
+  c.top_k = 2;
+  Model<float> m(c, 64);
+  perturb(m, 33);
+  const std::vector<int> tokens = random_tokens(37, c.vocab_size, 9);
+  const size_t V = 61;
+  const std::vector<float> logits = test::expect_same_at_every_level(
+      [&] {
+        std::vector<float> all(tokens.size() * V);
+        m.logits(tokens, all);
+        return all;
+      },
+      "logits");
+  for (const bool checkpoint : {false, true}) {
+    test::expect_same_at_every_level(
+        [&] {
+          PassOptions opt;
+          opt.checkpoint_activations = checkpoint;
+          m.zero_grads();
+          const Loss l = m.forward_backward(tokens, opt);
+          std::vector<float> g(m.grads().begin(), m.grads().end());
+          g.push_back(static_cast<float>(l.total));
+          g.push_back(static_cast<float>(l.aux));
+          return g;
+        },
+        checkpoint ? "checkpointed gradients" : "gradients");
   }
+  test::for_each_isa([&](kernels::Isa) {
+    for (const size_t t : {size_t{0}, size_t{1}, size_t{16}, tokens.size() - 2}) {
+      const std::vector<int> prefix(tokens.begin(),
+                                    tokens.begin() + static_cast<std::ptrdiff_t>(t + 1));
+      std::vector<float> alone(prefix.size() * V);
+      m.logits(prefix, alone);
+      EXPECT_EQ(0, std::memcmp(alone.data() + t * V, logits.data() + t * V, V * sizeof(float)))
+          << "position " << t;
+    }
+  });
 }
 
 // The documented init, recomputed here from the Philox block and Box–Muller directly.
 double reference_normal(uint64_t key, uint32_t stream, uint64_t i) {
-  const PhiloxCounter w = philox4x32_10({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), stream, 0},
-                                        {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
-  const double u1 = (std::ldexp(static_cast<double>(w[0] >> 5), 26) + static_cast<double>(w[1] >> 6) + 1) / std::ldexp(1.0, 53);
-  const double u2 = (std::ldexp(static_cast<double>(w[2] >> 5), 26) + static_cast<double>(w[3] >> 6)) / std::ldexp(1.0, 53);
+  const PhiloxCounter w =
+      philox4x32_10({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), stream, 0},
+                    {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+  const double u1 =
+      (std::ldexp(static_cast<double>(w[0] >> 5), 26) + static_cast<double>(w[1] >> 6) + 1) /
+      std::ldexp(1.0, 53);
+  const double u2 =
+      (std::ldexp(static_cast<double>(w[2] >> 5), 26) + static_cast<double>(w[3] >> 6)) /
+      std::ldexp(1.0, 53);
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * 3.14159265358979323846 * u2);
 }
 
@@ -266,27 +308,34 @@ TEST(EvermindModel, InitFollowsTheDocumentedRng) {
   c.seed = 0xfeedbeefcafeull;
   Model<double> m(c, 8);
   const ParamLayout& L = m.layout();
-  const auto at = [&](const std::string& name, size_t i) { return m.params()[L.at(name).offset + i]; };
-  for (size_t i = 0; i < 20 * 8; ++i) ASSERT_EQ(at("emb", i), 0.02 * reference_normal(c.seed, 0, i)) << i;
+  const auto at = [&](const std::string& name, size_t i) {
+    return m.params()[L.at(name).offset + i];
+  };
+  for (size_t i = 0; i < 20 * 8; ++i)
+    ASSERT_EQ(at("emb", i), 0.02 * reference_normal(c.seed, 0, i)) << i;
   for (int l = 0; l < 2; ++l) {
     const uint64_t key = c.seed + 1 + static_cast<uint64_t>(l);
     const std::string p = "layers." + std::to_string(l) + ".";
     for (size_t i = 0; i < 8 * 3; ++i) ASSERT_EQ(at(p + "conv", i), i % 3 == 0 ? 1.0 : 0.0);
     for (size_t i = 0; i < 8; ++i) ASSERT_EQ(at(p + "conv_norm", i), 1.0);
     for (size_t i = 0; i < 8; ++i) ASSERT_EQ(at(p + "moe_norm", i), 1.0);
-    for (size_t i = 0; i < 3 * 8; ++i) ASSERT_EQ(at(p + "router", i), 0.02 * reference_normal(key, 0, i));
+    for (size_t i = 0; i < 3 * 8; ++i)
+      ASSERT_EQ(at(p + "router", i), 0.02 * reference_normal(key, 0, i));
     for (size_t i = 0; i < 16 * 8; ++i) {
       ASSERT_EQ(at(p + "shared.up", i), 0.02 * reference_normal(key, 1, i));
       ASSERT_EQ(at(p + "shared.down", i), 0.02 * reference_normal(key, 2, i));
       for (uint32_t e = 0; e < 3; ++e) {
-        ASSERT_EQ(at(p + "experts." + std::to_string(e) + ".up", i), 0.02 * reference_normal(key, 3 + 2 * e, i));
-        ASSERT_EQ(at(p + "experts." + std::to_string(e) + ".down", i), 0.02 * reference_normal(key, 4 + 2 * e, i));
+        ASSERT_EQ(at(p + "experts." + std::to_string(e) + ".up", i),
+                  0.02 * reference_normal(key, 3 + 2 * e, i));
+        ASSERT_EQ(at(p + "experts." + std::to_string(e) + ".down", i),
+                  0.02 * reference_normal(key, 4 + 2 * e, i));
       }
     }
   }
   // Float models start from the same numbers, rounded once.
   Model<float> mf(c, 8);
-  for (size_t i = 0; i < m.params().size(); ++i) ASSERT_EQ(mf.params()[i], static_cast<float>(m.params()[i]));
+  for (size_t i = 0; i < m.params().size(); ++i)
+    ASSERT_EQ(mf.params()[i], static_cast<float>(m.params()[i]));
   // Statistics of a larger draw: mean 0, standard deviation 0.02.
   Model<double> big(default_config(1024), 4);
   double sum = 0, sq = 0;
@@ -426,11 +475,13 @@ TEST(EvermindGenerate, StopTokenAndLimits) {
   const auto greedy = generate::generate(m, prompt, o);
   ASSERT_EQ(greedy.tokens.size(), 12u);
   o.stop_token = greedy.tokens[3];
-  const size_t first = static_cast<size_t>(std::find(greedy.tokens.begin(), greedy.tokens.end(), o.stop_token) -
-                                           greedy.tokens.begin());
+  const size_t first = static_cast<size_t>(
+      std::find(greedy.tokens.begin(), greedy.tokens.end(), o.stop_token) - greedy.tokens.begin());
   const auto stopped = generate::generate(m, prompt, o);
   EXPECT_TRUE(stopped.stopped);
-  EXPECT_EQ(stopped.tokens, std::vector<int>(greedy.tokens.begin(), greedy.tokens.begin() + static_cast<std::ptrdiff_t>(first)));
+  EXPECT_EQ(stopped.tokens,
+            std::vector<int>(greedy.tokens.begin(),
+                             greedy.tokens.begin() + static_cast<std::ptrdiff_t>(first)));
   o.stop_token = -1;
   o.max_new_tokens = 0;
   EXPECT_TRUE(generate::generate(m, prompt, o).tokens.empty());
@@ -456,8 +507,10 @@ TEST(EvermindGenerate, TextThroughATokenizer) {
   vocab["\u0120t"] = 256;
   vocab["<|endoftext|>"] = 257;
   nlohmann::ordered_json j;
-  j["added_tokens"] = nlohmann::ordered_json::parse(R"([{"id": 257, "content": "<|endoftext|>", "special": true}])");
-  j["model"] = {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::ordered_json::array({"\u0120 t"})}};
+  j["added_tokens"] = nlohmann::ordered_json::parse(
+      R"([{"id": 257, "content": "<|endoftext|>", "special": true}])");
+  j["model"] = {
+      {"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::ordered_json::array({"\u0120 t"})}};
   const BpeTokenizer tok = BpeTokenizer::from_tokenizer_json_text(j.dump(), "bytes.json");
   Config c = default_config(258);
   c.d_model = 16;
@@ -469,101 +522,16 @@ TEST(EvermindGenerate, TextThroughATokenizer) {
   o.temperature = 1.0;
   o.seed = 3;
   std::string streamed;
-  const std::string text = generate::generate_text(m, tok, "Hi", o, [&](std::string_view s) { streamed += s; });
+  const std::string text =
+      generate::generate_text(m, tok, "Hi", o, [&](std::string_view s) { streamed += s; });
   EXPECT_EQ(text, streamed);
   const auto ids = generate::generate(m, std::vector<int>{'H', 'i'}, o);
   EXPECT_EQ(text, sanitize_utf8(tok.decode(ids.tokens)));
   EXPECT_EQ(tok.encode(" to"), (std::vector<int>{256, 'o'}));
   // An empty prompt starts from <|endoftext|>.
-  EXPECT_EQ(generate::generate_text(m, tok, "", o), sanitize_utf8(tok.decode(generate::generate(m, std::vector<int>{257}, o).tokens)));
+  EXPECT_EQ(generate::generate_text(m, tok, "", o),
+            sanitize_utf8(tok.decode(generate::generate(m, std::vector<int>{257}, o).tokens)));
   EXPECT_FALSE(text.empty());
-}
-
-// ---------------------------------------------------------------------------------------
-// Kernels against plain loops.
-
-TEST(EvermindKernels, SmallGemmMatchesPlainProducts) {
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> u(-1, 1);
-  // Shapes around the tile sizes (6 rows, 1/2/4 vectors of 8 doubles), K past the 256 block.
-  for (const auto [M, N, K] : std::vector<std::array<int64_t, 3>>{
-           {1, 1, 1}, {7, 5, 3}, {6, 64, 64}, {13, 33, 17}, {128, 128, 64}, {5, 100, 300}, {70, 8, 520}, {3, 4, 0}}) {
-    for (bool trans : {false, true}) {
-      for (bool accumulate : {false, true}) {
-        const int64_t lda = (trans ? M : K) + 1, ldb = N + 2, ldc = N + 3;
-        std::vector<double> A(static_cast<size_t>((trans ? K : M) * lda + 1)), B(static_cast<size_t>(K * ldb + 1)),
-            C(static_cast<size_t>(M * ldc + 1));
-        for (double& x : A) x = u(rng);
-        for (double& x : B) x = u(rng);
-        for (double& x : C) x = u(rng);
-        std::vector<double> want = C;
-        for (int64_t i = 0; i < M; ++i) {
-          for (int64_t j = 0; j < N; ++j) {
-            double acc = accumulate ? C[static_cast<size_t>(i * ldc + j)] : 0.0;
-            for (int64_t k = 0; k < K; ++k) {
-              acc += (trans ? A[static_cast<size_t>(k * lda + i)] : A[static_cast<size_t>(i * lda + k)]) *
-                     B[static_cast<size_t>(k * ldb + j)];
-            }
-            want[static_cast<size_t>(i * ldc + j)] = acc;
-          }
-        }
-        if (trans) {
-          kernels::gemm_tn(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
-        } else {
-          kernels::gemm_nn(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
-        }
-        for (size_t i = 0; i < C.size(); ++i) {
-          ASSERT_NEAR(C[i], want[i], 1e-12 * static_cast<double>(K + 1))
-              << M << "x" << N << "x" << K << " trans " << trans << " acc " << accumulate << " at " << i;
-        }
-        // float: same structure, one row alone equals that row inside the batch.
-        std::vector<float> Af(A.begin(), A.end()), Bf(B.begin(), B.end()), Cf(C.size(), 0.0f), Row(C.size(), 0.0f);
-        if (!trans && M > 0 && N > 0) {
-          kernels::gemm_nn(M, N, K, Af.data(), lda, Bf.data(), ldb, Cf.data(), ldc, false);
-          const int64_t r = M - 1;
-          kernels::gemm_nn(1, N, K, Af.data() + r * lda, lda, Bf.data(), ldb, Row.data(), ldc, false);
-          ASSERT_EQ(0, std::memcmp(Row.data(), Cf.data() + r * ldc, static_cast<size_t>(N) * sizeof(float)));
-        }
-      }
-    }
-  }
-}
-
-TEST(EvermindKernels, FloatGeluAndSoftmaxAreAccurate) {
-  std::vector<float> x;
-  for (int i = -4000; i <= 4000; ++i) x.push_back(static_cast<float>(i) * 0.005f);
-  x.push_back(50.0f);
-  x.push_back(-50.0f);
-  std::vector<float> y(x.size()), dy(x.size(), 1.0f), dx(x.size());
-  std::vector<double> xd(x.begin(), x.end()), yd(x.size()), dyd(x.size(), 1.0), dxd(x.size());
-  kernels::gelu_forward(y.data(), x.data(), static_cast<int64_t>(x.size()));
-  kernels::gelu_backward(dx.data(), dy.data(), x.data(), static_cast<int64_t>(x.size()));
-  kernels::gelu_forward(yd.data(), xd.data(), static_cast<int64_t>(x.size()));
-  kernels::gelu_backward(dxd.data(), dyd.data(), xd.data(), static_cast<int64_t>(x.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    ASSERT_NEAR(y[i], yd[i], 2e-7 * std::max(1.0, std::fabs(yd[i]))) << x[i];
-    ASSERT_NEAR(dx[i], dxd[i], 1e-6 * std::max(1.0, std::fabs(dxd[i]))) << x[i];
-  }
-  // A row of logits over a wide range, including entries far below the max.
-  std::mt19937 rng(2);
-  std::uniform_real_distribution<float> u(-30, 30);
-  const int64_t V = 1000;
-  std::vector<float> l(2 * V);
-  for (float& v : l) v = u(rng);
-  std::vector<double> ld(l.begin(), l.end());
-  const int targets[2] = {7, 999};
-  float lse[2];
-  double lsed[2];
-  const double lf = kernels::cross_entropy_forward(nullptr, lse, l.data(), targets, 2, V);
-  const double ldd = kernels::cross_entropy_forward(nullptr, lsed, ld.data(), targets, 2, V);
-  EXPECT_NEAR(lf, ldd, 1e-5);
-  // The backward with scale 1 leaves p − onehot.
-  kernels::cross_entropy_backward(l.data(), l.data(), lse, targets, 2, V, 1.0f);
-  kernels::cross_entropy_backward(ld.data(), ld.data(), lsed, targets, 2, V, 1.0);
-  EXPECT_NEAR(l[7], ld[7], 1e-6);
-  EXPECT_LT(ld[7], 0.0);
-  // l − max rounds in float (up to 0.5 ulp of 60, 4e-6 relative after exp).
-  for (size_t i = 0; i < l.size(); ++i) ASSERT_NEAR(l[i], ld[i], 1e-5 * std::fabs(ld[i]) + 1e-37);
 }
 
 }  // namespace

@@ -72,24 +72,56 @@ TEST_P(Gpt2Logits, FullSequenceMatchesPyTorch) {
 }
 
 // Decoding token by token against the cache gives exactly the logits of the full
-// recomputation: the fixture's widths tile, and then every kernel computes a position's bits
-// whatever the number of positions in the batch.
+// recomputation, at every kernel level: the fixture's widths tile, and then every kernel
+// computes a position's bits whatever the number of positions in the batch.
 TEST_P(Gpt2Logits, KvCacheDecodingEqualsFullRecomputation) {
   const DtypeCase p = GetParam();
   Model m = load(p.weights, p.dtype);
   const std::vector<int> tokens = ints(expected()["tokens"]);
   const int64_t V = m.config().vocab_size;
   const int n = static_cast<int>(tokens.size());
-  KvCache full = m.new_cache(n);
-  std::vector<float> all(n * V), one(V);
-  m.forward(tokens, full, all, true);
-  KvCache inc = m.new_cache(n);
-  m.forward(std::span(tokens).first(5), inc, std::span(one));  // a prefill of 5, then steps
-  for (int t = 5; t < n; ++t) {
-    m.forward(std::span(tokens).subspan(t, 1), inc, one);
-    ASSERT_EQ(std::memcmp(one.data(), all.data() + t * V, V * sizeof(float)), 0)
-        << "position " << t;
-  }
+  test::for_each_isa([&](kernels::Isa) {
+    KvCache full = m.new_cache(n);
+    std::vector<float> all(n * V), one(V);
+    m.forward(tokens, full, all, true);
+    KvCache inc = m.new_cache(n);
+    m.forward(std::span(tokens).first(5), inc, std::span(one));  // a prefill of 5, then steps
+    for (int t = 5; t < n; ++t) {
+      m.forward(std::span(tokens).subspan(t, 1), inc, one);
+      ASSERT_EQ(std::memcmp(one.data(), all.data() + t * V, V * sizeof(float)), 0)
+          << "position " << t;
+    }
+  });
+}
+
+// Every kernel of inference promises the same bits at every level: the full sequence's logits,
+// and those of a prefill followed by single steps, are the same bytes at every level.
+TEST_P(Gpt2Logits, SameLogitsAtEveryLevel) {
+  const DtypeCase p = GetParam();
+  Model m = load(p.weights, p.dtype);
+  const std::vector<int> tokens = ints(expected()["tokens"]);
+  const int64_t V = m.config().vocab_size;
+  const int n = static_cast<int>(tokens.size());
+  test::expect_same_at_every_level(
+      [&] {
+        KvCache cache = m.new_cache(n);
+        std::vector<float> all(n * V);
+        m.forward(tokens, cache, all, true);
+        return all;
+      },
+      "full sequence");
+  test::expect_same_at_every_level(
+      [&] {
+        KvCache cache = m.new_cache(n);
+        std::vector<float> steps(3 * V), one(V);
+        m.forward(std::span(tokens).first(7), cache, std::span(one));
+        for (int t = 7; t < 10; ++t) {
+          m.forward(std::span(tokens).subspan(t, 1), cache, one);
+          std::copy(one.begin(), one.end(), steps.begin() + (t - 7) * V);
+        }
+        return steps;
+      },
+      "prefill and decode");
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "finite_difference.h"
 #include "test_util.h"
 #include "tinylm/io/text_file.h"
 #include "tinylm/models/microgpt/model.h"
@@ -126,24 +127,15 @@ TEST_P(MicrogptReference, GradientsMatchFiniteDifferences) {
   const std::vector<int> tokens = encode("isabella");
   model_->loss_and_grad(tokens);
   const std::vector<double> grad(model_->grads().begin(), model_->grads().end());
-  std::span<double> p = model_->params();
-  const double h = 1e-5;
-  int checked = 0;
+  const auto f = [&] { return model_->loss(tokens); };
+  size_t checked = 0;
   for (const ParamEntry& e : model_->layout().entries()) {
-    for (size_t k = 0; k < e.numel; k += 7 + e.numel / 40) {
-      const size_t i = e.offset + k;
-      const double saved = p[i];
-      p[i] = saved + h;
-      const double up = model_->loss(tokens);
-      p[i] = saved - h;
-      const double down = model_->loss(tokens);
-      p[i] = saved;
-      const double fd = (up - down) / (2 * h);
-      EXPECT_NEAR(grad[i], fd, 1e-7 + 1e-5 * std::abs(fd)) << e.name << "[" << k << "]";
-      ++checked;
-    }
+    checked += test::expect_gradient(
+                   f, model_->params(), grad, {.abs = 1e-7, .rel = 1e-5}, e.name,
+                   {.begin = e.offset, .end = e.offset + e.numel, .stride = 7 + e.numel / 40})
+                   .checked;
   }
-  EXPECT_GT(checked, 200);
+  EXPECT_GT(checked, 200u);
 }
 
 // A longer document than block_size uses only the first block_size transitions, and a

@@ -1,13 +1,19 @@
 // The whole microgpt program against transcripts written by tools/microgpt_reference.py
 // (an independent pure-Python implementation; its default run ends with the figures the
 // issue quotes from microgpt.py: "step 1000 / 1000 | loss 2.6497", kamon, ann, karai, ...).
+#include "tinylm/train/microgpt_run.h"
+
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "test_util.h"
 #include "tinylm/core/error.h"
-#include "tinylm/train/microgpt_run.h"
+#include "tinylm/models/microgpt/model.h"
+#include "tinylm/tokenizers/char_tokenizer.h"
 
 namespace tinylm::train {
 namespace {
@@ -39,17 +45,25 @@ TEST_P(MicrogptRun, SmallNonDefaultRunMatchesPythonTranscript) {
             test::read_text(test::source_path("tests/fixtures/microgpt/small_run.txt")));
 }
 
-// The default run: 1000 steps and 20 samples, identical to microgpt.py's output.
+// The default run: 1000 steps and 20 samples, identical to microgpt.py's output; the tensor
+// engine's at every kernel level (its kernels are exact everywhere).
 TEST_P(MicrogptRun, SlowDefaultRunMatchesPythonTranscript) {
-  MicrogptOptions opt;
-  opt.data_path = test::source_path("data/names.txt");
-  opt.engine = GetParam();
-  const std::string got = run_to_string(opt);
-  EXPECT_EQ(got, test::read_text(test::source_path("tests/fixtures/microgpt/default_run.txt")));
-  EXPECT_NE(got.find("step 1000 / 1000 | loss 2.6497\n"), std::string::npos);
-  EXPECT_NE(got.find("sample  1: kamon\nsample  2: ann\nsample  3: karai\nsample  4: jaire\n"
-                     "sample  5: vialan\n"),
-            std::string::npos);
+  const auto run = [&] {
+    MicrogptOptions opt;
+    opt.data_path = test::source_path("data/names.txt");
+    opt.engine = GetParam();
+    const std::string got = run_to_string(opt);
+    EXPECT_EQ(got, test::read_text(test::source_path("tests/fixtures/microgpt/default_run.txt")));
+    EXPECT_NE(got.find("step 1000 / 1000 | loss 2.6497\n"), std::string::npos);
+    EXPECT_NE(got.find("sample  1: kamon\nsample  2: ann\nsample  3: karai\nsample  4: jaire\n"
+                       "sample  5: vialan\n"),
+              std::string::npos);
+  };
+  if (GetParam() == Engine::tensor) {
+    test::for_each_isa([&](kernels::Isa) { run(); });
+  } else {
+    run();
+  }
 }
 
 TEST_P(MicrogptRun, SavedModelSamplesWhatTheRunSampled) {
@@ -86,6 +100,28 @@ INSTANTIATE_TEST_SUITE_P(Engines, MicrogptRun, ::testing::Values(Engine::tensor,
                          [](const auto& param_info) {
                            return std::string(microgpt::engine_name(param_info.param));
                          });
+
+// The tensor engine's loss and every gradient are the same bytes at every kernel level, for
+// the default shape and for one whose widths (12) take the plain loops of matmul/exact.h.
+TEST(MicrogptTensorEngine, SameLossAndGradientsAtEveryLevel) {
+  const CharTokenizer tok = CharTokenizer::from_chars("abcdefghijklmnopqrstuvwxyz");
+  for (const microgpt::Config& c : {microgpt::Config{}, microgpt::Config{27, 12, 3, 2, 6}}) {
+    auto model = microgpt::make_model(c, Engine::tensor);
+    for (size_t i = 0; i < model->params().size(); ++i) {
+      model->params()[i] = 0.08 * std::sin(0.37 * static_cast<double>(i) + 0.11);
+    }
+    const std::vector<int> tokens = tok.encode_document("christopher");
+    test::expect_same_at_every_level(
+        [&] {
+          model->zero_grads();
+          const double loss = model->loss_and_grad(tokens);
+          std::vector<double> out(model->grads().begin(), model->grads().end());
+          out.push_back(loss);
+          return out;
+        },
+        "n_embd " + std::to_string(c.n_embd));
+  }
+}
 
 TEST(MicrogptRunErrors, BadOptionsAndFiles) {
   test::TempDir dir;

@@ -71,10 +71,12 @@ TINYLM_INLINE f32x16 load_row(const W* p, int64_t width) {
 template <int NV, class W>
 TINYLM_INLINE void weighted_block(float* out, const float* p, const W* v, int64_t ldv, int64_t n,
                                   int64_t width) {
-  f32x16 acc[NV];
+  f32x16 acc[NV];  // (loops fully unrolled: the accumulators live in registers)
+#pragma GCC unroll 8
   for (int k = 0; k < NV; ++k) acc[k] = f32x16{};
   for (int64_t j = 0; j < n; ++j) {
     const f32x16 pj = splat(p[j]);
+#pragma GCC unroll 8
     for (int k = 0; k < NV; ++k) acc[k] = fma(pj, load_row(v + j * ldv + k * kLanes, width - k * kLanes), acc[k]);
   }
   for (int k = 0; k < NV; ++k) store_n(out + k * kLanes, acc[k], std::min(kLanes, width - k * kLanes));
@@ -185,19 +187,23 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
   // written once. Both sums in one pass where their registers fit, else one after the other.
   constexpr bool kTogether = 2 * NV <= kMaxAcc;
   for (int64_t j = 0; j < Tn; ++j) {
-    f32x16 dk[NV], dv[NV];
+    f32x16 dk[NV], dv[NV];  // (loops fully unrolled: the sums live in registers)
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) dk[v] = dv[v] = f32x16{};
     for (int64_t t = j; t < Tn; ++t) {
       const float s = ds[t * Tp + j];
+#pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) dk[v] = fma(s, load(qp + t * D + kLanes * v), dk[v]);
       if constexpr (kTogether) {
         const float pv = att[t * Tn + j];
+#pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) dv[v] = fma(pv, load(gp + t * D + kLanes * v), dv[v]);
       }
     }
     if constexpr (!kTogether) {
       for (int64_t t = j; t < Tn; ++t) {
         const float pv = att[t * Tn + j];
+#pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) dv[v] = fma(pv, load(gp + t * D + kLanes * v), dv[v]);
       }
     }

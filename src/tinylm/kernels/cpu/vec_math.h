@@ -5,12 +5,13 @@
 TINYLM_LEVEL_BEGIN
 
 // exp(x) lane by lane: x = n ln2 + r with |r| <= ln2/2, Cephes' degree-5 polynomial for e^r
-// (about 1 ulp), 2^n built in the exponent field. Inputs are clamped to [-87.3, 88.7] (NaN to
-// -87.3), so the result is finite and at least ~1e-38: callers subtract a row maximum, or feed
-// tanh. Plain multiplies and adds, no fused ones: Cephes' coefficients are fitted for that,
-// and the generic level then needs no emulated FMA.
+// (about 1 ulp), 2^n built in the exponent field. Inputs are clamped to [-87.3, 88.7], so a
+// number gives a finite result of at least ~1e-38 (callers subtract a row maximum, or feed
+// tanh); a NaN stays NaN (max and min return their second operand for it). Plain multiplies
+// and adds, no fused ones: Cephes' coefficients are fitted for that, and the generic level
+// then needs no emulated FMA.
 TINYLM_INLINE f32x16 exp(f32x16 x) {
-  x = min(max(x, splat(-87.3f)), splat(88.7f));
+  x = min(splat(88.7f), max(splat(-87.3f), x));
   const f32x16 magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
   const f32x16 n = (x * 1.44269504088896341f + magic) - magic;
   const f32x16 r = (x - n * 0.693359375f) - n * -2.12194440e-4f;

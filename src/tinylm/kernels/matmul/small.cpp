@@ -25,8 +25,11 @@ constexpr int64_t kKBlock = 256;
 template <int MR, int NV, bool TransA>
 void tile(int64_t k0, int64_t k1, const float* A, int64_t lda, const float* B, int64_t ldb,
           float* C, int64_t ldc, bool load_c, int64_t last_w) {
+  // (Fully unrolled, so that the accumulators live in registers only.)
   f32x16 acc[MR][NV];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
       const int64_t w = v == NV - 1 ? last_w : kLanes;
       acc[r][v] = load_c ? load_n(C + r * ldc + v * kLanes, w) : f32x16{};
@@ -35,13 +38,18 @@ void tile(int64_t k0, int64_t k1, const float* A, int64_t lda, const float* B, i
   for (int64_t k = k0; k < k1; ++k) {
     const float* b = B + k * ldb;
     f32x16 bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = load_n(b + v * kLanes, v == NV - 1 ? last_w : kLanes);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = v == NV - 1 ? load_n(b + v * kLanes, last_w) : load(b + v * kLanes);
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const f32x16 a = splat(TransA ? A[k * lda + r] : A[r * lda + k]);
+#pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, bv[v], acc[r][v]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
       store_n(C + r * ldc + v * kLanes, acc[r][v], v == NV - 1 ? last_w : kLanes);
   }

@@ -14,16 +14,17 @@ namespace {
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// Conv1D products sum their inputs in chunks of 64 weight rows (a partial per chunk, the
-// partials then added in chunk order): decode and prefill alike, so they round alike.
+// Conv1D products sum their inputs in chunks of 64 weight rows: per chunk one chain of fused
+// multiply-adds in input order, from zero (a partial per chunk), the partials then added to
+// the bias in chunk order. Decode and prefill alike, so they round alike.
 constexpr int64_t kChunk = 64;
 
-// py[c] += sum over k < R of x[k] * W(k, c) for c in [0, nout): R weight rows in one pass
-// over the partial sums, so those are loaded and stored once per R rows. Two independent FMA
-// chains (even and odd rows) keep the chain latency off the critical path. The 16 weights
-// W(k, c..c+15), c a multiple of 16, sit at w + k * nout + c in Layout::rows, or at
+// py[c] = fma(x[k], W(k, c), py[c]) for k < R, in order, for c in [0, nout): R weight rows in
+// one pass, the chain carried through the partial sums in memory between passes. The 16
+// weights W(k, c..c+15), c a multiple of 16, sit at w + k * nout + c in Layout::rows, or at
 // w + k * 16 + c * 16 in one 16-row band of Layout::tiles, which is then read as one
-// sequential stream; the same products in the same order either way.
+// sequential stream; the same products in the same order either way. The columns' chains are
+// independent, so out-of-order execution overlaps them (decode is bound by memory anyway).
 //
 // Vectors always start at column 0, not at the weights' first 64-byte boundary: memory-mapped
 // f32 weights sit wherever the file put them, and peeling columns to align the loads would
@@ -35,7 +36,7 @@ constexpr int64_t kChunk = 64;
 template <int R, Layout L, class W>
 TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_t nout) {
   constexpr bool tiles = L == Layout::tiles;
-  static_assert(R % 2 == 0 && (!tiles || R == kTile));
+  static_assert(!tiles || R == kTile);
   // Compile-time steps for tiles: the loads then take immediate offsets.
   const int64_t kstep = tiles ? kTile : nout;
   constexpr int64_t VStep = tiles ? kTile * kTile : kLanes;
@@ -47,20 +48,15 @@ TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_
       const char* ahead = reinterpret_cast<const char*>(wc) + kAhead;
       for (size_t b = 0; b < VStep * sizeof(W); b += kLine) __builtin_prefetch(ahead + b, 0, 2);
     }
-    f32x16 even = x[0] * load(wc), odd = x[1] * load(wc + kstep);
-    for (int k = 2; k < R; k += 2) {
-      even = fma(x[k], load(wc + k * kstep), even);
-      odd = fma(x[k + 1], load(wc + (k + 1) * kstep), odd);
-    }
-    store(py + c, load(py + c) + (even + odd));
+    f32x16 acc = load(py + c);
+#pragma GCC unroll 16
+    for (int k = 0; k < R; ++k) acc = fma(x[k], load(wc + k * kstep), acc);
+    store(py + c, acc);
   }
   for (int64_t c = body_end; c < nout; ++c) {  // row-major only: tiles have no ragged columns
-    float even = x[0] * to_float(w[c]), odd = x[1] * to_float(w[kstep + c]);
-    for (int k = 2; k < R; k += 2) {
-      even = __builtin_fmaf(x[k], to_float(w[k * kstep + c]), even);
-      odd = __builtin_fmaf(x[k + 1], to_float(w[(k + 1) * kstep + c]), odd);
-    }
-    py[c] += even + odd;
+    float acc = py[c];
+    for (int k = 0; k < R; ++k) acc = __builtin_fmaf(x[k], to_float(w[k * kstep + c]), acc);
+    py[c] = acc;
   }
 }
 
@@ -106,10 +102,7 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
         for (; i + kPass <= i1; i += kPass)
           accumulate_rows<kPass, L>(py, xr + i, w + i * nout, nout);
         if constexpr (L == Layout::rows) {  // (tiled matrices have whole bands only)
-          for (; i + 2 <= i1; i += 2) accumulate_rows<2, L>(py, xr + i, w + i * nout, nout);
-          for (; i < i1; ++i) {
-            for (int64_t c = 0; c < nout; ++c) py[c] += xr[i] * to_float(w[i * nout + c]);
-          }
+          for (; i < i1; ++i) accumulate_rows<1, L>(py, xr + i, w + i * nout, nout);
         }
       }
     }
@@ -125,89 +118,112 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
   });
 }
 
-// Rows of one 16 x 16 weight tile run through at a time in prefill: AVX-512 holds the tile in
-// 16 of its 32 registers with four rows' two chains beside it; AVX2 has 16 registers for
-// everything, so three rows' chains (12) and the tile's vectors one at a time from L1.
-constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : TINYLM_LEVEL == TINYLM_LEVEL_AVX2 ? 3 : 1;
+// Prefill's register tile: MR rows x NV vectors of output columns, each element's chunk chain
+// in its own register: 6 x 4 on AVX-512 (24 of 32 registers), 6 x 1 on AVX2 (12 of 16: two a
+// vector), 2 x 1 on the generic level. Per input the tile loads NV weight vectors and
+// broadcasts MR inputs for MR NV fused multiply-adds.
+constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_GENERIC ? 2 : 6;
+constexpr int kTileVectors = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
 
-// part[r * ldp + 0..15] += x[r * ldx + 0..15] . wt for rows r in [0, NR): accumulate_rows<16>'s
-// operations on one 16 x 16 weight tile. A row is two chains of eight dependent FMAs.
-template <int NR>
-TINYLM_INLINE void tile_rows(float* part, int64_t ldp, const float* x, int64_t ldx,
-                             const f32x16 (&wt)[kTile]) {
-  f32x16 even[NR], odd[NR];
-  for (int r = 0; r < NR; ++r) {
-    even[r] = x[r * ldx] * wt[0];
-    odd[r] = x[r * ldx + 1] * wt[1];
+// acc[r * lda + 16 v ..] += the chunk's chains for MR rows and NV vectors of columns: from
+// zero, fma(x[k], W(k, ..), chain) for the chunk's inputs k in order. x: the chunk's inputs of
+// each row, ldx apart; wc: the chunk's weights, `inputs` rows of ldw floats.
+template <int MR, int NV>
+TINYLM_INLINE void chunk_tile(float* acc, int64_t lda, const float* x, int64_t ldx, const float* wc,
+                              int64_t ldw, int64_t inputs) {
+  f32x16 chain[MR][NV];  // (loops fully unrolled: the chains live in registers)
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) chain[r][v] = f32x16{};
   }
-  for (int k = 2; k < kTile; k += 2) {
-    for (int r = 0; r < NR; ++r) {
-      even[r] = fma(x[r * ldx + k], wt[k], even[r]);
-      odd[r] = fma(x[r * ldx + k + 1], wt[k + 1], odd[r]);
+  for (int64_t k = 0; k < inputs; ++k) {
+    f32x16 wk[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) wk[v] = load(wc + k * ldw + v * kLanes);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const f32x16 xr = splat(x[r * ldx + k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) chain[r][v] = fma(xr, wk[v], chain[r][v]);
     }
   }
-  for (int r = 0; r < NR; ++r) {
-    float* pr = part + r * ldp;
-    store(pr, load(pr) + (even[r] + odd[r]));
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      float* ar = acc + r * lda + v * kLanes;
+      store(ar, load(ar) + chain[r][v]);
+    }
   }
 }
 
-// Prefill of a matrix that splits into 16 x 16 tiles, in either layout. Threads take groups
-// of 128 output columns from a ChunkQueue; a group runs every row of the batch through one
-// weight tile at a time, so each weight is read from memory once per product. Each row gets
-// the operations that matvec_in_out (decode) gives it, in the same order: per 64-row chunk a
-// partial summed band by band, then the partials added to the bias in chunk order. A
-// prompt's prefill thus computes the bits that decoding it token by token does, at any
-// thread count. Blocks of 64 rows keep the partial sums in L1 on long prompts.
+// All rows of a block through one chunk for the columns [c, c + NV vectors).
+template <int NV>
+void chunk_columns(float* acc, int64_t lda, const float* xc, int64_t ldx, const float* wc,
+                   int64_t ldw, int64_t inputs, int64_t nr) {
+  int64_t r = 0;
+  for (; r + kTileRows <= nr; r += kTileRows)
+    chunk_tile<kTileRows, NV>(acc + r * lda, lda, xc + r * ldx, ldx, wc, ldw, inputs);
+  float* a = acc + r * lda;
+  const float* x = xc + r * ldx;
+  switch (nr - r) {
+    case 5: return chunk_tile<5, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    case 4: return chunk_tile<4, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    case 3: return chunk_tile<3, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    case 2: return chunk_tile<2, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    case 1: return chunk_tile<1, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    default: return;
+  }
+}
+
+// Prefill of a matrix whose widths are multiples of 16, in either layout: a register-tiled
+// product. Threads take groups of 64 output columns from a ChunkQueue; a group runs the rows
+// of the batch, 64 at a time, chunk by chunk: each chunk's 64 x 64 weights are widened once
+// into an L1 buffer and its inputs gathered (read in place, nin floats apart, they held prefill
+// back by 15-40%), and every row block goes through them in register tiles. Each row gets the
+// operations that matvec_in_out (decode) gives it, in the same order, so a prompt's prefill
+// computes the bits that decoding it token by token does, at any thread count.
 template <Layout L, class W>
 void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, int64_t rows,
                          int64_t nin, int64_t nout) {
-  constexpr int64_t kGroup = 128, kRowBlock = 64;
-  // The group's tile two bands ahead is prefetched while this one is used: a band of a group
-  // is too little work to hide a read from memory.
-  constexpr int64_t kAheadRows = 2 * kTile;
-  const int64_t nrb = (rows + kRowBlock - 1) / kRowBlock;
-  // Work items: a group's row blocks one after another, so a thread walking its share
-  // reuses the group's weights from L2 for each block of rows.
-  parallel_for_balanced((nout + kGroup - 1) / kGroup * nrb, [&](int64_t item) {
-    const int64_t c0 = item / nrb * kGroup, width = std::min(kGroup, nout - c0);
-    const int64_t r0 = item % nrb * kRowBlock, nr = std::min(kRowBlock, rows - r0);
+  constexpr int64_t kGroup = 64, kRowBlock = 256;
+  static_assert(kGroup % (kTileVectors * kLanes) == 0);
+  const int64_t ngroups = (nout + kGroup - 1) / kGroup;
+  // Work items: a row block's groups one after another, so a thread walking its share keeps
+  // the block's inputs in L2 while the weights stream past.
+  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
+    const int64_t c0 = item % ngroups * kGroup, width = std::min(kGroup, nout - c0);
+    const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
     const float* xb = x + r0 * nin;
     thread_local AlignedVector<float> scratch;  // grown once, then reused
-    scratch.resize(static_cast<size_t>(2 * kRowBlock * kGroup));
-    float* acc = scratch.data();             // (nr, kGroup): the bias plus the chunks so far
-    float* part = acc + kRowBlock * kGroup;  // (nr, kGroup): this chunk's partial
+    scratch.resize(static_cast<size_t>(kRowBlock * kGroup + kChunk * kGroup + kRowBlock * kChunk));
+    float* acc = scratch.data();           // (nr, kGroup): the bias plus the chunks so far
+    float* wc = acc + kRowBlock * kGroup;  // (kChunk, kGroup): the chunk's weights, widened
+    float* xc = wc + kChunk * kGroup;      // (nr, kChunk): the chunk's inputs of each row
     for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < width; c += kLanes)
         store(acc + r * kGroup + c, b ? load(b + c0 + c) : f32x16{});
     }
     for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
-      std::fill(part, part + nr * kGroup, 0.0f);
-      for (int64_t i = i0; i < std::min(nin, i0 + kChunk); i += kTile) {
-        // The band's 16 inputs of each row, gathered into one contiguous block: read in place,
-        // nin floats apart, they held prefill back by 15-40%.
-        alignas(64) float xc[kRowBlock * kTile];
-        for (int64_t r = 0; r < nr; ++r)
-          std::memcpy(xc + r * kTile, xb + r * nin + i, kTile * sizeof(float));
-        for (int64_t c = 0; c < width; c += kTile) {
-          f32x16 wt[kTile];
-          for (int k = 0; k < kTile; ++k) wt[k] = load(element<L>(w, nout, i + k, c0 + c));
-          if (i + kAheadRows < nin) {
-            for (int k = 0; k < kTile; ++k)
-              __builtin_prefetch(element<L>(w, nout, i + kAheadRows + k, c0 + c));
-          }
-          int64_t r = 0;
-          for (; r + kTileRows <= nr; r += kTileRows)
-            tile_rows<kTileRows>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
-          for (; r < nr; ++r) tile_rows<1>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
-        }
+      const int64_t inputs = std::min(kChunk, nin - i0);  // a multiple of 16
+      for (int64_t k = 0; k < inputs; ++k) {
+        for (int64_t c = 0; c < width; c += kLanes)
+          store(wc + k * kGroup + c, load(element<L>(w, nout, i0 + k, c0 + c)));
+      }
+      // The next chunk's weights are on their way while this one is multiplied: read only
+      // when needed, 64 strided rows of them stalled the widening above.
+      for (int64_t k = i0 + kChunk; k < std::min(nin, i0 + 2 * kChunk); ++k) {
+        for (int64_t c = 0; c < width; c += kTile) __builtin_prefetch(element<L>(w, nout, k, c0 + c));
       }
       for (int64_t r = 0; r < nr; ++r) {
-        for (int64_t c = 0; c < width; c += kLanes) {
-          float* ar = acc + r * kGroup + c;
-          store(ar, load(ar) + load(part + r * kGroup + c));
-        }
+        for (int64_t k = 0; k < inputs; k += kLanes) store(xc + r * kChunk + k, load(xb + r * nin + i0 + k));
       }
+      int64_t c = 0;
+      for (; c + kTileVectors * kLanes <= width; c += kTileVectors * kLanes)
+        chunk_columns<kTileVectors>(acc + c, kGroup, xc, kChunk, wc + c, kGroup, inputs, nr);
+      for (; c < width; c += kLanes)
+        chunk_columns<1>(acc + c, kGroup, xc, kChunk, wc + c, kGroup, inputs, nr);
     }
     for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < width; c += kLanes)
@@ -227,8 +243,8 @@ void in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, 
   matvec_in_out<Layout::rows>(y, x, w, b, rows, nin, nout);
 }
 
-// Rows of the head per pass over four of its weight rows: two on AVX-512; one where the
-// accumulators (four vectors a row) would not fit beside the weights in 16 registers.
+// Rows of the head per pass over four of its weight rows in decode: two on AVX-512; one where
+// the accumulators (four vectors a row) would not fit beside the weights in 16 registers.
 constexpr int kHeadRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 2 : 1;
 
 // y[r * ldy + o] = x[r] . W[o] for o < 4 and rows r < NR: four weight rows read once per
@@ -237,19 +253,82 @@ constexpr int kHeadRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 2 : 1;
 template <int NR, class W, class Tail>
 TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t nin, const W* w,
                                 int64_t body_end, const Tail& tail) {
-  f32x16 a[NR][4];
+  f32x16 a[NR][4];  // (loops fully unrolled: the accumulators live in registers)
+#pragma GCC unroll 2
   for (int j = 0; j < NR; ++j) {
+#pragma GCC unroll 4
     for (int o = 0; o < 4; ++o) a[j][o] = f32x16{};
   }
   for (int64_t i = 0; i < body_end; i += kLanes) {
+#pragma GCC unroll 4
     for (int o = 0; o < 4; ++o) {
       const f32x16 wo = load(w + o * nin + i);
+#pragma GCC unroll 2
       for (int j = 0; j < NR; ++j) a[j][o] = fma(load(x + j * nin + i), wo, a[j][o]);
     }
   }
   for (int j = 0; j < NR; ++j) {
     for (int o = 0; o < 4; ++o) y[j * ldy + o] = hsum(a[j][o]) + tail(w + o * nin, x + j * nin);
   }
+}
+
+// The head over many rows (perplexity's windows): a register tile of MR rows x NO outputs,
+// each output's chain as decode computes it, the MR input vectors and each weight vector
+// loaded once per 16 inputs: 4 x 6 on AVX-512 (24 accumulators), 2 x 2 on AVX2.
+constexpr int kHeadTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
+constexpr int kHeadTileOuts = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 4;
+
+template <int MR, int NO, class W, class Tail>
+TINYLM_INLINE void head_tile(float* y, int64_t ldy, const float* x, int64_t nin, const W* w,
+                             int64_t body_end, const Tail& tail) {
+  f32x16 a[MR][NO];  // (loops fully unrolled: the accumulators live in registers)
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) a[r][o] = f32x16{};
+  }
+  for (int64_t i = 0; i < body_end; i += kLanes) {
+    f32x16 xv[MR];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) xv[r] = load(x + r * nin + i);
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) {
+      const f32x16 wo = load(w + o * nin + i);
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + tail(w + o * nin, x + r * nin);
+  }
+}
+
+// Every row of a row block against NO outputs (rows in tiles of MR, then one at a time).
+template <int NO, class W, class Tail>
+void head_rows(float* y, int64_t ldy, const float* x, int64_t nin, const W* w, int64_t nr,
+               int64_t body_end, const Tail& tail) {
+  int64_t r = 0;
+  for (; r + kHeadTileRows <= nr; r += kHeadTileRows)
+    head_tile<kHeadTileRows, NO>(y + r * ldy, ldy, x + r * nin, nin, w, body_end, tail);
+  for (; r < nr; ++r) head_tile<1, NO>(y + r * ldy, ldy, x + r * nin, nin, w, body_end, tail);
+}
+
+// Many rows: items of 256 rows x 96 outputs, row blocks outermost, so a thread walking its
+// share keeps the block's inputs in L2 while the weights stream past; each NO-output slice of
+// weights (a few KiB) stays in L1 while the block's rows go through it.
+template <class W, class Tail>
+void out_in_rows(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int64_t nout,
+                 int64_t body_end, const Tail& tail) {
+  constexpr int64_t kRowBlock = 256, kGroup = 16 * kHeadTileOuts;
+  const int64_t ngroups = (nout + kGroup - 1) / kGroup;
+  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
+    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
+    const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
+    int64_t o = o0;
+    for (; o + kHeadTileOuts <= o1; o += kHeadTileOuts)
+      head_rows<kHeadTileOuts>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr, body_end, tail);
+    for (; o < o1; ++o) head_rows<1>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr, body_end, tail);
+  });
 }
 
 template <class W>
@@ -293,17 +372,14 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
       }
     }
   };
-  // Groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
+  if (rows > 2) return out_in_rows(y, x, w, rows, nin, nout, body_end, tail);
+  // Decode: groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
   // waiting for the slower thread at the end. Each output has one thread, so any schedule
-  // gives the same result. Many rows (perplexity's windows) go through a group in blocks of
-  // 64, which keeps the rows' inputs and the group's weights in L2.
-  constexpr int64_t kGroup = 16, kRowBlock = 64;
+  // gives the same result.
+  constexpr int64_t kGroup = 16;
   const int64_t nblk = (nout + 3) / 4;
   parallel_for_balanced((nblk + kGroup - 1) / kGroup, [&](int64_t g) {
-    for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
-      for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk)
-        block(blk, r0, std::min(rows, r0 + kRowBlock));
-    }
+    for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk) block(blk, 0, rows);
   });
 }
 

@@ -90,6 +90,7 @@ struct BasicTrainer<T>::Impl {
   // The last forward's parameters and their per-step half copy.
   const T* params = nullptr;
   bool have_forward = false;
+  bool native_bf16 = false;  // bf16 compute on a CPU with a bf16 gemm
   bool accumulate = true;  // the running backward's gradient mode
   float rate = 0.0f;       // the dropout rate of the last forward (its masks are saved)
 
@@ -102,6 +103,7 @@ struct BasicTrainer<T>::Impl {
           "gpt2 trainer: compute dtype must be f32, bf16 or f16, got ", dtype_name(o.compute));
     check(std::is_same_v<T, float> || o.compute == DType::f32,
           "gpt2 trainer: the double-precision trainer computes in f32 only");
+    native_bf16 = std::is_same_v<T, float> && o.compute == DType::bf16 && kernels::bf16_gemm_is_native();
     B = o.batch_size;
     Tn = o.seq_len;
     BT = B * Tn;
@@ -135,12 +137,22 @@ struct BasicTrainer<T>::Impl {
     check(rate >= 0.0f && rate < 1.0f, "gpt2 trainer: dropout rate must be in [0, 1), got ", rate);
   }
 
-  bool bf16() const { return options.compute == DType::bf16; }
+  // How matrix-product operands are held: as bf16 (the native bf16 gemm), or as f32 values
+  // rounded to f16 or bf16 (f16 compute; bf16 compute where the CPU has no bf16 gemm, which
+  // multiplies the same values without widening its operands on every call).
+  bool halves() const { return native_bf16; }
+  bool rounded() const { return options.compute == DType::f16 || (options.compute == DType::bf16 && !native_bf16); }
   bool f16() const { return options.compute == DType::f16; }
+  void round_operand(T* dst, const T* src, int64_t n) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (f16()) kernels::round_to_f16(dst, src, n);
+      else kernels::round_to_bf16(dst, src, n);
+    }
+  }
 
   void plan(Planner& p) {
     const auto n = [](int64_t v) { return static_cast<size_t>(v); };
-    const bool hb = bf16(), hr = f16();
+    const bool hb = halves(), hr = rounded();
     const size_t BTC = n(BT * C);
     for (Layer& y : layers) {
       y.ln1 = p.alloc<T>(BTC);
@@ -198,12 +210,12 @@ struct BasicTrainer<T>::Impl {
   // x as a matrix-product operand: itself in f32, else rounded into the given half buffer.
   Operand<T> operand(const T* x, int64_t count, Bf16* h, T* r) {
     if constexpr (std::is_same_v<T, float>) {
-      if (bf16()) {
+      if (halves()) {
         kernels::convert(x, h, count);
         return {nullptr, h};
       }
-      if (f16()) {
-        kernels::round_to_f16(r, x, count);
+      if (rounded()) {
+        round_operand(r, x, count);
         return {r, nullptr};
       }
     }
@@ -213,8 +225,8 @@ struct BasicTrainer<T>::Impl {
 
   // The weights as operands (the per-step half copy, or the parameters themselves).
   Operand<T> weights() const {
-    if (bf16()) return {nullptr, weights_h};
-    if (f16()) return {weights_r, nullptr};
+    if (halves()) return {nullptr, weights_h};
+    if (rounded()) return {weights_r, nullptr};
     return {params, nullptr};
   }
 
@@ -283,8 +295,8 @@ struct BasicTrainer<T>::Impl {
     params = p.data();
     if constexpr (std::is_same_v<T, float>) {
       const Timer cast_timer;
-      if (bf16()) kernels::convert(params, weights_h, static_cast<int64_t>(layout.size()));
-      if (f16()) kernels::round_to_f16(weights_r, params, static_cast<int64_t>(layout.size()));
+      if (halves()) kernels::convert(params, weights_h, static_cast<int64_t>(layout.size()));
+      if (rounded()) round_operand(weights_r, params, static_cast<int64_t>(layout.size()));
       prof.cast_ms += cast_timer.elapsed_ms();
     }
     rate = options.dropout;
@@ -334,17 +346,17 @@ struct BasicTrainer<T>::Impl {
     const T s = static_cast<T>(static_cast<double>(loss_scale) / static_cast<double>(BT));
     Operand<T> dlog{logits, nullptr};
     if constexpr (std::is_same_v<T, float>) {
-      if (bf16()) {
+      if (halves()) {
         kernels::cross_entropy_backward(dlogits_h, logits, lse, targets, BT, V, s);
         dlog = {nullptr, dlogits_h};
       }
     }
-    if (!bf16()) {
+    if (!halves()) {
       kernels::cross_entropy_backward(logits, logits, lse, targets, BT, V, s);
-      if (f16()) dlog = operand(logits, BT * V, nullptr, logits);
+      if (rounded()) dlog = operand(logits, BT * V, nullptr, logits);
     }
     // Head: dlnf = dlogits wte;  dwte += dlogits^T lnf.
-    const Operand<T> lnf_op = bf16() ? Operand<T>{nullptr, lnf_h} : Operand<T>{f16() ? lnf_r : lnf, nullptr};
+    const Operand<T> lnf_op = halves() ? Operand<T>{nullptr, lnf_h} : Operand<T>{rounded() ? lnf_r : lnf, nullptr};
     mm(Trans::No, Trans::No, BT, C, V, dlog, V, weights().offset(wte), C, T(0), dln, C);
     mm(Trans::Yes, Trans::No, V, C, BT, dlog, V, lnf_op, C, accumulate ? T(1) : T(0), g + wte, C);
     std::fill(dres, dres + BT * C, T(0));
@@ -396,8 +408,8 @@ struct BasicTrainer<T>::Impl {
 
   // A saved matrix-product input as an operand (its half copy in the half modes).
   Operand<T> half_op(const T* f, const Bf16* h, const T* r) const {
-    if (bf16()) return {nullptr, h};
-    if (f16()) return {r, nullptr};
+    if (halves()) return {nullptr, h};
+    if (rounded()) return {r, nullptr};
     return {f, nullptr};
   }
 };
