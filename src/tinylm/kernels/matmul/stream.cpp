@@ -43,7 +43,23 @@ TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_
   constexpr int64_t kAhead = 4096, kLine = 64;
   const int64_t body_end = nout / kLanes * kLanes;
   const W* wc = w;
-  for (int64_t c = 0; c < body_end; c += kLanes, wc += VStep) {
+  int64_t c = 0;
+  // Two column vectors at a time: their chains interleaved, so each waits half as long.
+  for (; c + 2 * kLanes <= body_end; c += 2 * kLanes, wc += 2 * VStep) {
+    if constexpr (tiles) {
+      const char* ahead = reinterpret_cast<const char*>(wc) + kAhead;
+      for (size_t b = 0; b < 2 * VStep * sizeof(W); b += kLine) __builtin_prefetch(ahead + b, 0, 2);
+    }
+    f32x16 acc0 = load(py + c), acc1 = load(py + c + kLanes);
+#pragma GCC unroll 16
+    for (int k = 0; k < R; ++k) {
+      acc0 = fma(x[k], load(wc + k * kstep), acc0);
+      acc1 = fma(x[k], load(wc + VStep + k * kstep), acc1);
+    }
+    store(py + c, acc0);
+    store(py + c + kLanes, acc1);
+  }
+  for (; c < body_end; c += kLanes, wc += VStep) {
     if constexpr (tiles) {
       const char* ahead = reinterpret_cast<const char*>(wc) + kAhead;
       for (size_t b = 0; b < VStep * sizeof(W); b += kLine) __builtin_prefetch(ahead + b, 0, 2);
@@ -53,7 +69,7 @@ TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_
     for (int k = 0; k < R; ++k) acc = fma(x[k], load(wc + k * kstep), acc);
     store(py + c, acc);
   }
-  for (int64_t c = body_end; c < nout; ++c) {  // row-major only: tiles have no ragged columns
+  for (c = body_end; c < nout; ++c) {  // row-major only: tiles have no ragged columns
     float acc = py[c];
     for (int k = 0; k < R; ++k) acc = __builtin_fmaf(x[k], to_float(w[k * kstep + c]), acc);
     py[c] = acc;
@@ -232,12 +248,90 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
   });
 }
 
+// Prefill of few rows on AVX-512: each 16 x 16 weight tile is loaded once into 16 of the 32
+// registers and every row of the batch goes through it, 8 rows' chains at a time, continuing
+// each row's chunk chain through its partial sums. With few rows the product is bound by
+// reading the weights, and the register tiles above, which widen each chunk into a buffer
+// first, read them less well. The same operations per element as decode, so the same bits.
+constexpr int64_t kFewRowsMax = 64;
+constexpr int64_t kFewRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? kFewRowsMax : 0;
+
+template <int NR>
+TINYLM_INLINE void tile_chains(float* part, int64_t ldp, const float* x, int64_t ldx,
+                               const f32x16 (&wt)[kTile]) {
+  f32x16 chain[NR];  // (loops fully unrolled: the chains live in registers)
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r) chain[r] = load(part + r * ldp);
+#pragma GCC unroll 16
+  for (int k = 0; k < kTile; ++k) {
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) chain[r] = fma(x[r * ldx + k], wt[k], chain[r]);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r) store(part + r * ldp, chain[r]);
+}
+
+template <Layout L, class W>
+void matmul_in_out_few(float* y, const float* x, const W* w, const float* b, int64_t rows,
+                       int64_t nin, int64_t nout) {
+  constexpr int64_t kGroup = 128;
+  // The group's tile two bands ahead is prefetched while this one is used.
+  constexpr int64_t kAheadRows = 2 * kTile;
+  parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
+    const int64_t c0 = g * kGroup, width = std::min(kGroup, nout - c0);
+    thread_local AlignedVector<float> scratch;  // grown once, then reused
+    scratch.resize(static_cast<size_t>(2 * kFewRowsMax * kGroup));
+    float* acc = scratch.data();               // (rows, kGroup): the bias plus the chunks so far
+    float* part = acc + kFewRowsMax * kGroup;  // (rows, kGroup): this chunk's chains
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < width; c += kLanes)
+        store(acc + r * kGroup + c, b ? load(b + c0 + c) : f32x16{});
+    }
+    for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
+      std::fill(part, part + rows * kGroup, 0.0f);
+      for (int64_t i = i0; i < std::min(nin, i0 + kChunk); i += kTile) {
+        alignas(64) float xc[kFewRowsMax * kTile];  // the band's inputs, gathered as above
+        for (int64_t r = 0; r < rows; ++r) store(xc + r * kTile, load(x + r * nin + i));
+        for (int64_t c = 0; c < width; c += kTile) {
+          f32x16 wt[kTile];
+          for (int k = 0; k < kTile; ++k) wt[k] = load(element<L>(w, nout, i + k, c0 + c));
+          if (i + kAheadRows < nin) {
+            for (int k = 0; k < kTile; ++k)
+              __builtin_prefetch(element<L>(w, nout, i + kAheadRows + k, c0 + c));
+          }
+          int64_t r = 0;
+          for (; r + 8 <= rows; r += 8) tile_chains<8>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
+          for (; r + 4 <= rows; r += 4) tile_chains<4>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
+          for (; r < rows; ++r) tile_chains<1>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < width; c += kLanes) {
+          float* ar = acc + r * kGroup + c;
+          store(ar, load(ar) + load(part + r * kGroup + c));
+        }
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < width; c += kLanes)
+        store(y + r * nout + c0 + c, load(acc + r * kGroup + c));
+    }
+  });
+}
+
 template <class W>
 void in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
             int64_t nout, Layout layout) {
   if (layout == Layout::tiles) {
     if (rows <= 2) return matvec_in_out<Layout::tiles>(y, x, w, b, rows, nin, nout);
+    if constexpr (kFewRows > 0) {
+      if (rows <= kFewRows) return matmul_in_out_few<Layout::tiles>(y, x, w, b, rows, nin, nout);
+    }
     return matmul_in_out_bands<Layout::tiles>(y, x, w, b, rows, nin, nout);
+  }
+  if constexpr (kFewRows > 0) {
+    if (rows > 2 && rows <= kFewRows && can_tile(nin, nout))
+      return matmul_in_out_few<Layout::rows>(y, x, w, b, rows, nin, nout);
   }
   if (rows > 2 && can_tile(nin, nout)) return matmul_in_out_bands<Layout::rows>(y, x, w, b, rows, nin, nout);
   matvec_in_out<Layout::rows>(y, x, w, b, rows, nin, nout);
