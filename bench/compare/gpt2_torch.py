@@ -62,6 +62,9 @@ def parse_args():
                     help="timed runs per dtype after 1 warm-up (default 3)")
     ap.add_argument("--tokens", type=int, default=64,
                     help="new tokens per run (default 64)")
+    ap.add_argument("--dtypes", default=",".join(DTYPES),
+                    help="comma-separated subset of f32,bf16 (default both; PyTorch's "
+                         "bf16 needs AVX-512 oneDNN kernels)")
     ap.add_argument("--ours", metavar="PATH",
                     help="tinylm's bench_gpt2 binary, run as "
                          "'PATH --reps N --threads T'")
@@ -302,7 +305,7 @@ def bench_dtype(torch, cfg, params, dtype, reps, new_tokens):
 # tinylm side
 
 
-def run_ours(path, reps, threads, preset, tokens):
+def run_ours(path, reps, threads, preset, tokens, dtypes):
     cmd = [path, "--reps", str(reps), "--threads", str(threads)]
     if preset != "124M":
         cmd += ["--preset", preset]
@@ -328,7 +331,7 @@ def run_ours(path, reps, threads, preset, tokens):
                 rows[f[0]] = (float(f[4]), float(f[5]))
             except ValueError:
                 pass
-    missing = [d for d in DTYPES if d not in rows]
+    missing = [d for d in dtypes if d not in rows]
     if missing:
         print(f"error: no {', '.join(missing)} row in the output of {path}:\n{p.stdout}",
               file=sys.stderr)
@@ -363,19 +366,24 @@ def main():
     print(f"batch 1, prompt {len(PROMPT)} tokens, {args.tokens} new tokens (greedy), "
           f"1 warm-up + {args.reps} timed runs, medians")
 
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad or not dtypes:
+        print(f"error: --dtypes takes a subset of {','.join(DTYPES)}", file=sys.stderr)
+        return 2
     res = {}
     with torch.inference_mode():
-        for name in DTYPES:
+        for name in dtypes:
             dt = torch.float32 if name == "f32" else torch.bfloat16
             res[name] = bench_dtype(torch, cfg, params, dt, args.reps, args.tokens)
     print(f"{'dtype':<6} {'weights MB':>12} {'prefill tok/s':>14} {'decode tok/s':>14} {'ms/token':>10}")
-    for name in DTYPES:
+    for name in dtypes:
         r = res[name]
         print(f"{name:<6} {r['weights_mb']:>12.1f} {r['prefill']:>14.1f} {r['decode']:>14.1f} "
               f"{r['ms_per_token']:>10.1f}")
 
-    ids = res["f32"]["ids"]
-    print(f"\ngreedy ids, PyTorch f32 ({len(ids)} tokens):")
+    ids = res[dtypes[0]]["ids"]
+    print(f"\ngreedy ids, PyTorch {dtypes[0]} ({len(ids)} tokens):")
     print(" ".join(str(i) for i in ids))
     if args.model:
         print(f"compare: tinylm generate --model {args.model} --prompt '{PROMPT_TEXT}' "
@@ -387,7 +395,7 @@ def main():
     if preset is None:
         print("warning: the model matches no bench_gpt2 preset; tinylm runs its 124M model",
               file=sys.stderr)
-    ours = run_ours(args.ours, args.reps, args.threads, preset or "124M", args.tokens)
+    ours = run_ours(args.ours, args.reps, args.threads, preset or "124M", args.tokens, dtypes)
     if ours is None:
         return 1
     title, rows = ours
@@ -396,7 +404,7 @@ def main():
     print("ratio = tinylm / torch (tok/s; > 1: tinylm faster)")
     print(f"{'dtype':<6} {'torch prefill':>14} {'tinylm prefill':>15} {'ratio':>7} "
           f"{'torch decode':>13} {'tinylm decode':>14} {'ratio':>7}")
-    for name in DTYPES:
+    for name in dtypes:
         t, (op, od) = res[name], rows[name]
         print(f"{name:<6} {t['prefill']:>14.1f} {op:>15.1f} {op / t['prefill']:>7.2f} "
               f"{t['decode']:>13.1f} {od:>14.1f} {od / t['decode']:>7.2f}")

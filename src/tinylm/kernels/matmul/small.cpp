@@ -17,8 +17,15 @@ namespace {
 
 // Accumulators: 6 × 4 vectors fill 24 of AVX-512's 32 registers; with AVX2's 16, 6 rows × 1
 // vector (12 ymm registers) is the usual tile; the generic level's SSE registers hold less.
+// With fewer rows than a tile (a decoder's single row) the tile widens instead, so that
+// several independent chains hide the FMA latency.
 constexpr int kRowTile = TINYLM_LEVEL == TINYLM_LEVEL_GENERIC ? 3 : 6;
 constexpr int kMaxVectors = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
+int max_vectors(int64_t M) {
+  if (M >= kRowTile) return kMaxVectors;
+  if (TINYLM_LEVEL == TINYLM_LEVEL_AVX512) return M == 1 ? 8 : 4;
+  return M == 1 ? 4 : 2;
+}
 constexpr int64_t kKBlock = 256;
 
 // One MR × NV-vector tile of C over k in [k0, k1). The last vector holds `last_w` lanes.
@@ -29,7 +36,7 @@ void tile(int64_t k0, int64_t k1, const float* A, int64_t lda, const float* B, i
   f32x16 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
       const int64_t w = v == NV - 1 ? last_w : kLanes;
       acc[r][v] = load_c ? load_n(C + r * ldc + v * kLanes, w) : f32x16{};
@@ -38,18 +45,18 @@ void tile(int64_t k0, int64_t k1, const float* A, int64_t lda, const float* B, i
   for (int64_t k = k0; k < k1; ++k) {
     const float* b = B + k * ldb;
     f32x16 bv[NV];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = v == NV - 1 ? load_n(b + v * kLanes, last_w) : load(b + v * kLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const f32x16 a = splat(TransA ? A[k * lda + r] : A[r * lda + k]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[r][v] = fma(a, bv[v], acc[r][v]);
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v)
       store_n(C + r * ldc + v * kLanes, acc[r][v], v == NV - 1 ? last_w : kLanes);
   }
@@ -87,15 +94,19 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const fl
     }
     return;
   }
+  const int nv = max_vectors(M);
   for (int64_t k0 = 0; k0 < K; k0 += kKBlock) {
     const int64_t k1 = std::min(K, k0 + kKBlock);
     const bool load_c = accumulate || k0 > 0;
     for (int64_t j = 0; j < N;) {
       const int64_t left = N - j;
-      if (kMaxVectors >= 4 && left >= 4 * kLanes) {
+      if (nv >= 8 && left >= 8 * kLanes) {
+        column_block<8, TransA>(M, k0, k1, A, lda, B + j, ldb, C + j, ldc, load_c, kLanes);
+        j += 8 * kLanes;
+      } else if (nv >= 4 && left >= 4 * kLanes) {
         column_block<4, TransA>(M, k0, k1, A, lda, B + j, ldb, C + j, ldc, load_c, kLanes);
         j += 4 * kLanes;
-      } else if (kMaxVectors >= 2 && left >= 2 * kLanes) {
+      } else if (nv >= 2 && left >= 2 * kLanes) {
         column_block<2, TransA>(M, k0, k1, A, lda, B + j, ldb, C + j, ldc, load_c, kLanes);
         j += 2 * kLanes;
       } else {
