@@ -50,6 +50,11 @@ class SafetensorsFile {
   // DropPages::Yes the mapped pages of the source are dropped as the copy passes them (they
   // are re-read from the file if touched again), so a converting load never holds a large
   // tensor twice: peak memory stays near the converted weights. No effect on in-memory images.
+  // Maps the pages of a tensor of a mapped file into memory now (reading the file where it is
+  // not cached), so that the first pass over a tensor used in place pays no page faults. No
+  // effect on in-memory images.
+  void populate(const SafetensorsEntry& e) const;
+
   enum class DropPages : bool { No, Yes };
   void read_into(const std::string& name, DType dtype, void* out, size_t numel,
                  const Shape& want = {}, DropPages drop = DropPages::No) const;

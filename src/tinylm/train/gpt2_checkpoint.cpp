@@ -167,6 +167,10 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
       }
     }
     if (in_place) {
+      // The weights are read at load, as a converting load reads them, rather than page by
+      // page during the first generation.
+      for (const auto& [e, name] : r.params) file_of(r, name).populate(*file_of(r, name).find(name));
+      if (head) file_of(r, "lm_head.weight").populate(*file_of(r, "lm_head.weight").find("lm_head.weight"));
       return gpt2::Model::from_f32_views(
           r.config, [&](const std::string& n) { return views.at(n); }, r.src, head);
     }
