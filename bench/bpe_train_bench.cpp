@@ -17,10 +17,14 @@ int main(int argc, char** argv) {
   int reps = 5, vocab = 4096;
   size_t bytes = size_t{1} << 20;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--vocab") && i + 1 < argc) vocab = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = std::strtoull(argv[++i], nullptr, 10);
+    if (!std::strcmp(argv[i], "--data") && i + 1 < argc)
+      data = argv[++i];
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--vocab") && i + 1 < argc)
+      vocab = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--bytes") && i + 1 < argc)
+      bytes = std::strtoull(argv[++i], nullptr, 10);
     else {
       std::fprintf(stderr, "usage: %s [--data FILE] [--reps N] [--vocab N] [--bytes N]\n", argv[0]);
       return 2;

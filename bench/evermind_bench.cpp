@@ -71,7 +71,8 @@ int bench_token(int64_t seq, int64_t i, int64_t seq_len, int64_t vocab) {
 std::vector<std::vector<int>> make_sequences(int64_t count, int64_t seq_len, int64_t vocab) {
   std::vector<std::vector<int>> seqs(static_cast<size_t>(count));
   for (int64_t s = 0; s < count; ++s) {
-    for (int64_t i = 0; i < seq_len; ++i) seqs[static_cast<size_t>(s)].push_back(bench_token(s, i, seq_len, vocab));
+    for (int64_t i = 0; i < seq_len; ++i)
+      seqs[static_cast<size_t>(s)].push_back(bench_token(s, i, seq_len, vocab));
   }
   return seqs;
 }
@@ -93,10 +94,12 @@ train::EvermindFitOptions fit_options(int64_t accum, int threads) {
 }
 
 // The windows of step j: sequences j·accum .. j·accum + accum − 1 of the pool, cyclically.
-std::vector<std::span<const int>> window_of(const std::vector<std::vector<int>>& pool, int64_t step, int64_t accum) {
+std::vector<std::span<const int>> window_of(const std::vector<std::vector<int>>& pool, int64_t step,
+                                            int64_t accum) {
   std::vector<std::span<const int>> w;
   const int64_t n = static_cast<int64_t>(pool.size());
-  for (int64_t j = 0; j < accum; ++j) w.emplace_back(pool[static_cast<size_t>((step * accum + j) % n)]);
+  for (int64_t j = 0; j < accum; ++j)
+    w.emplace_back(pool[static_cast<size_t>((step * accum + j) % n)]);
   return w;
 }
 
@@ -121,7 +124,7 @@ struct Row {
   int threads = 1;
   Figures train_tok_s, gen_tok_s;
   double train_tok_cpu_s = 0, gen_tok_cpu_s = 0;  // tokens per CPU second, medians
-  double step_ms = 0;  // median ms per optimizer step
+  double step_ms = 0;                             // median ms per optimizer step
   double last_loss = 0;
 };
 
@@ -140,7 +143,8 @@ Row run(const Args& a, int threads, const std::vector<std::vector<int>>& pool) {
     for (int64_t r = 0; r < a.reps; ++r) {
       const double cpu0 = process_cpu_s();
       Timer t;
-      for (int64_t i = 0; i < a.steps; ++i) row.last_loss = trainer.step(window_of(pool, step++, a.accum)).loss;
+      for (int64_t i = 0; i < a.steps; ++i)
+        row.last_loss = trainer.step(window_of(pool, step++, a.accum)).loss;
       const double el = t.elapsed_ms();
       tok_cpu.push_back(tokens / (process_cpu_s() - cpu0));
       tok_s.push_back(tokens / (el / 1e3));
@@ -228,19 +232,27 @@ void dump(const Args& a, const std::vector<std::vector<int>>& pool) {
   add_params("grad_aux1.", grad_aux1);
   out.push_back({"tokens", "I32", {a.seq_len}, bytes_of(pool[0])});
   out.push_back({"greedy", "I32", {static_cast<int64_t>(greedy.size())}, bytes_of(greedy)});
-  std::map<std::string, std::string> meta{
-      {"vocab_size", std::to_string(cfg.vocab_size)}, {"d_model", std::to_string(cfg.d_model)},
-      {"n_layers", std::to_string(cfg.n_layers)},     {"conv_kernel", std::to_string(cfg.conv_kernel)},
-      {"hidden_dim", std::to_string(cfg.hidden_dim)}, {"n_experts", std::to_string(cfg.n_experts)},
-      {"top_k", std::to_string(cfg.top_k)},           {"aux_loss_coef", "0.01"},
-      {"seq_len", std::to_string(a.seq_len)},         {"accum", std::to_string(a.accum)},
-      {"prompt_len", std::to_string(a.prompt_len)},   {"lr", "0.001"},
-      {"weight_decay", "0.01"},                       {"loss", num(loss.total)},
-      {"ce", num(loss.ce)},                           {"aux", num(loss.aux)},
-      {"step1_loss", num(s1.loss)},                   {"loss_aux1", num(loss_aux1.total)}};
+  std::map<std::string, std::string> meta{{"vocab_size", std::to_string(cfg.vocab_size)},
+                                          {"d_model", std::to_string(cfg.d_model)},
+                                          {"n_layers", std::to_string(cfg.n_layers)},
+                                          {"conv_kernel", std::to_string(cfg.conv_kernel)},
+                                          {"hidden_dim", std::to_string(cfg.hidden_dim)},
+                                          {"n_experts", std::to_string(cfg.n_experts)},
+                                          {"top_k", std::to_string(cfg.top_k)},
+                                          {"aux_loss_coef", "0.01"},
+                                          {"seq_len", std::to_string(a.seq_len)},
+                                          {"accum", std::to_string(a.accum)},
+                                          {"prompt_len", std::to_string(a.prompt_len)},
+                                          {"lr", "0.001"},
+                                          {"weight_decay", "0.01"},
+                                          {"loss", num(loss.total)},
+                                          {"ce", num(loss.ce)},
+                                          {"aux", num(loss.aux)},
+                                          {"step1_loss", num(s1.loss)},
+                                          {"loss_aux1", num(loss_aux1.total)}};
   io::write_safetensors(a.dump, out, meta);
-  std::fprintf(stderr, "wrote %s: loss %.9g (ce %.9g, aux %.9g), first window loss %.9g\n", a.dump.c_str(),
-               loss.total, loss.ce, loss.aux, s1.loss);
+  std::fprintf(stderr, "wrote %s: loss %.9g (ce %.9g, aux %.9g), first window loss %.9g\n",
+               a.dump.c_str(), loss.total, loss.ce, loss.aux, s1.loss);
 }
 
 std::vector<int> parse_list(const std::string& s) {
@@ -258,28 +270,42 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const auto next = [&] { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
-    if (!std::strcmp(argv[i], "--json")) a.json = true;
-    else if (!std::strcmp(argv[i], "--threads") && (v = next())) a.threads = parse_list(v);
-    else if (!std::strcmp(argv[i], "--seq-len") && (v = next())) a.seq_len = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--accum") && (v = next())) a.accum = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--steps") && (v = next())) a.steps = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--reps") && (v = next())) a.reps = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--warmup") && (v = next())) a.warmup = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--vocab") && (v = next())) a.vocab = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--new-tokens") && (v = next())) a.new_tokens = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--prompt-len") && (v = next())) a.prompt_len = std::atoll(v);
-    else if (!std::strcmp(argv[i], "--dump") && (v = next())) a.dump = v;
+    if (!std::strcmp(argv[i], "--json"))
+      a.json = true;
+    else if (!std::strcmp(argv[i], "--threads") && (v = next()))
+      a.threads = parse_list(v);
+    else if (!std::strcmp(argv[i], "--seq-len") && (v = next()))
+      a.seq_len = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--accum") && (v = next()))
+      a.accum = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--steps") && (v = next()))
+      a.steps = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--reps") && (v = next()))
+      a.reps = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--warmup") && (v = next()))
+      a.warmup = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--vocab") && (v = next()))
+      a.vocab = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--new-tokens") && (v = next()))
+      a.new_tokens = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--prompt-len") && (v = next()))
+      a.prompt_len = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--dump") && (v = next()))
+      a.dump = v;
     else {
-      std::fprintf(stderr,
-                   "usage: %s [--threads 1,2] [--seq-len N] [--accum N] [--steps N] [--reps N] [--warmup N]\n"
-                   "          [--vocab N] [--new-tokens N] [--prompt-len N] [--json] [--dump PATH]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads 1,2] [--seq-len N] [--accum N] [--steps N] [--reps N] [--warmup "
+          "N]\n"
+          "          [--vocab N] [--new-tokens N] [--prompt-len N] [--json] [--dump PATH]\n",
+          argv[0]);
       return 2;
     }
   }
   try {
-    check(a.seq_len >= 2 && a.accum >= 1 && a.steps >= 1 && a.reps >= 1 && a.warmup >= 0 && a.vocab >= 1 &&
-              a.new_tokens >= 1 && a.prompt_len >= 1 && a.prompt_len <= a.seq_len && !a.threads.empty(),
+    check(a.seq_len >= 2 && a.accum >= 1 && a.steps >= 1 && a.reps >= 1 && a.warmup >= 0 &&
+              a.vocab >= 1 && a.new_tokens >= 1 && a.prompt_len >= 1 && a.prompt_len <= a.seq_len &&
+              !a.threads.empty(),
           "invalid option value");
     for (const int t : a.threads) check(t >= 1, "--threads entries must be >= 1");
     // Enough distinct sequences that a repetition does not revisit the same window.
@@ -291,17 +317,22 @@ int main(int argc, char** argv) {
     }
     if (!a.json) {
       std::printf("%s\n", bench::level_line().c_str());
-      std::printf("EvermindLM f32, vocab %lld, d_model 64, 2 layers, K 3, hidden 128, 4 experts top-2, aux 0.01\n"
-                  "training: seq_len %lld, %lld sequences per AdamW step (accumulated), %lld warm-up steps, "
-                  "%lld reps of %lld steps\n"
-                  "generation: greedy, %lld new tokens after a %lld-token prompt, 1 warm-up + %lld reps\n"
-                  "tok/s: median (best) over the repetitions; tok/cpu-s: tokens per CPU second of the process\n",
-                  static_cast<long long>(a.vocab), static_cast<long long>(a.seq_len),
-                  static_cast<long long>(a.accum), static_cast<long long>(a.warmup), static_cast<long long>(a.reps),
-                  static_cast<long long>(a.steps), static_cast<long long>(a.new_tokens),
-                  static_cast<long long>(a.prompt_len), static_cast<long long>(a.reps));
-      std::printf("%7s %16s %10s %9s %10s %16s %10s\n", "threads", "train tok/s", "tok/cpu-s", "ms/step", "loss",
-                  "generate tok/s", "tok/cpu-s");
+      std::printf(
+          "EvermindLM f32, vocab %lld, d_model 64, 2 layers, K 3, hidden 128, 4 experts top-2, aux "
+          "0.01\n"
+          "training: seq_len %lld, %lld sequences per AdamW step (accumulated), %lld warm-up "
+          "steps, "
+          "%lld reps of %lld steps\n"
+          "generation: greedy, %lld new tokens after a %lld-token prompt, 1 warm-up + %lld reps\n"
+          "tok/s: median (best) over the repetitions; tok/cpu-s: tokens per CPU second of the "
+          "process\n",
+          static_cast<long long>(a.vocab), static_cast<long long>(a.seq_len),
+          static_cast<long long>(a.accum), static_cast<long long>(a.warmup),
+          static_cast<long long>(a.reps), static_cast<long long>(a.steps),
+          static_cast<long long>(a.new_tokens), static_cast<long long>(a.prompt_len),
+          static_cast<long long>(a.reps));
+      std::printf("%7s %16s %10s %9s %10s %16s %10s\n", "threads", "train tok/s", "tok/cpu-s",
+                  "ms/step", "loss", "generate tok/s", "tok/cpu-s");
     }
     std::string rows;
     for (const int t : a.threads) {
@@ -310,25 +341,29 @@ int main(int argc, char** argv) {
         char b[512];
         std::snprintf(b, sizeof b,
                       "%s{\"threads\": %d, \"train_tok_s\": %.1f, \"train_tok_s_best\": %.1f, "
-                      "\"train_tok_cpu_s\": %.1f, \"step_ms\": %.3f, \"gen_tok_s\": %.1f, \"gen_tok_s_best\": %.1f, "
+                      "\"train_tok_cpu_s\": %.1f, \"step_ms\": %.3f, \"gen_tok_s\": %.1f, "
+                      "\"gen_tok_s_best\": %.1f, "
                       "\"gen_tok_cpu_s\": %.1f}",
-                      rows.empty() ? "" : ", ", t, r.train_tok_s.median, r.train_tok_s.best, r.train_tok_cpu_s,
-                      r.step_ms, r.gen_tok_s.median, r.gen_tok_s.best, r.gen_tok_cpu_s);
+                      rows.empty() ? "" : ", ", t, r.train_tok_s.median, r.train_tok_s.best,
+                      r.train_tok_cpu_s, r.step_ms, r.gen_tok_s.median, r.gen_tok_s.best,
+                      r.gen_tok_cpu_s);
         rows += b;
       } else {
-        std::printf("%7d %8.0f (%5.0f) %10.0f %9.2f %10.4f %8.0f (%5.0f) %10.0f\n", t, r.train_tok_s.median,
-                    r.train_tok_s.best, r.train_tok_cpu_s, r.step_ms, r.last_loss, r.gen_tok_s.median, r.gen_tok_s.best,
-                    r.gen_tok_cpu_s);
+        std::printf("%7d %8.0f (%5.0f) %10.0f %9.2f %10.4f %8.0f (%5.0f) %10.0f\n", t,
+                    r.train_tok_s.median, r.train_tok_s.best, r.train_tok_cpu_s, r.step_ms,
+                    r.last_loss, r.gen_tok_s.median, r.gen_tok_s.best, r.gen_tok_cpu_s);
         std::fflush(stdout);
       }
     }
     if (a.json) {
-      std::printf("{\"level\": \"%s\", \"vocab_size\": %lld, \"seq_len\": %lld, \"accum\": %lld, \"steps\": %lld, \"reps\": %lld, "
-                  "\"new_tokens\": %lld, \"prompt_len\": %lld, \"rows\": [%s]}\n",
-                  kernels::isa_name(kernels::active_isa()).data(), static_cast<long long>(a.vocab),
-                  static_cast<long long>(a.seq_len), static_cast<long long>(a.accum),
-                  static_cast<long long>(a.steps), static_cast<long long>(a.reps),
-                  static_cast<long long>(a.new_tokens), static_cast<long long>(a.prompt_len), rows.c_str());
+      std::printf(
+          "{\"level\": \"%s\", \"vocab_size\": %lld, \"seq_len\": %lld, \"accum\": %lld, "
+          "\"steps\": %lld, \"reps\": %lld, "
+          "\"new_tokens\": %lld, \"prompt_len\": %lld, \"rows\": [%s]}\n",
+          kernels::isa_name(kernels::active_isa()).data(), static_cast<long long>(a.vocab),
+          static_cast<long long>(a.seq_len), static_cast<long long>(a.accum),
+          static_cast<long long>(a.steps), static_cast<long long>(a.reps),
+          static_cast<long long>(a.new_tokens), static_cast<long long>(a.prompt_len), rows.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_evermind: %s\n", e.what());

@@ -97,9 +97,14 @@ double measured_fma_peak_gflops() {
   float (*chains)(int64_t) = nullptr;
   int lanes = 0;
   switch (kernels::active_isa()) {
-    case kernels::Isa::avx512: chains = fma_chains_avx512, lanes = 16; break;
-    case kernels::Isa::avx2: chains = fma_chains_avx2, lanes = 8; break;
-    case kernels::Isa::generic: return 0;
+    case kernels::Isa::avx512:
+      chains = fma_chains_avx512, lanes = 16;
+      break;
+    case kernels::Isa::avx2:
+      chains = fma_chains_avx2, lanes = 8;
+      break;
+    case kernels::Isa::generic:
+      return 0;
   }
   const int64_t iters = 5'000'000;
   double best_s = 1e30;
@@ -142,10 +147,12 @@ Result run_shape(const Shape& s, double seconds_per_shape) {
   };
   Result r;
   r.f32 = timed([&] {
-    kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, s.beta, C.data(), s.N);
+    kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, s.beta, C.data(),
+                  s.N);
   });
   r.bf16 = timed([&] {
-    kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, 1.0f, Ab.data(), lda, Bb.data(), ldb, s.beta, C.data(), s.N);
+    kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, 1.0f, Ab.data(), lda, Bb.data(), ldb, s.beta, C.data(),
+                  s.N);
   });
   return r;
 }
@@ -167,10 +174,11 @@ void prefill_products(int64_t rows, int reps) {
                               {"mlp.c_fc", 768, 3072, 12, false},
                               {"mlp.c_proj", 3072, 768, 12, false},
                               {"lm_head", 768, 50257, 1, true}};
-  std::printf("\nGPT-2 124M forward products over %lld rows, %d threads, f32, medians of %d "
-              "alternating runs\n%-12s %6s %6s %11s %11s %7s %9s\n",
-              static_cast<long long>(rows), num_threads(), reps, "product", "nin", "nout",
-              "tinylm ms", "oneDNN ms", "ratio", "tinylm GF/s");
+  std::printf(
+      "\nGPT-2 124M forward products over %lld rows, %d threads, f32, medians of %d "
+      "alternating runs\n%-12s %6s %6s %11s %11s %7s %9s\n",
+      static_cast<long long>(rows), num_threads(), reps, "product", "nin", "nout", "tinylm ms",
+      "oneDNN ms", "ratio", "tinylm GF/s");
   double ours_total = 0, dnnl_total = 0, ours_layers = 0, dnnl_layers = 0;
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 0.02f);
@@ -183,16 +191,18 @@ void prefill_products(int64_t rows, int reps) {
     std::vector<double> ours, dnnl;
     for (int r = 0; r < reps + 1; ++r) {  // the first pair is a warm-up
       Timer t;
-      if (p.head) kernels::matmul_out_in(y.data(), x.data(), w.data(), rows, p.nin, p.nout);
-      else kernels::matmul_in_out(y.data(), x.data(), w.data(), b.data(), rows, p.nin, p.nout);
+      if (p.head)
+        kernels::matmul_out_in(y.data(), x.data(), w.data(), rows, p.nin, p.nout);
+      else
+        kernels::matmul_in_out(y.data(), x.data(), w.data(), b.data(), rows, p.nin, p.nout);
       const double a = t.elapsed_ms();
       Timer u;
       if (p.head) {
-        kernels::gemm(Trans::No, Trans::Yes, rows, p.nout, p.nin, 1.0f, x.data(), p.nin, w.data(), p.nin,
-                      0.0f, y.data(), p.nout);
+        kernels::gemm(Trans::No, Trans::Yes, rows, p.nout, p.nin, 1.0f, x.data(), p.nin, w.data(),
+                      p.nin, 0.0f, y.data(), p.nout);
       } else {
-        kernels::gemm(Trans::No, Trans::No, rows, p.nout, p.nin, 1.0f, x.data(), p.nin, w.data(), p.nout,
-                      0.0f, y.data(), p.nout);
+        kernels::gemm(Trans::No, Trans::No, rows, p.nout, p.nin, 1.0f, x.data(), p.nin, w.data(),
+                      p.nout, 0.0f, y.data(), p.nout);
       }
       const double c = u.elapsed_ms();
       if (r > 0) ours.push_back(a), dnnl.push_back(c);
@@ -200,14 +210,17 @@ void prefill_products(int64_t rows, int reps) {
     std::sort(ours.begin(), ours.end());
     std::sort(dnnl.begin(), dnnl.end());
     const double o = ours[ours.size() / 2], d = dnnl[dnnl.size() / 2];
-    std::printf("%-12s %6lld %6lld %11.2f %11.2f %7.2f %9.1f\n", p.name, static_cast<long long>(p.nin),
-                static_cast<long long>(p.nout), o, d, o / d, 2.0 * rows * p.nin * p.nout / (o * 1e6));
+    std::printf("%-12s %6lld %6lld %11.2f %11.2f %7.2f %9.1f\n", p.name,
+                static_cast<long long>(p.nin), static_cast<long long>(p.nout), o, d, o / d,
+                2.0 * rows * p.nin * p.nout / (o * 1e6));
     ours_total += p.per_forward * o, dnnl_total += p.per_forward * d;
     if (!p.head) ours_layers += p.per_forward * o, dnnl_layers += p.per_forward * d;
   }
-  std::printf("12 layers: tinylm %.0f ms, oneDNN %.0f ms, ratio %.2f; with the head: %.0f / %.0f ms, %.2f\n",
-              ours_layers, dnnl_layers, ours_layers / dnnl_layers, ours_total, dnnl_total,
-              ours_total / dnnl_total);
+  std::printf(
+      "12 layers: tinylm %.0f ms, oneDNN %.0f ms, ratio %.2f; with the head: %.0f / %.0f ms, "
+      "%.2f\n",
+      ours_layers, dnnl_layers, ours_layers / dnnl_layers, ours_total, dnnl_total,
+      ours_total / dnnl_total);
 }
 
 }  // namespace
@@ -218,10 +231,14 @@ int main(int argc, char** argv) {
   int64_t prefill_rows = 0;
   int reps = 5;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) thread_counts.push_back(std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--prefill") && i + 1 < argc) prefill_rows = std::atoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
+      thread_counts.push_back(std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--prefill") && i + 1 < argc)
+      prefill_rows = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr,
                    "usage: %s [--threads N]... [--seconds S per shape and dtype]\n"
@@ -248,10 +265,13 @@ int main(int argc, char** argv) {
   for (int threads : thread_counts) {
     set_num_threads(threads);
     // AVX2 has half of AVX-512's FMA width (and no bf16 products in oneDNN 2.x).
-    const double per_core = kernels::active_isa() == kernels::Isa::avx512 ? kPeakF32PerCore : kPeakF32PerCore / 2;
+    const double per_core =
+        kernels::active_isa() == kernels::Isa::avx512 ? kPeakF32PerCore : kPeakF32PerCore / 2;
     const double peak = per_core * num_threads();
-    std::printf("\n%d thread(s): nominal peak f32 %.0f GFLOP/s, bf16 %.0f; FMA loop measures %.0f now (best of 5)\n",
-                num_threads(), peak, 2 * peak, measured_fma_peak_gflops());
+    std::printf(
+        "\n%d thread(s): nominal peak f32 %.0f GFLOP/s, bf16 %.0f; FMA loop measures %.0f now "
+        "(best of 5)\n",
+        num_threads(), peak, 2 * peak, measured_fma_peak_gflops());
     std::printf("%-16s %2s %5s %5s %5s %16s %5s %16s %5s %5s\n", "product", "op", "M", "N", "K",
                 "f32 GF/s med/best", "peak", "bf16 GF/s med/best", "peak", "/step");
     double step_f32_ms = 0, step_bf16_ms = 0, step_gflop = 0;
@@ -259,18 +279,23 @@ int main(int argc, char** argv) {
       const Result r = run_shape(s, seconds);
       const double gflop = 2.0 * static_cast<double>(s.M * s.N * s.K) / 1e9;
       const double f32 = gflop / (r.f32.median_ms / 1e3), bf16 = gflop / (r.bf16.median_ms / 1e3);
-      std::printf("%-16s %c%c %5lld %5lld %5lld %8.1f /%6.1f %4.0f%% %8.1f /%6.1f %4.0f%% %5d\n", s.name,
-                  s.ta == Trans::No ? 'N' : 'T', s.tb == Trans::No ? 'N' : 'T', static_cast<long long>(s.M),
-                  static_cast<long long>(s.N), static_cast<long long>(s.K), f32, gflop / (r.f32.min_ms / 1e3),
-                  100 * f32 / peak, bf16, gflop / (r.bf16.min_ms / 1e3), 100 * bf16 / (2 * peak), s.per_step);
+      std::printf("%-16s %c%c %5lld %5lld %5lld %8.1f /%6.1f %4.0f%% %8.1f /%6.1f %4.0f%% %5d\n",
+                  s.name, s.ta == Trans::No ? 'N' : 'T', s.tb == Trans::No ? 'N' : 'T',
+                  static_cast<long long>(s.M), static_cast<long long>(s.N),
+                  static_cast<long long>(s.K), f32, gflop / (r.f32.min_ms / 1e3), 100 * f32 / peak,
+                  bf16, gflop / (r.bf16.min_ms / 1e3), 100 * bf16 / (2 * peak), s.per_step);
       step_f32_ms += s.per_step * r.f32.median_ms;
       step_bf16_ms += s.per_step * r.bf16.median_ms;
       step_gflop += s.per_step * gflop;
     }
-    std::printf("GEMMs of one training step (%.1f GFLOP): f32 %.0f ms (%.0f GFLOP/s, %.0f%% of peak), "
-                "bf16 %.0f ms (%.0f GFLOP/s)\n",
-                step_gflop, step_f32_ms, step_gflop / (step_f32_ms / 1e3), 100 * step_gflop / (step_f32_ms / 1e3) / peak,
-                step_bf16_ms, step_gflop / (step_bf16_ms / 1e3));
+    std::printf(
+        "GEMMs of one training step (%.1f GFLOP): f32 %.0f ms (%.0f GFLOP/s, %.0f%% of peak), "
+        "bf16 %.0f ms (%.0f GFLOP/s)\n",
+        step_gflop, step_f32_ms, step_gflop / (step_f32_ms / 1e3),
+        100 * step_gflop / (step_f32_ms / 1e3) / peak, step_bf16_ms,
+        step_gflop / (step_bf16_ms / 1e3));
   }
-  std::printf("\n(medians of repetitions, about %.1f s per product and dtype; the machine may be shared)\n", seconds);
+  std::printf(
+      "\n(medians of repetitions, about %.1f s per product and dtype; the machine may be shared)\n",
+      seconds);
 }

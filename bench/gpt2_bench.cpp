@@ -111,8 +111,8 @@ double probe_gbs(std::span<const float> buf) {
   return std::max(read_bandwidth_gbs<1>(buf, 4), read_bandwidth_gbs<16>(buf, 4));
 }
 
-const std::vector<int> kPrompt = {464, 2068, 7586, 21831, 18045, 625, 262, 16931,
-                                  3290, 13, 383, 2068, 7586, 21831, 18045, 625};
+const std::vector<int> kPrompt = {464,  2068, 7586, 21831, 18045, 625,   262,   16931,
+                                  3290, 13,   383,  2068,  7586,  21831, 18045, 625};
 
 // One dtype, in this (fresh) process: load, first forward, memory, then timed generations
 // each right after a bandwidth probe.
@@ -164,15 +164,21 @@ int main(int argc, char** argv) {
   int threads = 0, new_tokens = 64, reps = 5;
   std::string preset = "124M", child, model_dir;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--tokens") && i + 1 < argc) new_tokens = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc) preset = argv[++i];
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tokens") && i + 1 < argc)
+      new_tokens = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc)
+      preset = argv[++i];
     else if (!std::strcmp(argv[i], "--child") && i + 2 < argc) {
       child = argv[++i];
       model_dir = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--tokens N] [--reps N] [--preset 124M|small-test]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--threads N] [--tokens N] [--reps N] [--preset 124M|small-test]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -184,11 +190,14 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 0.02f);
   for (float& p : params) p = normal(rng);
-  const std::string dir = (std::filesystem::temp_directory_path() / ("tinylm_bench_gpt2_" + std::to_string(getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tinylm_bench_gpt2_" + std::to_string(getpid())))
+          .string();
   train::save_gpt2(dir, c, params);
   params = {};
   std::printf(
-      "%s\nGPT-2 %s (random weights, f32 safetensors), %d threads, %zu-token prompt, %d new tokens, "
+      "%s\nGPT-2 %s (random weights, f32 safetensors), %d threads, %zu-token prompt, %d new "
+      "tokens, "
       "medians of %d\n",
       bench::level_line().c_str(), preset.c_str(), num_threads(), kPrompt.size(), new_tokens, reps);
   std::printf("%-5s %9s %8s %9s %9s %8s %7s %7s %7s %9s %9s %6s\n", "dtype", "weight MB", "load ms",

@@ -27,14 +27,23 @@ int main(int argc, char** argv) {
   std::string preset = "124M", dtypes = "f32,bf16";
   bool json = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc) preset = argv[++i];
-    else if (!std::strcmp(argv[i], "--dtypes") && i + 1 < argc) dtypes = argv[++i];
-    else if (!std::strcmp(argv[i], "--peak-gflops") && i + 1 < argc) peak_gflops = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--json")) json = true;
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc)
+      steps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc)
+      preset = argv[++i];
+    else if (!std::strcmp(argv[i], "--dtypes") && i + 1 < argc)
+      dtypes = argv[++i];
+    else if (!std::strcmp(argv[i], "--peak-gflops") && i + 1 < argc)
+      peak_gflops = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json"))
+      json = true;
     else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--steps N] [--preset P] [--dtypes f32,bf16,f16] [--peak-gflops G] [--json]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--threads N] [--steps N] [--preset P] [--dtypes f32,bf16,f16] "
+                   "[--peak-gflops G] [--json]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -51,12 +60,15 @@ int main(int argc, char** argv) {
   // FLOPs of a step: 6 per parameter per token (forward 2, backward 4) plus attention's
   // QK^T and AV products (forward 4·T·C per token and layer, backward twice that).
   const double n = static_cast<double>(params.size());
-  const double flops = 6.0 * n * B * T + 12.0 * c.n_layer * B * static_cast<double>(T) * T * c.n_embd;
+  const double flops =
+      6.0 * n * B * T + 12.0 * c.n_layer * B * static_cast<double>(T) * T * c.n_embd;
   if (!json) {
-    std::printf("%s\nGPT-2 %s training step, B=%d T=%d, %d threads, SGD, medians of %d steps after a warm-up\n",
-                bench::level_line().c_str(), preset.c_str(), B, T, num_threads(), steps);
-    std::printf("%-5s %9s %8s %8s %8s %7s %9s %6s %9s %9s %6s\n", "dtype", "ms/step", "fwd ms", "bwd ms", "gemm ms",
-                "cast ms", "GFLOP/s", "MFU", "p+g+a MB", "peak MB", "ratio");
+    std::printf(
+        "%s\nGPT-2 %s training step, B=%d T=%d, %d threads, SGD, medians of %d steps after a "
+        "warm-up\n",
+        bench::level_line().c_str(), preset.c_str(), B, T, num_threads(), steps);
+    std::printf("%-5s %9s %8s %8s %8s %7s %9s %6s %9s %9s %6s\n", "dtype", "ms/step", "fwd ms",
+                "bwd ms", "gemm ms", "cast ms", "GFLOP/s", "MFU", "p+g+a MB", "peak MB", "ratio");
   }
   std::stringstream dts(dtypes);
   std::string name;
@@ -79,26 +91,33 @@ int main(int argc, char** argv) {
     const gpt2::TrainerProfile& p = trainer.profile();
     const double per = 1.0 / static_cast<double>(std::max<int64_t>(1, p.steps));
     const double gflops = flops / (med * 1e6);
-    const double planned = 2.0 * n * sizeof(float) + static_cast<double>(trainer.activation_bytes());
-    const double peak = bench::proc_status_bytes("VmHWM");  // whole process: includes the earlier dtypes' runs
+    const double planned =
+        2.0 * n * sizeof(float) + static_cast<double>(trainer.activation_bytes());
+    const double peak =
+        bench::proc_status_bytes("VmHWM");  // whole process: includes the earlier dtypes' runs
     if (json) {
       char row[256];
-      std::snprintf(row, sizeof row, "%s{\"dtype\": \"%s\", \"ms_per_step\": %.2f, \"gflops\": %.1f}",
+      std::snprintf(row, sizeof row,
+                    "%s{\"dtype\": \"%s\", \"ms_per_step\": %.2f, \"gflops\": %.1f}",
                     json_rows.empty() ? "" : ", ", name.c_str(), med, gflops);
       json_rows += row;
     } else {
-      std::printf("%-5s %9.1f %8.1f %8.1f %8.1f %7.1f %9.1f %5.0f%% %9.1f %9.1f %6.2f\n", name.c_str(), med,
-                  p.forward_ms * per, p.backward_ms * per, p.gemm_ms * per, p.cast_ms * per, gflops,
-                  100.0 * gflops / peak_gflops, planned / 1e6, peak / 1e6, peak / planned);
+      std::printf("%-5s %9.1f %8.1f %8.1f %8.1f %7.1f %9.1f %5.0f%% %9.1f %9.1f %6.2f\n",
+                  name.c_str(), med, p.forward_ms * per, p.backward_ms * per, p.gemm_ms * per,
+                  p.cast_ms * per, gflops, 100.0 * gflops / peak_gflops, planned / 1e6, peak / 1e6,
+                  peak / planned);
     }
   }
   if (json) {
-    std::printf("{\"preset\": \"%s\", \"threads\": %d, \"flops_per_step\": %.0f, \"rows\": [%s]}\n", preset.c_str(),
-                num_threads(), flops, json_rows.c_str());
+    std::printf("{\"preset\": \"%s\", \"threads\": %d, \"flops_per_step\": %.0f, \"rows\": [%s]}\n",
+                preset.c_str(), num_threads(), flops, json_rows.c_str());
   } else {
-    std::printf("GFLOP/s counts %.1f GFLOP per step; MFU against %.0f GFLOP/s. peak MB is the process's high-water\n"
-                "mark so far (the first dtype's is its own); p+g+a = parameters + gradients + planned activations.\n",
-                flops / 1e9, peak_gflops);
+    std::printf(
+        "GFLOP/s counts %.1f GFLOP per step; MFU against %.0f GFLOP/s. peak MB is the process's "
+        "high-water\n"
+        "mark so far (the first dtype's is its own); p+g+a = parameters + gradients + planned "
+        "activations.\n",
+        flops / 1e9, peak_gflops);
   }
   return 0;
 }

@@ -73,7 +73,8 @@ BENCHMARK(BM_RmsnormForwardBackward);
 
 void BM_AttentionForwardBackward(benchmark::State& state) {
   const int64_t T = state.range(0), C = 16, H = 4;
-  const auto q = filled(T * C), kk = filled(T * C, 0.2), v = filled(T * C, 0.3), dout = filled(T * C);
+  const auto q = filled(T * C), kk = filled(T * C, 0.2), v = filled(T * C, 0.3),
+             dout = filled(T * C);
   std::vector<double> out(T * C), att(H * T * T), dq(T * C), dk(T * C), dv(T * C), scratch(T);
   for (auto _ : state) {
     k::attention_forward(out.data(), att.data(), q.data(), kk.data(), v.data(), 0, T, C, H, T, 0.5);

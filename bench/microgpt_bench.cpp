@@ -31,7 +31,8 @@ struct Workloads {
 
 void set_weights(microgpt::Model& m) {
   std::span<double> p = m.params();
-  for (size_t i = 0; i < p.size(); ++i) p[i] = 0.08 * std::sin(0.37 * static_cast<double>(i) + 0.11);
+  for (size_t i = 0; i < p.size(); ++i)
+    p[i] = 0.08 * std::sin(0.37 * static_cast<double>(i) + 0.11);
 }
 
 struct Figures {
@@ -81,9 +82,12 @@ int main(int argc, char** argv) {
   std::string data = "data/names.txt";
   std::string cli = std::string(TINYLM_CLI_PATH);
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json")) json = true;
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
+    if (!std::strcmp(argv[i], "--json"))
+      json = true;
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--data") && i + 1 < argc)
+      data = argv[++i];
     else {
       std::fprintf(stderr, "usage: %s [--json] [--reps N] [--data names.txt]\n", argv[0]);
       return 2;
@@ -107,32 +111,42 @@ int main(int argc, char** argv) {
       train::run_microgpt(opt, sink);
     });
     // A process: start-up, data load, 1000 steps, 20 samples, output.
-    const bench::Stats process = bench::time_it(1, reps, [&] { time_command(cli + " microgpt --data " + data); });
+    const bench::Stats process =
+        bench::time_it(1, reps, [&] { time_command(cli + " microgpt --data " + data); });
     const bench::Stats start = bench::time_it(1, reps, [&] { time_command(cli + " --version"); });
 
     if (json) {
       std::printf(
-          "{\"level\": \"%s\", \"forward_ms\": %.4f, \"fwd_bwd_ms\": %.4f, \"adam_ms\": %.4f, \"full_run_ms\": %.4f, "
+          "{\"level\": \"%s\", \"forward_ms\": %.4f, \"fwd_bwd_ms\": %.4f, \"adam_ms\": %.4f, "
+          "\"full_run_ms\": %.4f, "
           "\"full_run_process_ms\": %.4f, \"process_start_ms\": %.4f, \"forward_loss_sum\": %.17g, "
           "\"scalar_forward_ms\": %.4f, \"scalar_fwd_bwd_ms\": %.4f, \"scalar_adam_ms\": %.4f}\n",
           kernels::isa_name(kernels::active_isa()).data(), tensor.forward.median_ms,
-          tensor.fwd_bwd.median_ms, tensor.adam.median_ms, full.median_ms,
-          process.median_ms, start.median_ms, tensor.loss_sum, scalar.forward.median_ms,
-          scalar.fwd_bwd.median_ms, scalar.adam.median_ms);
+          tensor.fwd_bwd.median_ms, tensor.adam.median_ms, full.median_ms, process.median_ms,
+          start.median_ms, tensor.loss_sum, scalar.forward.median_ms, scalar.fwd_bwd.median_ms,
+          scalar.adam.median_ms);
       return 0;
     }
-    std::printf("%s\nmicrogpt workloads, median of %d runs (ms)\n", bench::level_line().c_str(), reps);
+    std::printf("%s\nmicrogpt workloads, median of %d runs (ms)\n", bench::level_line().c_str(),
+                reps);
     std::printf("%-40s %10s %10s\n", "workload", "tensor", "scalar");
-    std::printf("%-40s %10.3f %10.3f\n", "(1) forward, 100 docs", tensor.forward.median_ms, scalar.forward.median_ms);
-    std::printf("%-40s %10.3f %10.3f\n", "(2) forward+backward, 100 docs", tensor.fwd_bwd.median_ms, scalar.fwd_bwd.median_ms);
-    std::printf("%-40s %10.3f %10.3f\n", "(3) Adam step per doc, 100 docs", tensor.adam.median_ms, scalar.adam.median_ms);
+    std::printf("%-40s %10.3f %10.3f\n", "(1) forward, 100 docs", tensor.forward.median_ms,
+                scalar.forward.median_ms);
+    std::printf("%-40s %10.3f %10.3f\n", "(2) forward+backward, 100 docs", tensor.fwd_bwd.median_ms,
+                scalar.fwd_bwd.median_ms);
+    std::printf("%-40s %10.3f %10.3f\n", "(3) Adam step per doc, 100 docs", tensor.adam.median_ms,
+                scalar.adam.median_ms);
     std::printf("%-40s %10.3f\n", "(4) default run, in process", full.median_ms);
     std::printf("%-40s %10.3f\n", "(4) default run, whole process", process.median_ms);
     std::printf("%-40s %10.3f\n", "    bare process start (--version)", start.median_ms);
-    std::printf("%-40s %10.3f\n", "    default run minus process start", process.median_ms - start.median_ms);
-    std::printf("forward loss sum over the 100 docs: %.17g (tensor), %.17g (scalar)\n", tensor.loss_sum, scalar.loss_sum);
-    std::printf("pure-Python microgpt (issue figures): 4.7 s, 13 s, 14 s, ~6 min -> (3) %.0fx, (4) %.0fx faster\n",
-                14000.0 / tensor.adam.median_ms, 360000.0 / full.median_ms);
+    std::printf("%-40s %10.3f\n", "    default run minus process start",
+                process.median_ms - start.median_ms);
+    std::printf("forward loss sum over the 100 docs: %.17g (tensor), %.17g (scalar)\n",
+                tensor.loss_sum, scalar.loss_sum);
+    std::printf(
+        "pure-Python microgpt (issue figures): 4.7 s, 13 s, 14 s, ~6 min -> (3) %.0fx, (4) %.0fx "
+        "faster\n",
+        14000.0 / tensor.adam.median_ms, 360000.0 / full.median_ms);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench: error: %s\n", e.what());
     return 1;

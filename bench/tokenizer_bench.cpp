@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   std::string root = TINYLM_SOURCE_DIR;
   int reps = 5;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: %s [--reps N]\n", argv[0]);
       return 2;
@@ -43,10 +44,12 @@ int main(int argc, char** argv) {
   const bench::Stats warm = bench::time_it(1, reps, [&] { ids = tok.encode(text); });
   std::string back;
   const bench::Stats dec = bench::time_it(1, reps, [&] { back = tok.decode(ids); });
-  std::printf("GPT-2 BPE on tinyshakespeare.txt (%.2f MB, %zu tokens, %.2f bytes/token), medians of %d\n", mb, n_ids,
-              static_cast<double>(text.size()) / static_cast<double>(n_ids), reps);
+  std::printf(
+      "GPT-2 BPE on tinyshakespeare.txt (%.2f MB, %zu tokens, %.2f bytes/token), medians of %d\n",
+      mb, n_ids, static_cast<double>(text.size()) / static_cast<double>(n_ids), reps);
   std::printf("  encode, cold cache  %8.1f ms  %7.1f MB/s\n", cold_ms, mb / (cold_ms / 1e3));
-  std::printf("  encode, warm cache  %8.1f ms  %7.1f MB/s\n", warm.median_ms, mb / (warm.median_ms / 1e3));
+  std::printf("  encode, warm cache  %8.1f ms  %7.1f MB/s\n", warm.median_ms,
+              mb / (warm.median_ms / 1e3));
   std::printf("  decode              %8.1f ms  %7.1f MB/s  (round trip %s)\n", dec.median_ms,
               mb / (dec.median_ms / 1e3), back == text ? "exact" : "DIFFERS");
   std::printf("runs of one character (linear time means ms/MB stays flat):\n");
@@ -57,8 +60,11 @@ int main(int argc, char** argv) {
       size_t n = 0;
       const bench::Stats s = bench::time_it(0, 3, [&] { n = tok.encode(run).size(); });
       std::printf("  %-6s x %7zu bytes: %8.2f ms  %7.1f ms/MB  %7zu tokens\n",
-                  ch[0] == ' ' ? "space" : ch[0] == 'a' ? "'a'" : "U+4E00", run.size(), s.median_ms,
-                  s.median_ms / (static_cast<double>(run.size()) / 1e6), n);
+                  ch[0] == ' '   ? "space"
+                  : ch[0] == 'a' ? "'a'"
+                                 : "U+4E00",
+                  run.size(), s.median_ms, s.median_ms / (static_cast<double>(run.size()) / 1e6),
+                  n);
     }
   }
   return 0;

@@ -19,10 +19,12 @@ void register_delta(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("delta", "Sparse deltas between EvermindLM checkpoints");
   cmd->require_subcommand(1);
 
-  CLI::App* ex = cmd->add_subcommand("export", "Write the rows of --model that changed against --base");
+  CLI::App* ex =
+      cmd->add_subcommand("export", "Write the rows of --model that changed against --base");
   ex->add_option("--base", f->base, "The checkpoint the delta applies to")->required();
   ex->add_option("--model", f->model, "The updated checkpoint")->required();
-  ex->add_option("--eps", f->eps, "Keep rows whose largest |change| exceeds this (0: every changed row)")
+  ex->add_option("--eps", f->eps,
+                 "Keep rows whose largest |change| exceeds this (0: every changed row)")
       ->capture_default_str();
   ex->add_option("--out", f->out, "Delta file to write")->required();
   ex->callback([f] {
@@ -31,17 +33,22 @@ void register_delta(CLI::App& app) {
     const io::EvlCheckpoint current = io::load_evl(f->model, base.config);
     const io::EvlDeltaSummary s = io::export_evl_delta(f->out, base, current.params, f->eps);
     std::printf("%s: %llu of %llu rows (%llu runs), %llu bytes\n", f->out.c_str(),
-                static_cast<unsigned long long>(s.rows_exported), static_cast<unsigned long long>(s.rows_total),
-                static_cast<unsigned long long>(s.runs), static_cast<unsigned long long>(s.file_bytes));
+                static_cast<unsigned long long>(s.rows_exported),
+                static_cast<unsigned long long>(s.rows_total),
+                static_cast<unsigned long long>(s.runs),
+                static_cast<unsigned long long>(s.file_bytes));
   });
 
-  CLI::App* ap = cmd->add_subcommand("apply", "Apply --delta to --base and write the updated checkpoint");
+  CLI::App* ap =
+      cmd->add_subcommand("apply", "Apply --delta to --base and write the updated checkpoint");
   ap->add_option("--base", f->base, "The checkpoint the delta was exported against")->required();
   ap->add_option("--delta", f->delta, "Delta file")->required();
   ap->add_option("--out", f->out, "Checkpoint to write")->required();
-  ap->add_option("--precision", f->precision, "Weights of the written checkpoint: f32 or f16")->capture_default_str();
+  ap->add_option("--precision", f->precision, "Weights of the written checkpoint: f32 or f16")
+      ->capture_default_str();
   ap->callback([f] {
-    const uint64_t rows = io::apply_evl_delta_to_file(f->base, f->delta, f->out, io::parse_evl_precision(f->precision));
+    const uint64_t rows = io::apply_evl_delta_to_file(f->base, f->delta, f->out,
+                                                      io::parse_evl_precision(f->precision));
     std::printf("%s: %llu rows applied\n", f->out.c_str(), static_cast<unsigned long long>(rows));
   });
 }

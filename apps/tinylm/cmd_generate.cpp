@@ -32,8 +32,8 @@ void generate_evermind(const GenerateFlags& f) {
   const BpeTokenizer tok = load_evermind_tokenizer(f.model.tokenizer, f.model.model);
   Timer load;
   const evermind::Model<float> model = load_evermind(f.model.model, 2);
-  std::fprintf(stderr, "loaded %s: %zu parameters (f32) in %.1f ms\n", f.model.model.c_str(), model.params().size(),
-               load.elapsed_ms());
+  std::fprintf(stderr, "loaded %s: %zu parameters (f32) in %.1f ms\n", f.model.model.c_str(),
+               model.params().size(), load.elapsed_ms());
   generate::EvermindGenerateOptions g;
   g.max_new_tokens = f.gen.max_tokens;
   g.temperature = f.gen.sampling.temperature;
@@ -58,8 +58,10 @@ void generate_evermind(const GenerateFlags& f) {
 
 void register_generate(CLI::App& app) {
   auto f = std::make_shared<GenerateFlags>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate text with a GPT-2 (KV cache) or EvermindLM checkpoint, streaming");
-  cmd->add_option("--arch", f->arch, "gpt2 (a model directory) or evermind (a .evl file + its tokenizer)")
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "Generate text with a GPT-2 (KV cache) or EvermindLM checkpoint, streaming");
+  cmd->add_option("--arch", f->arch,
+                  "gpt2 (a model directory) or evermind (a .evl file + its tokenizer)")
       ->check(CLI::IsMember({"gpt2", "evermind"}))
       ->capture_default_str();
   f->model.add_to(cmd);
@@ -68,7 +70,8 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--temperature", f->gen.sampling.temperature, "0: greedy")->capture_default_str();
   cmd->add_option("--top-k", f->gen.sampling.top_k, "Sample from the k most likely (0: all)")
       ->capture_default_str();
-  cmd->add_option("--top-p", f->gen.sampling.top_p, "Nucleus sampling mass (1: off)")->capture_default_str();
+  cmd->add_option("--top-p", f->gen.sampling.top_p, "Nucleus sampling mass (1: off)")
+      ->capture_default_str();
   cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at <|endoftext|>");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the prompt");
@@ -92,10 +95,12 @@ void register_generate(CLI::App& app) {
     std::fputs("\n", stdout);
     std::fflush(stdout);
     if (r.hit_context_end) {
-      std::fprintf(stderr, "stopped: reached the model's context of %d positions\n", model.config().n_positions);
+      std::fprintf(stderr, "stopped: reached the model's context of %d positions\n",
+                   model.config().n_positions);
     }
     const double steps = r.ids.size() > 1 ? static_cast<double>(r.ids.size() - 1) : 1.0;
-    std::fprintf(stderr, "prompt %zu tokens: prefill %.1f ms (%.0f tok/s); %zu tokens: decode %.1f tok/s\n",
+    std::fprintf(stderr,
+                 "prompt %zu tokens: prefill %.1f ms (%.0f tok/s); %zu tokens: decode %.1f tok/s\n",
                  prompt.size(), r.prefill_ms, prompt.size() * 1000.0 / r.prefill_ms, r.ids.size(),
                  r.decode_ms > 0 ? steps * 1000.0 / r.decode_ms : 0.0);
   });

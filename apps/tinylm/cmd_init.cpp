@@ -18,9 +18,12 @@ void register_init(CLI::App& app) {
     int threads = 0;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("init", "Write a freshly initialised model directory (config.json, "
-                                             "model.safetensors, tokenizer.json)");
-  cmd->add_option("--arch", f->arch, "Architecture")->check(CLI::IsMember({"gpt2"}))->capture_default_str();
+  CLI::App* cmd = app.add_subcommand("init",
+                                     "Write a freshly initialised model directory (config.json, "
+                                     "model.safetensors, tokenizer.json)");
+  cmd->add_option("--arch", f->arch, "Architecture")
+      ->check(CLI::IsMember({"gpt2"}))
+      ->capture_default_str();
   cmd->add_option("--preset", f->preset, "124M or small-test")->required();
   cmd->add_option("--out", f->out, "Output directory")->required();
   cmd->add_option("--seed", f->seed, "Initialisation seed")->capture_default_str();
@@ -34,7 +37,8 @@ void register_init(CLI::App& app) {
     const BpeTokenizer tok = load_tokenizer(f->tokenizer, "");
     train::save_gpt2(f->out, config, params);
     tok.save_tokenizer_json((std::filesystem::path(f->out) / "tokenizer.json").string());
-    std::printf("wrote %s: GPT-2 %s, %zu parameters\n", f->out.c_str(), f->preset.c_str(), params.size());
+    std::printf("wrote %s: GPT-2 %s, %zu parameters\n", f->out.c_str(), f->preset.c_str(),
+                params.size());
     std::fprintf(stderr, "init %.0f ms\n", timer.elapsed_ms());
   });
 }

@@ -22,8 +22,8 @@ void register_microgpt(CLI::App& app) {
       "prints exactly what microgpt.py prints");
   cmd->add_option("--data", opt->data_path, "Text file, one document per line")
       ->capture_default_str();
-  CLI::Option* steps_opt =
-      cmd->add_option("--steps", *steps, "Training steps, one document each (default 1000; 0 with --load)");
+  CLI::Option* steps_opt = cmd->add_option(
+      "--steps", *steps, "Training steps, one document each (default 1000; 0 with --load)");
   cmd->add_option("--n-layer", opt->model.n_layer, "Transformer layers")->capture_default_str();
   cmd->add_option("--n-embd", opt->model.n_embd, "Embedding width")->capture_default_str();
   cmd->add_option("--n-head", opt->model.n_head, "Attention heads (must divide --n-embd)")
@@ -34,15 +34,18 @@ void register_microgpt(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--temperature", opt->temperature, "Sampling temperature, > 0")
       ->capture_default_str();
-  cmd->add_option("--samples", opt->samples, "Names to sample after training")->capture_default_str();
-  cmd->add_option("--seed", opt->seed, "Seed of the Python-compatible RNG (shuffle, init, sampling)")
+  cmd->add_option("--samples", opt->samples, "Names to sample after training")
+      ->capture_default_str();
+  cmd->add_option("--seed", opt->seed,
+                  "Seed of the Python-compatible RNG (shuffle, init, sampling)")
       ->capture_default_str();
   cmd->add_option("--engine", *engine, "tensor (fast kernels) or scalar (autograd, bit-exact)")
       ->check(CLI::IsMember({"tensor", "scalar"}))
       ->capture_default_str();
   cmd->add_option("--save", opt->save_path, "Write the trained model (safetensors)");
-  cmd->add_option("--load", opt->load_path,
-                  "Start from a saved model instead of the random init (then --steps defaults to 0)");
+  cmd->add_option(
+      "--load", opt->load_path,
+      "Start from a saved model instead of the random init (then --steps defaults to 0)");
   cmd->add_option("--threads", *threads,
                   "Threads (microgpt's shapes are too small to split: it runs on one)");
   cmd->callback([=] {
@@ -53,10 +56,13 @@ void register_microgpt(CLI::App& app) {
     const bool tty = ::isatty(::fileno(stdout)) != 0;
     const train::MicrogptResult r = train::run_microgpt(*opt, std::cout, tty);
     std::cout.flush();
-    const double per_step_us = r.losses.empty() ? 0.0 : 1000.0 * r.timings.train_ms / r.losses.size();
-    std::fprintf(stderr, "[%s engine] setup %.1f ms, train %.1f ms (%zu steps, %.1f us/step), sample %.1f ms\n",
-                 std::string(microgpt::engine_name(opt->engine)).c_str(), r.timings.setup_ms,
-                 r.timings.train_ms, r.losses.size(), per_step_us, r.timings.sample_ms);
+    const double per_step_us =
+        r.losses.empty() ? 0.0 : 1000.0 * r.timings.train_ms / r.losses.size();
+    std::fprintf(
+        stderr,
+        "[%s engine] setup %.1f ms, train %.1f ms (%zu steps, %.1f us/step), sample %.1f ms\n",
+        std::string(microgpt::engine_name(opt->engine)).c_str(), r.timings.setup_ms,
+        r.timings.train_ms, r.losses.size(), per_step_us, r.timings.sample_ms);
   });
 }
 

@@ -16,7 +16,8 @@ void register_perplexity(CLI::App& app) {
     int context = 0, stride = 0;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("perplexity", "Perplexity of a text file under a GPT-2 checkpoint (sliding windows)");
+  CLI::App* cmd = app.add_subcommand(
+      "perplexity", "Perplexity of a text file under a GPT-2 checkpoint (sliding windows)");
   f->model.add_to(cmd);
   cmd->add_option("--file", f->file, "Text file")->required();
   cmd->add_option("--context", f->context, "Window length in tokens (default: n_positions)");

@@ -14,10 +14,12 @@ void register_tokenize(CLI::App& app) {
     bool decode = false, allow_special = false;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("tokenize", "Text to token ids (byte-level BPE), or ids to text with --decode");
+  CLI::App* cmd = app.add_subcommand(
+      "tokenize", "Text to token ids (byte-level BPE), or ids to text with --decode");
   cmd->add_option("--tokenizer", f->tokenizer,
                   "tokenizer.json or a directory with tokenizer files (default: data/gpt2)");
-  cmd->add_option("text", f->text, "Text to encode, or ids separated by spaces or commas with --decode")
+  cmd->add_option("text", f->text,
+                  "Text to encode, or ids separated by spaces or commas with --decode")
       ->required();
   cmd->add_flag("--decode", f->decode, "Decode ids to text");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the text");
@@ -32,7 +34,8 @@ void register_tokenize(CLI::App& app) {
       while (in >> word) {
         char* end = nullptr;
         const long v = std::strtol(word.c_str(), &end, 10);
-        check(*end == '\0' && v >= 0 && v < tok.vocab_size(), "--decode: '", word, "' is not a token id");
+        check(*end == '\0' && v >= 0 && v < tok.vocab_size(), "--decode: '", word,
+              "' is not a token id");
         ids.push_back(static_cast<int>(v));
       }
       const std::string text = tok.decode(ids);

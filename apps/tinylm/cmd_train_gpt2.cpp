@@ -36,8 +36,10 @@ void run(const Flags& f) {
   set_num_threads(f.threads);
 
   train::Gpt2Checkpoint ck = train::load_gpt2(f.model, f.config);
-  check(ck.lm_head.empty(), f.model, ": lm_head.weight differs from wte; train-gpt2 trains the tied head only");
-  const std::vector<int32_t> grid = train::load_token_grid(f.tokens, kBatch, kSeq + 1, ck.config.vocab_size);
+  check(ck.lm_head.empty(), f.model,
+        ": lm_head.weight differs from wte; train-gpt2 trains the tied head only");
+  const std::vector<int32_t> grid =
+      train::load_token_grid(f.tokens, kBatch, kSeq + 1, ck.config.vocab_size);
   std::vector<int32_t> inputs, targets;
   for (int b = 0; b < kBatch; ++b) {
     const auto row = grid.begin() + b * (kSeq + 1);
@@ -45,7 +47,8 @@ void run(const Flags& f) {
     targets.insert(targets.end(), row + 1, row + kSeq + 1);
   }
   std::string source = f.model;  // the file whose layout --save-weights copies
-  if (std::filesystem::is_directory(source)) source = (std::filesystem::path(source) / "model.safetensors").string();
+  if (std::filesystem::is_directory(source))
+    source = (std::filesystem::path(source) / "model.safetensors").string();
 
   gpt2::Trainer trainer(ck.config, {kBatch, kSeq, static_cast<float>(f.dropout), compute});
   train::Gpt2TrainConfig tc;
@@ -63,8 +66,8 @@ void run(const Flags& f) {
   trainer.set_dropout(0.0f);
   metrics.initial_loss = trainer.forward(ck.params, inputs, targets);
   trainer.set_dropout(static_cast<float>(f.dropout));
-  check(std::isfinite(metrics.initial_loss) || compute == DType::f16, f.model, ": the initial loss is ",
-        train::py_repr(metrics.initial_loss));
+  check(std::isfinite(metrics.initial_loss) || compute == DType::f16, f.model,
+        ": the initial loss is ", train::py_repr(metrics.initial_loss));
   std::printf("initial loss (before step 1): %s\n", train::py_repr(metrics.initial_loss).c_str());
   std::fflush(stdout);
 
@@ -73,7 +76,8 @@ void run(const Flags& f) {
     const train::Gpt2StepResult r = train::train_step(trainer, ck.params, state, inputs, targets);
     const double ms = timer.elapsed_ms();
     std::printf("step %3d  loss %s  %9.2f ms", i, train::py_repr(r.loss).c_str(), ms);
-    if (compute == DType::f16) std::printf("  scale %g%s", r.scale, r.applied ? "" : "  (skipped: gradients overflowed)");
+    if (compute == DType::f16)
+      std::printf("  scale %g%s", r.scale, r.applied ? "" : "  (skipped: gradients overflowed)");
     std::printf("\n");
     std::fflush(stdout);
     if (!f.metrics_out.empty()) {
@@ -96,17 +100,22 @@ void run(const Flags& f) {
 
 void register_train_gpt2(CLI::App& app) {
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = app.add_subcommand("train-gpt2", "The fixed-batch GPT-2 training protocol (SGD on one 4 x 64 batch)");
-  cmd->add_option("--model", f->model, "GPT-2 weights: a model.safetensors file or a model directory")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "train-gpt2", "The fixed-batch GPT-2 training protocol (SGD on one 4 x 64 batch)");
+  cmd->add_option("--model", f->model,
+                  "GPT-2 weights: a model.safetensors file or a model directory")
+      ->required();
   cmd->add_option("--config", f->config, "config.json (default: next to the weights)");
   cmd->add_option("--tokens", f->tokens, "JSON file {\"ids\": [[...] x 65] x 4}")->required();
   cmd->add_option("--steps", f->steps, "Optimizer steps (default 20)");
   cmd->add_option("--lr", f->lr, "SGD learning rate (default 1e-4)");
   cmd->add_option("--metrics-out", f->metrics_out, "Write the run's metrics JSON here");
-  cmd->add_option("--save-weights", f->save_weights, "Write the trained weights here (the input file's layout)");
+  cmd->add_option("--save-weights", f->save_weights,
+                  "Write the trained weights here (the input file's layout)");
   cmd->add_option("--dropout", f->dropout, "Dropout rate in [0, 1) (default 0)");
   cmd->add_option("--seed", f->seed, "Seed of the dropout masks (default 0)");
-  cmd->add_option("--compute-dtype", f->compute, "f32 | bf16 | f16 (f16 adds dynamic loss scaling)");
+  cmd->add_option("--compute-dtype", f->compute,
+                  "f32 | bf16 | f16 (f16 adds dynamic loss scaling)");
   cmd->add_option("--threads", f->threads, "Threads (default: all cores)");
   cmd->callback([f] { run(*f); });
 }

@@ -17,8 +17,10 @@ evermind::Model<float> load_evermind(const std::string& path, int64_t max_seq_le
   return evermind::Model<float>(ck.config, max_seq_len, ck.params);
 }
 
-BpeTokenizer load_evermind_tokenizer(const std::string& explicit_path, const std::string& model_path) {
-  const std::string path = explicit_path.empty() ? default_evermind_tokenizer_path(model_path) : explicit_path;
+BpeTokenizer load_evermind_tokenizer(const std::string& explicit_path,
+                                     const std::string& model_path) {
+  const std::string path =
+      explicit_path.empty() ? default_evermind_tokenizer_path(model_path) : explicit_path;
   if (std::filesystem::is_directory(path)) return BpeTokenizer::from_directory(path);
   check(std::filesystem::exists(path), path, ": no such tokenizer file (pass --tokenizer)");
   return BpeTokenizer::from_tokenizer_json(path);

@@ -16,6 +16,7 @@ std::string default_evermind_tokenizer_path(const std::string& model_path);
 evermind::Model<float> load_evermind(const std::string& path, int64_t max_seq_len);
 
 // --tokenizer when given (a tokenizer.json or a directory), else the checkpoint's default.
-BpeTokenizer load_evermind_tokenizer(const std::string& explicit_path, const std::string& model_path);
+BpeTokenizer load_evermind_tokenizer(const std::string& explicit_path,
+                                     const std::string& model_path);
 
 }  // namespace tinylm::cli

@@ -14,7 +14,8 @@ namespace tinylm::cli {
 namespace fs = std::filesystem;
 
 void Gpt2Flags::add_to(CLI::App* cmd) {
-  cmd->add_option("--model", model, "Model directory (config.json + model.safetensors) or weights file")
+  cmd->add_option("--model", model,
+                  "Model directory (config.json + model.safetensors) or weights file")
       ->required();
   cmd->add_option("--config", config, "config.json, when not beside the weights");
   cmd->add_option("--tokenizer", tokenizer,
@@ -47,7 +48,8 @@ BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string&
     return fs::is_directory(explicit_path) ? BpeTokenizer::from_directory(explicit_path)
                                            : BpeTokenizer::from_tokenizer_json(explicit_path);
   }
-  const fs::path dir = fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
+  const fs::path dir =
+      fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
   for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json"}) {
     if (!dir.empty() && fs::exists(dir / f)) return BpeTokenizer::from_directory(dir.string());
   }
@@ -58,8 +60,9 @@ gpt2::Model load_model(const Gpt2Flags& flags) {
   set_num_threads(flags.threads);
   Timer timer;
   gpt2::Model model = train::load_gpt2_model(flags.model, flags.config, parse_dtype(flags.dtype));
-  std::fprintf(stderr, "loaded %s in %.0f ms: %.1f MB of %s weights, %d threads\n", flags.model.c_str(),
-               timer.elapsed_ms(), model.weight_bytes() / 1e6, flags.dtype.c_str(), num_threads());
+  std::fprintf(stderr, "loaded %s in %.0f ms: %.1f MB of %s weights, %d threads\n",
+               flags.model.c_str(), timer.elapsed_ms(), model.weight_bytes() / 1e6,
+               flags.dtype.c_str(), num_threads());
   return model;
 }
 

@@ -17,9 +17,8 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"tinylm: train and run small language models on the CPU", "tinylm"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] {
-    return "tinylm 0.1.0\nkernels: " + tinylm::kernels::isa_summary();
-  });
+  app.set_version_flag("--version",
+                       [] { return "tinylm 0.1.0\nkernels: " + tinylm::kernels::isa_summary(); });
   tinylm::cli::register_microgpt(app);
   tinylm::cli::register_generate(app);
   tinylm::cli::register_perplexity(app);

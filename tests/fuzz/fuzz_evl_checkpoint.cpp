@@ -36,7 +36,8 @@ void check_one(std::span<const std::byte> bytes) {
   require(bytes.size() == io::evl_file_bytes(ck.config, ck.precision));
   const std::vector<std::byte> again = io::encode_evl(ck.config, ck.params, ck.precision);
   if (ck.precision == io::EvlPrecision::f32) {
-    require(again.size() == bytes.size() && std::memcmp(again.data(), bytes.data(), again.size()) == 0);
+    require(again.size() == bytes.size() &&
+            std::memcmp(again.data(), bytes.data(), again.size()) == 0);
   } else {
     const io::EvlCheckpoint back = io::decode_evl(again, "again");
     for (size_t i = 0; i < ck.params.size(); ++i) {

@@ -36,7 +36,8 @@ const io::EvlCheckpoint& base() {
     c.n_experts = 2;
     c.top_k = 1;
     std::vector<float> p(tinylm::evermind::param_layout(c).size());
-    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<float>(static_cast<int>((7 * i) % 17) - 8) / 16.0f;
+    for (size_t i = 0; i < p.size(); ++i)
+      p[i] = static_cast<float>(static_cast<int>((7 * i) % 17) - 8) / 16.0f;
     return new io::EvlCheckpoint(io::decode_evl(io::encode_evl(c, p), "base"));
   }();
   return *b;

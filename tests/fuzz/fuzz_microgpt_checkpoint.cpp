@@ -17,8 +17,8 @@ namespace {
 // string is never destroyed, so the exit handler can still read it.
 const std::string& scratch_path() {
   static const std::string* const path = [] {
-    const auto* p = new std::string("/tmp/tinylm-fuzz-ckpt-" + std::to_string(::getpid()) +
-                                    ".safetensors");
+    const auto* p =
+        new std::string("/tmp/tinylm-fuzz-ckpt-" + std::to_string(::getpid()) + ".safetensors");
     std::atexit([] { std::remove(scratch_path().c_str()); });
     return p;
   }();

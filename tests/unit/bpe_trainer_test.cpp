@@ -73,11 +73,55 @@ using Merges = std::vector<std::pair<std::string, std::string>>;
 // (emoji with ZWJ and skin tones), fragments of special tokens, and, when `invalid`, raw bytes
 // that are not UTF-8.
 std::string random_text(std::mt19937& rng, bool invalid) {
-  static const std::vector<std::string> kParts = {
-      "the", " the", "fox", " jumps", "Hello", "world", " ", "  ", "   ", "\t", "\n", "\n\n",
-      "\r\n", "0", "42", "3.14", "1,000", ",", ".", "!?", "'s", "'ll", "\"", "(", ")", "{}",
-      "é", "ß", "Ω", "ж", "ñ", "€", "中", "文", "日本", "한", "क्ष", "e\u0301", "\u00a0",
-      "\u3000", "😀", "🎉", "👍🏽", "👩‍👩‍👧", "🇫🇷", "<|", "|>", "endoftext", "<|endoftext|>"};
+  static const std::vector<std::string> kParts = {"the",
+                                                  " the",
+                                                  "fox",
+                                                  " jumps",
+                                                  "Hello",
+                                                  "world",
+                                                  " ",
+                                                  "  ",
+                                                  "   ",
+                                                  "\t",
+                                                  "\n",
+                                                  "\n\n",
+                                                  "\r\n",
+                                                  "0",
+                                                  "42",
+                                                  "3.14",
+                                                  "1,000",
+                                                  ",",
+                                                  ".",
+                                                  "!?",
+                                                  "'s",
+                                                  "'ll",
+                                                  "\"",
+                                                  "(",
+                                                  ")",
+                                                  "{}",
+                                                  "é",
+                                                  "ß",
+                                                  "Ω",
+                                                  "ж",
+                                                  "ñ",
+                                                  "€",
+                                                  "中",
+                                                  "文",
+                                                  "日本",
+                                                  "한",
+                                                  "क्ष",
+                                                  "e\u0301",
+                                                  "\u00a0",
+                                                  "\u3000",
+                                                  "😀",
+                                                  "🎉",
+                                                  "👍🏽",
+                                                  "👩‍👩‍👧",
+                                                  "🇫🇷",
+                                                  "<|",
+                                                  "|>",
+                                                  "endoftext",
+                                                  "<|endoftext|>"};
   std::string out;
   const int n = std::uniform_int_distribution<int>(0, 40)(rng);
   for (int i = 0; i < n; ++i) {
@@ -214,7 +258,9 @@ TEST(BpeTrainer, SpecialTokensAreCutOutOfTheCorpus) {
 
 TEST(BpeTrainer, InvalidUtf8IsRepairedBeforeCounting) {
   // Each maximal invalid subpart becomes U+FFFD, as BpeTokenizer::encode does.
-  EXPECT_EQ(count_bpe_words("a\xFF" "b", {}),
+  EXPECT_EQ(count_bpe_words("a\xFF"
+                            "b",
+                            {}),
             (std::vector<BpeWordCount>{{"a", 1}, {"\xEF\xBF\xBD", 1}, {"b", 1}}));
 }
 
@@ -340,8 +386,8 @@ TEST(BpeTrainer, InvalidSpecialTokensAreErrors) {
   EXPECT_THROW(train_with({""}), Error);
   EXPECT_THROW(train_with({"<|x|>", "<|x|>"}), Error);
   EXPECT_THROW(train_with({"bad \xFF"}), Error);
-  EXPECT_THROW(train_with({"a"}), Error);         // the token of byte 'a'
-  EXPECT_THROW(train_with({"\u0120"}), Error);    // the token of the space byte
+  EXPECT_THROW(train_with({"a"}), Error);          // the token of byte 'a'
+  EXPECT_THROW(train_with({"\u0120"}), Error);     // the token of the space byte
   EXPECT_NO_THROW(train_with({"ab", "\u0120a"}));  // several bytes: only their merge is refused
   EXPECT_THROW(count_bpe_words("x", std::vector<std::string>{""}), Error);
 }

@@ -17,11 +17,14 @@ class CliEvermind : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new test::TempDir;
     // 20 KB of Shakespeare, a small model: a couple of seconds under the sanitizers.
-    const std::string text = test::read_text(test::source_path("data/tinyshakespeare.txt")).substr(0, 20000);
+    const std::string text =
+        test::read_text(test::source_path("data/tinyshakespeare.txt")).substr(0, 20000);
     test::write_text(file("corpus.txt"), text);
-    trained_ = new test::CommandResult(run_cli("train --arch evermind --data " + file("corpus.txt") +
-                                               " --vocab-size 300 --seq-len 32 --d-model 16 --epochs 1 --seed 5"
-                                               " --threads 1 --out " + file("m.evl")));
+    trained_ = new test::CommandResult(
+        run_cli("train --arch evermind --data " + file("corpus.txt") +
+                " --vocab-size 300 --seq-len 32 --d-model 16 --epochs 1 --seed 5"
+                " --threads 1 --out " +
+                file("m.evl")));
   }
   static void TearDownTestSuite() {
     delete trained_;
@@ -50,7 +53,8 @@ TEST_F(CliEvermind, TrainWritesCheckpointAndTokenizer) {
 
 TEST_F(CliEvermind, GenerateIsDeterministic) {
   ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
-  const std::string args = "generate --arch evermind --model " + file("m.evl") + " --prompt 'First' --max-tokens 20";
+  const std::string args =
+      "generate --arch evermind --model " + file("m.evl") + " --prompt 'First' --max-tokens 20";
   const test::CommandResult a = run_cli(args), b = run_cli(args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
@@ -64,24 +68,26 @@ TEST_F(CliEvermind, GenerateIsDeterministic) {
 TEST_F(CliEvermind, DeltaRoundTripIsExactAndChecksTheBase) {
   ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
   const test::CommandResult more =
-      run_cli("train --arch evermind --data " + file("corpus.txt") + " --tokenizer " + file("m.tokenizer.json") +
-              " --init-from " + file("m.evl") + " --seq-len 32 --epochs 1 --lr 1e-4 --threads 1 --out " + file("m2.evl"));
+      run_cli("train --arch evermind --data " + file("corpus.txt") + " --tokenizer " +
+              file("m.tokenizer.json") + " --init-from " + file("m.evl") +
+              " --seq-len 32 --epochs 1 --lr 1e-4 --threads 1 --out " + file("m2.evl"));
   ASSERT_EQ(more.exit_code, 0) << more.err;
-  const test::CommandResult ex = run_cli("delta export --base " + file("m.evl") + " --model " + file("m2.evl") +
-                                         " --eps 0 --out " + file("d.evd"));
+  const test::CommandResult ex = run_cli("delta export --base " + file("m.evl") + " --model " +
+                                         file("m2.evl") + " --eps 0 --out " + file("d.evd"));
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  const test::CommandResult ap =
-      run_cli("delta apply --base " + file("m.evl") + " --delta " + file("d.evd") + " --out " + file("m3.evl"));
+  const test::CommandResult ap = run_cli("delta apply --base " + file("m.evl") + " --delta " +
+                                         file("d.evd") + " --out " + file("m3.evl"));
   ASSERT_EQ(ap.exit_code, 0) << ap.err;
   EXPECT_EQ(test::read_text(file("m2.evl")), test::read_text(file("m3.evl")));
   // A larger eps keeps fewer rows.
-  const test::CommandResult sparse = run_cli("delta export --base " + file("m.evl") + " --model " + file("m2.evl") +
-                                             " --eps 0.01 --out " + file("d2.evd"));
+  const test::CommandResult sparse =
+      run_cli("delta export --base " + file("m.evl") + " --model " + file("m2.evl") +
+              " --eps 0.01 --out " + file("d2.evd"));
   ASSERT_EQ(sparse.exit_code, 0) << sparse.err;
   EXPECT_LT(std::filesystem::file_size(file("d2.evd")), std::filesystem::file_size(file("d.evd")));
-  expect_one_line_error(
-      run_cli("delta apply --base " + file("m2.evl") + " --delta " + file("d.evd") + " --out " + file("x.evl")),
-      "base");
+  expect_one_line_error(run_cli("delta apply --base " + file("m2.evl") + " --delta " +
+                                file("d.evd") + " --out " + file("x.evl")),
+                        "base");
   EXPECT_FALSE(std::filesystem::exists(file("x.evl")));
 }
 
@@ -90,15 +96,18 @@ TEST_F(CliEvermind, BadInputsAreOneLineErrors) {
   std::string bytes = test::read_text(file("m.evl"));
   bytes[bytes.size() / 2] ^= 0x40;
   test::write_text(file("bad.evl"), bytes);
-  expect_one_line_error(run_cli("generate --arch evermind --model " + file("bad.evl") + " --tokenizer " +
-                                file("m.tokenizer.json") + " --prompt x"),
+  expect_one_line_error(run_cli("generate --arch evermind --model " + file("bad.evl") +
+                                " --tokenizer " + file("m.tokenizer.json") + " --prompt x"),
                         "bad.evl");
-  expect_one_line_error(run_cli("train --arch gpt2 --data " + file("corpus.txt") + " --out " + file("g")), "--arch");
-  expect_one_line_error(run_cli("train --arch evermind --data " + file("missing.txt") + " --out " + file("g.evl")),
-                        "missing.txt");
-  expect_one_line_error(run_cli("train --arch evermind --data " + file("corpus.txt") + " --top-k 9 --out " +
-                                file("g.evl") + " --tokenizer " + file("m.tokenizer.json")),
-                        "top_k");
+  expect_one_line_error(
+      run_cli("train --arch gpt2 --data " + file("corpus.txt") + " --out " + file("g")), "--arch");
+  expect_one_line_error(
+      run_cli("train --arch evermind --data " + file("missing.txt") + " --out " + file("g.evl")),
+      "missing.txt");
+  expect_one_line_error(
+      run_cli("train --arch evermind --data " + file("corpus.txt") + " --top-k 9 --out " +
+              file("g.evl") + " --tokenizer " + file("m.tokenizer.json")),
+      "top_k");
 }
 
 }  // namespace

@@ -44,13 +44,18 @@ TEST(CliGpt2, InitThenGenerateAndPerplexity) {
   EXPECT_EQ(gen.out.rfind("The quick brown fox", 0), 0u);
   EXPECT_NE(gen.err.find("decode"), std::string::npos);
   // Greedy is deterministic, and every dtype runs.
-  EXPECT_EQ(run_cli("generate --model " + model + " --prompt 'The quick brown fox' --max-tokens 8").out, gen.out);
+  EXPECT_EQ(
+      run_cli("generate --model " + model + " --prompt 'The quick brown fox' --max-tokens 8").out,
+      gen.out);
   for (const char* dtype : {"bf16", "f16"}) {
-    EXPECT_EQ(run_cli("generate --model " + model + " --prompt 'Hi' --max-tokens 4 --dtype " + dtype).exit_code, 0);
+    EXPECT_EQ(
+        run_cli("generate --model " + model + " --prompt 'Hi' --max-tokens 4 --dtype " + dtype)
+            .exit_code,
+        0);
   }
   test::write_text(dir.file("text.txt"), "It was the best of times, it was the worst of times.");
-  const test::CommandResult ppl =
-      run_cli("perplexity --model " + model + " --file " + dir.file("text.txt") + " --context 8 --stride 4");
+  const test::CommandResult ppl = run_cli("perplexity --model " + model + " --file " +
+                                          dir.file("text.txt") + " --context 8 --stride 4");
   ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
   EXPECT_NE(ppl.out.find("perplexity"), std::string::npos);
 }
@@ -63,8 +68,8 @@ TEST(CliGpt2, ErrorsAreOneLine) {
             " --prompt hi --dtype f8",
         std::string("generate --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
             " --prompt hi --top-p 0",
-        std::string("perplexity --model ") + test::source_path("tests/fixtures/gpt2/tiny") + " --file " +
-            dir.file("missing.txt"),
+        std::string("perplexity --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
+            " --file " + dir.file("missing.txt"),
         std::string("init --arch gpt2 --preset 7B --out ") + dir.file("x")}) {
     const test::CommandResult r = run_cli(args);
     EXPECT_NE(r.exit_code, 0) << args;

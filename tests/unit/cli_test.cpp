@@ -10,7 +10,9 @@ namespace {
 
 using test::run_cli;
 
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+int count_lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 // A failing command prints exactly one line to stderr, naming the problem, and exits non-zero.
 void expect_one_line_error(const std::string& args, const std::string& phrase) {
@@ -27,9 +29,9 @@ TEST(Cli, HelpListsSubcommandsAndFlags) {
   EXPECT_NE(top.out.find("microgpt"), std::string::npos);
   const test::CommandResult sub = run_cli("microgpt --help");
   EXPECT_EQ(sub.exit_code, 0);
-  for (const char* flag : {"--data", "--steps", "--n-layer", "--n-embd", "--n-head", "--block-size",
-                           "--lr", "--temperature", "--samples", "--seed", "--engine", "--save",
-                           "--load", "--threads"}) {
+  for (const char* flag :
+       {"--data", "--steps", "--n-layer", "--n-embd", "--n-head", "--block-size", "--lr",
+        "--temperature", "--samples", "--seed", "--engine", "--save", "--load", "--threads"}) {
     EXPECT_NE(sub.out.find(flag), std::string::npos) << flag;
   }
 }
@@ -38,8 +40,11 @@ TEST(Cli, MicrogptPrintsItsTranscriptToStdoutAndTimingsToStderr) {
   const test::CommandResult r =
       run_cli("microgpt --data " + test::source_path("data/names.txt") + " --steps 5 --samples 2");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("num docs: 32033\nvocab size: 27\nnum params: 4192\nstep    1 /    5 | loss ", 0), 0u);
-  EXPECT_NE(r.out.find("\n--- inference (new, hallucinated names) ---\nsample  1: "), std::string::npos);
+  EXPECT_EQ(
+      r.out.rfind("num docs: 32033\nvocab size: 27\nnum params: 4192\nstep    1 /    5 | loss ", 0),
+      0u);
+  EXPECT_NE(r.out.find("\n--- inference (new, hallucinated names) ---\nsample  1: "),
+            std::string::npos);
   EXPECT_NE(r.err.find("train"), std::string::npos);
 }
 
@@ -59,9 +64,11 @@ TEST(Cli, BadInputIsAOneLineError) {
   expect_one_line_error("microgpt" + names + " --temperature 0", "temperature");
   expect_one_line_error("microgpt" + names + " --engine vector", "engine");
   expect_one_line_error("microgpt" + names + " --steps many", "steps");
-  expect_one_line_error("microgpt" + names + " --load " + dir.file("none.safetensors"), "none.safetensors");
+  expect_one_line_error("microgpt" + names + " --load " + dir.file("none.safetensors"),
+                        "none.safetensors");
   test::write_text(dir.file("junk.safetensors"), "not a checkpoint at all");
-  expect_one_line_error("microgpt" + names + " --load " + dir.file("junk.safetensors"), "junk.safetensors");
+  expect_one_line_error("microgpt" + names + " --load " + dir.file("junk.safetensors"),
+                        "junk.safetensors");
   expect_one_line_error("frobnicate", "frobnicate");
 }
 

@@ -20,19 +20,21 @@ const std::string kModel = "tests/fixtures/gpt2/tiny/model.safetensors";
 const std::string kTokens = "tests/fixtures/gpt2/train/tokens.json";
 
 nlohmann::json expected() {
-  return nlohmann::json::parse(test::read_text(test::source_path("tests/fixtures/gpt2/train/expected.json")));
+  return nlohmann::json::parse(
+      test::read_text(test::source_path("tests/fixtures/gpt2/train/expected.json")));
 }
 
 double num(const nlohmann::json& v) { return std::stod(v.get<std::string>()); }
 
 std::string train_args(const std::string& extra) {
-  return "train-gpt2 --threads 1 --model " + test::source_path(kModel) + " --tokens " + test::source_path(kTokens) +
-         " " + extra;
+  return "train-gpt2 --threads 1 --model " + test::source_path(kModel) + " --tokens " +
+         test::source_path(kTokens) + " " + extra;
 }
 
 TEST(CliTrainGpt2, ProtocolMatchesPyTorch) {
   test::TempDir dir;
-  const test::CommandResult r = run_cli(train_args("--steps 5 --metrics-out " + dir.file("m.json")));
+  const test::CommandResult r =
+      run_cli(train_args("--steps 5 --metrics-out " + dir.file("m.json")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json want = expected();
   const auto& losses = want["sgd"]["losses"]["0.0001"];
@@ -117,14 +119,15 @@ TEST(CliTrainGpt2, HalfComputeTracksF32AndF16ShowsTheScale) {
 
 TEST(CliTrainGpt2, SavedWeightsReloadAsTheTrainedModel) {
   test::TempDir dir;
-  std::filesystem::copy_file(test::source_path("tests/fixtures/gpt2/tiny/config.json"), dir.file("config.json"));
+  std::filesystem::copy_file(test::source_path("tests/fixtures/gpt2/tiny/config.json"),
+                             dir.file("config.json"));
   const std::string out = dir.file("trained.safetensors");
   const test::CommandResult r = run_cli(train_args("--steps 2 --lr 0.5 --save-weights " + out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Training on from the saved weights continues the trajectory: its initial loss is the
   // loss PyTorch records before update 3.
-  const test::CommandResult next =
-      run_cli("train-gpt2 --threads 1 --model " + out + " --tokens " + test::source_path(kTokens) + " --steps 0");
+  const test::CommandResult next = run_cli("train-gpt2 --threads 1 --model " + out + " --tokens " +
+                                           test::source_path(kTokens) + " --steps 0");
   ASSERT_EQ(next.exit_code, 0) << next.err;
   const double want = num(expected()["sgd"]["losses"]["0.5"][2]);
   EXPECT_NEAR(std::stod(next.out.substr(next.out.find(": ") + 2)), want, 1e-4 * want) << next.out;
@@ -149,11 +152,14 @@ TEST(CliTrainGpt2, BadInputsAreOneLineErrors) {
   test::write_text(dir.file("short.json"), grid + "]}");
   const std::string base = "train-gpt2 --model " + test::source_path(kModel);
   expect_error(run_cli(base + " --tokens " + dir.file("short.json")), "short.json");
-  test::write_text(dir.file("big.json"), std::regex_replace(test::read_text(test::source_path(kTokens)),
-                                                            std::regex("\\[(\\d+)"), "[99999"));
+  test::write_text(dir.file("big.json"),
+                   std::regex_replace(test::read_text(test::source_path(kTokens)),
+                                      std::regex("\\[(\\d+)"), "[99999"));
   expect_error(run_cli(base + " --tokens " + dir.file("big.json")), "outside the vocabulary");
-  expect_error(run_cli(base + " --tokens " + test::source_path(kTokens) + " --dropout 1"), "--dropout");
-  expect_error(run_cli(base + " --tokens " + test::source_path(kTokens) + " --compute-dtype f64"), "--compute-dtype");
+  expect_error(run_cli(base + " --tokens " + test::source_path(kTokens) + " --dropout 1"),
+               "--dropout");
+  expect_error(run_cli(base + " --tokens " + test::source_path(kTokens) + " --compute-dtype f64"),
+               "--compute-dtype");
   expect_error(run_cli(base + " --tokens " + dir.file("missing.json")), "missing.json");
 }
 

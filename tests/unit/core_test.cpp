@@ -142,7 +142,8 @@ TEST(ParamLayout, OffsetsFollowInsertionOrder) {
     const char* name;
     size_t offset, numel;
   };
-  const Want want[] = {{"wte", 0, 12}, {"bias", 12, 5}, {"scalar", 17, 1}, {"empty", 18, 0}, {"last", 18, 4}};
+  const Want want[] = {
+      {"wte", 0, 12}, {"bias", 12, 5}, {"scalar", 17, 1}, {"empty", 18, 0}, {"last", 18, 4}};
   for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(l.entries()[i].name, want[i].name);
     EXPECT_EQ(l.entries()[i].offset, want[i].offset) << want[i].name;
@@ -206,7 +207,7 @@ TEST(ParamStore, ViewsPointIntoTheFlatBuffer) {
   EXPECT_EQ(s.view("empty").numel(), 0);
 
   for (float& x : s.flat()) EXPECT_EQ(x, 0.0f);  // value-initialised
-  wte.row(2)[1] = 7.0f;                             // element (2, 1) = flat index 7
+  wte.row(2)[1] = 7.0f;                          // element (2, 1) = flat index 7
   EXPECT_EQ(s.flat()[7], 7.0f);
   bias.span()[4] = 3.0f;
   EXPECT_EQ(s.flat()[16], 3.0f);
@@ -232,7 +233,8 @@ TEST(Tensor, ShapeNumel) {
   EXPECT_EQ(shape_numel({2, 3, 4}), 24);
   EXPECT_EQ(shape_numel({5, 0, 3}), 0);
   EXPECT_EQ(shape_numel({int64_t{1} << 31, int64_t{1} << 31}), int64_t{1} << 62);
-  EXPECT_EQ(shape_numel({std::numeric_limits<int64_t>::max()}), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(shape_numel({std::numeric_limits<int64_t>::max()}),
+            std::numeric_limits<int64_t>::max());
   EXPECT_EQ(shape_numel({0, std::numeric_limits<int64_t>::max(), 2}), 0);
 }
 
@@ -336,7 +338,8 @@ TEST_F(ParallelFor, OneThreadCoversEveryIndexOnce) {
   EXPECT_EQ(num_threads(), 1);
   std::set<int> threads;
   const std::vector<int> hits = visit(3, 5000, 1, &threads);
-  for (int64_t i = 0; i <= 5000; ++i) EXPECT_EQ(hits[i], (i >= 3 && i < 5000) ? 1 : 0) << "index " << i;
+  for (int64_t i = 0; i <= 5000; ++i)
+    EXPECT_EQ(hits[i], (i >= 3 && i < 5000) ? 1 : 0) << "index " << i;
   EXPECT_EQ(threads, std::set<int>{0});
 }
 

@@ -25,9 +25,7 @@ namespace {
 
 #if defined(__x86_64__)
 // Compiled for F16C regardless of -march, called only after a runtime CPU check.
-__attribute__((target("f16c"))) float hw_f16_to_float(uint16_t h) {
-  return _cvtsh_ss(h);
-}
+__attribute__((target("f16c"))) float hw_f16_to_float(uint16_t h) { return _cvtsh_ss(h); }
 __attribute__((target("f16c"))) uint16_t hw_float_to_f16(float f) {
   // Not _cvtss_sh: clang's macro for it is a C99 compound literal (-Wpedantic).
   return static_cast<uint16_t>(
@@ -42,8 +40,8 @@ uint16_t hw_float_to_f16(float) { return 0; }
 bool have_f16c() { return false; }
 #endif
 
-#define REQUIRE_F16C()                                              \
-  do {                                                              \
+#define REQUIRE_F16C()                                             \
+  do {                                                             \
     if (!have_f16c()) GTEST_SKIP() << "CPU has no F16C converter"; \
   } while (0)
 
@@ -56,20 +54,24 @@ uint16_t ref_float_to_bf16(float f) {
   const uint32_t u = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>(u >> 16) & 0x8000u;
   const uint32_t mag = u & 0x7fffffffu;
-  const uint16_t lo = static_cast<uint16_t>(mag >> 16);  // truncation toward zero
+  const uint16_t lo = static_cast<uint16_t>(mag >> 16);               // truncation toward zero
   if ((mag & 0xffffu) == 0) return static_cast<uint16_t>(sign | lo);  // exact (incl. 0, inf)
-  const uint16_t hi = static_cast<uint16_t>(lo + 1);  // next magnitude up
+  const uint16_t hi = static_cast<uint16_t>(lo + 1);                  // next magnitude up
   const double x = std::fabs(static_cast<double>(f));
   const double lo_val = static_cast<double>(bits_float(static_cast<uint32_t>(lo) << 16));
   // One step above the largest finite bf16 is where the exponent range runs out: 2^128 with
   // unbounded exponent, which IEEE rounding uses to decide overflow to infinity.
-  const double hi_val = hi == 0x7f80u ? std::ldexp(1.0, 128)
-                                       : static_cast<double>(bits_float(static_cast<uint32_t>(hi) << 16));
+  const double hi_val = hi == 0x7f80u
+                            ? std::ldexp(1.0, 128)
+                            : static_cast<double>(bits_float(static_cast<uint32_t>(hi) << 16));
   const double d_lo = x - lo_val, d_hi = hi_val - x;
   uint16_t r;
-  if (d_lo < d_hi) r = lo;
-  else if (d_hi < d_lo) r = hi;
-  else r = (lo & 1u) == 0 ? lo : hi;
+  if (d_lo < d_hi)
+    r = lo;
+  else if (d_hi < d_lo)
+    r = hi;
+  else
+    r = (lo & 1u) == 0 ? lo : hi;
   return static_cast<uint16_t>(sign | r);
 }
 
@@ -82,8 +84,8 @@ uint16_t ref_float_to_bf16(float f) {
            << "float bits 0x" << std::hex << float_bits(x) << " is NaN but f16 is 0x" << got;
   }
   if (got == want) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "float bits 0x" << std::hex << float_bits(x) << " ("
-                                       << x << "): got 0x" << got << ", F16C gives 0x" << want;
+  return ::testing::AssertionFailure() << "float bits 0x" << std::hex << float_bits(x) << " (" << x
+                                       << "): got 0x" << got << ", F16C gives 0x" << want;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -113,9 +115,9 @@ TEST(DTypeF16, ToFloatKnownValues) {
   EXPECT_EQ(f16_to_float(0x3c00), 1.0f);
   EXPECT_EQ(f16_to_float(0xc000), -2.0f);
   EXPECT_EQ(f16_to_float(0x7bff), 65504.0f);
-  EXPECT_EQ(f16_to_float(0x0001), std::ldexp(1.0f, -24));   // smallest subnormal
+  EXPECT_EQ(f16_to_float(0x0001), std::ldexp(1.0f, -24));         // smallest subnormal
   EXPECT_EQ(f16_to_float(0x03ff), 1023 * std::ldexp(1.0f, -24));  // largest subnormal
-  EXPECT_EQ(f16_to_float(0x0400), std::ldexp(1.0f, -14));   // smallest normal
+  EXPECT_EQ(f16_to_float(0x0400), std::ldexp(1.0f, -14));         // smallest normal
   EXPECT_EQ(f16_to_float(0x3555), 0.333251953125f);
   EXPECT_EQ(f16_to_float(0x7c00), std::numeric_limits<float>::infinity());
   EXPECT_EQ(f16_to_float(0xfc00), -std::numeric_limits<float>::infinity());
@@ -168,16 +170,42 @@ TEST(DTypeF16, FromFloatBoundaries) {
   REQUIRE_F16C();
   const float inf = std::numeric_limits<float>::infinity();
   const float sub = std::ldexp(1.0f, -24);  // smallest subnormal half
-  const std::vector<float> xs = {
-      0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, -65504.0f, 65519.99f, 65520.0f, -65520.0f,
-      std::nextafter(65520.0f, 0.0f), 65536.0f, 1e10f, inf, -inf,
-      std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(),
-      std::numeric_limits<float>::min(), sub, sub / 2, std::nextafter(sub / 2, 1.0f),
-      std::nextafter(sub / 2, 0.0f), sub / 4, 1.5f * sub, 2.5f * sub, 3.5f * sub,
-      1023 * sub, 1023.5f * sub, std::nextafter(1023.5f * sub, 0.0f),
-      std::ldexp(1.0f, -14), std::nextafter(std::ldexp(1.0f, -14), 0.0f),
-      std::nextafter(std::ldexp(1.0f, -14), 1.0f), -sub / 2, -1.5f * sub,
-      std::ldexp(1.0f, -25), std::ldexp(1.0f, -26), std::ldexp(1.0f, -30)};
+  const std::vector<float> xs = {0.0f,
+                                 -0.0f,
+                                 1.0f,
+                                 -1.0f,
+                                 65504.0f,
+                                 -65504.0f,
+                                 65519.99f,
+                                 65520.0f,
+                                 -65520.0f,
+                                 std::nextafter(65520.0f, 0.0f),
+                                 65536.0f,
+                                 1e10f,
+                                 inf,
+                                 -inf,
+                                 std::numeric_limits<float>::max(),
+                                 std::numeric_limits<float>::denorm_min(),
+                                 std::numeric_limits<float>::min(),
+                                 sub,
+                                 sub / 2,
+                                 std::nextafter(sub / 2, 1.0f),
+                                 std::nextafter(sub / 2, 0.0f),
+                                 sub / 4,
+                                 1.5f * sub,
+                                 2.5f * sub,
+                                 3.5f * sub,
+                                 1023 * sub,
+                                 1023.5f * sub,
+                                 std::nextafter(1023.5f * sub, 0.0f),
+                                 std::ldexp(1.0f, -14),
+                                 std::nextafter(std::ldexp(1.0f, -14), 0.0f),
+                                 std::nextafter(std::ldexp(1.0f, -14), 1.0f),
+                                 -sub / 2,
+                                 -1.5f * sub,
+                                 std::ldexp(1.0f, -25),
+                                 std::ldexp(1.0f, -26),
+                                 std::ldexp(1.0f, -30)};
   for (float x : xs) EXPECT_TRUE(f16_matches_hw(x));
 
   // Hand-derived expectations (binary16: bias 15, 10 mantissa bits, max 65504).
@@ -193,11 +221,11 @@ TEST(DTypeF16, FromFloatBoundaries) {
   EXPECT_EQ(float_to_f16(sub / 2), 0x0000);  // tie between 0 and 1: even is 0
   EXPECT_EQ(float_to_f16(std::nextafter(sub / 2, 1.0f)), 0x0001);
   EXPECT_EQ(float_to_f16(-sub / 2), 0x8000);
-  EXPECT_EQ(float_to_f16(1.5f * sub), 0x0002);  // tie between 1 and 2
-  EXPECT_EQ(float_to_f16(2.5f * sub), 0x0002);  // tie between 2 and 3
+  EXPECT_EQ(float_to_f16(1.5f * sub), 0x0002);     // tie between 1 and 2
+  EXPECT_EQ(float_to_f16(2.5f * sub), 0x0002);     // tie between 2 and 3
   EXPECT_EQ(float_to_f16(1023.5f * sub), 0x0400);  // tie between largest subnormal and min normal
   EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -14)), 0x0400);
-  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie: 1.0 is even
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie: 1.0 is even
   EXPECT_EQ(float_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // tie: up to even
 }
 
@@ -217,7 +245,8 @@ TEST(DTypeF16, RoundTripsEveryHalf) {
   for (uint32_t h = 0; h <= 0xffffu; ++h) {
     if (f16_is_nan(static_cast<uint16_t>(h))) continue;
     const uint16_t back = float_to_f16(f16_to_float(static_cast<uint16_t>(h)));
-    if (back != h && ++failures <= 10) ADD_FAILURE() << std::hex << "half 0x" << h << " -> 0x" << back;
+    if (back != h && ++failures <= 10)
+      ADD_FAILURE() << std::hex << "half 0x" << h << " -> 0x" << back;
   }
   EXPECT_EQ(failures, 0);
 }
@@ -243,7 +272,8 @@ TEST(DTypeBF16, FromFloatMatchesReferenceOnSpreadBitPatterns) {
     const float x = bits_float(bits);
     const uint16_t got = float_to_bf16(x);
     if (std::isnan(x)) {
-      if ((!bf16_is_nan(got) || (got & 0x0040u) == 0 || (got & 0x8000u) != ((bits >> 16) & 0x8000u)) &&
+      if ((!bf16_is_nan(got) || (got & 0x0040u) == 0 ||
+           (got & 0x8000u) != ((bits >> 16) & 0x8000u)) &&
           ++failures <= 10)
         ADD_FAILURE() << std::hex << "NaN 0x" << bits << " -> 0x" << got;
       continue;
@@ -345,10 +375,12 @@ TEST(DTypeBulk, KernelConversionsMatchScalarAtEveryLevel) {
     std::vector<float> wide(all.size());
     kernels::convert(reinterpret_cast<const kernels::F16*>(all.data()), wide.data(), 65536);
     for (uint32_t k = 0; k < all.size(); ++k)
-      ASSERT_EQ(float_bits(wide[k]), float_bits(f16_to_float(all[k]))) << "half 0x" << std::hex << k;
+      ASSERT_EQ(float_bits(wide[k]), float_bits(f16_to_float(all[k])))
+          << "half 0x" << std::hex << k;
     kernels::convert(reinterpret_cast<const kernels::Bf16*>(all.data()), wide.data(), 65536);
     for (uint32_t k = 0; k < all.size(); ++k)
-      ASSERT_EQ(float_bits(wide[k]), float_bits(bf16_to_float(all[k]))) << "bf16 0x" << std::hex << k;
+      ASSERT_EQ(float_bits(wide[k]), float_bits(bf16_to_float(all[k])))
+          << "bf16 0x" << std::hex << k;
   });
 }
 
@@ -358,8 +390,11 @@ TEST(DTypeNames, NamesSizesAndParsing) {
     const char* name;
     size_t size;
   };
-  const Row rows[] = {{DType::f32, "f32", 4}, {DType::f16, "f16", 2}, {DType::bf16, "bf16", 2},
-                      {DType::i32, "i32", 4}, {DType::f64, "f64", 8}};
+  const Row rows[] = {{DType::f32, "f32", 4},
+                      {DType::f16, "f16", 2},
+                      {DType::bf16, "bf16", 2},
+                      {DType::i32, "i32", 4},
+                      {DType::f64, "f64", 8}};
   for (const Row& r : rows) {
     EXPECT_EQ(dtype_name(r.t), r.name);
     EXPECT_EQ(dtype_size(r.t), r.size) << r.name;

@@ -31,11 +31,13 @@ Config small_config() {
   return c;
 }
 
-std::vector<std::vector<int>> random_sequences(int n, int min_len, int max_len, int vocab, uint64_t seed) {
+std::vector<std::vector<int>> random_sequences(int n, int min_len, int max_len, int vocab,
+                                               uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::vector<int>> out;
   for (int i = 0; i < n; ++i) {
-    std::vector<int> s(static_cast<size_t>(min_len + static_cast<int>(rng() % static_cast<uint64_t>(max_len - min_len + 1))));
+    std::vector<int> s(static_cast<size_t>(
+        min_len + static_cast<int>(rng() % static_cast<uint64_t>(max_len - min_len + 1))));
     for (int& t : s) t = static_cast<int>(rng() % static_cast<uint64_t>(vocab));
     out.push_back(std::move(s));
   }
@@ -118,13 +120,16 @@ TEST(EvermindTrain, SeededRunIsReproducibleForAnyThreadCount) {
         first_losses = r.epoch_loss;
         EXPECT_LT(r.epoch_loss[1], r.epoch_loss[0]);
       } else if (!mixed) {
-        EXPECT_EQ(0, std::memcmp(first.data(), p.data(), p.size() * sizeof(float))) << "threads " << threads;
+        EXPECT_EQ(0, std::memcmp(first.data(), p.data(), p.size() * sizeof(float)))
+            << "threads " << threads;
         EXPECT_EQ(first_losses, r.epoch_loss);
       } else if (threads == 1) {
         first_mixed = p;
-        EXPECT_NE(0, std::memcmp(first.data(), p.data(), p.size() * sizeof(float)));  // fp16 rounding shows
+        EXPECT_NE(0, std::memcmp(first.data(), p.data(),
+                                 p.size() * sizeof(float)));  // fp16 rounding shows
       } else {
-        EXPECT_EQ(0, std::memcmp(first_mixed.data(), p.data(), p.size() * sizeof(float))) << "mixed, threads " << threads;
+        EXPECT_EQ(0, std::memcmp(first_mixed.data(), p.data(), p.size() * sizeof(float)))
+            << "mixed, threads " << threads;
       }
     }
   }
@@ -194,15 +199,29 @@ TEST(EvermindTrain, LossScaleGrowsAfterCleanSteps) {
 }
 
 TEST(EvermindTrain, Fp16RoundingMatchesTheDtypeConversions) {
-  std::vector<float> xs = {0.0f, -0.0f, 1.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e-8f, 2.98e-8f,
-                           6.0e-8f, 6.1e-5f, 3.0e38f, std::numeric_limits<float>::infinity(), 0.1f, 1.0f / 3};
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           65504.0f,
+                           65519.99f,
+                           65520.0f,
+                           -65520.0f,
+                           1e-8f,
+                           2.98e-8f,
+                           6.0e-8f,
+                           6.1e-5f,
+                           3.0e38f,
+                           std::numeric_limits<float>::infinity(),
+                           0.1f,
+                           1.0f / 3};
   std::mt19937 rng(7);
   for (int i = 0; i < 20000; ++i) {
     uint32_t u = rng();
     float f;
     std::memcpy(&f, &u, 4);
     if (std::isfinite(f)) xs.push_back(f);
-    xs.push_back(std::ldexp(static_cast<float>(rng() % 4096) + 0.5f, static_cast<int>(rng() % 40) - 35));
+    xs.push_back(
+        std::ldexp(static_cast<float>(rng() % 4096) + 0.5f, static_cast<int>(rng() % 40) - 35));
   }
   std::vector<float> src = xs, acc(xs.size(), 1.0f);
   kernels::accumulate_and_clear(acc.data(), src.data(), static_cast<int64_t>(xs.size()), true);
@@ -243,7 +262,8 @@ TEST(EvermindTrain, TinyShakespeareLossFallsBelow60PercentOfStart) {
   constexpr int kSeqLen = 64;
   const auto chunk = [&](size_t at) {
     std::vector<int> s(kSeqLen);
-    for (int i = 0; i < kSeqLen; ++i) s[static_cast<size_t>(i)] = static_cast<unsigned char>(text[at + static_cast<size_t>(i)]);
+    for (int i = 0; i < kSeqLen; ++i)
+      s[static_cast<size_t>(i)] = static_cast<unsigned char>(text[at + static_cast<size_t>(i)]);
     return s;
   };
   std::vector<std::vector<int>> train, held_out;
@@ -263,7 +283,8 @@ TEST(EvermindTrain, TinyShakespeareLossFallsBelow60PercentOfStart) {
   EvermindFitOptions o;  // default AdamW settings (lr 1e-3), aux loss 0.01
   o.accum_steps = 4;
   o.seed = 1;
-  o.threads = 1;  // (any thread count gives the same run; one keeps the test quick on a busy machine)
+  o.threads =
+      1;  // (any thread count gives the same run; one keeps the test quick on a busy machine)
   const EvermindFitResult r = fit(m, train, o);  // 80 optimizer steps of 4 × 64 bytes
   EXPECT_EQ(r.steps, 80);
   const double end = eval();

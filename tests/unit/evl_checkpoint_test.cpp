@@ -27,11 +27,11 @@ namespace tinylm {
 namespace {
 
 using io::EvlCheckpoint;
+using io::EvlPrecision;
 using test::bits_of;
 using test::expect_error;
 using test::file_bytes;
 using test::floats_from_bits;
-using io::EvlPrecision;
 
 void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
   test::write_text(path, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
@@ -68,9 +68,13 @@ std::vector<float> awkward_params(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<float> p(n);
   for (float& x : p) x = bits_float(static_cast<uint32_t>(rng()));  // any bit pattern at all
-  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(),
-                            -std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
-                            bits_float(0x7fc00123u), bits_float(0xff800001u) /* signalling NaN */};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::denorm_min(),
+                            -std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::infinity(),
+                            bits_float(0x7fc00123u),
+                            bits_float(0xff800001u) /* signalling NaN */};
   for (size_t i = 0; i < std::size(specials) && i < n; ++i) p[i] = specials[i];
   return p;
 }
@@ -97,17 +101,22 @@ TEST(EvlCheckpoint, ReadsThePythonWrittenF32File) {
 
 TEST(EvlCheckpoint, WritesTheSameBytesAsThePythonWriter) {
   const std::vector<float> base = floats_from_bits(test::evl_tiny()["base_bits"]);
-  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f32), file_bytes(test::evl_fixture("tiny_f32.evl")));
-  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f16), file_bytes(test::evl_fixture("tiny_f16.evl")));
+  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f32),
+            file_bytes(test::evl_fixture("tiny_f32.evl")));
+  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f16),
+            file_bytes(test::evl_fixture("tiny_f16.evl")));
 
   test::TempDir dir;
   const std::string path = dir.file("m.evl");
   EXPECT_EQ(io::save_evl(path, tiny_config(), base), test::evl_tiny()["crc_f32"].get<uint32_t>());
   EXPECT_EQ(file_bytes(path), file_bytes(test::evl_fixture("tiny_f32.evl")));
-  EXPECT_EQ(io::save_evl(path, tiny_config(), base, EvlPrecision::f16), test::evl_tiny()["crc_f16"].get<uint32_t>());
+  EXPECT_EQ(io::save_evl(path, tiny_config(), base, EvlPrecision::f16),
+            test::evl_tiny()["crc_f16"].get<uint32_t>());
   EXPECT_EQ(file_bytes(path), file_bytes(test::evl_fixture("tiny_f16.evl")));
-  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f32), file_bytes(test::evl_fixture("tiny_f32.evl")).size());
-  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f16), file_bytes(test::evl_fixture("tiny_f16.evl")).size());
+  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f32),
+            file_bytes(test::evl_fixture("tiny_f32.evl")).size());
+  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f16),
+            file_bytes(test::evl_fixture("tiny_f16.evl")).size());
 }
 
 TEST(EvlCheckpoint, F16IsRoundToNearestEvenOfEachValue) {
@@ -116,7 +125,8 @@ TEST(EvlCheckpoint, F16IsRoundToNearestEvenOfEachValue) {
   const EvlCheckpoint ck = io::load_evl(test::evl_fixture("tiny_f16.evl"));
   EXPECT_EQ(ck.precision, EvlPrecision::f16);
   EXPECT_EQ(ck.crc, test::evl_tiny()["crc_f16"].get<uint32_t>());
-  EXPECT_EQ(bits_of(ck.params), test::evl_tiny()["base_f16_widened_bits"].get<std::vector<uint32_t>>());
+  EXPECT_EQ(bits_of(ck.params),
+            test::evl_tiny()["base_f16_widened_bits"].get<std::vector<uint32_t>>());
   for (size_t i = 0; i < base.size(); ++i) {
     // Python's struct 'e' (round half to even) and ours agree value by value...
     EXPECT_EQ(float_to_f16(base[i]), python_f16[i]) << "param " << i;
@@ -226,18 +236,22 @@ TEST(EvlCheckpoint, ErrorsSayWhatIsWrong) {
   };
   expect_error([&] { io::decode_evl(sealed(0, 0x45564c31), "m.evl"); },
                {"m.evl: not an EVL0 checkpoint (magic 0x45564c31"});
-  expect_error([&] { io::decode_evl(sealed(4, 3), "m.evl"); }, {"m.evl: unsupported EVL0 version 3"});
+  expect_error([&] { io::decode_evl(sealed(4, 3), "m.evl"); },
+               {"m.evl: unsupported EVL0 version 3"});
   expect_error([&] { io::decode_evl(sealed(4, 0), "m.evl"); }, {"unsupported EVL0 version 0"});
   expect_error([&] { io::decode_evl(sealed(32, 3), "m.evl"); },
                {"m.evl: invalid configuration in header", "top_k"});
-  expect_error([&] { io::decode_evl(sealed(8, 0), "m.evl"); }, {"m.evl: invalid configuration", "vocab_size"});
-  expect_error([&] { io::decode_evl(sealed(8, 6), "m.evl"); }, {"m.evl: 796 bytes", "is 812 bytes", "truncated"});
+  expect_error([&] { io::decode_evl(sealed(8, 0), "m.evl"); },
+               {"m.evl: invalid configuration", "vocab_size"});
+  expect_error([&] { io::decode_evl(sealed(8, 6), "m.evl"); },
+               {"m.evl: 796 bytes", "is 812 bytes", "truncated"});
   expect_error([&] { io::decode_evl(sealed(8, 4), "m.evl"); }, {"is 780 bytes", "trailing bytes"});
   // Every shape field at its maximum: the size arithmetic overflows and is caught.
   std::vector<std::byte> huge(good.begin(), good.end() - io::kEvlTrailerBytes);
   for (size_t at = 8; at < 32; ++at) huge[at] = std::byte{0xff};
   io::append_evl_trailer(huge);
-  expect_error([&] { io::decode_evl(huge, "m.evl"); }, {"m.evl: header describes a model too large"});
+  expect_error([&] { io::decode_evl(huge, "m.evl"); },
+               {"m.evl: header describes a model too large"});
 
   std::vector<std::byte> flipped = good;
   flipped[100] ^= std::byte{1};
@@ -258,7 +272,8 @@ TEST(EvlCheckpoint, ConfigurationMismatchNamesEveryField) {
   other.top_k = 2;
   other.seed = 123;  // not stored, never compared
   expect_error([&] { io::load_evl(test::evl_fixture("tiny_f32.evl"), other); },
-               {"tiny_f32.evl: checkpoint does not match the model: d_model 4 (model 8), top_k 1 (model 2)"});
+               {"tiny_f32.evl: checkpoint does not match the model: d_model 4 (model 8), top_k 1 "
+                "(model 2)"});
   evermind::Config same = tiny_config();
   same.seed = 99;
   EXPECT_NO_THROW(io::load_evl(test::evl_fixture("tiny_f32.evl"), same));
@@ -287,8 +302,10 @@ TEST(EvlCheckpoint, WriterRejectsBadInputAndLeavesTheOldFile) {
 
   evermind::Config wide = tiny_config();
   wide.vocab_size = int64_t{1} << 32;  // valid, but the header field is a u32
-  expect_error([&] { io::encode_evl(wide, {}, EvlPrecision::f32); }, {"vocab_size 4294967296 does not fit"});
-  expect_error([&] { io::save_evl(dir.file("no/such/dir.evl"), tiny_config(), base); }, {"cannot write"});
+  expect_error([&] { io::encode_evl(wide, {}, EvlPrecision::f32); },
+               {"vocab_size 4294967296 does not fit"});
+  expect_error([&] { io::save_evl(dir.file("no/such/dir.evl"), tiny_config(), base); },
+               {"cannot write"});
   expect_error([&] { io::encode_evl(tiny_config(), base, static_cast<EvlPrecision>(7)); },
                {"unknown EVL0 precision 7"});
 }

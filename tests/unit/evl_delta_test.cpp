@@ -26,11 +26,11 @@ namespace tinylm {
 namespace {
 
 using io::EvlCheckpoint;
+using io::EvlPrecision;
 using test::bits_of;
 using test::expect_error;
 using test::file_bytes;
 using test::floats_from_bits;
-using io::EvlPrecision;
 
 evermind::Config small_config() {
   evermind::Config c;
@@ -75,8 +75,8 @@ TEST(EvlDelta, WritesTheSameBytesAsThePythonWriter) {
     EXPECT_EQ(s.rows_total, 47u);  // 188 parameters in rows of d_model = 4
     EXPECT_EQ(s.rows_exported, d["rows"].size());
     EXPECT_EQ(s.file_bytes, bytes.size());
-    const std::vector<uint64_t> rows = io::evl_changed_rows(
-        evermind::param_layout(base.config), 4, base.params, current, eps);
+    const std::vector<uint64_t> rows =
+        io::evl_changed_rows(evermind::param_layout(base.config), 4, base.params, current, eps);
     EXPECT_EQ(rows, d["rows"].get<std::vector<uint64_t>>());
   }
 }
@@ -95,13 +95,15 @@ TEST(EvlDelta, RowsWithinEpsKeepTheBaseValues) {
   const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
   const auto current = test::evl_tiny()["current_bits"].get<std::vector<uint32_t>>();
   const auto base_bits = test::evl_tiny()["base_bits"].get<std::vector<uint32_t>>();
-  const io::EvlDeltaApplied a = io::apply_evl_delta(base, test::evl_fixture("tiny_delta_eps0.01.evd"));
+  const io::EvlDeltaApplied a =
+      io::apply_evl_delta(base, test::evl_fixture("tiny_delta_eps0.01.evd"));
   const std::set<size_t> rows = {2, 5, 6, 7, 10, 20, 46};  // rows 0, 1, 11 change by <= 0.01
   EXPECT_EQ(a.rows_applied, rows.size());
   for (size_t i = 0; i < current.size(); ++i) {
     EXPECT_EQ(float_bits(a.params[i]), rows.count(i / 4) ? current[i] : base_bits[i]) << i;
   }
-  const io::EvlDeltaInfo info = io::read_evl_delta_info(test::evl_fixture("tiny_delta_eps0.01.evd"));
+  const io::EvlDeltaInfo info =
+      io::read_evl_delta_info(test::evl_fixture("tiny_delta_eps0.01.evd"));
   EXPECT_EQ(info.base_crc, base.crc);
   EXPECT_EQ(info.eps, 0.01f);
   EXPECT_EQ(info.rows_exported, 7u);
@@ -117,7 +119,8 @@ TEST(EvlDelta, RoundTripThroughFilesIsExact) {
   io::save_evl(base_path, c, base.params);
   std::vector<float> current = base.params;
   std::mt19937 rng(2);
-  for (size_t i = 0; i < current.size(); i += 1 + rng() % 97) current[i] += 1e-3f * static_cast<float>(rng() % 7);
+  for (size_t i = 0; i < current.size(); i += 1 + rng() % 97)
+    current[i] += 1e-3f * static_cast<float>(rng() % 7);
   current[3] = -current[3];
   current[100] = std::numeric_limits<float>::quiet_NaN();
   current.back() = std::numeric_limits<float>::infinity();
@@ -130,7 +133,8 @@ TEST(EvlDelta, RoundTripThroughFilesIsExact) {
   EXPECT_LT(s.rows_exported, s.rows_total);
   EXPECT_EQ(s.file_bytes, std::filesystem::file_size(delta_path));
   // Size: header, trailer, 8 bytes per run, the rows' values.
-  EXPECT_EQ(s.file_bytes, io::kEvlDeltaHeaderBytes + io::kEvlTrailerBytes + 8 * s.runs + 32 * s.rows_exported);
+  EXPECT_EQ(s.file_bytes,
+            io::kEvlDeltaHeaderBytes + io::kEvlTrailerBytes + 8 * s.runs + 32 * s.rows_exported);
 
   EXPECT_EQ(io::apply_evl_delta_to_file(base_path, delta_path, out_path), s.rows_exported);
   EXPECT_EQ(bits_of(io::load_evl(out_path, c).params), bits_of(current));
@@ -159,22 +163,26 @@ TEST(EvlDelta, EpsSelectsRowsByTheirLargestChange) {
     std::vector<uint64_t> want;
     for (size_t r = 0; r < rows; ++r) {
       float largest = 0;
-      for (size_t e = 8 * r; e < 8 * r + 8; ++e) largest = std::max(largest, std::fabs(current[e] - base.params[e]));
+      for (size_t e = 8 * r; e < 8 * r + 8; ++e)
+        largest = std::max(largest, std::fabs(current[e] - base.params[e]));
       if (eps == 0.0f ? largest > 0 : largest > eps) want.push_back(r);
     }
     io::EvlDeltaSummary s;
     const std::vector<std::byte> d = io::encode_evl_delta(base, current, eps, &s);
     EXPECT_EQ(s.rows_exported, want.size()) << eps;
-    EXPECT_EQ(io::evl_changed_rows(evermind::param_layout(c), 8, base.params, current, eps), want) << eps;
+    EXPECT_EQ(io::evl_changed_rows(evermind::param_layout(c), 8, base.params, current, eps), want)
+        << eps;
     const io::EvlDeltaApplied a = io::apply_evl_delta(base, d, "d.evd");
     const std::set<uint64_t> exported(want.begin(), want.end());
     for (size_t i = 0; i < current.size(); ++i) {
-      ASSERT_EQ(float_bits(a.params[i]), float_bits(exported.count(i / 8) ? current[i] : base.params[i]))
+      ASSERT_EQ(float_bits(a.params[i]),
+                float_bits(exported.count(i / 8) ? current[i] : base.params[i]))
           << "eps " << eps << " param " << i;
       ASSERT_LE(std::fabs(a.params[i] - current[i]), eps) << i;
     }
   }
-  expect_error([&] { io::encode_evl_delta(base, current, -1.0f); }, {"eps must be finite and >= 0"});
+  expect_error([&] { io::encode_evl_delta(base, current, -1.0f); },
+               {"eps must be finite and >= 0"});
   expect_error([&] { io::encode_evl_delta(base, current, std::nanf("")); }, {"eps"});
   // A NaN appearing is always a change, however large eps is.
   current = base.params;
@@ -203,7 +211,8 @@ TEST(EvlDelta, RowsAreDModelValuesOrSingleValuesWhereATensorDoesNotTile) {
   current[9] = 2;   // b, value 1: row 3
   current[13] = 2;  // c: row 5
   current[20] = 2;  // d, last value: row 11
-  EXPECT_EQ(io::evl_changed_rows(layout, 4, base, current, 0.0f), (std::vector<uint64_t>{1, 3, 5, 11}));
+  EXPECT_EQ(io::evl_changed_rows(layout, 4, base, current, 0.0f),
+            (std::vector<uint64_t>{1, 3, 5, 11}));
   expect_error([&] { io::evl_row_blocks(layout, 0); }, {"row width"});
 }
 
@@ -214,17 +223,24 @@ TEST(EvlDelta, AppliesOnlyToItsBase) {
   EvlCheckpoint other = base;
   other.params[0] += 1.0f;
   other = io::decode_evl(io::encode_evl(other.config, other.params), "other");
-  expect_error([&] { io::apply_evl_delta(other, d, "d.evd"); },
-               {"d.evd: made against a base checkpoint with CRC 0xce6670bb", "has CRC 0x", "wrong base"});
+  expect_error(
+      [&] { io::apply_evl_delta(other, d, "d.evd"); },
+      {"d.evd: made against a base checkpoint with CRC 0xce6670bb", "has CRC 0x", "wrong base"});
   // The same weights stored in f16 are another file, so another base.
-  expect_error([&] { io::apply_evl_delta(test::evl_fixture("tiny_f16.evl"), test::evl_fixture("tiny_delta_eps0.evd")); },
-               {"tiny_delta_eps0.evd: made against", "tiny_f16.evl has CRC", "wrong base"});
+  expect_error(
+      [&] {
+        io::apply_evl_delta(test::evl_fixture("tiny_f16.evl"),
+                            test::evl_fixture("tiny_delta_eps0.evd"));
+      },
+      {"tiny_delta_eps0.evd: made against", "tiny_f16.evl has CRC", "wrong base"});
   // Another model.
   const EvlCheckpoint big = random_checkpoint(small_config(), 4);
-  expect_error([&] { io::apply_evl_delta(big, d, "d.evd"); },
-               {"d.evd: made for a different model than the base checkpoint: vocab_size 5 (base 13)"});
+  expect_error(
+      [&] { io::apply_evl_delta(big, d, "d.evd"); },
+      {"d.evd: made for a different model than the base checkpoint: vocab_size 5 (base 13)"});
   // Current weights of the wrong size.
-  expect_error([&] { io::encode_evl_delta(base, std::vector<float>(10), 0.0f); }, {"current has 10"});
+  expect_error([&] { io::encode_evl_delta(base, std::vector<float>(10), 0.0f); },
+               {"current has 10"});
 }
 
 TEST(EvlDelta, EveryCorruptionAndTruncationIsDetected) {
@@ -236,11 +252,13 @@ TEST(EvlDelta, EveryCorruptionAndTruncationIsDetected) {
       std::vector<std::byte> bad = good;
       for (unsigned x = 1; x < 256; ++x) {
         bad[i] = good[i] ^ static_cast<std::byte>(x);
-        EXPECT_THROW(io::apply_evl_delta(base, bad, name), Error) << name << " byte " << i << " ^ " << x;
+        EXPECT_THROW(io::apply_evl_delta(base, bad, name), Error)
+            << name << " byte " << i << " ^ " << x;
       }
     }
     for (size_t n = 0; n < good.size(); ++n) {
-      EXPECT_THROW(io::apply_evl_delta(base, std::span<const std::byte>(good).first(n), name), Error)
+      EXPECT_THROW(io::apply_evl_delta(base, std::span<const std::byte>(good).first(n), name),
+                   Error)
           << name << " cut to " << n;
     }
   }
@@ -250,30 +268,40 @@ TEST(EvlDelta, StructuralErrorsSayWhatIsWrong) {
   const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
   const std::vector<std::byte> good = file_bytes(test::evl_fixture("tiny_delta_eps0.evd"));
   // eps0: 10 rows in 5 runs: {0,1,2} {5,6,7} {10,11} {20} {46}. The first run sits at byte 52.
-  const auto apply = [&](const std::vector<std::byte>& b) { io::apply_evl_delta(base, b, "d.evd"); };
-  expect_error([&] { apply(sealed(good, 0, 0x45564c30)); }, {"d.evd: not an EVD0 delta (magic 0x45564c30"});
+  const auto apply = [&](const std::vector<std::byte>& b) {
+    io::apply_evl_delta(base, b, "d.evd");
+  };
+  expect_error([&] { apply(sealed(good, 0, 0x45564c30)); },
+               {"d.evd: not an EVD0 delta (magic 0x45564c30"});
   expect_error([&] { apply(sealed(good, 4, 2)); }, {"d.evd: unsupported EVD0 version 2"});
   expect_error([&] { apply(sealed(good, 40, float_bits(-1.0f))); }, {"d.evd: eps must be finite"});
-  expect_error([&] { apply(sealed(good, 44, 11)); }, {"d.evd: runs hold 10 rows, the header says 11"});
+  expect_error([&] { apply(sealed(good, 44, 11)); },
+               {"d.evd: runs hold 10 rows, the header says 11"});
   expect_error([&] { apply(sealed(good, 44, 1000)); }, {"do not fit", "truncated"});
   expect_error([&] { apply(sealed(good, 48, 11)); }, {"11 runs cannot hold 10 rows"});
   expect_error([&] { apply(sealed(good, 48, 4)); }, {"bytes after the last run"});
-  expect_error([&] { apply(sealed(good, 52, 45)); }, {"d.evd: run 0 (rows 45..47) exceeds the model's 47 rows"});
-  expect_error([&] { apply(sealed(good, 56, 40)); }, {"d.evd: run 0 (160 values) lies past the end"});
+  expect_error([&] { apply(sealed(good, 52, 45)); },
+               {"d.evd: run 0 (rows 45..47) exceeds the model's 47 rows"});
+  expect_error([&] { apply(sealed(good, 56, 40)); },
+               {"d.evd: run 0 (160 values) lies past the end"});
   expect_error([&] { apply(sealed(good, 56, 0)); }, {"d.evd: run 0 is empty"});
   // Run 1 starts at byte 52 + 8 + 3 rows · 16 bytes = 108; moving it onto run 0 overlaps.
   expect_error([&] { apply(sealed(good, 108, 2)); }, {"d.evd: run 1 (row 2) overlaps or precedes"});
-  expect_error([&] { apply(sealed(good, 108, 45)); }, {"d.evd: run 1 (rows 45..47) exceeds the model's 47 rows"});
-  expect_error([&] { apply(sealed(good, 8, 6)); }, {"made for a different model", "vocab_size 6 (base 5)"});
+  expect_error([&] { apply(sealed(good, 108, 45)); },
+               {"d.evd: run 1 (rows 45..47) exceeds the model's 47 rows"});
+  expect_error([&] { apply(sealed(good, 8, 6)); },
+               {"made for a different model", "vocab_size 6 (base 5)"});
   std::vector<std::byte> flipped = good;
   flipped[70] ^= std::byte{4};
   expect_error([&] { apply(flipped); }, {"d.evd: CRC-32 mismatch"});
   expect_error([&] { apply(std::vector<std::byte>(good.begin(), good.begin() + 30)); },
                {"d.evd: 30 bytes is shorter than an EVD0 header"});
-  expect_error([&] { io::apply_evl_delta(base, std::string("/nonexistent/d.evd")); }, {"/nonexistent/d.evd: cannot open"});
+  expect_error([&] { io::apply_evl_delta(base, std::string("/nonexistent/d.evd")); },
+               {"/nonexistent/d.evd: cannot open"});
   // A checkpoint is not a delta.
-  expect_error([&] { io::apply_evl_delta(base, file_bytes(test::evl_fixture("tiny_f32.evl")), "m.evl"); },
-               {"m.evl: not an EVD0 delta"});
+  expect_error(
+      [&] { io::apply_evl_delta(base, file_bytes(test::evl_fixture("tiny_f32.evl")), "m.evl"); },
+      {"m.evl: not an EVD0 delta"});
 }
 
 }  // namespace

@@ -21,7 +21,9 @@ inline std::vector<std::byte> file_bytes(const std::string& path) {
   return {p, p + s.size()};
 }
 
-inline std::string evl_fixture(const std::string& name) { return source_path("tests/fixtures/evl/" + name); }
+inline std::string evl_fixture(const std::string& name) {
+  return source_path("tests/fixtures/evl/" + name);
+}
 
 // tests/fixtures/evl/tiny.json: the configuration, parameters as bit patterns, CRCs.
 inline const nlohmann::json& evl_tiny() {

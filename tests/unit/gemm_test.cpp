@@ -3,6 +3,8 @@
 //   |C - ref| <= (K + 2)·u·(|alpha|·Σ_k |a_ik·b_kj| + |beta·c_ij|),  u = 2^-24,
 // plus the BLAS rules around it: beta = 0 never reads C (NaNs), alpha = 0 / K = 0 never read A
 // or B, padding between rows (ld > width) is left untouched, bad strides throw.
+#include "tinylm/kernels/matmul/gemm.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +17,6 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/kernels/matmul/gemm.h"
 
 namespace tinylm::kernels {
 namespace {
@@ -73,9 +74,9 @@ std::vector<Bf16> to_bf16(const std::vector<float>& v) {
 // the padding of C is untouched.
 void run_and_check(const Problem& p, bool bf16, uint64_t seed = 1) {
   SCOPED_TRACE(::testing::Message() << (bf16 ? "bf16" : "f32") << " ta=" << (p.ta == Trans::Yes)
-                                    << " tb=" << (p.tb == Trans::Yes) << " M=" << p.M << " N=" << p.N
-                                    << " K=" << p.K << " pad=" << p.pad << " alpha=" << p.alpha
-                                    << " beta=" << p.beta << " nan_c=" << p.nan_c);
+                                    << " tb=" << (p.tb == Trans::Yes) << " M=" << p.M
+                                    << " N=" << p.N << " K=" << p.K << " pad=" << p.pad << " alpha="
+                                    << p.alpha << " beta=" << p.beta << " nan_c=" << p.nan_c);
   const std::vector<float> A = random_matrix(p.a_rows(), p.a_cols(), p.lda(), seed * 3 + 1, bf16);
   const std::vector<float> B = random_matrix(p.b_rows(), p.b_cols(), p.ldb(), seed * 3 + 2, bf16);
   std::vector<float> C = random_matrix(p.M, p.N, p.ldc(), seed * 3 + 3, false);
@@ -87,11 +88,11 @@ void run_and_check(const Problem& p, bool bf16, uint64_t seed = 1) {
 
   if (bf16) {
     const std::vector<Bf16> Ab = to_bf16(A), Bb = to_bf16(B);
-    gemm(p.ta, p.tb, p.M, p.N, p.K, p.alpha, Ab.data(), p.lda(), Bb.data(), p.ldb(), p.beta, C.data(),
-              p.ldc());
+    gemm(p.ta, p.tb, p.M, p.N, p.K, p.alpha, Ab.data(), p.lda(), Bb.data(), p.ldb(), p.beta,
+         C.data(), p.ldc());
   } else {
     gemm(p.ta, p.tb, p.M, p.N, p.K, p.alpha, A.data(), p.lda(), B.data(), p.ldb(), p.beta, C.data(),
-             p.ldc());
+         p.ldc());
   }
 
   const double u = std::ldexp(1.0, -24);
@@ -106,14 +107,18 @@ void run_and_check(const Problem& p, bool bf16, uint64_t seed = 1) {
       }
       const double c0 = p.beta == 0.0f ? 0.0 : static_cast<double>(C0[i * p.ldc() + j]);
       const double ref = p.alpha * dot + p.beta * c0;
-      const double tol = (static_cast<double>(p.K) + 2) * u * (std::fabs(p.alpha) * mag + std::fabs(p.beta * c0)) + 1e-30;
+      const double tol =
+          (static_cast<double>(p.K) + 2) * u * (std::fabs(p.alpha) * mag + std::fabs(p.beta * c0)) +
+          1e-30;
       const float got = C[i * p.ldc() + j];
       if (!(std::fabs(got - ref) <= tol) && bad++ < 5) {
-        ADD_FAILURE() << "C[" << i << "," << j << "] = " << got << ", reference " << ref << ", tolerance " << tol;
+        ADD_FAILURE() << "C[" << i << "," << j << "] = " << got << ", reference " << ref
+                      << ", tolerance " << tol;
       }
     }
     for (int64_t j = p.N; j < p.ldc(); ++j) {
-      if (C[i * p.ldc() + j] != kSentinel && bad++ < 5) ADD_FAILURE() << "padding C[" << i << "," << j << "] changed";
+      if (C[i * p.ldc() + j] != kSentinel && bad++ < 5)
+        ADD_FAILURE() << "padding C[" << i << "," << j << "] changed";
     }
   }
   EXPECT_EQ(bad, 0);
@@ -122,7 +127,8 @@ void run_and_check(const Problem& p, bool bf16, uint64_t seed = 1) {
 const Trans kNo = Trans::No, kYes = Trans::Yes;
 
 // All four transpose combinations over odd sizes, with and without padded strides.
-class GemmShapes : public ::testing::TestWithParam<std::tuple<bool, bool, std::tuple<int, int, int>, int>> {};
+class GemmShapes
+    : public ::testing::TestWithParam<std::tuple<bool, bool, std::tuple<int, int, int>, int>> {};
 
 TEST_P(GemmShapes, F32MatchesDoubleReference) {
   const auto [ta, tb, mnk, pad] = GetParam();
@@ -203,7 +209,8 @@ TEST(GemmBf16, AlphaBetaVariants) {
 
 // beta = 0 overwrites C without reading it: NaNs there must not survive, in any size class.
 TEST(GemmF32, BetaZeroIgnoresNaNsInC) {
-  for (auto [M, N, K] : {std::tuple{1, 1, 1}, std::tuple{7, 33, 257}, std::tuple{64, 64, 64}, std::tuple{130, 520, 300}}) {
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, std::tuple{7, 33, 257}, std::tuple{64, 64, 64},
+                         std::tuple{130, 520, 300}}) {
     run_and_check({kNo, kNo, M, N, K, 0, 1.0f, 0.0f, true}, false);
     run_and_check({kYes, kYes, M, N, K, 1, 0.5f, 0.0f, true}, false);
   }
@@ -252,8 +259,9 @@ TEST(GemmF32, DeterministicForFixedThreadCount) {
   const int saved = num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
-    for (auto [ta, tb, M, N, K] : {std::tuple{kNo, kNo, 256, 768, 768}, std::tuple{kYes, kNo, 768, 768, 256},
-                                   std::tuple{kNo, kYes, 256, 1031, 768}, std::tuple{kNo, kYes, 64, 64, 64}}) {
+    for (auto [ta, tb, M, N, K] :
+         {std::tuple{kNo, kNo, 256, 768, 768}, std::tuple{kYes, kNo, 768, 768, 256},
+          std::tuple{kNo, kYes, 256, 1031, 768}, std::tuple{kNo, kYes, 64, 64, 64}}) {
       const Problem p{ta, tb, M, N, K};
       const std::vector<float> A = random_matrix(p.a_rows(), p.a_cols(), p.lda(), 7, false);
       const std::vector<float> B = random_matrix(p.b_rows(), p.b_cols(), p.ldb(), 8, false);
@@ -262,11 +270,14 @@ TEST(GemmF32, DeterministicForFixedThreadCount) {
       for (bool bf16 : {false, true}) {
         for (int rep = 0; rep < 3; ++rep) {
           std::vector<float>& C = rep == 0 ? first : again;
-          if (bf16) gemm(ta, tb, M, N, K, 1.0f, Ab.data(), p.lda(), Bb.data(), p.ldb(), 0.0f, C.data(), N);
-          else gemm(ta, tb, M, N, K, 1.0f, A.data(), p.lda(), B.data(), p.ldb(), 0.0f, C.data(), N);
+          if (bf16)
+            gemm(ta, tb, M, N, K, 1.0f, Ab.data(), p.lda(), Bb.data(), p.ldb(), 0.0f, C.data(), N);
+          else
+            gemm(ta, tb, M, N, K, 1.0f, A.data(), p.lda(), B.data(), p.ldb(), 0.0f, C.data(), N);
           if (rep > 0) {
             EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0)
-                << "threads=" << threads << " bf16=" << bf16 << " M=" << M << " N=" << N << " K=" << K;
+                << "threads=" << threads << " bf16=" << bf16 << " M=" << M << " N=" << N
+                << " K=" << K;
           }
           EXPECT_EQ(num_threads(), threads);  // small products run serially, then restore it
         }
@@ -281,17 +292,18 @@ TEST(GemmF32, DeterministicForFixedThreadCount) {
 TEST(GemmF32, InsideParallelRegionMatchesOneThread) {
   const int saved = num_threads();
   const int64_t heads = 4, T = 64, hd = 64, ld = 3 * 768;
-  const std::vector<float> q = random_matrix(T, ld, ld, 11, false), k = random_matrix(T, ld, ld, 12, false);
+  const std::vector<float> q = random_matrix(T, ld, ld, 11, false),
+                           k = random_matrix(T, ld, ld, 12, false);
   std::vector<float> nested(static_cast<size_t>(heads * T * T)), serial(nested.size());
   set_num_threads(1);
   for (int64_t h = 0; h < heads; ++h) {
     gemm(kNo, kYes, T, T, hd, 0.125f, q.data() + h * hd, ld, k.data() + h * hd, ld, 0.0f,
-             serial.data() + h * T * T, T);
+         serial.data() + h * T * T, T);
   }
   set_num_threads(2);
   parallel_for(0, heads, 1, [&](int64_t h) {
     gemm(kNo, kYes, T, T, hd, 0.125f, q.data() + h * hd, ld, k.data() + h * hd, ld, 0.0f,
-             nested.data() + h * T * T, T);
+         nested.data() + h * T * T, T);
   });
   set_num_threads(saved);
   EXPECT_EQ(std::memcmp(nested.data(), serial.data(), nested.size() * sizeof(float)), 0);

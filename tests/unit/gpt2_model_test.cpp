@@ -35,7 +35,8 @@ Model load(const std::string& weights, DType dtype) {
 }
 
 std::vector<double> reference_logits(const std::string& name) {
-  const auto f = io::SafetensorsFile::open(test::source_path(kDir + "/expected_logits.safetensors"));
+  const auto f =
+      io::SafetensorsFile::open(test::source_path(kDir + "/expected_logits.safetensors"));
   return f.read_f64(name);
 }
 
@@ -66,8 +67,8 @@ TEST_P(Gpt2Logits, FullSequenceMatchesPyTorch) {
   std::vector<float> logits(tokens.size() * m.config().vocab_size);
   m.forward(tokens, cache, logits, true);
   const double diff = max_abs_diff(logits, reference_logits(p.reference));
-  std::printf("[%s from %s] max |logit - reference| = %.3g\n", std::string(dtype_name(p.dtype)).c_str(),
-              p.weights, diff);
+  std::printf("[%s from %s] max |logit - reference| = %.3g\n",
+              std::string(dtype_name(p.dtype)).c_str(), p.weights, diff);
   EXPECT_LT(diff, p.tolerance);
 }
 
@@ -264,8 +265,8 @@ TEST(Gpt2Perplexity, SlidingWindowsMatchPyTorch) {
   Model m = load("model.safetensors", DType::f32);
   for (const char* key : {"perplexity", "perplexity_nonoverlap"}) {
     const auto p = expected()[key];
-    const generate::PerplexityResult r = generate::perplexity(m, ints(p["tokens"]), p["context"].get<int>(),
-                                                              p["stride"].get<int>());
+    const generate::PerplexityResult r =
+        generate::perplexity(m, ints(p["tokens"]), p["context"].get<int>(), p["stride"].get<int>());
     EXPECT_EQ(r.count, p["count"].get<int64_t>()) << key;
     EXPECT_NEAR(r.mean_nll(), num(p["mean_nll"]), 1e-5) << key;
     EXPECT_NEAR(r.perplexity(), num(p["ppl"]), 1e-4 * num(p["ppl"])) << key;
@@ -296,18 +297,21 @@ TEST(Gpt2Checkpoint, ErrorsNameTheFileAndTheTensor) {
       ts.push_back({e.name, "F32", {10}, std::as_bytes(std::span(wrong))});
       continue;
     }
-    ts.push_back({e.name, "F32", e.shape, std::as_bytes(std::span(ck.params).subspan(e.offset, e.numel))});
+    ts.push_back(
+        {e.name, "F32", e.shape, std::as_bytes(std::span(ck.params).subspan(e.offset, e.numel))});
   }
   std::filesystem::copy_file(test::source_path(kDir + "/config.json"), dir.file("config.json"));
   io::write_safetensors(dir.file("model.safetensors"), ts, {});
   test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"h.1.ln_2.bias"});
-  ts.erase(std::remove_if(ts.begin(), ts.end(), [](const auto& t) { return t.name == "ln_f.weight"; }),
-           ts.end());
+  ts.erase(
+      std::remove_if(ts.begin(), ts.end(), [](const auto& t) { return t.name == "ln_f.weight"; }),
+      ts.end());
   // Bad configurations.
   test::write_text(dir.file("config.json"), R"({"vocab_size": 1000, "n_positions": 64, "n_embd": 64,
     "n_layer": 2, "n_head": 4, "activation_function": "relu"})");
   test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"activation_function"});
-  test::write_text(dir.file("config.json"), R"({"vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4})");
+  test::write_text(dir.file("config.json"),
+                   R"({"vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4})");
   test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"n_ctx"});
   test::write_text(dir.file("config.json"), R"({"vocab_size": 1000, "n_positions": 64, "n_embd": 64,
     "n_layer": 2, "n_head": 5})");

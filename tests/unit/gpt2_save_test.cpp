@@ -52,7 +52,8 @@ TEST_P(Gpt2SaveLike, KeepsNamesDtypesBuffersAndRoundTrips) {
 
   const Gpt2Checkpoint back = load_gpt2(out, dir.file("config.json"));
   ASSERT_EQ(back.params.size(), ck.params.size());
-  const io::SafetensorsEntry* wte = a.find("wte.weight") ? a.find("wte.weight") : a.find("transformer.wte.weight");
+  const io::SafetensorsEntry* wte =
+      a.find("wte.weight") ? a.find("wte.weight") : a.find("transformer.wte.weight");
   ASSERT_NE(wte, nullptr);
   const bool f32 = wte->dtype == "F32";
   for (size_t i = 0; i < ck.params.size(); ++i) {
@@ -62,14 +63,17 @@ TEST_P(Gpt2SaveLike, KeepsNamesDtypesBuffersAndRoundTrips) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, Gpt2SaveLike,
-                         ::testing::Values("model.safetensors", "model_bf16.safetensors", "model_prefixed.safetensors"));
+                         ::testing::Values("model.safetensors", "model_bf16.safetensors",
+                                           "model_prefixed.safetensors"));
 
 TEST(Gpt2SaveLike, RejectsAFileWithoutTheModel) {
   test::TempDir dir;
   const std::string in = stage(dir, "model.safetensors");
   Gpt2Checkpoint ck = load_gpt2(in);
-  const std::string other = test::source_path("tests/fixtures/gpt2/tiny/expected_logits.safetensors");
-  EXPECT_THROW(save_gpt2_weights_like(other, dir.file("x.safetensors"), ck.config, ck.params), Error);
+  const std::string other =
+      test::source_path("tests/fixtures/gpt2/tiny/expected_logits.safetensors");
+  EXPECT_THROW(save_gpt2_weights_like(other, dir.file("x.safetensors"), ck.config, ck.params),
+               Error);
   EXPECT_FALSE(fs::exists(dir.file("x.safetensors")));
 }
 

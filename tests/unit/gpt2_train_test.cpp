@@ -1,6 +1,8 @@
 // GPT-2 training against PyTorch fixtures (tools/gen_gpt2_train_fixtures.py: the tiny model of
 // tests/fixtures/gpt2/tiny, a 4 x 65 token grid, float32 autograd), plus dropout, mixed
 // precision, loss scaling and the train_step options.
+#include "tinylm/train/gpt2_train.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +19,6 @@
 #include "tinylm/models/gpt2/trainer.h"
 #include "tinylm/optim/clip.h"
 #include "tinylm/train/gpt2_checkpoint.h"
-#include "tinylm/train/gpt2_train.h"
 
 namespace tinylm::train {
 namespace {
@@ -40,10 +41,13 @@ struct Fixture {
 
  private:
   Fixture()
-      : model(load_gpt2(test::source_path(kTiny + "/model.safetensors"), test::source_path(kTiny + "/config.json"))),
-        expected(nlohmann::json::parse(test::read_text(test::source_path(kTrain + "/expected.json")))),
+      : model(load_gpt2(test::source_path(kTiny + "/model.safetensors"),
+                        test::source_path(kTiny + "/config.json"))),
+        expected(
+            nlohmann::json::parse(test::read_text(test::source_path(kTrain + "/expected.json")))),
         tensors(io::SafetensorsFile::open(test::source_path(kTrain + "/expected.safetensors"))) {
-    const auto grid = nlohmann::json::parse(test::read_text(test::source_path(kTrain + "/tokens.json")))["ids"];
+    const auto grid =
+        nlohmann::json::parse(test::read_text(test::source_path(kTrain + "/tokens.json")))["ids"];
     for (const auto& row : grid) {
       for (size_t t = 0; t + 1 < row.size(); ++t) {
         inputs.push_back(row[t].get<int32_t>());
@@ -68,7 +72,8 @@ double rel_norm_diff(std::span<const float> a, std::span<const float> b) {
 }
 
 // The worst per-tensor relative error of grads against the fixture's PyTorch gradients.
-double worst_grad_error(const ParamLayout& layout, std::span<const float> grads, std::string* worst_name = nullptr) {
+double worst_grad_error(const ParamLayout& layout, std::span<const float> grads,
+                        std::string* worst_name = nullptr) {
   const Fixture& fx = Fixture::get();
   double worst = 0;
   for (const ParamEntry& e : layout.entries()) {
@@ -90,11 +95,13 @@ TEST(Gpt2Train, LossLogitsAndEveryGradientMatchPyTorch) {
   // per-position losses and batch row 1's logits
   const auto& pos = fx.expected["position_losses_f32"];
   ASSERT_EQ(trainer.position_losses().size(), pos.size());
-  for (size_t i = 0; i < pos.size(); ++i) EXPECT_NEAR(trainer.position_losses()[i], num(pos[i]), 2e-5) << i;
+  for (size_t i = 0; i < pos.size(); ++i)
+    EXPECT_NEAR(trainer.position_losses()[i], num(pos[i]), 2e-5) << i;
   const std::vector<float> ref_logits = fx.tensors.read_f32("logits.row1", {64, 1000});
   const auto row1 = trainer.logits().subspan(64 * 1000, 64 * 1000);
   double max_diff = 0;
-  for (size_t i = 0; i < ref_logits.size(); ++i) max_diff = std::max(max_diff, std::abs(double(row1[i]) - ref_logits[i]));
+  for (size_t i = 0; i < ref_logits.size(); ++i)
+    max_diff = std::max(max_diff, std::abs(double(row1[i]) - ref_logits[i]));
   EXPECT_LT(max_diff, 1e-5);  // logits of magnitude ~0.5; measured ~1e-7
   std::vector<float> grads(trainer.num_params(), 0.0f);
   trainer.backward(grads);
@@ -115,7 +122,8 @@ TEST(Gpt2Train, SgdTrajectoriesMatchPyTorch) {
       EXPECT_TRUE(r.applied);
       EXPECT_EQ(r.scale, 1.0);
       // f32 rounding differences grow slowly over the steps; measured <= 3e-7 relative
-      EXPECT_NEAR(r.loss, num(losses[i]), 1e-5 * num(losses[i])) << "lr " << lr_text << " step " << i + 1;
+      EXPECT_NEAR(r.loss, num(losses[i]), 1e-5 * num(losses[i]))
+          << "lr " << lr_text << " step " << i + 1;
       worst = std::max(worst, std::abs(r.loss - num(losses[i])) / num(losses[i]));
     }
     std::printf("[ f32 ] 5 SGD steps at lr %s: worst loss rel err %.2e\n", lr_text.c_str(), worst);
@@ -136,7 +144,8 @@ TEST(Gpt2Train, ForwardIsRepeatableAndLogitsAreF32) {
 }
 
 // Runs forward + backward and returns (loss, grads).
-std::pair<float, std::vector<float>> loss_and_grads(gpt2::Trainer& trainer, std::span<const float> params,
+std::pair<float, std::vector<float>> loss_and_grads(gpt2::Trainer& trainer,
+                                                    std::span<const float> params,
                                                     gpt2::DropoutKey key, float scale = 1.0f) {
   const Fixture& fx = Fixture::get();
   const float loss = trainer.forward(params, fx.inputs, fx.targets, key);
@@ -172,7 +181,8 @@ TEST(Gpt2Train, DropoutRateZeroIsExactlyNoDropout) {
 
 TEST(Gpt2Train, DropoutSameSeedSameRunDifferentSeedOrStepDiffers) {
   const Fixture& fx = Fixture::get();
-  gpt2::Trainer a(fx.model.config, options(DType::f32, 0.1f)), b(fx.model.config, options(DType::f32, 0.1f));
+  gpt2::Trainer a(fx.model.config, options(DType::f32, 0.1f)),
+      b(fx.model.config, options(DType::f32, 0.1f));
   const auto [la, ga] = loss_and_grads(a, fx.model.params, {123, 4});
   const auto [lb, gb] = loss_and_grads(b, fx.model.params, {123, 4});
   EXPECT_EQ(la, lb);
@@ -183,7 +193,8 @@ TEST(Gpt2Train, DropoutSameSeedSameRunDifferentSeedOrStepDiffers) {
   std::vector<float> pa = fx.model.params, pb = fx.model.params;
   Gpt2TrainState sa(a, {.lr = 0.1, .seed = 7}), sb(b, {.lr = 0.1, .seed = 7});
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(train_step(a, pa, sa, fx.inputs, fx.targets).loss, train_step(b, pb, sb, fx.inputs, fx.targets).loss);
+    EXPECT_EQ(train_step(a, pa, sa, fx.inputs, fx.targets).loss,
+              train_step(b, pb, sb, fx.inputs, fx.targets).loss);
   }
   EXPECT_TRUE(pa == pb);
 }
@@ -203,7 +214,8 @@ TEST(Gpt2Train, DropoutMasksDoNotDependOnThreadCount) {
     const float u = static_cast<float>(w[static_cast<size_t>(e % 4)] >> 8) * (1.0f / 16777216.0f);
     ASSERT_EQ(one[e], u >= 0.1f ? 1 : 0) << e;
   }
-  EXPECT_NEAR(static_cast<double>(std::count(one.begin(), one.end(), 0)) / static_cast<double>(n), 0.1, 0.001);
+  EXPECT_NEAR(static_cast<double>(std::count(one.begin(), one.end(), 0)) / static_cast<double>(n),
+              0.1, 0.001);
   // a whole forward with dropout: the same masks at 1 and 2 threads
   const Fixture& fx = Fixture::get();
   gpt2::Trainer t(fx.model.config, options(DType::f32, 0.2f));
@@ -267,16 +279,21 @@ TEST_P(Gpt2HalfCompute, LossAndGradientsTrackF32) {
   const std::vector<float> ref_logits = fx.tensors.read_f32("logits.row1", {64, 1000});
   double max_diff = 0;
   for (size_t i = 0; i < ref_logits.size(); ++i) {
-    max_diff = std::max(max_diff, std::abs(double(trainer.logits()[64 * 1000 + i]) - ref_logits[i]));
+    max_diff =
+        std::max(max_diff, std::abs(double(trainer.logits()[64 * 1000 + i]) - ref_logits[i]));
   }
   EXPECT_LT(max_diff, p.dtype == DType::bf16 ? 2e-2 : 2e-3);
   std::printf("[ %s ] loss rel err %.2e, worst grad rel err %.2e (%s), max logit diff %.2e\n",
-              std::string(dtype_name(p.dtype)).c_str(), std::abs(r.loss - ref) / ref, worst, name.c_str(), max_diff);
+              std::string(dtype_name(p.dtype)).c_str(), std::abs(r.loss - ref) / ref, worst,
+              name.c_str(), max_diff);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Gpt2HalfCompute,
-                         ::testing::Values(HalfCase{DType::bf16, 1e-4, 2e-2}, HalfCase{DType::f16, 2e-5, 5e-3}),
-                         [](const ::testing::TestParamInfo<HalfCase>& c) { return std::string(dtype_name(c.param.dtype)); });
+                         ::testing::Values(HalfCase{DType::bf16, 1e-4, 2e-2},
+                                           HalfCase{DType::f16, 2e-5, 5e-3}),
+                         [](const ::testing::TestParamInfo<HalfCase>& c) {
+                           return std::string(dtype_name(c.param.dtype));
+                         });
 
 TEST(Gpt2Train, HalfComputeTrajectoriesTrackF32) {
   const Fixture& fx = Fixture::get();
@@ -292,7 +309,8 @@ TEST(Gpt2Train, HalfComputeTrajectoriesTrackF32) {
       worst = std::max(worst, std::abs(r.loss - num(ref[i])) / num(ref[i]));
       EXPECT_NEAR(r.loss, num(ref[i]), 1e-3 * num(ref[i])) << dtype_name(dt) << " step " << i + 1;
     }
-    std::printf("[ %s ] 5 SGD steps at lr 0.5: worst loss rel err %.2e\n", std::string(dtype_name(dt)).c_str(), worst);
+    std::printf("[ %s ] 5 SGD steps at lr 0.5: worst loss rel err %.2e\n",
+                std::string(dtype_name(dt)).c_str(), worst);
   }
 }
 
@@ -302,7 +320,8 @@ TEST(Gpt2Train, F16ScalerSkipsOverflowingStepsAndRecovers) {
   std::vector<float> params = fx.model.params;
   // A scale of 2^40 makes the scaled output gradients overflow f16 (max 65504) where they
   // enter the head's matrix product: inf gradients, skipped steps, halving scales.
-  Gpt2TrainState state(trainer, {.lr = 0.5, .scaler = {.initial_scale = 0x1p40, .growth_interval = 3}});
+  Gpt2TrainState state(trainer,
+                       {.lr = 0.5, .scaler = {.initial_scale = 0x1p40, .growth_interval = 3}});
   double scale = 0x1p40;
   int skipped = 0;
   Gpt2StepResult r;
@@ -357,7 +376,8 @@ TEST(Gpt2Train, AdamWAndClippingAreTheOptimPiecesOnTheGradients) {
   const optim::AdamConfig adam{.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
   gpt2::Trainer trainer(fx.model.config, options());
   std::vector<float> params = fx.model.params;
-  Gpt2TrainState state(trainer, {.optimizer = Gpt2Optimizer::adamw, .lr = 1e-3, .adam = adam, .clip_norm = 0.05});
+  Gpt2TrainState state(
+      trainer, {.optimizer = Gpt2Optimizer::adamw, .lr = 1e-3, .adam = adam, .clip_norm = 0.05});
   // the same by hand: gradients, clip, Adam with decoupled weight decay
   std::vector<float> manual = fx.model.params;
   optim::Adam<float> opt(manual.size(), adam);

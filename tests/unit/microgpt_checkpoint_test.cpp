@@ -41,7 +41,8 @@ microgpt::Config small_config() {
 std::unique_ptr<microgpt::Model> distinct_model(const microgpt::Config& c) {
   auto model = microgpt::make_model(c, microgpt::Engine::tensor);
   const std::span<double> p = model->params();
-  for (size_t i = 0; i < p.size(); ++i) p[i] = 0.08 * std::sin(0.37 * static_cast<double>(i) + 0.11) + 1e-3 * i;
+  for (size_t i = 0; i < p.size(); ++i)
+    p[i] = 0.08 * std::sin(0.37 * static_cast<double>(i) + 0.11) + 1e-3 * i;
   p[0] = -0.0;
   p[1] = std::numeric_limits<double>::denorm_min();
   p[2] = std::nextafter(1.0, 2.0);
@@ -187,7 +188,8 @@ TEST_F(MicrogptCheckpoint, MissingFormatMetadata) {
 TEST_F(MicrogptCheckpoint, PlainSafetensorsWithoutMetadata) {
   const std::string path = dir_.file("plain.safetensors");
   const std::vector<double> w = {1, 2};
-  const std::vector<io::SafetensorsWriteEntry> t = {{"wte", "F64", {1, 2}, std::as_bytes(std::span(w))}};
+  const std::vector<io::SafetensorsWriteEntry> t = {
+      {"wte", "F64", {1, 2}, std::as_bytes(std::span(w))}};
   io::write_safetensors(path, t, {});
   expect_load_error(path, {"not a tinylm microgpt checkpoint"});
 }
@@ -199,15 +201,18 @@ TEST_F(MicrogptCheckpoint, MissingTensor) {
 }
 
 TEST_F(MicrogptCheckpoint, ExtraTensor) {
-  expect_load_error(edited([](Contents& c) {
-                      c.tensors.push_back({"layer2.attn_wq", "F64", {1}, std::vector<std::byte>(8)});
-                    }),
-                    {"holds 16 tensors", "has 15"});
+  expect_load_error(
+      edited([](Contents& c) {
+        c.tensors.push_back({"layer2.attn_wq", "F64", {1}, std::vector<std::byte>(8)});
+      }),
+      {"holds 16 tensors", "has 15"});
 }
 
 TEST_F(MicrogptCheckpoint, WrongShape) {
   // Same bytes, transposed shape.
-  expect_load_error(edited([](Contents& c) { c.tensor("wte").shape = {8, 5}; }),
+  expect_load_error(edited([](Contents& c) {
+                      c.tensor("wte").shape = {8, 5};
+                    }),
                     {"tensor wte", "shape [8, 5], expected [5, 8]"});
   expect_load_error(edited([](Contents& c) { c.tensor("layer0.mlp_fc1").shape = {256}; }),
                     {"tensor layer0.mlp_fc1", "expected [32, 8]"});
@@ -249,7 +254,8 @@ TEST_F(MicrogptCheckpoint, InvalidConfigInMetadata) {
 
 TEST_F(MicrogptCheckpoint, TruncatedFile) {
   const std::string full = test::read_text(good_);
-  for (size_t cut : {size_t{0}, size_t{4}, size_t{8}, size_t{100}, full.size() / 2, full.size() - 1}) {
+  for (size_t cut :
+       {size_t{0}, size_t{4}, size_t{8}, size_t{100}, full.size() / 2, full.size() - 1}) {
     const std::string path = dir_.file("cut" + std::to_string(cut) + ".safetensors");
     test::write_text(path, full.substr(0, cut));
     expect_load_error(path, {});

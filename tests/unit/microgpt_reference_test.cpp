@@ -31,7 +31,8 @@ class MicrogptReference : public ::testing::TestWithParam<Engine> {
   }
   void set_deterministic_weights() {
     std::span<double> p = model_->params();
-    for (size_t i = 0; i < p.size(); ++i) p[i] = 0.08 * std::sin(0.37 * static_cast<double>(i) + 0.11);
+    for (size_t i = 0; i < p.size(); ++i)
+      p[i] = 0.08 * std::sin(0.37 * static_cast<double>(i) + 0.11);
   }
   std::vector<int> encode(const std::string& doc) { return tok_.encode_document(doc); }
   bool exact() const { return GetParam() == Engine::scalar; }
@@ -58,9 +59,9 @@ TEST_P(MicrogptReference, IssueLossAndGradients) {
   const double loss = model_->loss_and_grad(encode("emma"));
   EXPECT_NEAR(loss, 3.506449207715624, 1e-9 * 3.5);
   const std::pair<int, double> want[] = {
-      {64, 0.5013475135105153},       {432, -0.10409231751964869},   {700, 0.12256221981304923},
-      {1200, -0.003786914738571059},  {1500, -0.0012771713881593858}, {1700, 0.015920736906842876},
-      {2000, 0.018551333841752494},   {2500, -0.0005752369491939385}, {4191, 0.014184402670265658}};
+      {64, 0.5013475135105153},      {432, -0.10409231751964869},    {700, 0.12256221981304923},
+      {1200, -0.003786914738571059}, {1500, -0.0012771713881593858}, {1700, 0.015920736906842876},
+      {2000, 0.018551333841752494},  {2500, -0.0005752369491939385}, {4191, 0.014184402670265658}};
   for (const auto& [i, g] : want) {
     EXPECT_NEAR(model_->grads()[i], g, 1e-9 * std::abs(g)) << "gradient index " << i;
   }
@@ -153,7 +154,8 @@ TEST(MicrogptEngines, AgreeOnNonDefaultConfigurations) {
   const double ls = scalar->loss_and_grad(tokens);
   EXPECT_EQ(lt, ls);  // the forward is the same arithmetic in both engines
   for (size_t i = 0; i < tensor->grads().size(); ++i) {
-    ASSERT_NEAR(tensor->grads()[i], scalar->grads()[i], 1e-12 + 1e-10 * std::abs(scalar->grads()[i]))
+    ASSERT_NEAR(tensor->grads()[i], scalar->grads()[i],
+                1e-12 + 1e-10 * std::abs(scalar->grads()[i]))
         << "gradient " << i;
   }
 }
@@ -179,8 +181,11 @@ TEST_P(MicrogptReference, DecodePastBlockSizeIsAnError) {
   EXPECT_THROW(model_->next_probs(0, 1.0), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, MicrogptReference, ::testing::Values(Engine::tensor, Engine::scalar),
-                         [](const auto& param_info) { return std::string(engine_name(param_info.param)); });
+INSTANTIATE_TEST_SUITE_P(Engines, MicrogptReference,
+                         ::testing::Values(Engine::tensor, Engine::scalar),
+                         [](const auto& param_info) {
+                           return std::string(engine_name(param_info.param));
+                         });
 
 TEST(MicrogptConfig, RejectsInvalidConfigurations) {
   EXPECT_THROW(make_model(Config{27, 16, 3, 1, 16}, Engine::tensor), Error);  // 16 % 3
@@ -193,8 +198,15 @@ TEST(MicrogptConfig, RejectsInvalidConfigurations) {
 
 TEST(MicrogptConfig, ParameterLayoutIsMicrogptOrder) {
   const ParamLayout L = param_layout(Config{});
-  const char* names[] = {"wte", "wpe", "lm_head", "layer0.attn_wq", "layer0.attn_wk",
-                         "layer0.attn_wv", "layer0.attn_wo", "layer0.mlp_fc1", "layer0.mlp_fc2"};
+  const char* names[] = {"wte",
+                         "wpe",
+                         "lm_head",
+                         "layer0.attn_wq",
+                         "layer0.attn_wk",
+                         "layer0.attn_wv",
+                         "layer0.attn_wo",
+                         "layer0.mlp_fc1",
+                         "layer0.mlp_fc2"};
   ASSERT_EQ(L.entries().size(), 9u);
   for (size_t i = 0; i < 9; ++i) EXPECT_EQ(L.entries()[i].name, names[i]);
   EXPECT_EQ(L.at("layer0.mlp_fc1").shape, (Shape{64, 16}));

@@ -1,13 +1,13 @@
 // Philox4x32-10 against the known-answer vectors of the Random123 distribution
 // (Random123-1.x, examples/kat_vectors, lines "philox4x32 10 ...").
+#include "tinylm/core/philox.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <set>
 #include <vector>
-
-#include "tinylm/core/philox.h"
 
 namespace tinylm {
 namespace {
@@ -52,10 +52,12 @@ TEST(Philox, UsableAtCompileTime) {
 TEST(Philox, UniformFromKnownAnswers) {
   const float scale = 1.0f / 16777216.0f;
   EXPECT_EQ(philox_uniform(0, 0, 0, 0, 0), static_cast<float>(0x6627e8d5u >> 8) * scale);
-  EXPECT_EQ(philox_uniform(0xffffffffffffffffull, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu),
-            static_cast<float>(0x408f276du >> 8) * scale);
-  EXPECT_EQ(philox_uniform(0x299f31d0a4093822ull, 0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u),
-            static_cast<float>(0xd16cfe09u >> 8) * scale);
+  EXPECT_EQ(
+      philox_uniform(0xffffffffffffffffull, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu),
+      static_cast<float>(0x408f276du >> 8) * scale);
+  EXPECT_EQ(
+      philox_uniform(0x299f31d0a4093822ull, 0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u),
+      static_cast<float>(0xd16cfe09u >> 8) * scale);
 }
 
 TEST(Philox, UniformInUnitIntervalAndDeterministic) {
@@ -92,8 +94,10 @@ TEST(Philox, UniformDependsOnEveryArgument) {
     for (uint32_t i = 0; i < 1000; ++i) {
       uint64_t s = 99;
       uint32_t c[4] = {1, 2, 3, 4};
-      if (arg == 0) s = uint64_t{i} << 32 | 99u;
-      else c[arg - 1] = i;
+      if (arg == 0)
+        s = uint64_t{i} << 32 | 99u;
+      else
+        c[arg - 1] = i;
       seen.insert(philox_uniform(s, c[0], c[1], c[2], c[3]));
     }
     EXPECT_GT(seen.size(), 990u) << "argument " << arg;

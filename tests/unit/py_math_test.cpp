@@ -1,6 +1,8 @@
-// The fast paths of py_square / py_sqrt / py_reciprocal must return exactly what the C library's pow
-// (CPython's x ** 2 and x ** 0.5) returns, including the ~1 in 1200 inputs where pow is not
+// The fast paths of py_square / py_sqrt / py_reciprocal must return exactly what the C library's
+// pow (CPython's x ** 2 and x ** 0.5) returns, including the ~1 in 1200 inputs where pow is not
 // correctly rounded.
+#include "tinylm/core/py_math.h"
+
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -8,13 +10,12 @@
 #include <limits>
 #include <random>
 
-#include "tinylm/core/py_math.h"
-
 namespace tinylm {
 namespace {
 
 bool same(double a, double b) {
-  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b) || (std::isnan(a) && std::isnan(b));
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b) ||
+         (std::isnan(a) && std::isnan(b));
 }
 
 TEST(PyMath, SquareAndSqrtEqualLibraryPowOnMillionsOfInputs) {
@@ -56,9 +57,21 @@ TEST(PyMath, DivisionByReciprocalEqualsDivision) {
 
 TEST(PyMath, EdgeCasesEqualLibraryPow) {
   const double inf = std::numeric_limits<double>::infinity();
-  const double cases[] = {0.0,  -0.0, 1.0, -1.0, 1e-300, 1e-160, 1e-155, 1e154, 1e155, 1e300,
-                          inf, -inf, std::numeric_limits<double>::denorm_min(),
-                          std::numeric_limits<double>::min(), std::numeric_limits<double>::max(),
+  const double cases[] = {0.0,
+                          -0.0,
+                          1.0,
+                          -1.0,
+                          1e-300,
+                          1e-160,
+                          1e-155,
+                          1e154,
+                          1e155,
+                          1e300,
+                          inf,
+                          -inf,
+                          std::numeric_limits<double>::denorm_min(),
+                          std::numeric_limits<double>::min(),
+                          std::numeric_limits<double>::max(),
                           std::numeric_limits<double>::quiet_NaN()};
   for (double x : cases) {
     EXPECT_TRUE(same(py_square(x), py_pow(x, 2.0))) << x;

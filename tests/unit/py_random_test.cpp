@@ -1,5 +1,7 @@
 // PyRandom against draws recorded from CPython's own `random` module
 // (tests/fixtures/pyrandom/pyrandom.json, made by tools/gen_pyrandom_fixtures.py).
+#include "tinylm/core/py_random.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,7 +15,6 @@
 
 #include "test_util.h"
 #include "tinylm/core/error.h"
-#include "tinylm/core/py_random.h"
 
 namespace tinylm {
 namespace {
@@ -50,7 +51,8 @@ uint64_t bits_of(double d) {
 // Exact, bit-for-bit double equality with a readable message.
 ::testing::AssertionResult same_double(double got, double want) {
   if (bits_of(got) == bits_of(want)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << std::hexfloat << "got " << got << ", CPython gave " << want;
+  return ::testing::AssertionFailure()
+         << std::hexfloat << "got " << got << ", CPython gave " << want;
 }
 
 std::vector<double> weights_of(const json& c) {
@@ -78,7 +80,8 @@ TEST(PyRandomFixture, Random) {
     const json& vals = c.at("random");
     ASSERT_EQ(vals.size(), 64u);
     for (size_t i = 0; i < vals.size(); ++i)
-      ASSERT_TRUE(same_double(rng.random(), parse_repr(vals[i]))) << "seed " << seed << " draw " << i;
+      ASSERT_TRUE(same_double(rng.random(), parse_repr(vals[i])))
+          << "seed " << seed << " draw " << i;
   }
 }
 
@@ -92,7 +95,8 @@ TEST(PyRandomFixture, Getrandbits) {
       const json& vals = g.at("values");
       ASSERT_FALSE(vals.empty());
       for (size_t i = 0; i < vals.size(); ++i)
-        ASSERT_EQ(rng.getrandbits(k), vals[i].get<uint64_t>()) << "seed " << seed << " k " << k << " draw " << i;
+        ASSERT_EQ(rng.getrandbits(k), vals[i].get<uint64_t>())
+            << "seed " << seed << " k " << k << " draw " << i;
     }
   }
 }
@@ -107,7 +111,8 @@ TEST(PyRandomFixture, Randbelow) {
       const json& vals = r.at("values");
       ASSERT_FALSE(vals.empty());
       for (size_t i = 0; i < vals.size(); ++i)
-        ASSERT_EQ(rng.randbelow(n), vals[i].get<uint64_t>()) << "seed " << seed << " n " << n << " draw " << i;
+        ASSERT_EQ(rng.randbelow(n), vals[i].get<uint64_t>())
+            << "seed " << seed << " n " << n << " draw " << i;
     }
   }
 }
@@ -121,7 +126,8 @@ TEST(PyRandomFixture, Gauss) {
     const json& vals = g.at("values");
     ASSERT_EQ(vals.size(), 65u);
     for (size_t i = 0; i < vals.size(); ++i)
-      ASSERT_TRUE(same_double(rng.gauss(mu, sigma), parse_repr(vals[i]))) << "seed " << seed << " draw " << i;
+      ASSERT_TRUE(same_double(rng.gauss(mu, sigma), parse_repr(vals[i])))
+          << "seed " << seed << " draw " << i;
   }
 }
 

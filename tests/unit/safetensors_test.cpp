@@ -25,7 +25,8 @@
 namespace tinylm::io {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the byte images below are little-endian");
+static_assert(std::endian::native == std::endian::little,
+              "the byte images below are little-endian");
 
 const std::string kName = "case.safetensors";  // stands for the path in from_bytes errors
 
@@ -115,7 +116,7 @@ class Builder {
   std::vector<Tensor> tensors;
   std::string metadata;  // JSON value of __metadata__; empty: left out
   std::string data;
-  size_t padding = 0;    // trailing spaces after the JSON object
+  size_t padding = 0;  // trailing spaces after the JSON object
 };
 
 // The reference file: a bit of every dtype the reader converts, plus the odd shapes.
@@ -179,7 +180,8 @@ TEST(Safetensors, ParsesEveryDtypeAndShape) {
 
 TEST(Safetensors, ConvertsFloatTypes) {
   const SafetensorsFile f = parse(reference_builder().image());
-  EXPECT_EQ(f.read_f64("f32"), (std::vector<double>{1.5, -2.0, 0.25, static_cast<double>(3.0e38f)}));
+  EXPECT_EQ(f.read_f64("f32"),
+            (std::vector<double>{1.5, -2.0, 0.25, static_cast<double>(3.0e38f)}));
   EXPECT_EQ(f.read_f32("f32", {2, 2}), (std::vector<float>{1.5f, -2.0f, 0.25f, 3.0e38f}));
 
   const std::vector<double> h = f.read_f64("f16");
@@ -271,9 +273,9 @@ TEST(Safetensors, ZeroSizeTensorsBetweenOthers) {
 
 TEST(Safetensors, EveryListedDtypeIsKnown) {
   const std::pair<const char*, size_t> sizes[] = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E5M2", 1}, {"F8_E4M3", 1},
-      {"I16", 2},  {"U16", 2}, {"F16", 2},  {"BF16", 2},    {"I32", 4},
-      {"U32", 4},  {"F32", 4}, {"F64", 8},  {"I64", 8},     {"U64", 8}};
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
   Builder b;
   for (const auto& [name, size] : sizes) {
     EXPECT_EQ(safetensors_dtype_size(name), size) << name;
@@ -374,7 +376,7 @@ TEST(SafetensorsMalformed, InvalidJson) {
   expect_error(file_image("{\"w\":", ""), {"header", "invalid JSON"});
   expect_error(file_image("{} {}", ""), {"invalid JSON"});
   expect_error(file_image("{'a':1}", ""), {"invalid JSON"});
-  expect_error(file_image("{\"\xff\":{}}", ""), {"invalid JSON"});       // invalid UTF-8
+  expect_error(file_image("{\"\xff\":{}}", ""), {"invalid JSON"});  // invalid UTF-8
 }
 
 // nlohmann's parser takes a raw NUL byte for the end of its input, so without a check a
@@ -382,7 +384,8 @@ TEST(SafetensorsMalformed, InvalidJson) {
 // would parse as if the header ended there. Padding may only be spaces, and raw NUL is
 // never valid JSON.
 TEST(SafetensorsMalformed, NulByteInHeader) {
-  expect_error(file_image(std::string("{}\0", 3), ""), {"header", "invalid JSON", "NUL byte at offset 2"});
+  expect_error(file_image(std::string("{}\0", 3), ""),
+               {"header", "invalid JSON", "NUL byte at offset 2"});
   Builder b = one_tensor();
   const std::string h = b.header() + std::string("\0", 1) + R"({"x":{"dtype":"F32"}})";
   expect_error(file_image(h, b.data), {"header", "NUL byte"});
@@ -458,8 +461,8 @@ TEST(SafetensorsMalformed, BadShapeEntries) {
 }
 
 TEST(SafetensorsMalformed, BadDataOffsets) {
-  for (const char* offs : {"[0]", "[0,8,8]", "[]", "[-1,8]", "[0,8.0]", "[\"0\",8]", "{}", "8",
-                           "null"}) {
+  for (const char* offs :
+       {"[0]", "[0,8,8]", "[]", "[-1,8]", "[0,8.0]", "[\"0\",8]", "{}", "8", "null"}) {
     Builder b = one_tensor();
     b.last().offsets = offs;
     SCOPED_TRACE(offs);
@@ -530,8 +533,8 @@ TEST(SafetensorsMalformed, OffsetsPastDataSection) {
 }
 
 TEST(SafetensorsMalformed, MetadataValues) {
-  for (const char* meta : {R"({"k":1})", R"({"k":null})", R"({"k":["a"]})", R"({"k":{}})",
-                           R"({"k":true})"}) {
+  for (const char* meta :
+       {R"({"k":1})", R"({"k":null})", R"({"k":["a"]})", R"({"k":{}})", R"({"k":true})"}) {
     Builder b = one_tensor();
     b.metadata = meta;
     SCOPED_TRACE(meta);
@@ -646,7 +649,8 @@ std::string read_file(const std::string& path) { return test::read_text(path); }
 
 std::vector<std::string> dir_listing(const std::filesystem::path& dir) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -655,9 +659,8 @@ TEST(SafetensorsWrite, RoundTrips) {
   test::TempDir dir;
   const std::string path = dir.file("out.safetensors");
   const std::vector<OwnedTensor> ts = sample_tensors();
-  const std::map<std::string, std::string> meta = {{"format", "pt"}, {"empty", ""},
-                                                   {"utf8", "\xc3\xa9\xe2\x82\xac"},
-                                                   {"quote", "a\"b\\c\nd"}};
+  const std::map<std::string, std::string> meta = {
+      {"format", "pt"}, {"empty", ""}, {"utf8", "\xc3\xa9\xe2\x82\xac"}, {"quote", "a\"b\\c\nd"}};
   write_safetensors(path, write_entries(ts), meta);
 
   const SafetensorsFile f = SafetensorsFile::open(path);

@@ -24,8 +24,8 @@ bool contains(const std::string& haystack, const std::string& needle) {
 //   /usr/bin/python3 -c "print([c for c in range(0x110000) if chr(c).isspace()])"
 // with Python 3.11.2 (Unicode 14.0), pasted verbatim.
 const std::vector<char32_t> kPythonSpaces = {
-    9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197,
-    8198, 8199, 8200, 8201, 8202, 8232, 8233, 8239, 8287, 12288};
+    9,    10,   11,   12,   13,   28,   29,   30,   31,   32,   133,  160,  5760, 8192, 8193,
+    8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8232, 8233, 8239, 8287, 12288};
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8
@@ -60,7 +60,8 @@ TEST(Utf8, DecodesAndEncodesOneToFourByteChars) {
     size_t bad = 12345;
     ASSERT_TRUE(decode_utf8(g.bytes, out, &bad)) << "U+" << std::hex << static_cast<uint32_t>(g.cp);
     EXPECT_EQ(out, std::u32string(1, g.cp));
-    EXPECT_EQ(to_utf8(std::u32string(1, g.cp)), g.bytes) << "U+" << std::hex << static_cast<uint32_t>(g.cp);
+    EXPECT_EQ(to_utf8(std::u32string(1, g.cp)), g.bytes)
+        << "U+" << std::hex << static_cast<uint32_t>(g.cp);
     std::string appended = "x";
     append_utf8(appended, g.cp);
     EXPECT_EQ(appended, "x" + g.bytes);
@@ -103,7 +104,7 @@ struct Bad {
 };
 
 TEST(Utf8, RejectsInvalidSequencesAtTheRightOffset) {
-  const std::string p = "ab";  // a valid prefix, so offsets are not trivially 0
+  const std::string p = "ab";        // a valid prefix, so offsets are not trivially 0
   const std::string e = "\xC3\xA9";  // é, two bytes
   const std::vector<Bad> cases = {
       {"overlong 2-byte NUL", p + "\xC0\x80", 2},
@@ -205,18 +206,23 @@ TEST(CharTokenizer, OutOfVocabularyNamesTheChar) {
 TEST(CharTokenizer, NonAsciiSortsByCodePoint) {
   // 日 U+65E5, é U+00E9, 😀 U+1F600, Ā U+0100, ÿ U+00FF: ids in code point order
   // a b é ÿ Ā 日 😀 = 0..6, not in order of first appearance.
-  const std::vector<std::string_view> docs = {"\xE6\x97\xA5\xC3\xA9", "ba", "\xF0\x9F\x98\x80\xC4\x80\xC3\xBF"};
+  const std::vector<std::string_view> docs = {"\xE6\x97\xA5\xC3\xA9", "ba",
+                                              "\xF0\x9F\x98\x80\xC4\x80\xC3\xBF"};
   const CharTokenizer t = CharTokenizer::from_documents(docs);
   EXPECT_EQ(t.chars_utf8(), "ab\xC3\xA9\xC3\xBF\xC4\x80\xE6\x97\xA5\xF0\x9F\x98\x80");
   EXPECT_EQ(t.bos(), 7);
   EXPECT_EQ(t.vocab_size(), 8);
   EXPECT_EQ(t.encode_document("\xC3\xA9\xE6\x97\xA5"), (std::vector<int>{7, 2, 5, 7}));
   const std::vector<int> ids = {7, 6, 4, 0, 7};
-  EXPECT_EQ(t.decode(ids), "\xF0\x9F\x98\x80\xC4\x80" "a");
+  EXPECT_EQ(t.decode(ids),
+            "\xF0\x9F\x98\x80\xC4\x80"
+            "a");
 }
 
 TEST(CharTokenizer, FromCharsSortsAndDeduplicates) {
-  const CharTokenizer t = CharTokenizer::from_chars("cba\xC3\xA9" "ab ");
+  const CharTokenizer t = CharTokenizer::from_chars(
+      "cba\xC3\xA9"
+      "ab ");
   EXPECT_EQ(t.chars_utf8(), " abc\xC3\xA9");
   EXPECT_EQ(t.vocab_size(), 6);
   EXPECT_EQ(t.encode_document("a c"), (std::vector<int>{5, 1, 0, 3, 5}));
@@ -246,7 +252,8 @@ TEST(ReadDocuments, StripsAndDropsBlankLines) {
   test::TempDir dir;
   // Expected values checked with Python: [l.strip() for l in text.split('\n') if l.strip()]
   // after universal-newline decoding, as microgpt.py reads its input.
-  EXPECT_EQ(read_text_docs(dir, "  emma  \n\n\tolivia\t\n   \nava"), (Docs{"emma", "olivia", "ava"}));
+  EXPECT_EQ(read_text_docs(dir, "  emma  \n\n\tolivia\t\n   \nava"),
+            (Docs{"emma", "olivia", "ava"}));
   EXPECT_EQ(read_text_docs(dir, "emma\nolivia\n"), (Docs{"emma", "olivia"}));
   EXPECT_EQ(read_text_docs(dir, "\n\n  emma\n\n\n"), (Docs{"emma"}));
   EXPECT_EQ(read_text_docs(dir, "mary ann\n"), (Docs{"mary ann"}));  // inner space kept
@@ -271,9 +278,21 @@ TEST(ReadDocuments, UnicodeWhitespace) {
   // U+3000 and U+00A0 are stripped at the ends; U+2028 and U+0085 are not line breaks for
   // Python's universal newlines (only \n, \r, \r\n are), so they stay inside a line and are
   // stripped only at its ends; \v and \f do not split lines either.
-  EXPECT_EQ(read_text_docs(dir, "\xE3\x80\x80" "emma\xC2\xA0\nmary ann\na\xE2\x80\xA8" "b\n\xC2\x85x\x1C\n"),
-            (Docs{"emma", "mary ann", "a\xE2\x80\xA8" "b", "x"}));
-  EXPECT_EQ(read_text_docs(dir, "a\x0B" "b\x0C" "c"), (Docs{"a\x0B" "b\x0C" "c"}));
+  EXPECT_EQ(read_text_docs(dir,
+                           "\xE3\x80\x80"
+                           "emma\xC2\xA0\nmary ann\na\xE2\x80\xA8"
+                           "b\n\xC2\x85x\x1C\n"),
+            (Docs{"emma", "mary ann",
+                  "a\xE2\x80\xA8"
+                  "b",
+                  "x"}));
+  EXPECT_EQ(read_text_docs(dir,
+                           "a\x0B"
+                           "b\x0C"
+                           "c"),
+            (Docs{"a\x0B"
+                  "b\x0C"
+                  "c"}));
 }
 
 TEST(ReadDocuments, MissingFileNamesThePath) {
@@ -289,7 +308,8 @@ TEST(ReadDocuments, MissingFileNamesThePath) {
 
 TEST(ReadDocuments, EmptyOrBlankFileHasNoDocuments) {
   test::TempDir dir;
-  for (const std::string& text : {std::string(), std::string("\n"), std::string("  \n\t\r\n \xE3\x80\x80\n")}) {
+  for (const std::string& text :
+       {std::string(), std::string("\n"), std::string("  \n\t\r\n \xE3\x80\x80\n")}) {
     const std::string path = dir.file("blank.txt");
     test::write_text(path, text);
     try {

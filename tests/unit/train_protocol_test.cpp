@@ -17,14 +17,16 @@ namespace {
 template <class T>
 T from_hex(const std::string& hex) {
   unsigned char bytes[sizeof(T)];
-  for (size_t i = 0; i < sizeof(T); ++i) bytes[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < sizeof(T); ++i)
+    bytes[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   T v;
   std::memcpy(&v, bytes, sizeof(T));
   return v;
 }
 
 nlohmann::json protocol_fixture() {
-  return nlohmann::json::parse(test::read_text(test::source_path("tests/fixtures/train/protocol.json")));
+  return nlohmann::json::parse(
+      test::read_text(test::source_path("tests/fixtures/train/protocol.json")));
 }
 
 TEST(TrainProtocol, ReprMatchesPython) {
@@ -43,7 +45,8 @@ TEST(TrainProtocol, PairwiseSumsMatchPython) {
     std::vector<float> v;
     for (const auto& h : c["values"]) v.push_back(from_hex<float>(h));
     EXPECT_EQ(py_repr(pairwise_sum(v)), c["sum"].get<std::string>()) << v.size() << " values";
-    EXPECT_EQ(py_repr(pairwise_abs_sum(v)), c["abs_sum"].get<std::string>()) << v.size() << " values";
+    EXPECT_EQ(py_repr(pairwise_abs_sum(v)), c["abs_sum"].get<std::string>())
+        << v.size() << " values";
   }
 }
 
@@ -145,8 +148,8 @@ TEST(TrainProtocol, MetricsJsonFollowsTheSchema) {
   const auto j = nlohmann::ordered_json::parse(text);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"device", "steps", "batch_size", "seq_len", "lr", "n_params",
-                                            "initial_loss", "jit_calls", "records"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"device", "steps", "batch_size", "seq_len", "lr",
+                                            "n_params", "initial_loss", "jit_calls", "records"}));
   EXPECT_EQ(j["device"], "CPU");
   EXPECT_TRUE(j["jit_calls"].is_null());
   EXPECT_EQ(j["initial_loss"], "10.5");

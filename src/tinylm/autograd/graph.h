@@ -22,17 +22,17 @@ class Graph {
   NodeId leaf(double data);
 
   // The primitive operations of microgpt.py's Value.
-  NodeId add(NodeId a, NodeId b);          // a + b
-  NodeId mul(NodeId a, NodeId b);          // a * b
-  NodeId pow(NodeId a, double exponent);   // a ** exponent
+  NodeId add(NodeId a, NodeId b);         // a + b
+  NodeId mul(NodeId a, NodeId b);         // a * b
+  NodeId pow(NodeId a, double exponent);  // a ** exponent
   NodeId log(NodeId a);
   NodeId exp(NodeId a);
   NodeId relu(NodeId a);
   // Operations with a Python number on one side. Python wraps the number in a fresh leaf
   // Value; a childless leaf never changes the visiting order of other nodes, so it is left
   // out and only the local gradient of the Value operand is kept.
-  NodeId add(NodeId a, double c);          // a + c
-  NodeId mul(NodeId a, double c);          // a * c
+  NodeId add(NodeId a, double c);  // a + c
+  NodeId mul(NodeId a, double c);  // a * c
 
   // Composite operations, expressed through the primitives the way microgpt.py does.
   NodeId neg(NodeId a) { return mul(a, -1.0); }

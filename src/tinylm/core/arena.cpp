@@ -1,7 +1,7 @@
 #include "tinylm/core/arena.h"
 
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "tinylm/core/error.h"
@@ -23,8 +23,8 @@ void* Arena::alloc_bytes(size_t bytes) {
   // Compare before rounding up: rounding a huge request would wrap around to a small one.
   const size_t left = capacity_ - used_;
   const size_t size = bytes <= SIZE_MAX - kAlign ? (bytes + kAlign - 1) / kAlign * kAlign : bytes;
-  check(bytes <= left && size <= left, "[Arena] out of planned memory: need ", size, " more bytes, ",
-        capacity_ - used_, " of ", capacity_, " left");
+  check(bytes <= left && size <= left, "[Arena] out of planned memory: need ", size,
+        " more bytes, ", capacity_ - used_, " of ", capacity_, " left");
   void* p = base_.get() + used_;
   used_ += size;
   return p;

@@ -6,22 +6,32 @@ namespace tinylm {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::f16: return 2;
-    case DType::bf16: return 2;
-    case DType::i32: return 4;
-    case DType::f64: return 8;
+    case DType::f32:
+      return 4;
+    case DType::f16:
+      return 2;
+    case DType::bf16:
+      return 2;
+    case DType::i32:
+      return 4;
+    case DType::f64:
+      return 8;
   }
   fail("[dtype_size] invalid dtype ", static_cast<int>(t));
 }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::i32: return "i32";
-    case DType::f64: return "f64";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::i32:
+      return "i32";
+    case DType::f64:
+      return "f64";
   }
   fail("[dtype_name] invalid dtype ", static_cast<int>(t));
 }
@@ -43,7 +53,8 @@ uint16_t float_to_f16(float f) {
   if (exp >= -14) {  // normal half: drop 13 mantissa bits with round-to-nearest-even
     uint32_t h = ((static_cast<uint32_t>(exp + 15)) << 10) | ((abs >> 13) & 0x3ffu);
     const uint32_t rest = abs & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry may bump the exponent: fine
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+      ++h;  // a carry may bump the exponent: fine
     return static_cast<uint16_t>(sign | h);
   }
   if (exp < -25) return sign;  // below half the smallest subnormal: rounds to zero

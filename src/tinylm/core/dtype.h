@@ -11,7 +11,7 @@ namespace tinylm {
 enum class DType : uint8_t { f32, f16, bf16, i32, f64 };
 
 size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);  // "f32", "f16", "bf16", "i32", "f64"
+std::string_view dtype_name(DType t);      // "f32", "f16", "bf16", "i32", "f64"
 DType parse_dtype(std::string_view name);  // the names above; throws Error otherwise
 
 inline uint32_t float_bits(float f) {
@@ -29,7 +29,8 @@ inline float bits_float(uint32_t u) {
 // tie-breaking bit, then truncates.
 inline uint16_t float_to_bf16(float f) {
   uint32_t u = float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }

@@ -42,8 +42,8 @@ void PyRandom::init_by_array(std::span<const uint32_t> key) {
     if (j >= key.size()) j = 0;
   }
   for (int k = kN - 1; k; --k) {
-    mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941u)) -
-             static_cast<uint32_t>(i);
+    mt_[i] =
+        (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941u)) - static_cast<uint32_t>(i);
     ++i;
     if (i >= kN) {
       mt_[0] = mt_[kN - 1];
@@ -127,7 +127,8 @@ size_t PyRandom::choices(std::span<const double> weights) {
   check(!weights.empty(), "[PyRandom::choices] empty population");
   std::vector<double> cum(weights.size());
   double acc = 0.0;
-  for (size_t i = 0; i < weights.size(); ++i) cum[i] = acc = (i == 0 ? weights[0] : acc + weights[i]);
+  for (size_t i = 0; i < weights.size(); ++i)
+    cum[i] = acc = (i == 0 ? weights[0] : acc + weights[i]);
   const double total = cum.back() + 0.0;
   check(total > 0.0, "[PyRandom::choices] total of weights must be greater than zero");
   check(std::isfinite(total), "[PyRandom::choices] total of weights must be finite");
@@ -136,7 +137,10 @@ size_t PyRandom::choices(std::span<const double> weights) {
   size_t lo = 0, hi = weights.size() - 1;
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
-    if (x < cum[mid]) hi = mid; else lo = mid + 1;
+    if (x < cum[mid])
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return lo;
 }

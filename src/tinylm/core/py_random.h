@@ -18,11 +18,11 @@ class PyRandom {
   // random.seed(n) for a non-negative int n < 2^64; also clears the gauss cache.
   void seed_with(uint64_t seed);
 
-  uint32_t next_u32();                 // one MT19937 output
-  double random();                     // [0, 1) with 53 random bits
+  uint32_t next_u32();  // one MT19937 output
+  double random();      // [0, 1) with 53 random bits
   double gauss(double mu, double sigma);
-  uint32_t getrandbits(int k);         // 1 <= k <= 32
-  uint64_t randbelow(uint64_t n);      // uniform in [0, n), n >= 1, by rejection
+  uint32_t getrandbits(int k);     // 1 <= k <= 32
+  uint64_t randbelow(uint64_t n);  // uniform in [0, n), n >= 1, by rejection
   // random.choices(range(len(weights)), weights)[0]: cumulative sums left to right, then
   // bisect_right of random() * total. Throws Error when the total is not positive.
   size_t choices(std::span<const double> weights);

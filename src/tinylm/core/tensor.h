@@ -27,9 +27,7 @@ struct TensorView {
   int64_t dim(size_t i) const { return shape.at(i); }
   std::span<T> span() const { return {data, static_cast<size_t>(numel())}; }
   // Row i of a 2-D view.
-  std::span<T> row(int64_t i) const {
-    return {data + i * shape[1], static_cast<size_t>(shape[1])};
-  }
+  std::span<T> row(int64_t i) const { return {data + i * shape[1], static_cast<size_t>(shape[1])}; }
 };
 
 }  // namespace tinylm

@@ -11,12 +11,13 @@
 namespace tinylm::generate {
 
 EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<const int> prompt,
-                                const EvermindGenerateOptions& options, const std::function<bool(int)>& on_token) {
+                                const EvermindGenerateOptions& options,
+                                const std::function<bool(int)>& on_token) {
   check(!prompt.empty(), "evermind generate: the prompt needs at least one token");
-  check(options.max_new_tokens >= 0, "evermind generate: max_new_tokens must be >= 0 (got ", options.max_new_tokens,
-        ")");
-  check(options.stop_token < model.config().vocab_size, "evermind generate: stop token ", options.stop_token,
-        " is outside the vocabulary [0, ", model.config().vocab_size, ")");
+  check(options.max_new_tokens >= 0, "evermind generate: max_new_tokens must be >= 0 (got ",
+        options.max_new_tokens, ")");
+  check(options.stop_token < model.config().vocab_size, "evermind generate: stop token ",
+        options.stop_token, " is outside the vocabulary [0, ", model.config().vocab_size, ")");
   SamplingOptions sampling;
   sampling.temperature = options.temperature > 0.0 ? options.temperature : 0.0;
   sampling.top_k = options.top_k;
@@ -55,14 +56,17 @@ EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<c
   return result;
 }
 
-std::string generate_text(const evermind::Model<float>& model, const BpeTokenizer& tokenizer, std::string_view prompt,
-                          const EvermindGenerateOptions& options, const std::function<void(std::string_view)>& on_text) {
+std::string generate_text(const evermind::Model<float>& model, const BpeTokenizer& tokenizer,
+                          std::string_view prompt, const EvermindGenerateOptions& options,
+                          const std::function<void(std::string_view)>& on_text) {
   check(tokenizer.vocab_size() <= model.config().vocab_size, "evermind generate: the tokenizer's ",
-        tokenizer.vocab_size(), " tokens do not fit the model's vocabulary of ", model.config().vocab_size);
+        tokenizer.vocab_size(), " tokens do not fit the model's vocabulary of ",
+        model.config().vocab_size);
   std::vector<int> ids = tokenizer.encode(prompt, true);
   if (ids.empty()) {
     const std::optional<int> eot = tokenizer.eot_id();
-    check(eot.has_value(), "evermind generate: empty prompt and the tokenizer has no <|endoftext|> to start from");
+    check(eot.has_value(),
+          "evermind generate: empty prompt and the tokenizer has no <|endoftext|> to start from");
     ids.push_back(*eot);
   }
   StreamDecoder stream(tokenizer);

@@ -21,15 +21,15 @@ struct EvermindGenerateOptions {
   // over the tokens in id order; with top_k / top_p set, generate::Sampler's draw over
   // the tokens sorted by logit, restricted to the top_k / the top_p nucleus.
   double temperature = 0.0;
-  int top_k = 0;       // 0: all tokens
-  double top_p = 1.0;  // 1: no nucleus cut
-  uint64_t seed = 0;   // of the sampling RNG
-  int stop_token = -1; // generation ends when this token is drawn (it is not returned); < 0: none
+  int top_k = 0;        // 0: all tokens
+  double top_p = 1.0;   // 1: no nucleus cut
+  uint64_t seed = 0;    // of the sampling RNG
+  int stop_token = -1;  // generation ends when this token is drawn (it is not returned); < 0: none
 };
 
 struct EvermindGenerateResult {
-  std::vector<int> tokens;     // the new tokens, without the prompt (and without the stop token)
-  bool stopped = false;        // the stop token was drawn
+  std::vector<int> tokens;  // the new tokens, without the prompt (and without the stop token)
+  bool stopped = false;     // the stop token was drawn
 };
 
 // Generates after `prompt` (at least one token). on_token(id) sees each new token as it is

@@ -8,16 +8,17 @@
 
 namespace tinylm::generate {
 
-GenerateResult generate(gpt2::Model& model, std::span<const int> prompt, const GenerateOptions& options,
-                        const std::function<bool(int)>& on_token) {
+GenerateResult generate(gpt2::Model& model, std::span<const int> prompt,
+                        const GenerateOptions& options, const std::function<bool(int)>& on_token) {
   const gpt2::Config& c = model.config();
   check(!prompt.empty(), "generate: the prompt is empty (give at least one token)");
   check(options.max_tokens >= 0, "generate: max-tokens must be >= 0");
-  check(static_cast<int64_t>(prompt.size()) <= c.n_positions, "generate: the prompt has ", prompt.size(),
-        " tokens, more than the model's context of ", c.n_positions);
+  check(static_cast<int64_t>(prompt.size()) <= c.n_positions, "generate: the prompt has ",
+        prompt.size(), " tokens, more than the model's context of ", c.n_positions);
   Sampler sampler(options.sampling);
   GenerateResult result;
-  const int capacity = static_cast<int>(std::min<int64_t>(c.n_positions, prompt.size() + options.max_tokens));
+  const int capacity =
+      static_cast<int>(std::min<int64_t>(c.n_positions, prompt.size() + options.max_tokens));
   gpt2::KvCache cache = model.new_cache(std::max(capacity, 1));
   std::vector<float> logits(c.vocab_size);
   Timer timer;
@@ -45,10 +46,11 @@ GenerateResult generate(gpt2::Model& model, std::span<const int> prompt, const G
 
 double PerplexityResult::perplexity() const { return std::exp(mean_nll()); }
 
-PerplexityResult perplexity(gpt2::Model& model, std::span<const int> tokens, int context, int stride) {
+PerplexityResult perplexity(gpt2::Model& model, std::span<const int> tokens, int context,
+                            int stride) {
   const gpt2::Config& c = model.config();
-  check(context >= 2 && context <= c.n_positions, "perplexity: context must be in 2..", c.n_positions,
-        ", got ", context);
+  check(context >= 2 && context <= c.n_positions, "perplexity: context must be in 2..",
+        c.n_positions, ", got ", context);
   check(stride >= 1 && stride <= context, "perplexity: stride must be in 1..context, got ", stride);
   check(tokens.size() >= 2, "perplexity: the text has fewer than 2 tokens");
   const int64_t L = static_cast<int64_t>(tokens.size()), V = c.vocab_size;

@@ -18,14 +18,15 @@ struct GenerateOptions {
 };
 
 struct GenerateResult {
-  std::vector<int> ids;       // the generated tokens (not the prompt)
+  std::vector<int> ids;  // the generated tokens (not the prompt)
   bool stopped_at_eos = false;
   bool hit_context_end = false;  // n_positions reached before max_tokens
   double prefill_ms = 0, decode_ms = 0;
 };
 
 // Calls on_token(id) for each generated token as it is produced; returning false stops.
-GenerateResult generate(gpt2::Model& model, std::span<const int> prompt, const GenerateOptions& options,
+GenerateResult generate(gpt2::Model& model, std::span<const int> prompt,
+                        const GenerateOptions& options,
                         const std::function<bool(int)>& on_token = {});
 
 struct PerplexityResult {
@@ -38,6 +39,7 @@ struct PerplexityResult {
 // Sliding windows of `context` tokens advanced by `stride` (Hugging Face's method): each
 // window scores only the targets after the previous window's end, so every token from the
 // second on is scored once, with up to context - stride tokens of left context.
-PerplexityResult perplexity(gpt2::Model& model, std::span<const int> tokens, int context, int stride);
+PerplexityResult perplexity(gpt2::Model& model, std::span<const int> tokens, int context,
+                            int stride);
 
 }  // namespace tinylm::generate

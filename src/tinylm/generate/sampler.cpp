@@ -8,7 +8,8 @@
 namespace tinylm::generate {
 
 void SamplingOptions::validate() const {
-  check(temperature >= 0.0 && std::isfinite(temperature), "temperature must be >= 0, got ", temperature);
+  check(temperature >= 0.0 && std::isfinite(temperature), "temperature must be >= 0, got ",
+        temperature);
   check(top_k >= 0, "top-k must be >= 0, got ", top_k);
   check(top_p > 0.0 && top_p <= 1.0, "top-p must be in (0, 1], got ", top_p);
 }
@@ -23,7 +24,8 @@ int Sampler::sample(std::span<const float> logits) {
     return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
   candidates_.clear();
-  for (size_t i = 0; i < logits.size(); ++i) candidates_.push_back({logits[i], static_cast<int>(i)});
+  for (size_t i = 0; i < logits.size(); ++i)
+    candidates_.push_back({logits[i], static_cast<int>(i)});
   // Most likely first; equal logits keep id order, so the draw is deterministic.
   const auto by_logit = [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;

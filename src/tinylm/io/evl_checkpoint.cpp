@@ -35,12 +35,12 @@ size_t value_bytes(EvlPrecision p) { return p == EvlPrecision::f16 ? 2 : 4; }
 bool checked_param_count(const evermind::Config& c, uint64_t* out) {
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   uint64_t ffn = 0, experts = 0, per_layer = 0, layers = 0, emb = 0, t = 0;
-  bool bad = __builtin_mul_overflow(u(c.hidden_dim), u(c.d_model), &ffn);      // H·d
-  bad |= __builtin_mul_overflow(ffn, uint64_t{2}, &ffn);                        // up + down
-  bad |= __builtin_add_overflow(u(c.n_experts), uint64_t{1}, &t);               // + shared
+  bool bad = __builtin_mul_overflow(u(c.hidden_dim), u(c.d_model), &ffn);  // H·d
+  bad |= __builtin_mul_overflow(ffn, uint64_t{2}, &ffn);                   // up + down
+  bad |= __builtin_add_overflow(u(c.n_experts), uint64_t{1}, &t);          // + shared
   bad |= __builtin_mul_overflow(ffn, t, &experts);
-  bad |= __builtin_add_overflow(u(c.conv_kernel), uint64_t{2}, &t);             // conv + gains
-  bad |= __builtin_add_overflow(t, u(c.n_experts), &t);                         // + router
+  bad |= __builtin_add_overflow(u(c.conv_kernel), uint64_t{2}, &t);  // conv + gains
+  bad |= __builtin_add_overflow(t, u(c.n_experts), &t);              // + router
   bad |= __builtin_mul_overflow(t, u(c.d_model), &per_layer);
   bad |= __builtin_add_overflow(per_layer, experts, &per_layer);
   bad |= __builtin_mul_overflow(per_layer, u(c.n_layers), &layers);
@@ -178,8 +178,10 @@ class MappedFile {
 
 std::string_view evl_precision_name(EvlPrecision p) {
   switch (p) {
-    case EvlPrecision::f32: return "f32";
-    case EvlPrecision::f16: return "f16";
+    case EvlPrecision::f32:
+      return "f32";
+    case EvlPrecision::f16:
+      return "f16";
   }
   return "unknown";
 }
@@ -196,10 +198,13 @@ void put_evl_config(std::byte* out, const evermind::Config& c, std::string_view 
   } catch (const Error& e) {
     fail(name, ": ", e.what());
   }
-  const std::pair<const char*, int64_t> fields[] = {
-      {"vocab_size", c.vocab_size}, {"d_model", c.d_model},     {"n_layers", c.n_layers},
-      {"conv_kernel", c.conv_kernel}, {"hidden_dim", c.hidden_dim}, {"n_experts", c.n_experts},
-      {"top_k", c.top_k}};
+  const std::pair<const char*, int64_t> fields[] = {{"vocab_size", c.vocab_size},
+                                                    {"d_model", c.d_model},
+                                                    {"n_layers", c.n_layers},
+                                                    {"conv_kernel", c.conv_kernel},
+                                                    {"hidden_dim", c.hidden_dim},
+                                                    {"n_experts", c.n_experts},
+                                                    {"top_k", c.top_k}};
   for (size_t i = 0; i < 7; ++i) {
     check(fields[i].second <= int64_t{std::numeric_limits<uint32_t>::max()}, name, ": ",
           fields[i].first, " ", fields[i].second, " does not fit the format's u32 field");
@@ -268,8 +273,8 @@ std::vector<std::byte> encode_evl(const evermind::Config& config, std::span<cons
 uint32_t save_evl(const std::string& path, const evermind::Config& config,
                   std::span<const float> params, EvlPrecision precision) {
   AtomicFile file(path);
-  const uint32_t crc =
-      emit_evl(config, params, precision, path, [&](std::span<const std::byte> b) { file.write(b); });
+  const uint32_t crc = emit_evl(config, params, precision, path,
+                                [&](std::span<const std::byte> b) { file.write(b); });
   file.commit();
   return crc;
 }
@@ -277,8 +282,8 @@ uint32_t save_evl(const std::string& path, const evermind::Config& config,
 EvlCheckpoint decode_evl(std::span<const std::byte> bytes, std::string_view name) {
   constexpr size_t kMin = kEvlHeaderBytes + kEvlTrailerBytes;
   check_magic(bytes, name);
-  check(bytes.size() >= kMin, name, ": ", bytes.size(), " bytes is shorter than an EVL0 header and trailer (",
-        kMin, "): truncated");
+  check(bytes.size() >= kMin, name, ": ", bytes.size(),
+        " bytes is shorter than an EVL0 header and trailer (", kMin, "): truncated");
   EvlCheckpoint ck;
   ck.precision = check_version(bytes.data(), name);
   // The CRC before the header's sizes: a damaged header is reported as damage, not as a

@@ -23,13 +23,13 @@ enum class EvlPrecision : uint32_t {
   f32 = 1,  // IEEE binary32, bit for bit
   f16 = 2,  // IEEE binary16, rounded to nearest, ties to even (NaN stays NaN, overflow → ±inf)
 };
-std::string_view evl_precision_name(EvlPrecision p);  // "f32" or "f16"
+std::string_view evl_precision_name(EvlPrecision p);      // "f32" or "f16"
 EvlPrecision parse_evl_precision(std::string_view name);  // "f32" / "f16"; Error otherwise
 
-inline constexpr uint32_t kEvlMagic = 0x45564c30;      // "EVL0" as a little-endian u32
-inline constexpr uint32_t kEvlCrcTag = 0x31435243;     // the bytes "CRC1" as a little-endian u32
-inline constexpr size_t kEvlHeaderBytes = 36;          // nine u32
-inline constexpr size_t kEvlTrailerBytes = 8;          // tag + CRC
+inline constexpr uint32_t kEvlMagic = 0x45564c30;   // "EVL0" as a little-endian u32
+inline constexpr uint32_t kEvlCrcTag = 0x31435243;  // the bytes "CRC1" as a little-endian u32
+inline constexpr size_t kEvlHeaderBytes = 36;       // nine u32
+inline constexpr size_t kEvlTrailerBytes = 8;       // tag + CRC
 
 // What the header and the file size say, without reading the parameters.
 struct EvlHeader {
@@ -41,8 +41,8 @@ struct EvlHeader {
 struct EvlCheckpoint {
   evermind::Config config;  // seed is 0: the file does not store it
   EvlPrecision precision = EvlPrecision::f32;
-  uint32_t crc = 0;            // the trailer's CRC: identifies this exact file to deltas
-  std::vector<float> params;   // flat, canonical order (fp16 files are widened exactly)
+  uint32_t crc = 0;           // the trailer's CRC: identifies this exact file to deltas
+  std::vector<float> params;  // flat, canonical order (fp16 files are widened exactly)
 };
 
 // The size of a checkpoint of this configuration (header + parameters + trailer).

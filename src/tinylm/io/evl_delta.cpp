@@ -37,8 +37,9 @@ class RowMap {
   // The first element of `row`; row == rows() gives the element count.
   uint64_t element(uint64_t row) const {
     if (row >= rows_) return total_elements_;
-    const auto it = std::upper_bound(blocks_.begin(), blocks_.end(), row,
-                                     [](uint64_t r, const EvlRowBlock& b) { return r < b.first_row; });
+    const auto it =
+        std::upper_bound(blocks_.begin(), blocks_.end(), row,
+                         [](uint64_t r, const EvlRowBlock& b) { return r < b.first_row; });
     const EvlRowBlock& b = *(it - 1);
     return b.first_element + (row - b.first_row) * b.row_width;
   }
@@ -64,8 +65,7 @@ EvlDeltaApplied apply_impl(const EvlCheckpoint& base, std::vector<float> params,
   const std::string diff = evl_config_diff(info.config, base.config, "base");
   check(diff.empty(), name, ": made for a different model than ", base_name, ": ", diff);
   check(info.base_crc == base.crc, name, ": made against a base checkpoint with CRC ",
-        hex32(info.base_crc), ", but ", base_name, " has CRC ", hex32(base.crc),
-        ": wrong base");
+        hex32(info.base_crc), ", but ", base_name, " has CRC ", hex32(base.crc), ": wrong base");
   const ParamLayout layout = evermind::param_layout(base.config);
   check(params.size() == layout.size(), base_name, ": holds ", params.size(),
         " parameters, its configuration has ", layout.size());
@@ -91,7 +91,8 @@ EvlDeltaApplied apply_impl(const EvlCheckpoint& base, std::vector<float> params,
     const uint64_t e0 = rows.element(first), e1 = rows.element(first + n);
     check((e1 - e0) <= (end - pos) / 4, name, ": run ", i, " (", e1 - e0,
           " values) lies past the end of the data");
-    for (uint64_t e = e0; e < e1; ++e, pos += 4) out.params[e] = bits_float(get_u32(bytes.data() + pos));
+    for (uint64_t e = e0; e < e1; ++e, pos += 4)
+      out.params[e] = bits_float(get_u32(bytes.data() + pos));
     next_row = first + n;
     out.rows_applied += n;
   }
@@ -117,12 +118,12 @@ std::vector<EvlRowBlock> evl_row_blocks(const ParamLayout& layout, uint64_t row_
 }
 
 std::vector<uint64_t> evl_changed_rows(const ParamLayout& layout, uint64_t row_width,
-                                       std::span<const float> base,
-                                       std::span<const float> current, float eps) {
+                                       std::span<const float> base, std::span<const float> current,
+                                       float eps) {
   check_eps(eps, "EVD0 delta");
-  check(base.size() == layout.size() && current.size() == layout.size(),
-        "EVD0 delta: base has ", base.size(), " parameters, current has ", current.size(),
-        ", the model has ", layout.size());
+  check(base.size() == layout.size() && current.size() == layout.size(), "EVD0 delta: base has ",
+        base.size(), " parameters, current has ", current.size(), ", the model has ",
+        layout.size());
   std::vector<uint64_t> changed;
   for (const EvlRowBlock& b : evl_row_blocks(layout, row_width)) {
     for (uint64_t r = 0; r < b.n_rows; ++r) {
@@ -172,7 +173,8 @@ std::vector<std::byte> encode_evl_delta(const EvlCheckpoint& base, std::span<con
     ++n_runs;
     i = j;
   }
-  for (int b = 0; b < 4; ++b) out[kRunsAt + b] = static_cast<std::byte>((n_runs >> (8 * b)) & 0xffu);
+  for (int b = 0; b < 4; ++b)
+    out[kRunsAt + b] = static_cast<std::byte>((n_runs >> (8 * b)) & 0xffu);
   append_evl_trailer(out);
   if (summary) *summary = {rows.rows(), changed.size(), n_runs, out.size()};
   return out;
@@ -201,8 +203,8 @@ EvlDeltaSummary export_evl_delta(const std::string& delta_path, const std::strin
 EvlDeltaInfo decode_evl_delta_info(std::span<const std::byte> bytes, std::string_view name) {
   check(bytes.size() >= 4, name, ": not an EVD0 delta (", bytes.size(), " bytes)");
   const uint32_t magic = get_u32(bytes.data());
-  check(magic == kEvlDeltaMagic, name, ": not an EVD0 delta (magic ", hex32(magic),
-        ", expected ", hex32(kEvlDeltaMagic), ")");
+  check(magic == kEvlDeltaMagic, name, ": not an EVD0 delta (magic ", hex32(magic), ", expected ",
+        hex32(kEvlDeltaMagic), ")");
   constexpr size_t kMin = kEvlDeltaHeaderBytes + kEvlTrailerBytes;
   check(bytes.size() >= kMin, name, ": ", bytes.size(),
         " bytes is shorter than an EVD0 header and trailer (", kMin, "): truncated");
@@ -245,8 +247,8 @@ EvlDeltaApplied apply_evl_delta(const std::string& base_path, const std::string&
   EvlCheckpoint base = load_evl(base_path);
   const std::string bytes = read_file(delta_path);
   std::vector<float> params = std::move(base.params);  // the base is not needed afterwards
-  return apply_impl(base, std::move(params), base_path,
-                    std::as_bytes(std::span<const char>(bytes)), delta_path);
+  return apply_impl(base, std::move(params), base_path, std::as_bytes(std::span<const char>(bytes)),
+                    delta_path);
 }
 
 uint64_t apply_evl_delta_to_file(const std::string& base_path, const std::string& delta_path,

@@ -40,8 +40,8 @@ std::vector<EvlRowBlock> evl_row_blocks(const ParamLayout& layout, uint64_t row_
 // |current − base| > eps (or is NaN). base and current hold layout.size() values; eps must be
 // finite and ≥ 0. Throws Error otherwise.
 std::vector<uint64_t> evl_changed_rows(const ParamLayout& layout, uint64_t row_width,
-                                       std::span<const float> base,
-                                       std::span<const float> current, float eps);
+                                       std::span<const float> base, std::span<const float> current,
+                                       float eps);
 
 struct EvlDeltaSummary {
   uint64_t rows_total = 0;     // rows in the model
@@ -63,19 +63,19 @@ EvlDeltaSummary export_evl_delta(const std::string& delta_path, const std::strin
 
 // A delta's header, after its magic, version, trailer and CRC are checked.
 struct EvlDeltaInfo {
-  evermind::Config config;   // the model it was made for (seed 0)
-  uint32_t base_crc = 0;     // the CRC of the checkpoint it applies to
-  float eps = 0;             // the threshold it was exported with
+  evermind::Config config;  // the model it was made for (seed 0)
+  uint32_t base_crc = 0;    // the CRC of the checkpoint it applies to
+  float eps = 0;            // the threshold it was exported with
   uint64_t rows_exported = 0;
   uint64_t runs = 0;
-  uint32_t crc = 0;          // the delta's own CRC
+  uint32_t crc = 0;  // the delta's own CRC
 };
 EvlDeltaInfo decode_evl_delta_info(std::span<const std::byte> bytes, std::string_view name);
 EvlDeltaInfo read_evl_delta_info(const std::string& path);
 
 struct EvlDeltaApplied {
-  evermind::Config config;     // the base's (seed 0)
-  std::vector<float> params;   // the base's parameters with the delta's rows replaced
+  evermind::Config config;    // the base's (seed 0)
+  std::vector<float> params;  // the base's parameters with the delta's rows replaced
   uint64_t rows_applied = 0;
 };
 

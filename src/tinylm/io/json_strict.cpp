@@ -34,7 +34,8 @@ class StrictBuilder {
   }
   bool key(Json::string_t& k) {
     check(keys_.back().insert(k).second, what_, ": duplicate key '", k, "'");
-    auto& members = static_cast<Json::object_t::Container&>(open_.back()->get_ref<Json::object_t&>());
+    auto& members =
+        static_cast<Json::object_t::Container&>(open_.back()->get_ref<Json::object_t&>());
     members.emplace_back(std::move(k), nullptr);
     value_slot_ = &members.back().second;
     return true;

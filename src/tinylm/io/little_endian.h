@@ -19,8 +19,8 @@ inline void append_u32(std::vector<std::byte>& out, uint32_t v) {
 }
 
 inline uint32_t get_u32(const std::byte* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
-         static_cast<uint32_t>(p[3]) << 24;
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
 }
 
 // "0x0123abcd", as checksums and magics are named in errors.

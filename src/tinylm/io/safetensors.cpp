@@ -27,9 +27,10 @@ struct DtypeInfo {
   const char* name;
   size_t size;
 };
-constexpr DtypeInfo kDtypes[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E5M2", 1}, {"F8_E4M3", 1},
-                                 {"I16", 2},  {"U16", 2}, {"F16", 2},  {"BF16", 2},    {"I32", 4},
-                                 {"U32", 4},  {"F32", 4}, {"F64", 8},  {"I64", 8},     {"U64", 8}};
+constexpr DtypeInfo kDtypes[] = {{"BOOL", 1},    {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1},
+                                 {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+                                 {"BF16", 2},    {"I32", 4}, {"U32", 4}, {"F32", 4},
+                                 {"F64", 8},     {"I64", 8}, {"U64", 8}};
 
 uint64_t read_le64(const std::byte* p) {
   uint64_t v = 0;
@@ -95,7 +96,8 @@ void SafetensorsFile::populate(const SafetensorsEntry& e) const {
 #endif
   // Older kernels: touch a byte of every page the tensor covers.
   volatile std::byte sink{};
-  for (uintptr_t p = std::max(lo, reinterpret_cast<uintptr_t>(t.data())); p < hi; p = (p / page + 1) * page)
+  for (uintptr_t p = std::max(lo, reinterpret_cast<uintptr_t>(t.data())); p < hi;
+       p = (p / page + 1) * page)
     sink = *reinterpret_cast<const std::byte*>(p);
   (void)sink;
 }
@@ -140,13 +142,16 @@ void SafetensorsFile::parse() {
     SafetensorsEntry e;
     e.name = name;
     for (const auto& [k, v] : value.items()) {
-      check(k == "dtype" || k == "shape" || k == "data_offsets", where, ": unexpected field '", k, "'");
+      check(k == "dtype" || k == "shape" || k == "data_offsets", where, ": unexpected field '", k,
+            "'");
     }
-    check(value.contains("dtype") && value["dtype"].is_string(), where, ": missing or non-string dtype");
+    check(value.contains("dtype") && value["dtype"].is_string(), where,
+          ": missing or non-string dtype");
     e.dtype = value["dtype"].get<std::string>();
     const size_t esize = safetensors_dtype_size(e.dtype);
     check(esize != 0, where, ": unknown dtype '", e.dtype, "'");
-    check(value.contains("shape") && value["shape"].is_array(), where, ": missing or invalid shape");
+    check(value.contains("shape") && value["shape"].is_array(), where,
+          ": missing or invalid shape");
     uint64_t numel = 1;
     for (const auto& d : value["shape"]) {
       check(d.is_number_unsigned(), where, ": shape entries must be non-negative integers");
@@ -166,8 +171,8 @@ void SafetensorsFile::parse() {
           where, ": data_offsets must be two non-negative integers");
     const uint64_t b = offs[0].get<uint64_t>(), en = offs[1].get<uint64_t>();
     check(b <= en, where, ": data_offsets begin ", b, " is after end ", en);
-    check(en <= data_.size(), where, ": data_offsets [", b, ", ", en,
-          ") exceed the data section (", data_.size(), " bytes)");
+    check(en <= data_.size(), where, ": data_offsets [", b, ", ", en, ") exceed the data section (",
+          data_.size(), " bytes)");
     check(en - b == numel * esize, where, ": data_offsets span ", en - b, " bytes but shape ",
           shape_str(e.shape), " of ", e.dtype, " needs ", numel * esize);
     e.begin = b;
@@ -183,8 +188,9 @@ void SafetensorsFile::parse() {
   });
   size_t pos = 0;
   for (const SafetensorsEntry* e : sorted) {
-    check(e->begin >= pos, p, ": tensor ", e->name, ": data overlaps the previous tensor (starts at ",
-          e->begin, ", previous ends at ", pos, ")");
+    check(e->begin >= pos, p, ": tensor ", e->name,
+          ": data overlaps the previous tensor (starts at ", e->begin, ", previous ends at ", pos,
+          ")");
     check(e->begin == pos, p, ": tensor ", e->name, ": gap in the data section before offset ",
           e->begin);
     pos = e->end;
@@ -237,7 +243,8 @@ std::vector<Out> convert(const SafetensorsEntry& e, std::span<const std::byte> b
   } else if (e.dtype == "BF16") {
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(bf16_to_float(load<uint16_t>(p, i)));
   } else {
-    fail(path, ": tensor ", e.name, ": dtype ", e.dtype, " is not a floating-point type tinylm reads");
+    fail(path, ": tensor ", e.name, ": dtype ", e.dtype,
+         " is not a floating-point type tinylm reads");
   }
   return out;
 }
@@ -264,10 +271,13 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
   const std::span<const std::byte> b = bytes(e);
   const size_t n = b.size() / safetensors_dtype_size(e.dtype);
   check(numel == n, path_, ": tensor ", name, ": ", n, " elements, destination holds ", numel);
-  const std::string_view want_name = dtype == DType::f32 ? "F32" : dtype == DType::bf16 ? "BF16" : dtype == DType::f16 ? "F16" : "";
+  const std::string_view want_name = dtype == DType::f32    ? "F32"
+                                     : dtype == DType::bf16 ? "BF16"
+                                     : dtype == DType::f16  ? "F16"
+                                                            : "";
   check(!want_name.empty(), path_, ": tensor ", name, ": cannot convert to ", dtype_name(dtype));
-  check(e.dtype == "F32" || e.dtype == "F16" || e.dtype == "BF16" || e.dtype == "F64", path_, ": tensor ", e.name,
-        ": dtype ", e.dtype, " is not a floating-point type tinylm reads");
+  check(e.dtype == "F32" || e.dtype == "F16" || e.dtype == "BF16" || e.dtype == "F64", path_,
+        ": tensor ", e.name, ": dtype ", e.dtype, " is not a floating-point type tinylm reads");
   // Drops the whole pages of source bytes [0, upto) not dropped yet.
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uintptr_t dropped = (reinterpret_cast<uintptr_t>(b.data()) + page - 1) / page * page;
@@ -299,8 +309,10 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
       uint16_t h[kChunk];
       std::memcpy(h, p + i0 * 2, m * 2);
       const auto count = static_cast<int64_t>(m);
-      if (e.dtype == "F16") kernels::convert(reinterpret_cast<const kernels::F16*>(h), buf, count);
-      else kernels::convert(reinterpret_cast<const kernels::Bf16*>(h), buf, count);
+      if (e.dtype == "F16")
+        kernels::convert(reinterpret_cast<const kernels::F16*>(h), buf, count);
+      else
+        kernels::convert(reinterpret_cast<const kernels::Bf16*>(h), buf, count);
     } else {  // F64
       for (size_t i = 0; i < m; ++i) buf[i] = static_cast<float>(load<double>(p, i0 + i));
     }
@@ -330,7 +342,8 @@ void write_safetensors(const std::string& path, std::span<const SafetensorsWrite
     check(esize != 0, path, ": tensor ", t.name, ": unknown dtype ", t.dtype);
     check(t.data.size() == static_cast<size_t>(shape_numel(t.shape)) * esize, path, ": tensor ",
           t.name, ": data size does not match shape ", shape_str(t.shape));
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
+    header[t.name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
   std::string h = header.dump();

@@ -21,7 +21,7 @@ struct SafetensorsEntry {
   std::string name;
   std::string dtype;  // as in the file: "F32", "BF16", ...
   Shape shape;
-  size_t begin = 0;   // byte offsets into the data section
+  size_t begin = 0;  // byte offsets into the data section
   size_t end = 0;
 };
 

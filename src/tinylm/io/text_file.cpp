@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 
 #include "tinylm/core/error.h"
 #include "tinylm/tokenizers/utf8.h"

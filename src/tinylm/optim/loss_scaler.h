@@ -18,7 +18,8 @@ struct LossScalerConfig {
 
 class LossScaler {
  public:
-  explicit LossScaler(LossScalerConfig config = {}) : config_(config), scale_(config.initial_scale) {}
+  explicit LossScaler(LossScalerConfig config = {})
+      : config_(config), scale_(config.initial_scale) {}
 
   double scale() const { return scale_; }
   int64_t skipped_steps() const { return skipped_; }

@@ -43,8 +43,8 @@ void check_special_tokens(std::span<const std::string> specials) {
     const std::string& s = specials[i];
     check(!s.empty(), "BPE trainer: special token ", i, " is empty");
     size_t bad = 0;
-    check(is_valid_utf8(s, &bad), "BPE trainer: special token ", i,
-          " is not valid UTF-8 (byte ", bad, ")");
+    check(is_valid_utf8(s, &bad), "BPE trainer: special token ", i, " is not valid UTF-8 (byte ",
+          bad, ")");
     check(seen.insert(s).second, "BPE trainer: special token '", s, "' is given twice");
     std::string bytes;
     check(!(from_byte_level(s, bytes) && bytes.size() == 1), "BPE trainer: special token '", s,
@@ -71,9 +71,8 @@ void for_each_between_specials(std::string_view text, std::span<const std::strin
     size_t best = std::string_view::npos, best_k = 0;
     for (size_t k = 0; k < specials.size(); ++k) {
       if (next[k] != std::string_view::npos && next[k] < pos) next[k] = text.find(specials[k], pos);
-      if (next[k] < best ||
-          (next[k] == best && best != std::string_view::npos &&
-           specials[k].size() > specials[best_k].size())) {
+      if (next[k] < best || (next[k] == best && best != std::string_view::npos &&
+                             specials[k].size() > specials[best_k].size())) {
         best = next[k];
         best_k = k;
       }
@@ -129,8 +128,8 @@ class Trainer {
 
   BpeTrainResult run() {
     count_pairs();
-    const size_t target = static_cast<size_t>(config_.vocab_size) - kBytes -
-                          config_.special_tokens.size();
+    const size_t target =
+        static_cast<size_t>(config_.vocab_size) - kBytes - config_.special_tokens.size();
     BpeTrainResult out;
     while (out.merges.size() < target && !heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), worse_);
@@ -250,9 +249,7 @@ class Trainer {
   std::vector<uint64_t> new_pairs_;
 };
 
-void append_json_string(std::string& out, const std::string& s) {
-  out += nlohmann::json(s).dump();
-}
+void append_json_string(std::string& out, const std::string& s) { out += nlohmann::json(s).dump(); }
 
 }  // namespace
 

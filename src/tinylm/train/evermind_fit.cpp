@@ -1,10 +1,10 @@
 #include "tinylm/train/evermind_fit.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-
-#include <omp.h>
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
@@ -19,20 +19,24 @@ namespace {
 void check_options(const EvermindFitOptions& o) {
   check(o.epochs >= 0, "evermind fit: epochs must be >= 0 (got ", o.epochs, ")");
   check(o.accum_steps >= 1, "evermind fit: accum_steps must be >= 1 (got ", o.accum_steps, ")");
-  check(o.lr >= 0.0 && std::isfinite(o.lr), "evermind fit: learning rate must be finite and >= 0 (got ", o.lr, ")");
+  check(o.lr >= 0.0 && std::isfinite(o.lr),
+        "evermind fit: learning rate must be finite and >= 0 (got ", o.lr, ")");
   check(o.clip_norm >= 0.0, "evermind fit: clip norm must be >= 0 (got ", o.clip_norm, ")");
-  check(o.aux_loss_coef >= 0.0 && std::isfinite(o.aux_loss_coef), "evermind fit: aux loss coefficient must be >= 0 (got ",
-        o.aux_loss_coef, ")");
+  check(o.aux_loss_coef >= 0.0 && std::isfinite(o.aux_loss_coef),
+        "evermind fit: aux loss coefficient must be >= 0 (got ", o.aux_loss_coef, ")");
   check(o.loss_scaler.initial_scale > 0.0, "evermind fit: initial loss scale must be positive");
 }
 
 }  // namespace
 
 EvermindTrainer::EvermindTrainer(evermind::Model<float>& model, const EvermindFitOptions& options)
-    : model_(model), options_(options), adam_(model.params().size(), options.adam), scaler_(options.loss_scaler) {
+    : model_(model),
+      options_(options),
+      adam_(model.params().size(), options.adam),
+      scaler_(options.loss_scaler) {
   check_options(options);
-  const int threads = static_cast<int>(
-      std::clamp<int64_t>(options.threads > 0 ? options.threads : num_threads(), 1, options.accum_steps));
+  const int threads = static_cast<int>(std::clamp<int64_t>(
+      options.threads > 0 ? options.threads : num_threads(), 1, options.accum_steps));
   for (int t = 0; t < threads; ++t) {
     workspaces_.emplace_back(model.config(), model.max_seq_len(), options.checkpoint_activations);
   }
@@ -48,12 +52,14 @@ EvermindTrainer::Window EvermindTrainer::accumulate(std::span<const std::span<co
   check(n >= 1, "evermind fit: empty accumulation window");
   // Everything a pass could reject is checked here, before the parallel region.
   for (const std::span<const int> s : window) {
-    check(s.size() >= 2, "evermind fit: a training sequence needs at least 2 tokens (got ", s.size(), ")");
-    check(static_cast<int64_t>(s.size()) <= model_.max_seq_len(), "evermind fit: a training sequence of ", s.size(),
+    check(s.size() >= 2, "evermind fit: a training sequence needs at least 2 tokens (got ",
+          s.size(), ")");
+    check(static_cast<int64_t>(s.size()) <= model_.max_seq_len(),
+          "evermind fit: a training sequence of ", s.size(),
           " tokens exceeds the model's max_seq_len ", model_.max_seq_len());
     for (const int tok : s) {
-      check(tok >= 0 && tok < model_.config().vocab_size, "evermind fit: token ", tok, " outside the vocabulary [0, ",
-            model_.config().vocab_size, ")");
+      check(tok >= 0 && tok < model_.config().vocab_size, "evermind fit: token ", tok,
+            " outside the vocabulary [0, ", model_.config().vocab_size, ")");
     }
   }
   model_.pack();
@@ -77,21 +83,24 @@ EvermindTrainer::Window EvermindTrainer::accumulate(std::span<const std::span<co
   for (int64_t first = 0; first < n; first += R) {
     const int64_t m = std::min(R, n - first);
     const int64_t threads = std::min(P, m);
-#pragma omp parallel for num_threads(static_cast<int>(threads)) schedule(dynamic, 1) if (threads > 1)
+#pragma omp parallel for num_threads(static_cast <int>(threads)) \
+    schedule(dynamic, 1) if (threads > 1)
     for (int64_t j = 0; j < m; ++j) {
       const size_t t = static_cast<size_t>(omp_get_thread_num());
-      losses_[static_cast<size_t>(first + j)] = model_.forward_backward(
-          workspaces_[t], window[static_cast<size_t>(first + j)], seq_grads_[static_cast<size_t>(j)], pass);
+      losses_[static_cast<size_t>(first + j)] =
+          model_.forward_backward(workspaces_[t], window[static_cast<size_t>(first + j)],
+                                  seq_grads_[static_cast<size_t>(j)], pass);
     }
     constexpr int64_t kChunk = 16384;
     const int64_t chunks = (total + kChunk - 1) / kChunk;
     // A fork costs a scheduler slice on a busy machine: only for a few million additions.
     const bool split = P > 1 && m * total >= (int64_t{1} << 21);
-#pragma omp parallel for num_threads(static_cast<int>(P)) schedule(static) if (split)
+#pragma omp parallel for num_threads(static_cast <int>(P)) schedule(static) if (split)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t lo = c * kChunk, len = std::min(kChunk, total - lo);
       for (int64_t j = 0; j < m; ++j) {
-        kernels::accumulate_and_clear(acc.data() + lo, seq_grads_[static_cast<size_t>(j)].data() + lo, len,
+        kernels::accumulate_and_clear(acc.data() + lo,
+                                      seq_grads_[static_cast<size_t>(j)].data() + lo, len,
                                       options_.mixed_precision);
       }
     }
@@ -134,18 +143,21 @@ EvermindStep EvermindTrainer::apply(const Window& window) {
   return s;
 }
 
-EvermindStep EvermindTrainer::step(std::span<const std::span<const int>> window) { return apply(accumulate(window)); }
+EvermindStep EvermindTrainer::step(std::span<const std::span<const int>> window) {
+  return apply(accumulate(window));
+}
 
 EvermindFitResult fit(evermind::Model<float>& model, std::span<const std::vector<int>> sequences,
                       const EvermindFitOptions& options) {
   check_options(options);
   std::vector<std::span<const int>> usable;
   for (size_t i = 0; i < sequences.size(); ++i) {
-    check(static_cast<int64_t>(sequences[i].size()) <= model.max_seq_len(), "evermind fit: sequence ", i, " has ",
-          sequences[i].size(), " tokens, more than the model's max_seq_len ", model.max_seq_len());
+    check(static_cast<int64_t>(sequences[i].size()) <= model.max_seq_len(),
+          "evermind fit: sequence ", i, " has ", sequences[i].size(),
+          " tokens, more than the model's max_seq_len ", model.max_seq_len());
     for (const int t : sequences[i]) {
-      check(t >= 0 && t < model.config().vocab_size, "evermind fit: sequence ", i, " holds token ", t,
-            " outside the vocabulary [0, ", model.config().vocab_size, ")");
+      check(t >= 0 && t < model.config().vocab_size, "evermind fit: sequence ", i, " holds token ",
+            t, " outside the vocabulary [0, ", model.config().vocab_size, ")");
     }
     if (sequences[i].size() >= 2) usable.emplace_back(sequences[i]);
   }

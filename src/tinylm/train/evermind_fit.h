@@ -9,8 +9,8 @@
 // are added into the model's gradient in sequence order. The sequences of a window run in
 // parallel on up to `threads` threads, in rounds of up to max(16, threads) sequences;
 // because every sequence has its own buffer and the sum keeps sequence order, the result is
-// the same bytes for any thread count. (The threads live here rather than inside the kernels: the matrices are
-// too small to split, whole sequences are not.)
+// the same bytes for any thread count. (The threads live here rather than inside the kernels: the
+// matrices are too small to split, whole sequences are not.)
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -43,11 +43,12 @@ struct EvermindFitOptions {
   double clip_norm = 0.0;                          // > 0: clip the global gradient norm to this
   double aux_loss_coef = 0.01;
   bool checkpoint_activations = false;
-  bool mixed_precision = false;               // fp16 gradients with dynamic loss scaling
-  optim::LossScalerConfig loss_scaler = {};   // initial 65536, ×2 after 2000 clean steps, ×½ on overflow
-  bool shuffle = true;                        // reshuffle the sequence order every epoch
-  uint64_t seed = 0;                          // of the shuffle
-  int threads = 0;                            // 0: tinylm::num_threads()
+  bool mixed_precision = false;  // fp16 gradients with dynamic loss scaling
+  optim::LossScalerConfig loss_scaler =
+      {};               // initial 65536, ×2 after 2000 clean steps, ×½ on overflow
+  bool shuffle = true;  // reshuffle the sequence order every epoch
+  uint64_t seed = 0;    // of the shuffle
+  int threads = 0;      // 0: tinylm::num_threads()
   std::function<void(const EvermindStep&)> on_step;  // after every optimizer step
 };
 
@@ -56,8 +57,8 @@ struct EvermindFitResult {
   std::vector<double> epoch_ce;    // mean cross-entropy over each epoch's sequences
   int64_t steps = 0;               // optimizer steps, skipped ones included
   int64_t skipped_steps = 0;
-  double loss_scale = 1.0;         // final scale (1 without mixed precision)
-  int64_t tokens = 0;              // tokens trained on
+  double loss_scale = 1.0;  // final scale (1 without mixed precision)
+  int64_t tokens = 0;       // tokens trained on
 };
 
 // The optimizer, scaler and per-thread buffers across steps; fit() drives one. Use it
@@ -92,8 +93,8 @@ class EvermindTrainer {
   optim::Adam<float> adam_;
   optim::LossScaler scaler_;
   std::vector<evermind::Workspace<float>> workspaces_;  // one per thread
-  std::vector<std::vector<float>> seq_grads_;           // one per sequence of a round, zero between uses
-  std::vector<evermind::Loss> losses_;                  // one per sequence of the window
+  std::vector<std::vector<float>> seq_grads_;  // one per sequence of a round, zero between uses
+  std::vector<evermind::Loss> losses_;         // one per sequence of the window
   int64_t steps_ = 0, applied_ = 0;
 };
 

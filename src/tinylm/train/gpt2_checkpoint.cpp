@@ -77,8 +77,8 @@ Resolved resolve(const std::string& model, const std::string& config_path) {
   const fs::path p(model);
   check(fs::exists(p), model, ": no such file or directory");
   const fs::path weights = fs::is_directory(p) ? find_weights(p) : p;
-  const fs::path cfg = !config_path.empty() ? fs::path(config_path)
-                                            : weights.parent_path() / "config.json";
+  const fs::path cfg =
+      !config_path.empty() ? fs::path(config_path) : weights.parent_path() / "config.json";
   Resolved r;
   r.config = gpt2::read_config_json(cfg.string());
   r.src = std::make_shared<TensorSource>(open_tensors(weights));
@@ -94,7 +94,8 @@ Resolved resolve(const std::string& model, const std::string& config_path) {
     }
     const io::SafetensorsEntry* t = r.src->files[r.src->where.at(name)].find(name);
     if (t->shape != e.shape) {
-      misshapen.push_back(name + " " + shape_str(t->shape) + " (expected " + shape_str(e.shape) + ")");
+      misshapen.push_back(name + " " + shape_str(t->shape) + " (expected " + shape_str(e.shape) +
+                          ")");
       continue;
     }
     r.params.push_back({e, name});
@@ -128,7 +129,8 @@ Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_pat
     const Shape want{ck.config.vocab_size, ck.config.n_embd};
     std::vector<float> head = file_of(r, "lm_head.weight").read_f32("lm_head.weight", want);
     const ParamEntry& wte = layout.at("wte.weight");
-    if (!std::equal(head.begin(), head.end(), ck.params.begin() + static_cast<std::ptrdiff_t>(wte.offset))) {
+    if (!std::equal(head.begin(), head.end(),
+                    ck.params.begin() + static_cast<std::ptrdiff_t>(wte.offset))) {
       ck.lm_head = std::move(head);
     }
   }
@@ -145,8 +147,9 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
       const io::SafetensorsEntry* t = f.find(file_name);
       if (t->dtype != "F32") return nullptr;
       const std::byte* b = f.bytes(*t).data();
-      return reinterpret_cast<uintptr_t>(b) % alignof(float) == 0 ? reinterpret_cast<const float*>(b)
-                                                                 : nullptr;
+      return reinterpret_cast<uintptr_t>(b) % alignof(float) == 0
+                 ? reinterpret_cast<const float*>(b)
+                 : nullptr;
     };
     bool in_place = true;
     for (const auto& [e, name] : r.params) {
@@ -162,15 +165,19 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
       head = view("lm_head.weight");
       in_place = head != nullptr;
       const float* wte = views.at("wte.weight");
-      if (head && std::equal(head, head + static_cast<size_t>(r.config.vocab_size) * r.config.n_embd, wte)) {
+      if (head &&
+          std::equal(head, head + static_cast<size_t>(r.config.vocab_size) * r.config.n_embd,
+                     wte)) {
         head = nullptr;  // tied after all
       }
     }
     if (in_place) {
       // The weights are read at load, as a converting load reads them, rather than page by
       // page during the first generation.
-      for (const auto& [e, name] : r.params) file_of(r, name).populate(*file_of(r, name).find(name));
-      if (head) file_of(r, "lm_head.weight").populate(*file_of(r, "lm_head.weight").find("lm_head.weight"));
+      for (const auto& [e, name] : r.params)
+        file_of(r, name).populate(*file_of(r, name).find(name));
+      if (head)
+        file_of(r, "lm_head.weight").populate(*file_of(r, "lm_head.weight").find("lm_head.weight"));
       return gpt2::Model::from_f32_views(
           r.config, [&](const std::string& n) { return views.at(n); }, r.src, head);
     }
@@ -183,9 +190,10 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
   bool untied = false;
   if (r.src->where.count("lm_head.weight")) {
     const io::SafetensorsEntry* head = file_of(r, "lm_head.weight").find("lm_head.weight");
-    const io::SafetensorsEntry* wte = file_of(r, file_name.at("wte.weight")).find(file_name.at("wte.weight"));
-    check(head->shape == wte->shape, r.where, ": tensor lm_head.weight: shape ", shape_str(head->shape),
-          " (expected ", shape_str(wte->shape), ")");
+    const io::SafetensorsEntry* wte =
+        file_of(r, file_name.at("wte.weight")).find(file_name.at("wte.weight"));
+    check(head->shape == wte->shape, r.where, ": tensor lm_head.weight: shape ",
+          shape_str(head->shape), " (expected ", shape_str(wte->shape), ")");
     const auto a = file_of(r, "lm_head.weight").bytes(*head);
     const auto b = file_of(r, file_name.at("wte.weight")).bytes(*wte);
     untied = head->dtype != wte->dtype || !std::equal(a.begin(), a.end(), b.begin(), b.end());
@@ -201,8 +209,8 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
 
 void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params) {
   const ParamLayout layout = gpt2::param_layout(config);
-  check(params.size() == layout.size(), dir, ": ", params.size(), " parameters, the configuration has ",
-        layout.size());
+  check(params.size() == layout.size(), dir, ": ", params.size(),
+        " parameters, the configuration has ", layout.size());
   std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, dir, ": cannot create directory: ", ec.message());
@@ -221,16 +229,18 @@ void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<con
     }
   }
   gpt2::write_config_json((fs::path(dir) / "config.json").string(), config);
-  io::write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  io::write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors,
+                        {{"format", "pt"}});
 }
 
-void save_gpt2_weights_like(const std::string& source, const std::string& out, const gpt2::Config& config,
-                            std::span<const float> params) {
+void save_gpt2_weights_like(const std::string& source, const std::string& out,
+                            const gpt2::Config& config, std::span<const float> params) {
   const ParamLayout layout = gpt2::param_layout(config);
-  check(params.size() == layout.size(), out, ": ", params.size(), " parameters, the configuration has ",
-        layout.size());
+  check(params.size() == layout.size(), out, ": ", params.size(),
+        " parameters, the configuration has ", layout.size());
   check(fs::path(source).extension() != ".json", source,
-        ": saving weights like a sharded checkpoint is not supported; give the single .safetensors file");
+        ": saving weights like a sharded checkpoint is not supported; give the single .safetensors "
+        "file");
   const io::SafetensorsFile src = io::SafetensorsFile::open(source);
   const ParamEntry& wte = layout.at("wte.weight");
   std::vector<std::vector<std::byte>> converted;  // storage for tensors not written as-is
@@ -243,23 +253,26 @@ void save_gpt2_weights_like(const std::string& source, const std::string& out, c
     const ParamEntry* e = layout.find(name);
     if (name == "lm_head.weight") {
       const std::vector<float> head = src.read_f32(t.name, wte.shape);
-      const std::vector<float> old_wte = src.read_f32(src.find("wte.weight") ? "wte.weight" : "transformer.wte.weight");
-      check(head == old_wte, source, ": lm_head.weight is untied from wte; training keeps the head tied");
+      const std::vector<float> old_wte =
+          src.read_f32(src.find("wte.weight") ? "wte.weight" : "transformer.wte.weight");
+      check(head == old_wte, source,
+            ": lm_head.weight is untied from wte; training keeps the head tied");
       e = &wte;
     }
     if (e == nullptr) {  // a buffer: copied through
       tensors.push_back({t.name, t.dtype, t.shape, src.bytes(t)});
       continue;
     }
-    check(t.shape == e->shape, source, ": tensor ", t.name, ": shape ", shape_str(t.shape), " (expected ",
-          shape_str(e->shape), ")");
+    check(t.shape == e->shape, source, ": tensor ", t.name, ": shape ", shape_str(t.shape),
+          " (expected ", shape_str(e->shape), ")");
     const std::span<const float> values = params.subspan(e->offset, e->numel);
     std::vector<std::byte>& bytes = converted.emplace_back();
     if (t.dtype == "F32") {
       const auto b = std::as_bytes(values);
       bytes.assign(b.begin(), b.end());
     } else {
-      check(t.dtype == "F16" || t.dtype == "BF16", source, ": tensor ", t.name, ": cannot write dtype ", t.dtype);
+      check(t.dtype == "F16" || t.dtype == "BF16", source, ": tensor ", t.name,
+            ": cannot write dtype ", t.dtype);
       std::vector<uint16_t> half(values.size());
       for (size_t i = 0; i < values.size(); ++i) {
         half[i] = t.dtype == "F16" ? float_to_f16(values[i]) : float_to_bf16(values[i]);
@@ -270,8 +283,8 @@ void save_gpt2_weights_like(const std::string& source, const std::string& out, c
     tensors.push_back({t.name, t.dtype, t.shape, bytes});
     if (name != "lm_head.weight") ++written;
   }
-  check(written == layout.entries().size(), source, ": holds ", written, " of the ", layout.entries().size(),
-        " GPT-2 parameter tensors");
+  check(written == layout.entries().size(), source, ": holds ", written, " of the ",
+        layout.entries().size(), " GPT-2 parameter tensors");
   io::write_safetensors(out, tensors, src.metadata());
 }
 

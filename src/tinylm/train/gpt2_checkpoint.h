@@ -36,7 +36,7 @@ void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<con
 // even), shapes, order and metadata; every other tensor (the attn.bias / masked_bias buffers)
 // is copied through byte for byte, and a tied lm_head.weight receives wte. Atomic. An untied
 // lm_head (different from wte in the source) is an error: training keeps the head tied.
-void save_gpt2_weights_like(const std::string& source, const std::string& out, const gpt2::Config& config,
-                            std::span<const float> params);
+void save_gpt2_weights_like(const std::string& source, const std::string& out,
+                            const gpt2::Config& config, std::span<const float> params);
 
 }  // namespace tinylm::train

@@ -27,10 +27,10 @@ std::vector<float> init_gpt2_params(const gpt2::Config& config, uint64_t seed) {
     // Box-Muller on pairs of counter-based uniforms: element i uses counter (i / 2, offset).
     const int64_t pairs = static_cast<int64_t>((e.numel + 1) / 2);
     parallel_for(0, pairs, 4096, [&](int64_t k) {
-      const PhiloxCounter c = philox4x32_10(
-          {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32), static_cast<uint32_t>(e.offset),
-           static_cast<uint32_t>(e.offset >> 32)},
-          {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+      const PhiloxCounter c =
+          philox4x32_10({static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32),
+                         static_cast<uint32_t>(e.offset), static_cast<uint32_t>(e.offset >> 32)},
+                        {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
       const double u1 = (static_cast<double>(c[0]) + 1.0) / 4294967296.0;  // (0, 1]
       const double u2 = static_cast<double>(c[1]) / 4294967296.0;
       const double r = std::sqrt(-2.0 * std::log(u1)) * std;

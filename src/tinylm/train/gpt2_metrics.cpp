@@ -40,7 +40,9 @@ std::string py_repr(double x) {
     } else if (exp + 1 >= n) {
       out.append(digits).append(static_cast<size_t>(exp + 1 - n), '0').append(".0");
     } else {
-      out.append(digits, 0, static_cast<size_t>(exp + 1)).append(".").append(digits, static_cast<size_t>(exp + 1));
+      out.append(digits, 0, static_cast<size_t>(exp + 1))
+          .append(".")
+          .append(digits, static_cast<size_t>(exp + 1));
     }
   } else {
     out.append(digits, 0, 1);
@@ -75,34 +77,39 @@ double pairwise_abs_sum(std::span<const float> x) {
   return pairwise(x.data(), x.size(), [](double v) { return std::fabs(v); });
 }
 
-std::vector<int32_t> load_token_grid(const std::string& path, int64_t rows, int64_t cols, int64_t vocab_size) {
+std::vector<int32_t> load_token_grid(const std::string& path, int64_t rows, int64_t cols,
+                                     int64_t vocab_size) {
   const nlohmann::ordered_json j = io::parse_json_strict(io::read_file(path), path);
   check(j.is_object() && j.contains("ids"), path, ": expected an object with an \"ids\" array");
   const auto& ids = j["ids"];
-  check(ids.is_array() && static_cast<int64_t>(ids.size()) == rows, path, ": \"ids\" must hold ", rows,
-        " rows of ", cols, " token ids");
+  check(ids.is_array() && static_cast<int64_t>(ids.size()) == rows, path, ": \"ids\" must hold ",
+        rows, " rows of ", cols, " token ids");
   std::vector<int32_t> grid;
   grid.reserve(static_cast<size_t>(rows * cols));
   for (size_t r = 0; r < ids.size(); ++r) {
     const auto& row = ids[r];
-    check(row.is_array() && static_cast<int64_t>(row.size()) == cols, path, ": row ", r, " must hold ", cols,
-          " token ids (the grid is ", rows, " x ", cols, ")");
+    check(row.is_array() && static_cast<int64_t>(row.size()) == cols, path, ": row ", r,
+          " must hold ", cols, " token ids (the grid is ", rows, " x ", cols, ")");
     for (size_t c = 0; c < row.size(); ++c) {
       const auto& v = row[c];
       check(v.is_number_integer(), path, ": ids[", r, "][", c, "] is not an integer");
-      const int64_t id = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
-                                                : v.get<int64_t>();
-      check(id >= 0 && id < vocab_size, path, ": ids[", r, "][", c, "] = ", v.dump(), " is outside the vocabulary [0, ",
-            vocab_size, ")");
+      const int64_t id =
+          v.is_number_unsigned()
+              ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
+              : v.get<int64_t>();
+      check(id >= 0 && id < vocab_size, path, ": ids[", r, "][", c, "] = ", v.dump(),
+            " is outside the vocabulary [0, ", vocab_size, ")");
       grid.push_back(static_cast<int32_t>(id));
     }
   }
   return grid;
 }
 
-std::vector<Fingerprint> fingerprint_weights(const gpt2::Config& config, std::span<const float> params) {
+std::vector<Fingerprint> fingerprint_weights(const gpt2::Config& config,
+                                             std::span<const float> params) {
   const ParamLayout layout = gpt2::param_layout(config);
-  check(params.size() == layout.size(), "[fingerprint_weights] parameter count does not match the configuration");
+  check(params.size() == layout.size(),
+        "[fingerprint_weights] parameter count does not match the configuration");
   const auto fingerprint = [&](const std::string& name, bool transpose) {
     const ParamEntry& e = layout.at(name);
     std::span<const float> values = params.subspan(e.offset, e.numel);
@@ -111,12 +118,14 @@ std::vector<Fingerprint> fingerprint_weights(const gpt2::Config& config, std::sp
       const int64_t in = e.shape[0], out = e.shape[1];
       t.resize(e.numel);
       for (int64_t o = 0; o < out; ++o) {
-        for (int64_t i = 0; i < in; ++i) t[static_cast<size_t>(o * in + i)] = values[static_cast<size_t>(i * out + o)];
+        for (int64_t i = 0; i < in; ++i)
+          t[static_cast<size_t>(o * in + i)] = values[static_cast<size_t>(i * out + o)];
       }
       values = t;
     }
     Fingerprint f{name, pairwise_sum(values), pairwise_abs_sum(values), {}};
-    f.first8.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(8, values.size())));
+    f.first8.assign(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(
+                                                         std::min<size_t>(8, values.size())));
     return f;
   };
   const std::string last = cat("h.", config.n_layer - 1, ".attn.c_proj.weight");
@@ -130,8 +139,9 @@ std::string metrics_json(const RunMetrics& m) {
   std::string s;
   const auto put = [&s](auto... parts) { (s.append(parts), ...); };
   const auto quoted = [&put](double x) { put("\"", py_repr(x), "\""); };
-  put("{\"device\": \"CPU\", \"steps\": ", std::to_string(m.steps), ", \"batch_size\": ",
-      std::to_string(m.batch_size), ", \"seq_len\": ", std::to_string(m.seq_len), ", \"lr\": ", py_repr(m.lr),
+  put("{\"device\": \"CPU\", \"steps\": ", std::to_string(m.steps),
+      ", \"batch_size\": ", std::to_string(m.batch_size),
+      ", \"seq_len\": ", std::to_string(m.seq_len), ", \"lr\": ", py_repr(m.lr),
       ", \"n_params\": ", std::to_string(m.n_params), ", \"initial_loss\": ");
   quoted(m.initial_loss);
   put(", \"jit_calls\": null, \"records\": [");

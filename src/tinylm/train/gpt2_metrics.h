@@ -23,7 +23,8 @@ double pairwise_abs_sum(std::span<const float> x);
 
 // A token grid {"ids": [[...], ...]} of exactly rows × cols integer ids below vocab_size,
 // row-major. Every other shape, a non-integer or out-of-range id is an Error naming the file.
-std::vector<int32_t> load_token_grid(const std::string& path, int64_t rows, int64_t cols, int64_t vocab_size);
+std::vector<int32_t> load_token_grid(const std::string& path, int64_t rows, int64_t cols,
+                                     int64_t vocab_size);
 
 struct Fingerprint {
   std::string name;
@@ -34,7 +35,8 @@ struct Fingerprint {
 // The protocol's fingerprinted tensors in their [out, in] layout: wte.weight,
 // h.0.attn.c_attn.weight, h.0.mlp.c_fc.weight, h.{L-1}.attn.c_proj.weight (the Conv1D weights
 // transposed), ln_f.weight, wpe.weight.
-std::vector<Fingerprint> fingerprint_weights(const gpt2::Config& config, std::span<const float> params);
+std::vector<Fingerprint> fingerprint_weights(const gpt2::Config& config,
+                                             std::span<const float> params);
 
 struct StepRecord {
   int64_t step = 0;

@@ -41,7 +41,8 @@ bool unscale(std::span<float> grads, float inv_scale) {
 
 Gpt2TrainState::Gpt2TrainState(const gpt2::Trainer& trainer, Gpt2TrainConfig c)
     : config(c), grads(trainer.num_params(), 0.0f), scaler(c.scaler) {
-  check(c.lr >= 0 && std::isfinite(c.lr), "train_step: learning rate must be finite and >= 0, got ", c.lr);
+  check(c.lr >= 0 && std::isfinite(c.lr), "train_step: learning rate must be finite and >= 0, got ",
+        c.lr);
   check(c.clip_norm >= 0, "train_step: clip_norm must be >= 0 (0 = off), got ", c.clip_norm);
   if (c.optimizer == Gpt2Optimizer::adamw) adam.emplace(grads.size(), c.adam);
 }
@@ -56,7 +57,8 @@ Gpt2StepResult train_step(gpt2::Trainer& trainer, std::span<float> params, Gpt2T
   const int64_t step = ++state.step;
 
   std::span<float> grads(state.grads);
-  result.loss = trainer.forward(params, inputs, targets, {state.config.seed, static_cast<uint64_t>(step)});
+  result.loss =
+      trainer.forward(params, inputs, targets, {state.config.seed, static_cast<uint64_t>(step)});
   const bool loss_finite = std::isfinite(result.loss);
   if (!f16) {
     check(loss_finite, "train_step: loss is ", result.loss, " at step ", step,
@@ -72,7 +74,8 @@ Gpt2StepResult train_step(gpt2::Trainer& trainer, std::span<float> params, Gpt2T
     result.applied = state.scaler.update(finite);
     if (!result.applied) return result;
   }
-  if (state.config.clip_norm > 0) result.grad_norm = optim::clip_global_norm(grads, state.config.clip_norm);
+  if (state.config.clip_norm > 0)
+    result.grad_norm = optim::clip_global_norm(grads, state.config.clip_norm);
 
   ++state.applied_steps;
   if (state.config.optimizer == Gpt2Optimizer::sgd) {

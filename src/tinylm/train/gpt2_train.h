@@ -32,10 +32,11 @@ struct Gpt2TrainState {
   Gpt2TrainState(const gpt2::Trainer& trainer, Gpt2TrainConfig config);
 
   Gpt2TrainConfig config;
-  std::vector<float> grads;  // param_layout order: the last backward's (unscaled, clipped) gradients
+  std::vector<float>
+      grads;  // param_layout order: the last backward's (unscaled, clipped) gradients
   std::optional<optim::Adam<float>> adam;  // adamw only
   optim::LossScaler scaler;
-  int64_t step = 0;          // steps run (applied or skipped); the next one is step + 1
+  int64_t step = 0;           // steps run (applied or skipped); the next one is step + 1
   int64_t applied_steps = 0;  // optimizer updates made (AdamW's t)
 };
 

@@ -13,8 +13,8 @@ void save_microgpt(const std::string& path, const microgpt::Model& model,
 
 struct MicrogptCheckpoint {
   microgpt::Config config;
-  std::string chars;            // the tokenizer's character set, UTF-8
-  std::vector<double> params;   // flat, canonical order
+  std::string chars;           // the tokenizer's character set, UTF-8
+  std::vector<double> params;  // flat, canonical order
 };
 // Throws Error naming the file on any problem (format, metadata, missing or mis-shaped tensor).
 MicrogptCheckpoint load_microgpt(const std::string& path);

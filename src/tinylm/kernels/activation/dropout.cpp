@@ -14,7 +14,8 @@ namespace {
 // Philox4x32-10 on 16 counters at once (lane i: counter {c0 + i, c1, c2, c3}); the rounds of
 // core/philox.h, which the tests hold it to. Plain lane loops, vectorized by the compiler at
 // each level (integer arithmetic: the same bits wherever it runs).
-void philox16(uint32_t out[4][16], uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint64_t seed) {
+void philox16(uint32_t out[4][16], uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+              uint64_t seed) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   uint32_t x0[16], x1[16], x2[16], x3[16];
@@ -138,14 +139,17 @@ void dropout_mask(uint8_t* mask, int64_t n, float rate, DropoutSite where) {
   check_args(n, rate);
   TINYLM_DISPATCH(dropout_mask, mask, n, keep_threshold(rate), where);
 }
-void dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n, float rate, DropoutSite where) {
+void dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n, float rate,
+                     DropoutSite where) {
   check_args(n, rate);
-  TINYLM_DISPATCH(dropout_forward, y, mask, x, n, keep_threshold(rate), keep_scale<float>(rate), where);
+  TINYLM_DISPATCH(dropout_forward, y, mask, x, n, keep_threshold(rate), keep_scale<float>(rate),
+                  where);
 }
 void dropout_forward(double* y, uint8_t* mask, const double* x, int64_t n, float rate,
                      DropoutSite where) {
   check_args(n, rate);
-  TINYLM_DISPATCH(dropout_forward, y, mask, x, n, keep_threshold(rate), keep_scale<double>(rate), where);
+  TINYLM_DISPATCH(dropout_forward, y, mask, x, n, keep_threshold(rate), keep_scale<double>(rate),
+                  where);
 }
 void dropout_backward(float* dx, const float* dy, const uint8_t* mask, int64_t n, float rate) {
   TINYLM_DISPATCH(dropout_backward, dx, dy, mask, n, keep_scale<float>(rate));

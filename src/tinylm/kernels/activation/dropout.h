@@ -19,7 +19,8 @@ void dropout_mask(uint8_t* mask, int64_t n, float rate, DropoutSite where);
 
 // y = x * mask / (1 - rate), with the mask drawn as dropout_mask does (and stored for the
 // backward). y may equal x.
-void dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n, float rate, DropoutSite where);
+void dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n, float rate,
+                     DropoutSite where);
 void dropout_forward(double* y, uint8_t* mask, const double* x, int64_t n, float rate,
                      DropoutSite where);
 

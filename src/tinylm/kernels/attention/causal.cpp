@@ -33,7 +33,8 @@ constexpr int kMaxAcc = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 4;
 // row[0 .. padded(n)) = q . k_j for the keys in kt: (D, ldk), transposed (lanes past n are
 // computed from whatever the padding holds and ignored): two chains, even and odd channels.
 template <class W>
-TINYLM_INLINE void scores(float* row, const float* q, const W* kt, int64_t ldk, int64_t n, int64_t D) {
+TINYLM_INLINE void scores(float* row, const float* q, const W* kt, int64_t ldk, int64_t n,
+                          int64_t D) {
   for (int64_t s0 = 0; s0 < n; s0 += kLanes) {
     f32x16 even{}, odd{};
     const W* col = kt + s0;
@@ -77,15 +78,18 @@ TINYLM_INLINE void weighted_block(float* out, const float* p, const W* v, int64_
   for (int64_t j = 0; j < n; ++j) {
     const f32x16 pj = splat(p[j]);
 #pragma GCC unroll 8
-    for (int k = 0; k < NV; ++k) acc[k] = fma(pj, load_row(v + j * ldv + k * kLanes, width - k * kLanes), acc[k]);
+    for (int k = 0; k < NV; ++k)
+      acc[k] = fma(pj, load_row(v + j * ldv + k * kLanes, width - k * kLanes), acc[k]);
   }
-  for (int k = 0; k < NV; ++k) store_n(out + k * kLanes, acc[k], std::min(kLanes, width - k * kLanes));
+  for (int k = 0; k < NV; ++k)
+    store_n(out + k * kLanes, acc[k], std::min(kLanes, width - k * kLanes));
 }
 
 template <class W>
 void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t n, int64_t D) {
   for (int64_t c = 0; c < D;) {
-    const int64_t vectors = (D - c + kLanes - 1) / kLanes, width = std::min(D - c, kMaxAcc * kLanes);
+    const int64_t vectors = (D - c + kLanes - 1) / kLanes,
+                  width = std::min(D - c, kMaxAcc * kLanes);
     if (vectors >= kMaxAcc) {
       weighted_block<kMaxAcc>(out + c, p, v + c, ldv, n, width);
       c += kMaxAcc * kLanes;
@@ -122,7 +126,8 @@ float attention_scale(int64_t D) { return 1.0f / std::sqrt(static_cast<float>(D)
 // onto a few cache sets. Each task first packs what it reads repeatedly into contiguous T x D
 // blocks (or D x Tp transposes), so the loops run from L1/L2 without conflict misses.
 void pack_rows(float* dst, const float* src, int64_t ld, int64_t Tn, int64_t D) {
-  for (int64_t t = 0; t < Tn; ++t) std::memcpy(dst + t * D, src + t * ld, static_cast<size_t>(D) * sizeof(float));
+  for (int64_t t = 0; t < Tn; ++t)
+    std::memcpy(dst + t * D, src + t * ld, static_cast<size_t>(D) * sizeof(float));
 }
 
 // dst (D x Tp) = the head's D columns of rows 0..T-1 of src (row stride ld), transposed; the
@@ -156,11 +161,11 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
   constexpr int64_t D = kLanes * NV;
   const int64_t C3 = 3 * C, Tp = padded(Tn);
   const float scale = attention_scale(D);
-  float* vt = scratch;       // D x Tp
-  float* kp = vt + D * Tp;   // T x D each
+  float* vt = scratch;      // D x Tp
+  float* kp = vt + D * Tp;  // T x D each
   float* qp = kp + Tn * D;
   float* gp = qp + Tn * D;
-  float* ds = gp + Tn * D;   // T x Tp
+  float* ds = gp + Tn * D;  // T x Tp
   transpose_head(vt, base + 2 * C, C3, Tn, D);
   pack_rows(kp, base + C, C3, Tn, D);
   pack_rows(qp, base, C3, Tn, D);
@@ -271,21 +276,30 @@ void causal_attention_backward(float* dqkv, const float* dout, const float* att,
     const float* a = att + task * Tn * Tn;
     float* s = scratch + task * task_scratch(Tn, D);
     switch (D % kLanes == 0 ? D / kLanes : 0) {
-      case 1: return backward_task<1>(dbase, go, a, base, s, Tn, C);
-      case 2: return backward_task<2>(dbase, go, a, base, s, Tn, C);
-      case 3: return backward_task<3>(dbase, go, a, base, s, Tn, C);
-      case 4: return backward_task<4>(dbase, go, a, base, s, Tn, C);
-      case 5: return backward_task<5>(dbase, go, a, base, s, Tn, C);
-      case 6: return backward_task<6>(dbase, go, a, base, s, Tn, C);
-      case 7: return backward_task<7>(dbase, go, a, base, s, Tn, C);
-      case 8: return backward_task<8>(dbase, go, a, base, s, Tn, C);
-      default: return reference::attention_head_backward(dbase, go, a, base, s, Tn, C, D);
+      case 1:
+        return backward_task<1>(dbase, go, a, base, s, Tn, C);
+      case 2:
+        return backward_task<2>(dbase, go, a, base, s, Tn, C);
+      case 3:
+        return backward_task<3>(dbase, go, a, base, s, Tn, C);
+      case 4:
+        return backward_task<4>(dbase, go, a, base, s, Tn, C);
+      case 5:
+        return backward_task<5>(dbase, go, a, base, s, Tn, C);
+      case 6:
+        return backward_task<6>(dbase, go, a, base, s, Tn, C);
+      case 7:
+        return backward_task<7>(dbase, go, a, base, s, Tn, C);
+      case 8:
+        return backward_task<8>(dbase, go, a, base, s, Tn, C);
+      default:
+        return reference::attention_head_backward(dbase, go, a, base, s, Tn, C, D);
     }
   });
 }
 
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C) {
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
+              int64_t capacity, int64_t C) {
   store_kv(keys, values, k, v, t, capacity, C);
 }
 void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t capacity,
@@ -367,8 +381,8 @@ void causal_attention_backward(double* dqkv, const double* dout, const double* a
   }
 }
 
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C) {
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
+              int64_t capacity, int64_t C) {
   TINYLM_DISPATCH(kv_store, keys, values, k, v, t, capacity, C);
 }
 void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t capacity,

@@ -46,10 +46,10 @@ inline int64_t kv_key_stride(int64_t capacity) { return (capacity + 15) / 16 * 1
 // Writes position t's key and value (k, v: C floats each, rounded to the cache's type).
 void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
               int64_t capacity, int64_t C);
-void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t,
-              int64_t capacity, int64_t C);
-void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t,
-              int64_t capacity, int64_t C);
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C);
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t capacity,
+              int64_t C);
 
 // Rows t0 .. t1-1 of one sequence against the cached positions 0 .. t1-1 (this call's rows
 // already stored): q, out: (t1 - t0, C). Threads split the heads.

@@ -44,7 +44,8 @@ void attention_head_backward(T* dbase, const T* go, const T* a, const T* base, T
   const int64_t C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(D));
   for (int64_t t = 0; t < Tn; ++t) {
-    for (int64_t part = 0; part < 3; ++part) std::fill(dbase + t * C3 + part * C, dbase + t * C3 + part * C + D, T(0));
+    for (int64_t part = 0; part < 3; ++part)
+      std::fill(dbase + t * C3 + part * C, dbase + t * C3 + part * C + D, T(0));
   }
   for (int64_t t = 0; t < Tn; ++t) {
     const T* p = a + t * Tn;
@@ -58,9 +59,9 @@ void attention_head_backward(T* dbase, const T* go, const T* a, const T* base, T
     for (int64_t j = 0; j <= t; ++j) {
       const T s = p[j] * (ds[j] - dot) * scale;
       for (int64_t d = 0; d < D; ++d) {
-        dbase[t * C3 + d] += s * base[j * C3 + C + d];           // dQ
-        dbase[j * C3 + C + d] += s * base[t * C3 + d];           // dK
-        dbase[j * C3 + 2 * C + d] += p[j] * go[t * C + d];       // dV
+        dbase[t * C3 + d] += s * base[j * C3 + C + d];      // dQ
+        dbase[j * C3 + C + d] += s * base[t * C3 + d];      // dK
+        dbase[j * C3 + 2 * C + d] += p[j] * go[t * C + d];  // dV
       }
     }
   }

@@ -70,9 +70,12 @@ Isa resolve_active_isa() {
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
-    case Isa::generic: return "generic";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512: return "avx512";
+    case Isa::generic:
+      return "generic";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -95,7 +98,8 @@ Isa parse_supported_isa(std::string_view name) {
     for (Isa s : supported_isas()) {
       if (s == isa) return isa;
     }
-    fail("TINYLM_ISA=", name, ": this CPU does not support it (supported: ", supported_names(), ")");
+    fail("TINYLM_ISA=", name, ": this CPU does not support it (supported: ", supported_names(),
+         ")");
   }
   fail("TINYLM_ISA=", name, ": unknown level (supported here: ", supported_names(), ")");
 }

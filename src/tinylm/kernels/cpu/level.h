@@ -22,7 +22,8 @@
 #define TINYLM_LEVEL_AVX512 2
 
 #if !defined(TINYLM_LEVEL)
-#error "kernel sources are compiled once per level: TINYLM_LEVEL must be defined (see src/CMakeLists.txt)"
+#error \
+    "kernel sources are compiled once per level: TINYLM_LEVEL must be defined (see src/CMakeLists.txt)"
 #endif
 
 #define TINYLM_LEVEL_ONCE (TINYLM_LEVEL == TINYLM_LEVEL_GENERIC)
@@ -45,8 +46,8 @@
 #define TINYLM_TARGET_PUSH
 #define TINYLM_TARGET_POP
 #elif defined(__clang__)
-#define TINYLM_TARGET_PUSH                                                                  \
-  TINYLM_PRAGMA_EXPANDED(                                                                   \
+#define TINYLM_TARGET_PUSH \
+  TINYLM_PRAGMA_EXPANDED(  \
       clang attribute push(__attribute__((target(TINYLM_LEVEL_TARGET))), apply_to = function))
 #define TINYLM_TARGET_POP TINYLM_PRAGMA(clang attribute pop)
 #elif defined(__GNUC__)
@@ -57,8 +58,7 @@
 #error "the kernel levels need GCC or clang"
 #endif
 
-#define TINYLM_LEVEL_BEGIN \
-  TINYLM_TARGET_PUSH namespace tinylm::kernels::TINYLM_LEVEL_NS {
+#define TINYLM_LEVEL_BEGIN TINYLM_TARGET_PUSH namespace tinylm::kernels::TINYLM_LEVEL_NS {
 #define TINYLM_LEVEL_END \
   }                      \
   TINYLM_TARGET_POP
@@ -70,22 +70,25 @@
 // of the TINYLM_LEVEL_ONCE pass (inside namespace tinylm::kernels). TINYLM_DISPATCH(fn, args):
 // returns fn(args) of the active level.
 #if defined(TINYLM_X86_LEVELS)
-#define TINYLM_LEVELS(...)     \
-  namespace generic {          \
-  __VA_ARGS__;                 \
-  }                            \
-  namespace avx2 {             \
-  __VA_ARGS__;                 \
-  }                            \
-  namespace avx512 {           \
-  __VA_ARGS__;                 \
+#define TINYLM_LEVELS(...) \
+  namespace generic {      \
+  __VA_ARGS__;             \
+  }                        \
+  namespace avx2 {         \
+  __VA_ARGS__;             \
+  }                        \
+  namespace avx512 {       \
+  __VA_ARGS__;             \
   }
-#define TINYLM_DISPATCH(fn, ...)                                                \
-  switch (::tinylm::kernels::active_isa()) {                                   \
-    case ::tinylm::kernels::Isa::avx512: return avx512::fn(__VA_ARGS__);        \
-    case ::tinylm::kernels::Isa::avx2: return avx2::fn(__VA_ARGS__);            \
-    case ::tinylm::kernels::Isa::generic: break;                                \
-  }                                                                             \
+#define TINYLM_DISPATCH(fn, ...)             \
+  switch (::tinylm::kernels::active_isa()) { \
+    case ::tinylm::kernels::Isa::avx512:     \
+      return avx512::fn(__VA_ARGS__);        \
+    case ::tinylm::kernels::Isa::avx2:       \
+      return avx2::fn(__VA_ARGS__);          \
+    case ::tinylm::kernels::Isa::generic:    \
+      break;                                 \
+  }                                          \
   return generic::fn(__VA_ARGS__)
 #else
 #define TINYLM_LEVELS(...) \

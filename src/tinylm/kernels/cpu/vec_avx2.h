@@ -18,12 +18,16 @@ struct f64x8 {
 
 // All-ones in the 32-bit lanes i < n of a ymm register (n may be out of [0, 8]).
 TINYLM_INLINE __m256i first_lanes8(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n < 0 ? 0 : n > 8 ? 8 : n)),
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n < 0   ? 0
+                                                               : n > 8 ? 8
+                                                                       : n)),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 // The same for the 64-bit lanes i < n of a ymm register of doubles.
 TINYLM_INLINE __m256i first_lanes4(int64_t n) {
-  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n < 0 ? 0 : n > 4 ? 4 : n),
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n < 0   ? 0
+                                               : n > 4 ? 4
+                                                       : n),
                             _mm256_setr_epi64x(0, 1, 2, 3));
 }
 

@@ -36,18 +36,22 @@ TINYLM_INLINE f32x16 load(const F16* p) {
 TINYLM_INLINE void store(float* p, f32x16 x) { _mm512_storeu_ps(p, x.v); }
 TINYLM_INLINE void store(Bf16* p, f32x16 x) {
   const __m512i u = _mm512_castps_si512(x.v);
-  const __m512i odd = _mm512_and_si512(_mm512_maskz_srli_epi32(kAll16, u, 16), _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_maskz_srli_epi32(kAll16, _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
-  const __m512i quiet = _mm512_or_si512(_mm512_maskz_srli_epi32(kAll16, u, 16), _mm512_set1_epi32(0x40));
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(
-      _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                      _mm512_maskz_cvtepi32_epi16(kAll16, _mm512_mask_blend_epi32(nan, rounded, quiet)));
+  const __m512i odd =
+      _mm512_and_si512(_mm512_maskz_srli_epi32(kAll16, u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_maskz_srli_epi32(
+      kAll16, _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
+  const __m512i quiet =
+      _mm512_or_si512(_mm512_maskz_srli_epi32(kAll16, u, 16), _mm512_set1_epi32(0x40));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(p),
+      _mm512_maskz_cvtepi32_epi16(kAll16, _mm512_mask_blend_epi32(nan, rounded, quiet)));
 }
 TINYLM_INLINE void store(F16* p, f32x16 x) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                      _mm512_maskz_cvtps_ph(kAll16, x.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(p),
+      _mm512_maskz_cvtps_ph(kAll16, x.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 TINYLM_INLINE f32x16 load_n(const float* p, int64_t n) {
   return {_mm512_maskz_loadu_ps(first_lanes16(n), p)};
@@ -72,13 +76,15 @@ TINYLM_INLINE f32x16 select_lt(f32x16 a, f32x16 b, f32x16 x, f32x16 y) {
 // The lanes halved as [0..8) + [8..16), [0..4) + [4..8), then (0 + 2) + (1 + 3): the order of
 // every level's hsum.
 TINYLM_INLINE float hsum(f32x16 x) {
-  const __m256 a = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, x.v, 0), _mm512_maskz_extractf32x8_ps(0xff, x.v, 1));
+  const __m256 a = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, x.v, 0),
+                                 _mm512_maskz_extractf32x8_ps(0xff, x.v, 1));
   const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
   return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
 }
 TINYLM_INLINE float hmax(f32x16 x) {
-  const __m256 a = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, x.v, 0), _mm512_maskz_extractf32x8_ps(0xff, x.v, 1));
+  const __m256 a = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, x.v, 0),
+                                 _mm512_maskz_extractf32x8_ps(0xff, x.v, 1));
   const __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   const __m128 c = _mm_max_ps(b, _mm_movehl_ps(b, b));
   return _mm_cvtss_f32(_mm_max_ss(c, _mm_shuffle_ps(c, c, 1)));
@@ -87,11 +93,13 @@ TINYLM_INLINE float hmax(f32x16 x) {
 // p * 2^n for integral n in [-252, 254] (p * 2^h * 2^(n-h), h = n >> 1, so that n beyond the
 // exponent range of one factor stays exact).
 TINYLM_INLINE f32x16 scale_pow2(f32x16 p, f32x16 n) {
-  const __m512i ni = _mm512_maskz_cvttps_epi32(kAll16, n.v), h = _mm512_maskz_srai_epi32(kAll16, ni, 1);
+  const __m512i ni = _mm512_maskz_cvttps_epi32(kAll16, n.v),
+                h = _mm512_maskz_srai_epi32(kAll16, ni, 1);
   const __m512i bias = _mm512_set1_epi32(127);
-  const __m512 s1 = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll16, _mm512_add_epi32(h, bias), 23));
-  const __m512 s2 =
-      _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll16, _mm512_add_epi32(_mm512_sub_epi32(ni, h), bias), 23));
+  const __m512 s1 =
+      _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll16, _mm512_add_epi32(h, bias), 23));
+  const __m512 s2 = _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(kAll16, _mm512_add_epi32(_mm512_sub_epi32(ni, h), bias), 23));
   return {_mm512_mul_ps(_mm512_mul_ps(p.v, s1), s2)};
 }
 

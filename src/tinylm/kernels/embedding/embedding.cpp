@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "tinylm/core/parallel.h"
-#include "tinylm/kernels/matmul/small.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/small.h"
 
 TINYLM_LEVEL_BEGIN
 
@@ -63,14 +63,14 @@ TINYLM_LEVEL_END
 namespace tinylm::kernels {
 
 TINYLM_LEVELS(void embedding_forward(float* x, const int32_t* tokens, const float* table,
-                                     const float* positions, int64_t rows, int64_t C,
-                                     int64_t first, int64_t period);
+                                     const float* positions, int64_t rows, int64_t C, int64_t first,
+                                     int64_t period);
               void embedding_forward(float* x, const int32_t* tokens, const Bf16* table,
-                                     const float* positions, int64_t rows, int64_t C,
-                                     int64_t first, int64_t period);
+                                     const float* positions, int64_t rows, int64_t C, int64_t first,
+                                     int64_t period);
               void embedding_forward(float* x, const int32_t* tokens, const F16* table,
-                                     const float* positions, int64_t rows, int64_t C,
-                                     int64_t first, int64_t period);
+                                     const float* positions, int64_t rows, int64_t C, int64_t first,
+                                     int64_t period);
               void embedding_backward(float* dtable, float* dpositions, const float* dx,
                                       const int32_t* tokens, int64_t rows, int64_t C,
                                       int64_t period))
@@ -101,8 +101,8 @@ void embedding_forward(double* x, const int32_t* tokens, const double* table,
     for (int64_t i = 0; i < C; ++i) x[r * C + i] = p ? e[i] + p[i] : e[i];
   }
 }
-void embedding_backward(double* dtable, double* dpositions, const double* dx,
-                        const int32_t* tokens, int64_t rows, int64_t C, int64_t period) {
+void embedding_backward(double* dtable, double* dpositions, const double* dx, const int32_t* tokens,
+                        int64_t rows, int64_t C, int64_t period) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < C; ++i) {
       dtable[static_cast<int64_t>(tokens[r]) * C + i] += dx[r * C + i];

@@ -32,8 +32,8 @@ void embedding_forward(double* x, const int32_t* tokens, const double* table,
 // the columns, so each element's rows are added in row order.
 void embedding_backward(float* dtable, float* dpositions, const float* dx, const int32_t* tokens,
                         int64_t rows, int64_t C, int64_t period = kNoPeriod);
-void embedding_backward(double* dtable, double* dpositions, const double* dx,
-                        const int32_t* tokens, int64_t rows, int64_t C, int64_t period = kNoPeriod);
+void embedding_backward(double* dtable, double* dpositions, const double* dx, const int32_t* tokens,
+                        int64_t rows, int64_t C, int64_t period = kNoPeriod);
 
 // The tied head (EvermindLM): logits [rows × V] = x [rows × D] · tableT [D × V] (a transposed
 // copy of the table), kernels/matmul/small.h's products.

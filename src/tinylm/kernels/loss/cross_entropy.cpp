@@ -28,7 +28,8 @@ float row_logsumexp(const float* x, int64_t V) {
 
 // store16(i, v) / store1(i, v) with v = exp(x - lse) * scale over a row.
 template <class Store16, class Store1>
-void softmax_row(const float* x, float lse, float scale, int64_t V, Store16&& store16, Store1&& store1) {
+void softmax_row(const float* x, float lse, float scale, int64_t V, Store16&& store16,
+                 Store1&& store1) {
   int64_t i = 0;
   for (; i + kLanes <= V; i += kLanes) store16(i, exp(load(x + i) - lse) * scale);
   for (; i < V; ++i) store1(i, exp1(x[i] - lse) * scale);
@@ -120,7 +121,8 @@ double cross_entropy_forward(double* losses, double* lse, const double* logits,
 void cross_entropy_backward(double* dlogits, const double* logits, const double* lse,
                             const int32_t* targets, int64_t rows, int64_t V, double scale) {
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < V; ++j) dlogits[r * V + j] = std::exp(logits[r * V + j] - lse[r]) * scale;
+    for (int64_t j = 0; j < V; ++j)
+      dlogits[r * V + j] = std::exp(logits[r * V + j] - lse[r]) * scale;
     dlogits[r * V + targets[r]] -= scale;
   }
 }

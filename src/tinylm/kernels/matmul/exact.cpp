@@ -1,7 +1,7 @@
 #include "tinylm/kernels/matmul/exact.h"
 
-#include "tinylm/kernels/matmul/exact_reference.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/exact_reference.h"
 
 TINYLM_LEVEL_BEGIN
 
@@ -75,8 +75,8 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void linear_forward_packed(double* y, const double* x, const double* wt,
-                                         int64_t rows, int64_t nin, int64_t nout);
+TINYLM_LEVELS(void linear_forward_packed(double* y, const double* x, const double* wt, int64_t rows,
+                                         int64_t nin, int64_t nout);
               void linear_backward(double* dx, double* dw, const double* dy, const double* x,
                                    const double* w, int64_t rows, int64_t nin, int64_t nout))
 

@@ -50,9 +50,14 @@ void cap_onednn_isa() {
   static const bool once = [] {
     dnnl_cpu_isa_t cap = dnnl_cpu_isa_all;
     switch (active_isa()) {
-      case Isa::generic: cap = dnnl_cpu_isa_sse41; break;
-      case Isa::avx2: cap = dnnl_cpu_isa_avx2; break;
-      case Isa::avx512: break;
+      case Isa::generic:
+        cap = dnnl_cpu_isa_sse41;
+        break;
+      case Isa::avx2:
+        cap = dnnl_cpu_isa_avx2;
+        break;
+      case Isa::avx512:
+        break;
     }
     dnnl_set_max_cpu_isa(cap);  // fails only if oneDNN has already made a kernel
     return true;
@@ -61,13 +66,16 @@ void cap_onednn_isa() {
 }
 
 // Shapes and strides as BLAS requires them; `what` names the entry point in the message.
-void check_args(const char* what, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const void* A,
-                int64_t lda, const void* B, int64_t ldb, const void* C, int64_t ldc) {
+void check_args(const char* what, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K,
+                const void* A, int64_t lda, const void* B, int64_t ldb, const void* C,
+                int64_t ldc) {
   check(M >= 0 && N >= 0 && K >= 0, what, ": negative size M=", M, " N=", N, " K=", K);
   // Columns of each matrix as stored (row-major): op(A) is M×K, op(B) is K×N.
   const int64_t a_cols = ta == Trans::No ? K : M, b_cols = tb == Trans::No ? N : K;
-  check(lda >= std::max<int64_t>(1, a_cols), what, ": lda ", lda, " < ", a_cols, " columns of A as stored");
-  check(ldb >= std::max<int64_t>(1, b_cols), what, ": ldb ", ldb, " < ", b_cols, " columns of B as stored");
+  check(lda >= std::max<int64_t>(1, a_cols), what, ": lda ", lda, " < ", a_cols,
+        " columns of A as stored");
+  check(ldb >= std::max<int64_t>(1, b_cols), what, ": ldb ", ldb, " < ", b_cols,
+        " columns of B as stored");
   check(ldc >= std::max<int64_t>(1, N), what, ": ldc ", ldc, " < N=", N);
   if (M > 0 && N > 0) {
     check(C != nullptr, what, ": C is null");
@@ -81,7 +89,8 @@ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
   if (beta == 1.0f) return;
   parallel_for(0, M, 16, [&](int64_t i) {
     float* c = C + i * ldc;
-    if (beta == 0.0f) std::fill(c, c + N, 0.0f);
+    if (beta == 0.0f)
+      std::fill(c, c + N, 0.0f);
     else
       for (int64_t j = 0; j < N; ++j) c[j] *= beta;
   });
@@ -91,18 +100,22 @@ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
 void widen(const Bf16* X, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& out) {
   out.resize(static_cast<size_t>(rows * cols));
   parallel_for(0, rows, 16, [&](int64_t r) {
-    for (int64_t c = 0; c < cols; ++c) out[static_cast<size_t>(r * cols + c)] = to_float(X[r * ld + c]);
+    for (int64_t c = 0; c < cols; ++c)
+      out[static_cast<size_t>(r * cols + c)] = to_float(X[r * ld + c]);
   });
 }
 
 // One single call of the backend; oneDNN decides its own threads (one inside a parallel region).
-dnnl_status_t backend(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                      int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+dnnl_status_t backend(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                      float* C, int64_t ldc) {
   return dnnl_sgemm(trans_char(ta), trans_char(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
-dnnl_status_t backend(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16* A,
-                      int64_t lda, const Bf16* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  return dnnl_gemm_bf16bf16f32(trans_char(ta), trans_char(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+dnnl_status_t backend(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const Bf16* A, int64_t lda, const Bf16* B, int64_t ldb, float beta, float* C,
+                      int64_t ldc) {
+  return dnnl_gemm_bf16bf16f32(trans_char(ta), trans_char(tb), M, N, K, alpha, A, lda, B, ldb, beta,
+                               C, ldc);
 }
 
 // Products under about a million multiply-adds (one attention head, 64³, is a quarter of
@@ -133,8 +146,8 @@ dnnl_status_t serial(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float 
 
 // The whole product, threads as described at the top of the file.
 template <class T>
-dnnl_status_t run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,
-                  const T* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+dnnl_status_t run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A,
+                  int64_t lda, const T* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (threads == 1) return backend(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSerialMacs) {
@@ -150,11 +163,11 @@ dnnl_status_t run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alp
     const int64_t lo = part_bound(n, t, parts), hi = part_bound(n, t + 1, parts);
     dnnl_status_t st = dnnl_success;
     if (hi > lo && split_m) {
-      st = backend(ta, tb, hi - lo, N, K, alpha, ta == Trans::No ? A + lo * lda : A + lo, lda, B, ldb, beta,
-                   C + lo * ldc, ldc);
+      st = backend(ta, tb, hi - lo, N, K, alpha, ta == Trans::No ? A + lo * lda : A + lo, lda, B,
+                   ldb, beta, C + lo * ldc, ldc);
     } else if (hi > lo) {
-      st = backend(ta, tb, M, hi - lo, K, alpha, A, lda, tb == Trans::No ? B + lo : B + lo * ldb, ldb, beta,
-                   C + lo, ldc);
+      st = backend(ta, tb, M, hi - lo, K, alpha, A, lda, tb == Trans::No ? B + lo : B + lo * ldb,
+                   ldb, beta, C + lo, ldc);
     }
     if (st != dnnl_success) failed.store(st);
   }
@@ -162,8 +175,8 @@ dnnl_status_t run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alp
 }
 
 void check_status(const char* what, dnnl_status_t st, int64_t M, int64_t N, int64_t K) {
-  check(st == dnnl_success, what, ": oneDNN gemm failed with status ", static_cast<int>(st), " (M=", M, " N=", N,
-        " K=", K, ")");
+  check(st == dnnl_success, what, ": oneDNN gemm failed with status ", static_cast<int>(st),
+        " (M=", M, " N=", N, " K=", K, ")");
 }
 
 // oneDNN 2.x has bf16 gemm only on AVX-512 CPUs (dnnl_unimplemented elsewhere): asked once.
@@ -172,7 +185,9 @@ bool bf16_gemm_available() {
     cap_onednn_isa();
     const Bf16 one{0x3f80};
     float c = 0;
-    return dnnl_gemm_bf16bf16f32('N', 'N', 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1) == dnnl_success && c == 1.0f;
+    return dnnl_gemm_bf16bf16f32('N', 'N', 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1) ==
+               dnnl_success &&
+           c == 1.0f;
   }();
   return available;
 }
@@ -224,7 +239,9 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
   const int64_t b_rows = tb == Trans::No ? K : N, b_cols = tb == Trans::No ? N : K;
   widen(A, a_rows, a_cols, lda, a32);
   widen(B, b_rows, b_cols, ldb, b32);
-  check_status("gemm_bf16", run(ta, tb, M, N, K, alpha, a32.data(), a_cols, b32.data(), b_cols, beta, C, ldc), M, N, K);
+  check_status("gemm_bf16",
+               run(ta, tb, M, N, K, alpha, a32.data(), a_cols, b32.data(), b_cols, beta, C, ldc), M,
+               N, K);
 }
 
 }  // namespace tinylm::kernels

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 
-#include "tinylm/kernels/matmul/small_reference.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/small_reference.h"
 
 TINYLM_LEVEL_BEGIN
 
@@ -46,7 +46,8 @@ void tile(int64_t k0, int64_t k1, const float* A, int64_t lda, const float* B, i
     const float* b = B + k * ldb;
     f32x16 bv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = v == NV - 1 ? load_n(b + v * kLanes, last_w) : load(b + v * kLanes);
+    for (int v = 0; v < NV; ++v)
+      bv[v] = v == NV - 1 ? load_n(b + v * kLanes, last_w) : load(b + v * kLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const f32x16 a = splat(TransA ? A[k * lda + r] : A[r * lda + k]);
@@ -70,17 +71,29 @@ void column_block(int64_t M, int64_t k0, int64_t k1, const float* A, int64_t lda
   const int64_t a_row = TransA ? 1 : lda;
   int64_t i = 0;
   for (; i + kRowTile <= M; i += kRowTile) {
-    tile<kRowTile, NV, TransA>(k0, k1, A + i * a_row, lda, B, ldb, C + i * ldc, ldc, load_c, last_w);
+    tile<kRowTile, NV, TransA>(k0, k1, A + i * a_row, lda, B, ldb, C + i * ldc, ldc, load_c,
+                               last_w);
   }
   const float* a = A + i * a_row;
   float* c = C + i * ldc;
   switch (M - i) {
-    case 5: tile<5, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w); break;
-    case 4: tile<4, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w); break;
-    case 3: tile<3, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w); break;
-    case 2: tile<2, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w); break;
-    case 1: tile<1, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w); break;
-    default: break;
+    case 5:
+      tile<5, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
+      break;
+    case 4:
+      tile<4, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
+      break;
+    case 3:
+      tile<3, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
+      break;
+    case 2:
+      tile<2, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
+      break;
+    case 1:
+      tile<1, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
+      break;
+    default:
+      break;
   }
 }
 

@@ -184,12 +184,18 @@ void chunk_columns(float* acc, int64_t lda, const float* xc, int64_t ldx, const 
   float* a = acc + r * lda;
   const float* x = xc + r * ldx;
   switch (nr - r) {
-    case 5: return chunk_tile<5, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    case 4: return chunk_tile<4, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    case 3: return chunk_tile<3, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    case 2: return chunk_tile<2, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    case 1: return chunk_tile<1, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    default: return;
+    case 5:
+      return chunk_tile<5, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    case 4:
+      return chunk_tile<4, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    case 3:
+      return chunk_tile<3, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    case 2:
+      return chunk_tile<2, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    case 1:
+      return chunk_tile<1, NV>(a, lda, x, ldx, wc, ldw, inputs);
+    default:
+      return;
   }
 }
 
@@ -230,10 +236,12 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
       // The next chunk's weights are on their way while this one is multiplied: read only
       // when needed, 64 strided rows of them stalled the widening above.
       for (int64_t k = i0 + kChunk; k < std::min(nin, i0 + 2 * kChunk); ++k) {
-        for (int64_t c = 0; c < width; c += kTile) __builtin_prefetch(element<L>(w, nout, k, c0 + c));
+        for (int64_t c = 0; c < width; c += kTile)
+          __builtin_prefetch(element<L>(w, nout, k, c0 + c));
       }
       for (int64_t r = 0; r < nr; ++r) {
-        for (int64_t k = 0; k < inputs; k += kLanes) store(xc + r * kChunk + k, load(xb + r * nin + i0 + k));
+        for (int64_t k = 0; k < inputs; k += kLanes)
+          store(xc + r * kChunk + k, load(xb + r * nin + i0 + k));
       }
       int64_t c = 0;
       for (; c + kTileVectors * kLanes <= width; c += kTileVectors * kLanes)
@@ -300,9 +308,12 @@ void matmul_in_out_few(float* y, const float* x, const W* w, const float* b, int
               __builtin_prefetch(element<L>(w, nout, i + kAheadRows + k, c0 + c));
           }
           int64_t r = 0;
-          for (; r + 8 <= rows; r += 8) tile_chains<8>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
-          for (; r + 4 <= rows; r += 4) tile_chains<4>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
-          for (; r < rows; ++r) tile_chains<1>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
+          for (; r + 8 <= rows; r += 8)
+            tile_chains<8>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
+          for (; r + 4 <= rows; r += 4)
+            tile_chains<4>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
+          for (; r < rows; ++r)
+            tile_chains<1>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
         }
       }
       for (int64_t r = 0; r < rows; ++r) {
@@ -333,7 +344,8 @@ void in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, 
     if (rows > 2 && rows <= kFewRows && can_tile(nin, nout))
       return matmul_in_out_few<Layout::rows>(y, x, w, b, rows, nin, nout);
   }
-  if (rows > 2 && can_tile(nin, nout)) return matmul_in_out_bands<Layout::rows>(y, x, w, b, rows, nin, nout);
+  if (rows > 2 && can_tile(nin, nout))
+    return matmul_in_out_bands<Layout::rows>(y, x, w, b, rows, nin, nout);
   matvec_in_out<Layout::rows>(y, x, w, b, rows, nin, nout);
 }
 
@@ -420,8 +432,10 @@ void out_in_rows(float* y, const float* x, const W* w, int64_t rows, int64_t nin
     const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
     int64_t o = o0;
     for (; o + kHeadTileOuts <= o1; o += kHeadTileOuts)
-      head_rows<kHeadTileOuts>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr, body_end, tail);
-    for (; o < o1; ++o) head_rows<1>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr, body_end, tail);
+      head_rows<kHeadTileOuts>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr,
+                               body_end, tail);
+    for (; o < o1; ++o)
+      head_rows<1>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr, body_end, tail);
   });
 }
 
@@ -473,7 +487,8 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
   constexpr int64_t kGroup = 16;
   const int64_t nblk = (nout + 3) / 4;
   parallel_for_balanced((nblk + kGroup - 1) / kGroup, [&](int64_t g) {
-    for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk) block(blk, 0, rows);
+    for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk)
+      block(blk, 0, rows);
   });
 }
 
@@ -490,8 +505,12 @@ void pack(W* dst, const W* src, int64_t nin, int64_t nout) {
 
 }  // namespace
 
-void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); }
-void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); }
+void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout) {
+  pack(dst, src, nin, nout);
+}
+void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout) {
+  pack(dst, src, nin, nout);
+}
 void pack_tiles(F16* dst, const F16* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); }
 void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows,
                    int64_t nin, int64_t nout, Layout layout) {
@@ -505,13 +524,16 @@ void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64
                    int64_t nin, int64_t nout, Layout layout) {
   in_out(y, x, w, b, rows, nin, nout, layout);
 }
-void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin, int64_t nout) {
+void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin,
+                   int64_t nout) {
   out_in(y, x, w, rows, nin, nout);
 }
-void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin, int64_t nout) {
+void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+                   int64_t nout) {
   out_in(y, x, w, rows, nin, nout);
 }
-void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin, int64_t nout) {
+void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,
+                   int64_t nout) {
   out_in(y, x, w, rows, nin, nout);
 }
 
@@ -520,22 +542,21 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(
-    void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout);
-    void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout);
-    void pack_tiles(F16* dst, const F16* src, int64_t nin, int64_t nout);
-    void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows,
-                       int64_t nin, int64_t nout, Layout layout);
-    void matmul_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
-                       int64_t nin, int64_t nout, Layout layout);
-    void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64_t rows,
-                       int64_t nin, int64_t nout, Layout layout);
-    void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin,
-                       int64_t nout);
-    void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
-                       int64_t nout);
-    void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,
-                       int64_t nout))
+TINYLM_LEVELS(void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout);
+              void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout);
+              void pack_tiles(F16* dst, const F16* src, int64_t nin, int64_t nout);
+              void matmul_in_out(float* y, const float* x, const float* w, const float* b,
+                                 int64_t rows, int64_t nin, int64_t nout, Layout layout);
+              void matmul_in_out(float* y, const float* x, const Bf16* w, const float* b,
+                                 int64_t rows, int64_t nin, int64_t nout, Layout layout);
+              void matmul_in_out(float* y, const float* x, const F16* w, const float* b,
+                                 int64_t rows, int64_t nin, int64_t nout, Layout layout);
+              void matmul_out_in(float* y, const float* x, const float* w, int64_t rows,
+                                 int64_t nin, int64_t nout);
+              void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+                                 int64_t nout);
+              void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,
+                                 int64_t nout))
 
 namespace {
 template <class W>
@@ -550,8 +571,12 @@ void check_layout(Layout layout, int64_t nin, int64_t nout) {
 }
 }  // namespace
 
-void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); }
-void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); }
+void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout) {
+  pack(dst, src, nin, nout);
+}
+void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout) {
+  pack(dst, src, nin, nout);
+}
 void pack_tiles(F16* dst, const F16* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); }
 
 void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows,
@@ -569,13 +594,16 @@ void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64
   check_layout(layout, nin, nout);
   TINYLM_DISPATCH(matmul_in_out, y, x, w, b, rows, nin, nout, layout);
 }
-void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin, int64_t nout) {
+void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin,
+                   int64_t nout) {
   TINYLM_DISPATCH(matmul_out_in, y, x, w, rows, nin, nout);
 }
-void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin, int64_t nout) {
+void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+                   int64_t nout) {
   TINYLM_DISPATCH(matmul_out_in, y, x, w, rows, nin, nout);
 }
-void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin, int64_t nout) {
+void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,
+                   int64_t nout) {
   TINYLM_DISPATCH(matmul_out_in, y, x, w, rows, nin, nout);
 }
 

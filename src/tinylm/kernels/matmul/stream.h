@@ -41,8 +41,10 @@ void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64
 
 // nn.Linear layout: y[r][o] = sum_i x[r][i] W[o][i] with W: (nout, nin) row-major (the tied
 // output head: logits = x wte^T). Threads split the outputs.
-void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin, int64_t nout);
-void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin, int64_t nout);
+void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin,
+                   int64_t nout);
+void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+                   int64_t nout);
 void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin, int64_t nout);
 
 }  // namespace tinylm::kernels

@@ -21,7 +21,8 @@ void causal_conv_forward(T* y, const T* x, const T* kerT, int64_t rows, int64_t 
   for (int64_t t = 0; t < rows; ++t) {
     for (int64_t c = 0; c < D; ++c) {
       T acc = 0;
-      for (int64_t j = 0; j < std::min(t + 1, K); ++j) acc = std::fma(kerT[j * D + c], x[(t - j) * D + c], acc);
+      for (int64_t j = 0; j < std::min(t + 1, K); ++j)
+        acc = std::fma(kerT[j * D + c], x[(t - j) * D + c], acc);
       y[t * D + c] = acc;
     }
   }
@@ -33,7 +34,8 @@ void causal_conv_backward(T* dx, T* dker, const T* dy, const T* x, const T* kerT
   for (int64_t s = 0; s < rows; ++s) {  // dx[s][c] = Σ_{j: s+j < rows} ker[c][j] · dy[s+j][c]
     for (int64_t c = 0; c < D; ++c) {
       T acc = 0;
-      for (int64_t j = 0; j < std::min(K, rows - s); ++j) acc = std::fma(kerT[j * D + c], dy[(s + j) * D + c], acc);
+      for (int64_t j = 0; j < std::min(K, rows - s); ++j)
+        acc = std::fma(kerT[j * D + c], dy[(s + j) * D + c], acc);
       dx[s * D + c] = acc;
     }
   }

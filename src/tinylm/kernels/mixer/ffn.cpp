@@ -23,9 +23,9 @@ void ffn_backward(T* dx, T* dup, T* ddown, T* scratch, const T* dy, const T* x, 
   T* dh = scratch;
   gemm_nn(n, H, D, dy, D, down, H, dh, H, false);  // da = dy · W_down
   gemm_tn(D, H, n, dy, D, a, H, ddown, H, true);   // dW_down += dyᵀ · a
-  gelu_backward(dh, dh, h, n * H);                  // dh = da ⊙ gelu'(h)
-  gemm_tn(H, D, n, dh, H, x, D, dup, D, true);      // dW_up += dhᵀ · x
-  gemm_nn(n, D, H, dh, H, up, D, dx, D, false);     // dx = dh · W_up
+  gelu_backward(dh, dh, h, n * H);                 // dh = da ⊙ gelu'(h)
+  gemm_tn(H, D, n, dh, H, x, D, dup, D, true);     // dW_up += dhᵀ · x
+  gemm_nn(n, D, H, dh, H, up, D, dx, D, false);    // dx = dh · W_up
 }
 
 template void ffn_forward<float>(float*, float*, float*, const float*, const float*, const float*,
@@ -35,9 +35,9 @@ template void ffn_forward<double>(double*, double*, double*, const double*, cons
 template void ffn_backward<float>(float*, float*, float*, float*, const float*, const float*,
                                   const float*, const float*, const float*, const float*, int64_t,
                                   int64_t, int64_t);
-template void ffn_backward<double>(double*, double*, double*, double*, const double*,
+template void ffn_backward<double>(double*, double*, double*, double*, const double*, const double*,
                                    const double*, const double*, const double*, const double*,
-                                   const double*, int64_t, int64_t, int64_t);
+                                   int64_t, int64_t, int64_t);
 
 }  // namespace tinylm::kernels
 #endif

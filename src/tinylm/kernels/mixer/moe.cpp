@@ -21,8 +21,9 @@ TINYLM_INLINE void axpy(float* y, float a, const float* x, int64_t D) {
 
 }  // namespace
 
-void moe_combine_forward(float* out, const float* ye, const int32_t* row_token, const int32_t* row_slot,
-                         const float* gates, int64_t n, int64_t D, int64_t k) {
+void moe_combine_forward(float* out, const float* ye, const int32_t* row_token,
+                         const int32_t* row_slot, const float* gates, int64_t n, int64_t D,
+                         int64_t k) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t r = row_token[i];
     axpy(out + r * D, gates[r * k + row_slot[i]], ye + i * D, D);
@@ -30,8 +31,8 @@ void moe_combine_forward(float* out, const float* ye, const int32_t* row_token, 
 }
 
 void moe_combine_backward(float* dye, float* dgates, const float* dout, const float* ye,
-                          const int32_t* row_token, const int32_t* row_slot, const float* gates, int64_t n,
-                          int64_t D, int64_t k) {
+                          const int32_t* row_token, const int32_t* row_slot, const float* gates,
+                          int64_t n, int64_t D, int64_t k) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t r = row_token[i];
     const float g = gates[r * k + row_slot[i]];
@@ -70,8 +71,8 @@ TINYLM_LEVELS(void moe_combine_forward(float* out, const float* ye, const int32_
                                         const float* ye, const int32_t* row_token,
                                         const int32_t* row_slot, const float* gates, int64_t n,
                                         int64_t D, int64_t k);
-              void moe_scatter_add(float* dx, const float* dxs, const int32_t* row_token,
-                                   int64_t n, int64_t D))
+              void moe_scatter_add(float* dx, const float* dxs, const int32_t* row_token, int64_t n,
+                                   int64_t D))
 
 template <class T>
 void router_forward(T* probs, int32_t* topk, T* gates, int64_t rows, int64_t E, int64_t k) {
@@ -102,8 +103,8 @@ void router_forward(T* probs, int32_t* topk, T* gates, int64_t rows, int64_t E, 
 }
 
 template <class T>
-void router_gates_backward(T* dprobs, const T* dgates, const T* probs, const int32_t* topk, const T* gates,
-                           int64_t rows, int64_t E, int64_t k) {
+void router_gates_backward(T* dprobs, const T* dgates, const T* probs, const int32_t* topk,
+                           const T* gates, int64_t rows, int64_t E, int64_t k) {
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t* idx = topk + r * k;
     const T* g = gates + r * k;
@@ -131,7 +132,8 @@ void router_softmax_backward(T* dlogits, const T* dprobs, const T* probs, int64_
 }
 
 template <class T>
-double load_balance_forward(T* f, const T* probs, const int32_t* topk, int64_t rows, int64_t E, int64_t k) {
+double load_balance_forward(T* f, const T* probs, const int32_t* topk, int64_t rows, int64_t E,
+                            int64_t k) {
   double aux = 0.0;
   for (int64_t i = 0; i < E; ++i) {
     int64_t count = 0;
@@ -155,8 +157,8 @@ void load_balance_backward(T* dprobs, const T* f, int64_t rows, int64_t E, doubl
   }
 }
 
-void moe_plan(int32_t* offsets, int32_t* row_token, int32_t* row_slot, const int32_t* topk, int64_t rows,
-              int64_t E, int64_t k) {
+void moe_plan(int32_t* offsets, int32_t* row_token, int32_t* row_slot, const int32_t* topk,
+              int64_t rows, int64_t E, int64_t k) {
   std::fill(offsets, offsets + E + 1, 0);
   for (int64_t j = 0; j < rows * k; ++j) ++offsets[topk[j] + 1];
   for (int64_t e = 0; e < E; ++e) offsets[e + 1] += offsets[e];
@@ -174,7 +176,8 @@ void moe_plan(int32_t* offsets, int32_t* row_token, int32_t* row_slot, const int
 
 template <class T>
 void moe_gather(T* xs, const T* x, const int32_t* row_token, int64_t n, int64_t D) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(xs + i * D, x + row_token[i] * D, static_cast<size_t>(D) * sizeof(T));
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(xs + i * D, x + row_token[i] * D, static_cast<size_t>(D) * sizeof(T));
 }
 
 template <class T>
@@ -193,9 +196,11 @@ void moe_combine_forward(T* out, const T* ye, const int32_t* row_token, const in
 
 template <class T>
 void moe_combine_backward(T* dye, T* dgates, const T* dout, const T* ye, const int32_t* row_token,
-                          const int32_t* row_slot, const T* gates, int64_t n, int64_t D, int64_t k) {
+                          const int32_t* row_slot, const T* gates, int64_t n, int64_t D,
+                          int64_t k) {
   if constexpr (std::is_same_v<T, float>) {
-    TINYLM_DISPATCH(moe_combine_backward, dye, dgates, dout, ye, row_token, row_slot, gates, n, D, k);
+    TINYLM_DISPATCH(moe_combine_backward, dye, dgates, dout, ye, row_token, row_slot, gates, n, D,
+                    k);
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = row_token[i];
@@ -220,18 +225,19 @@ void moe_scatter_add(T* dx, const T* dxs, const int32_t* row_token, int64_t n, i
     }
   }
 }
-#define TINYLM_MOE_INSTANTIATE(T)                                                                           \
-  template void router_forward<T>(T*, int32_t*, T*, int64_t, int64_t, int64_t);                             \
-  template void router_gates_backward<T>(T*, const T*, const T*, const int32_t*, const T*, int64_t, int64_t,  \
-                                         int64_t);                                                            \
-  template void router_softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t);                        \
-  template double load_balance_forward<T>(T*, const T*, const int32_t*, int64_t, int64_t, int64_t);          \
-  template void load_balance_backward<T>(T*, const T*, int64_t, int64_t, double);                            \
-  template void moe_gather<T>(T*, const T*, const int32_t*, int64_t, int64_t);                               \
-  template void moe_combine_forward<T>(T*, const T*, const int32_t*, const int32_t*, const T*, int64_t,       \
-                                       int64_t, int64_t);                                                     \
-  template void moe_combine_backward<T>(T*, T*, const T*, const T*, const int32_t*, const int32_t*, const T*, \
-                                        int64_t, int64_t, int64_t);                                           \
+#define TINYLM_MOE_INSTANTIATE(T)                                                              \
+  template void router_forward<T>(T*, int32_t*, T*, int64_t, int64_t, int64_t);                \
+  template void router_gates_backward<T>(T*, const T*, const T*, const int32_t*, const T*,     \
+                                         int64_t, int64_t, int64_t);                           \
+  template void router_softmax_backward<T>(T*, const T*, const T*, int64_t, int64_t);          \
+  template double load_balance_forward<T>(T*, const T*, const int32_t*, int64_t, int64_t,      \
+                                          int64_t);                                            \
+  template void load_balance_backward<T>(T*, const T*, int64_t, int64_t, double);              \
+  template void moe_gather<T>(T*, const T*, const int32_t*, int64_t, int64_t);                 \
+  template void moe_combine_forward<T>(T*, const T*, const int32_t*, const int32_t*, const T*, \
+                                       int64_t, int64_t, int64_t);                             \
+  template void moe_combine_backward<T>(T*, T*, const T*, const T*, const int32_t*,            \
+                                        const int32_t*, const T*, int64_t, int64_t, int64_t);  \
   template void moe_scatter_add<T>(T*, const T*, const int32_t*, int64_t, int64_t);
 TINYLM_MOE_INSTANTIATE(float)
 TINYLM_MOE_INSTANTIATE(double)

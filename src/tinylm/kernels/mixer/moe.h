@@ -28,8 +28,8 @@ void router_forward(T* probs, int32_t* topk, T* gates, int64_t rows, int64_t E, 
 // From dgates [rows × k] through the renormalization g_s = p_s / S: writes dprobs
 // [rows × E] = (dg_s − Σ_r g_r dg_r) / S at the selected experts, 0 elsewhere.
 template <class T>
-void router_gates_backward(T* dprobs, const T* dgates, const T* probs, const int32_t* topk, const T* gates,
-                           int64_t rows, int64_t E, int64_t k);
+void router_gates_backward(T* dprobs, const T* dgates, const T* probs, const int32_t* topk,
+                           const T* gates, int64_t rows, int64_t E, int64_t k);
 
 // Through the softmax: writes dlogits = p ⊙ (dp − Σ_j p_j dp_j). dlogits may alias dprobs.
 template <class T>
@@ -37,7 +37,8 @@ void router_softmax_backward(T* dlogits, const T* dprobs, const T* probs, int64_
 
 // Returns aux = E · Σ_i f_i P_i (in double) and writes f [E].
 template <class T>
-double load_balance_forward(T* f, const T* probs, const int32_t* topk, int64_t rows, int64_t E, int64_t k);
+double load_balance_forward(T* f, const T* probs, const int32_t* topk, int64_t rows, int64_t E,
+                            int64_t k);
 
 // dprobs[r][i] += scale · E · f_i / rows (scale: the coefficient times the incoming gradient).
 template <class T>
@@ -45,8 +46,8 @@ void load_balance_backward(T* dprobs, const T* f, int64_t rows, int64_t E, doubl
 
 // The dispatch plan: offsets [E + 1] (expert e owns plan rows offsets[e] .. offsets[e+1]),
 // row_token and row_slot [rows·k]: the row and the top-k slot of each plan row.
-void moe_plan(int32_t* offsets, int32_t* row_token, int32_t* row_slot, const int32_t* topk, int64_t rows,
-              int64_t E, int64_t k);
+void moe_plan(int32_t* offsets, int32_t* row_token, int32_t* row_slot, const int32_t* topk,
+              int64_t rows, int64_t E, int64_t k);
 
 // xs[i] = x[row_token[i]] for the n plan rows (rows of D).
 template <class T>
@@ -54,8 +55,8 @@ void moe_gather(T* xs, const T* x, const int32_t* row_token, int64_t n, int64_t 
 
 // out[row_token[i]] += gates[row_token[i]][row_slot[i]] · ye[i], i = 0..n-1 in order.
 template <class T>
-void moe_combine_forward(T* out, const T* ye, const int32_t* row_token, const int32_t* row_slot, const T* gates,
-                         int64_t n, int64_t D, int64_t k);
+void moe_combine_forward(T* out, const T* ye, const int32_t* row_token, const int32_t* row_slot,
+                         const T* gates, int64_t n, int64_t D, int64_t k);
 
 // Writes dye[i] = gate · dout[row] and dgates[row][slot] = dout[row] · ye[i].
 template <class T>

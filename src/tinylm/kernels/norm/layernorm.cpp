@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "tinylm/core/parallel.h"
-#include "tinylm/kernels/norm/layernorm_reference.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/norm/layernorm_reference.h"
 
 TINYLM_LEVEL_BEGIN
 
@@ -35,7 +35,8 @@ void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const
 }
 
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                        const float* w, const float* mean, const float* rstd, int64_t rows, int64_t C) {
+                        const float* w, const float* mean, const float* rstd, int64_t rows,
+                        int64_t C) {
   // dx per row in parallel: with n = (x - mean) rstd and g = dy w,
   //   dx += rstd (g - mean(g) - n mean(g n)).
   parallel_for(0, rows, grain_for(6 * C), [&](int64_t r) {
@@ -98,7 +99,8 @@ void layernorm_forward(double* y, double* mean, double* rstd, const double* x, c
   reference::layernorm_forward(y, mean, rstd, x, w, b, rows, C, eps);
 }
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                        const float* w, const float* mean, const float* rstd, int64_t rows, int64_t C) {
+                        const float* w, const float* mean, const float* rstd, int64_t rows,
+                        int64_t C) {
   TINYLM_DISPATCH(layernorm_backward, dx, dw, db, dy, x, w, mean, rstd, rows, C);
 }
 void layernorm_backward(double* dx, double* dw, double* db, const double* dy, const double* x,

@@ -20,7 +20,8 @@ void layernorm_forward(double* y, double* mean, double* rstd, const double* x, c
 // dx += dL/dx; dw += dL/dw; db += dL/db from dy = dL/dy and the forward's x, mean, rstd.
 // Accumulating into dx lets a residual stream's gradient pass straight through.
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                        const float* w, const float* mean, const float* rstd, int64_t rows, int64_t C);
+                        const float* w, const float* mean, const float* rstd, int64_t rows,
+                        int64_t C);
 void layernorm_backward(double* dx, double* dw, double* db, const double* dy, const double* x,
                         const double* w, const double* mean, const double* rstd, int64_t rows,
                         int64_t C);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tinylm/kernels/norm/rmsnorm_gain_reference.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/norm/rmsnorm_gain_reference.h"
 
 TINYLM_LEVEL_BEGIN
 
@@ -60,7 +60,8 @@ namespace tinylm::kernels {
 TINYLM_LEVELS(void rmsnorm_gain_forward(float* y, float* rstd, const float* x, const float* g,
                                         int64_t rows, int64_t n, float eps);
               void rmsnorm_gain_backward(float* dx, float* dg, const float* dy, const float* x,
-                                         const float* g, const float* rstd, int64_t rows, int64_t n))
+                                         const float* g, const float* rstd, int64_t rows,
+                                         int64_t n))
 
 void rmsnorm_gain_forward(float* y, float* rstd, const float* x, const float* g, int64_t rows,
                           int64_t n, float eps) {

@@ -17,13 +17,17 @@ namespace {
 // Branch-free forms of the tests in py_square / py_sqrt, so the loops vectorize.
 bool square_is_safe(double x, double sq) {
   const double lo = std::fma(x, x, -sq);
-  return static_cast<int>(::tinylm::detail::exponent_within(x, ::tinylm::detail::kSquareExponentLimit)) &
-         static_cast<int>(std::fabs(lo) < ::tinylm::detail::kSafeUlps * ::tinylm::detail::ulp_of(sq));
+  return static_cast<int>(
+             ::tinylm::detail::exponent_within(x, ::tinylm::detail::kSquareExponentLimit)) &
+         static_cast<int>(std::fabs(lo) <
+                          ::tinylm::detail::kSafeUlps * ::tinylm::detail::ulp_of(sq));
 }
 bool sqrt_is_safe(double x, double s) {
   const double r = std::fma(-s, s, x);
-  return static_cast<int>(::tinylm::detail::exponent_within(x, ::tinylm::detail::kSqrtExponentLimit)) &
-         static_cast<int>(std::fabs(r) < 2.0 * ::tinylm::detail::kSafeUlps * ::tinylm::detail::ulp_of(s) * s);
+  return static_cast<int>(
+             ::tinylm::detail::exponent_within(x, ::tinylm::detail::kSqrtExponentLimit)) &
+         static_cast<int>(std::fabs(r) <
+                          2.0 * ::tinylm::detail::kSafeUlps * ::tinylm::detail::ulp_of(s) * s);
 }
 
 // Calls fn(i) for each i with flag[i] set, skipping eight clear flags at a time.
@@ -77,12 +81,14 @@ void adam_update_exact(double* pp, double* g, double* m, double* v, double* v_ol
   }
   for (int64_t i = 0; i < n; ++i) {
     const double sq = g[i] * g[i];
-    flag[i] = static_cast<uint8_t>(static_cast<int>(g[i] != 0.0) & static_cast<int>(!square_is_safe(g[i], sq)));
+    flag[i] = static_cast<uint8_t>(static_cast<int>(g[i] != 0.0) &
+                                   static_cast<int>(!square_is_safe(g[i], sq)));
     v_old[i] = v[i];
     m[i] = b1 * m[i] + (1 - b1) * g[i];
     v[i] = b2 * v[i] + (1 - b2) * sq;
   }
-  for_each_flagged(flag, n, [&](int64_t i) { v[i] = b2 * v_old[i] + (1 - b2) * py_pow(g[i], 2.0); });
+  for_each_flagged(flag, n,
+                   [&](int64_t i) { v[i] = b2 * v_old[i] + (1 - b2) * py_pow(g[i], 2.0); });
   const double r1 = 1.0 / c1, r2 = 1.0 / c2;  // exact quotients from these, see py_math.h
   for (int64_t i = 0; i < n; ++i) {
     // Both quotients computed unconditionally, then selected (so the loop vectorizes).
@@ -90,9 +96,10 @@ void adam_update_exact(double* pp, double* g, double* m, double* v, double* v_ol
     const double m_hat = m[i] == 0.0 ? m[i] : m_div;
     const double v_hat = v[i] == 0.0 ? v[i] : v_div;
     const double root = std::sqrt(v_hat);
-    const int exact = (static_cast<int>(m[i] == 0.0) | static_cast<int>(divides_by_reciprocal_safely(m[i]))) &
-                      (static_cast<int>(v[i] == 0.0) | static_cast<int>(divides_by_reciprocal_safely(v[i]))) &
-                      (static_cast<int>(v_hat == 0.0) | static_cast<int>(sqrt_is_safe(v_hat, root)));
+    const int exact =
+        (static_cast<int>(m[i] == 0.0) | static_cast<int>(divides_by_reciprocal_safely(m[i]))) &
+        (static_cast<int>(v[i] == 0.0) | static_cast<int>(divides_by_reciprocal_safely(v[i]))) &
+        (static_cast<int>(v_hat == 0.0) | static_cast<int>(sqrt_is_safe(v_hat, root)));
     flag[i] = static_cast<uint8_t>(exact ^ 1);
     v_old[i] = pp[i];  // reused: the parameter before the update
     pp[i] = pp[i] - lr * m_hat / (root + eps);
@@ -108,7 +115,8 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void adam_update(float* p, float* g, float* m, float* v, int64_t n, const AdamStep& s);
+TINYLM_LEVELS(void adam_update(float* p, float* g, float* m, float* v, int64_t n,
+                               const AdamStep& s);
               void adam_update_exact(double* p, double* g, double* m, double* v, double* scratch,
                                      uint8_t* flags, int64_t n, const AdamStep& s))
 

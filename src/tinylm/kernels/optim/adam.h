@@ -11,8 +11,8 @@ namespace tinylm::kernels {
 
 struct AdamStep {
   double lr, beta1, beta2, eps;
-  double c1, c2;      // the bias corrections 1 - beta**t
-  double decay = 0;   // lr * weight_decay (AdamW), 0 for Adam
+  double c1, c2;     // the bias corrections 1 - beta**t
+  double decay = 0;  // lr * weight_decay (AdamW), 0 for Adam
 };
 
 // float: each element computed in double, in chunks split across threads.

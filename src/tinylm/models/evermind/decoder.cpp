@@ -48,7 +48,8 @@ void Decoder<T>::reset() {
 
 template <class T>
 std::span<const T> Decoder<T>::step(int token) {
-  check(token >= 0 && token < d_.V, "evermind decoder: token ", token, " is outside the vocabulary [0, ", d_.V, ")");
+  check(token >= 0 && token < d_.V, "evermind decoder: token ", token,
+        " is outside the vocabulary [0, ", d_.V, ")");
   const T* p = model_->params().data();
   const T* w = packed_.data();
   const ParamIndex& idx = model_->index();
@@ -59,9 +60,11 @@ std::span<const T> Decoder<T>::step(int token) {
   for (int64_t l = 0; l < d_.L; ++l) {
     const LayerIndex& li = idx.layers[static_cast<size_t>(l)];
     T* hist = history_.data() + l * hist_len * D;
-    k::rmsnorm_gain_forward(acts_.na, acts_.rstd_a, x_.data(), p + li.conv_norm, 1, D, static_cast<T>(kNormEps));
+    k::rmsnorm_gain_forward(acts_.na, acts_.rstd_a, x_.data(), p + li.conv_norm, 1, D,
+                            static_cast<T>(kNormEps));
     rows[0] = acts_.na;
-    for (int64_t j = 1; j < taps; ++j) rows[static_cast<size_t>(j)] = hist + ((pos_ - j) % hist_len) * D;
+    for (int64_t j = 1; j < taps; ++j)
+      rows[static_cast<size_t>(j)] = hist + ((pos_ - j) % hist_len) * D;
     k::causal_conv_step(acts_.x_mid, rows.data(), taps, w + li.conv, D);
     for (int64_t i = 0; i < D; ++i) acts_.x_mid[i] += x_[static_cast<size_t>(i)];
     if (hist_len > 0) std::copy(acts_.na, acts_.na + D, hist + (pos_ % hist_len) * D);

@@ -33,10 +33,10 @@ class Decoder {
   Dims d_;
   PackedWeights<T> packed_;
   Arena arena_;
-  LayerActs<T> acts_{};       // one position
-  std::vector<T> history_;    // [n_layers × (K−1) × D] ring buffers of conv inputs
-  std::vector<T> x_, x_next_;  // [D]
-  std::vector<T> logits_;      // [V]
+  LayerActs<T> acts_{};             // one position
+  std::vector<T> history_;          // [n_layers × (K−1) × D] ring buffers of conv inputs
+  std::vector<T> x_, x_next_;       // [D]
+  std::vector<T> logits_;           // [V]
   std::vector<const T*> tap_rows_;  // [K] the conv inputs of the current step
   int64_t pos_ = 0;
 };

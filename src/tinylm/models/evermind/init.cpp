@@ -9,12 +9,14 @@
 namespace tinylm::evermind {
 
 double init_normal(uint64_t key, uint32_t stream, uint64_t index) {
-  const PhiloxCounter w = philox4x32_10(
-      {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), stream, 0u},
-      {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+  const PhiloxCounter w =
+      philox4x32_10({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), stream, 0u},
+                    {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
   constexpr double kInv53 = 1.0 / 9007199254740992.0;  // 2^-53
-  const double u1 = (static_cast<double>(w[0] >> 5) * 67108864.0 + static_cast<double>(w[1] >> 6) + 1.0) * kInv53;
-  const double u2 = (static_cast<double>(w[2] >> 5) * 67108864.0 + static_cast<double>(w[3] >> 6)) * kInv53;
+  const double u1 =
+      (static_cast<double>(w[0] >> 5) * 67108864.0 + static_cast<double>(w[1] >> 6) + 1.0) * kInv53;
+  const double u2 =
+      (static_cast<double>(w[2] >> 5) * 67108864.0 + static_cast<double>(w[3] >> 6)) * kInv53;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
@@ -25,7 +27,8 @@ void init_params(const Config& c, uint64_t seed, std::span<T> params) {
         " values, the layout needs ", layout.size());
   constexpr double kStd = 0.02;
   const auto normal_fill = [&](const ParamEntry& e, uint64_t key, uint32_t stream) {
-    for (size_t i = 0; i < e.numel; ++i) params[e.offset + i] = static_cast<T>(kStd * init_normal(key, stream, i));
+    for (size_t i = 0; i < e.numel; ++i)
+      params[e.offset + i] = static_cast<T>(kStd * init_normal(key, stream, i));
   };
   normal_fill(layout.at("emb"), seed, 0);
   for (int64_t l = 0; l < c.n_layers; ++l) {

@@ -1,7 +1,8 @@
 #pragma once
 // EvermindLM's initial weights, from our own counter-based RNG (docs/evermind.md):
 //
-//   normal(key, stream, i): (w0, w1, w2, w3) = Philox4x32-10(counter = {lo32(i), hi32(i), stream, 0},
+//   normal(key, stream, i): (w0, w1, w2, w3) = Philox4x32-10(counter = {lo32(i), hi32(i), stream,
+//   0},
 //                                                          key = {lo32(key), hi32(key)})
 //     u1 = ((w0 >> 5) · 2^26 + (w1 >> 6) + 1) / 2^53        in (0, 1]
 //     u2 = ((w2 >> 5) · 2^26 + (w3 >> 6)) / 2^53            in [0, 1)

@@ -17,28 +17,33 @@ inline constexpr double kNormEps = 1e-5;
 struct Dims {
   int64_t D, H, E, k, K, V, L;
   explicit Dims(const Config& c)
-      : D(c.d_model), H(c.hidden_dim), E(c.n_experts), k(c.top_k), K(c.conv_kernel), V(c.vocab_size),
+      : D(c.d_model),
+        H(c.hidden_dim),
+        E(c.n_experts),
+        k(c.top_k),
+        K(c.conv_kernel),
+        V(c.vocab_size),
         L(c.n_layers) {}
 };
 
 // Activations of one layer for up to `rows` positions.
 template <class T>
 struct LayerActs {
-  T* na;       // [rows × D] n_a(x_in), the conv input
-  T* rstd_a;   // [rows]
-  T* x_mid;    // [rows × D]
-  T* nb;       // [rows × D] n_b(x_mid), the MoE input
-  T* rstd_b;   // [rows]
-  T* probs;    // [rows × E] router probabilities
-  T* gates;    // [rows × k]
-  T* f;        // [E] fraction of routing slots per expert
-  T* hs;       // [rows × H] shared expert pre-activation
-  T* as;       // [rows × H] gelu(hs)
-  T* moe_out;  // [rows × D]
-  T* xs;       // [rows·k × D] MoE inputs gathered per expert
-  T* he;       // [rows·k × H]
-  T* ae;       // [rows·k × H]
-  T* ye;       // [rows·k × D] expert outputs, ungated
+  T* na;               // [rows × D] n_a(x_in), the conv input
+  T* rstd_a;           // [rows]
+  T* x_mid;            // [rows × D]
+  T* nb;               // [rows × D] n_b(x_mid), the MoE input
+  T* rstd_b;           // [rows]
+  T* probs;            // [rows × E] router probabilities
+  T* gates;            // [rows × k]
+  T* f;                // [E] fraction of routing slots per expert
+  T* hs;               // [rows × H] shared expert pre-activation
+  T* as;               // [rows × H] gelu(hs)
+  T* moe_out;          // [rows × D]
+  T* xs;               // [rows·k × D] MoE inputs gathered per expert
+  T* he;               // [rows·k × H]
+  T* ae;               // [rows·k × H]
+  T* ye;               // [rows·k × D] expert outputs, ungated
   int32_t* topk;       // [rows × k]
   int32_t* offsets;    // [E + 1]
   int32_t* row_token;  // [rows·k]
@@ -61,7 +66,8 @@ struct LayerScratch {
 // Calls alloc_real(n) / alloc_int(n) for each buffer, in a fixed order (planning counts
 // with the same calls that later carve the arena).
 template <class T, class AllocReal, class AllocInt>
-LayerActs<T> make_layer_acts(const Dims& d, int64_t rows, AllocReal&& alloc_real, AllocInt&& alloc_int) {
+LayerActs<T> make_layer_acts(const Dims& d, int64_t rows, AllocReal&& alloc_real,
+                             AllocInt&& alloc_int) {
   const int64_t rk = rows * d.k;
   LayerActs<T> a{};
   a.na = alloc_real(rows * d.D);
@@ -102,19 +108,20 @@ LayerScratch<T> make_layer_scratch(const Dims& d, int64_t rows, AllocReal&& allo
 
 // Token mixer over rows positions: fills a.na, a.rstd_a, a.x_mid from x_in.
 template <class T>
-void mixer_forward(const Dims& d, const LayerIndex& li, const T* params, const T* packed, LayerActs<T>& a,
-                   const T* x_in, int64_t rows);
+void mixer_forward(const Dims& d, const LayerIndex& li, const T* params, const T* packed,
+                   LayerActs<T>& a, const T* x_in, int64_t rows);
 
 // Channel mixer from a.x_mid: fills the rest of `a` (a.aux included) and writes x_out.
 template <class T>
-void channel_forward(const Dims& d, const LayerIndex& li, const T* params, const T* packed, LayerActs<T>& a,
-                     int64_t rows, T* x_out);
+void channel_forward(const Dims& d, const LayerIndex& li, const T* params, const T* packed,
+                     LayerActs<T>& a, int64_t rows, T* x_out);
 
 // The whole layer backward. dx holds ∂L/∂x_out on entry and ∂L/∂x_in on exit; parameter
 // gradients are accumulated into grads (laid out like params). aux_scale = ∂L/∂aux for this
 // layer (the aux coefficient times the incoming loss gradient); 0 skips that term.
 template <class T>
-void layer_backward(const Dims& d, const LayerIndex& li, const T* params, const T* packed, const LayerActs<T>& a,
-                    const T* x_in, int64_t rows, T* dx, T* grads, const LayerScratch<T>& s, double aux_scale);
+void layer_backward(const Dims& d, const LayerIndex& li, const T* params, const T* packed,
+                    const LayerActs<T>& a, const T* x_in, int64_t rows, T* dx, T* grads,
+                    const LayerScratch<T>& s, double aux_scale);
 
 }  // namespace tinylm::evermind

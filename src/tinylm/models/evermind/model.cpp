@@ -38,9 +38,12 @@ Workspace<T>::Workspace(const Config& config, int64_t max_seq_len, bool checkpoi
 
   arena_ = Arena(bytes);
   const auto alloc_real = [&](int64_t n) { return arena_.alloc<T>(static_cast<size_t>(n)).data(); };
-  const auto alloc_int = [&](int64_t n) { return arena_.alloc<int32_t>(static_cast<size_t>(n)).data(); };
+  const auto alloc_int = [&](int64_t n) {
+    return arena_.alloc<int32_t>(static_cast<size_t>(n)).data();
+  };
   for (int64_t l = 0; l <= d.L; ++l) x_.push_back(alloc_real(R * d.D));
-  for (size_t s = 0; s < sets; ++s) acts_.push_back(make_layer_acts<T>(d, R, alloc_real, alloc_int));
+  for (size_t s = 0; s < sets; ++s)
+    acts_.push_back(make_layer_acts<T>(d, R, alloc_real, alloc_int));
   scratch_ = make_layer_scratch<T>(d, R, alloc_real);
   logits_ = alloc_real(R * d.V);
   lse_ = alloc_real(R);
@@ -102,8 +105,8 @@ void Model<T>::check_tokens(std::span<const int> tokens, int64_t capacity) const
   check(static_cast<int64_t>(tokens.size()) <= capacity, "evermind: sequence of ", tokens.size(),
         " tokens exceeds the planned max_seq_len ", capacity);
   for (size_t i = 0; i < tokens.size(); ++i) {
-    check(tokens[i] >= 0 && tokens[i] < config_.vocab_size, "evermind: token ", tokens[i], " at position ", i,
-          " is outside the vocabulary [0, ", config_.vocab_size, ")");
+    check(tokens[i] >= 0 && tokens[i] < config_.vocab_size, "evermind: token ", tokens[i],
+          " at position ", i, " is outside the vocabulary [0, ", config_.vocab_size, ")");
   }
 }
 
@@ -113,7 +116,8 @@ double Model<T>::forward_layers(Workspace<T>& ws, std::span<const int> tokens) c
   const int64_t rows = static_cast<int64_t>(tokens.size());
   const T* p = params_.data();
   const T* w = packed_.data();
-  k::embedding_forward(ws.x_[0], tokens.data(), p + index_.emb, static_cast<const T*>(nullptr), rows, d.D);
+  k::embedding_forward(ws.x_[0], tokens.data(), p + index_.emb, static_cast<const T*>(nullptr),
+                       rows, d.D);
   double aux = 0.0;
   for (int64_t l = 0; l < d.L; ++l) {
     LayerActs<T>& a = ws.acts_[ws.checkpoint_ ? 0 : static_cast<size_t>(l)];
@@ -133,9 +137,10 @@ Loss Model<T>::loss(Workspace<T>& ws, std::span<const int> tokens, double aux_lo
   const Dims& d = dims_;
   const double aux = forward_layers(ws, tokens);
   const int64_t rows = T_ - 1;
-  k::tied_logits_forward(ws.logits_, ws.x_[static_cast<size_t>(d.L)], packed_.data() + index_.emb, rows, d.D, d.V);
-  const double ce = k::cross_entropy_forward(static_cast<T*>(nullptr), ws.lse_, ws.logits_, tokens.data() + 1,
-                                            rows, d.V) /
+  k::tied_logits_forward(ws.logits_, ws.x_[static_cast<size_t>(d.L)], packed_.data() + index_.emb,
+                         rows, d.D, d.V);
+  const double ce = k::cross_entropy_forward(static_cast<T*>(nullptr), ws.lse_, ws.logits_,
+                                             tokens.data() + 1, rows, d.V) /
                     static_cast<double>(rows);
   return {ce + aux_loss_coef * aux, ce, aux, rows};
 }
@@ -143,8 +148,8 @@ Loss Model<T>::loss(Workspace<T>& ws, std::span<const int> tokens, double aux_lo
 template <class T>
 Loss Model<T>::forward_backward(Workspace<T>& ws, std::span<const int> tokens, std::span<T> grads,
                                 const PassOptions& options) const {
-  check(grads.size() == params_.size(), "evermind: gradient buffer holds ", grads.size(), " values, expected ",
-        params_.size());
+  check(grads.size() == params_.size(), "evermind: gradient buffer holds ", grads.size(),
+        " values, expected ", params_.size());
   check(options.checkpoint_activations == ws.checkpoint_activations(),
         "evermind: workspace planned ", ws.checkpoint_activations() ? "with" : "without",
         " activation checkpointing, pass asks the opposite");
@@ -158,8 +163,8 @@ Loss Model<T>::forward_backward(Workspace<T>& ws, std::span<const int> tokens, s
 
   k::cross_entropy_backward(ws.logits_, ws.logits_, ws.lse_, tokens.data() + 1, rows, d.V,
                             static_cast<T>(options.loss_grad / static_cast<double>(rows)));
-  k::tied_logits_backward(ws.dx_, g + index_.emb, ws.logits_, ws.x_[static_cast<size_t>(d.L)], p + index_.emb, rows,
-                          d.D, d.V);
+  k::tied_logits_backward(ws.dx_, g + index_.emb, ws.logits_, ws.x_[static_cast<size_t>(d.L)],
+                          p + index_.emb, rows, d.D, d.V);
   std::fill(ws.dx_ + rows * d.D, ws.dx_ + T_ * d.D, T(0));  // the last position predicts nothing
 
   const double aux_scale = options.aux_loss_coef * options.loss_grad;
@@ -194,15 +199,15 @@ Loss Model<T>::loss(std::span<const int> tokens, double aux_loss_coef) {
 template <class T>
 void Model<T>::logits(std::span<const int> tokens, std::span<T> out) {
   const int64_t T_ = static_cast<int64_t>(tokens.size());
-  check(out.size() == static_cast<size_t>(T_ * dims_.V), "evermind: logits buffer holds ", out.size(),
-        " values, expected ", T_, " × ", dims_.V);
+  check(out.size() == static_cast<size_t>(T_ * dims_.V), "evermind: logits buffer holds ",
+        out.size(), " values, expected ", T_, " × ", dims_.V);
   Workspace<T>& ws = own_workspace(false);
   check_tokens(tokens, ws.max_seq_len());
   if (T_ == 0) return;
   pack();
   forward_layers(ws, tokens);
-  k::tied_logits_forward(out.data(), ws.x_[static_cast<size_t>(dims_.L)], packed_.data() + index_.emb, T_, dims_.D,
-                         dims_.V);
+  k::tied_logits_forward(out.data(), ws.x_[static_cast<size_t>(dims_.L)],
+                         packed_.data() + index_.emb, T_, dims_.D, dims_.V);
 }
 
 template class Workspace<float>;

@@ -24,7 +24,7 @@ namespace tinylm::evermind {
 struct PassOptions {
   double aux_loss_coef = 0.01;          // 0 turns the load-balancing term off
   bool checkpoint_activations = false;  // keep only each layer's input, recompute in backward
-  double loss_grad = 1.0;               // ∂objective/∂loss seeded into the backward (loss scale / accum)
+  double loss_grad = 1.0;  // ∂objective/∂loss seeded into the backward (loss scale / accum)
 };
 
 struct Loss {
@@ -50,12 +50,12 @@ class Workspace {
   int64_t max_seq_len_;
   bool checkpoint_;
   Arena arena_;
-  std::vector<T*> x_;                 // n_layers + 1 residual streams [T × D]
-  std::vector<LayerActs<T>> acts_;    // n_layers sets, or 1 when checkpointing
+  std::vector<T*> x_;               // n_layers + 1 residual streams [T × D]
+  std::vector<LayerActs<T>> acts_;  // n_layers sets, or 1 when checkpointing
   LayerScratch<T> scratch_{};
-  T* logits_ = nullptr;               // [T × V]: logits, then their gradient
-  T* lse_ = nullptr;                  // [T] log Σ exp(l) per position
-  T* dx_ = nullptr;                   // [T × D]
+  T* logits_ = nullptr;  // [T × V]: logits, then their gradient
+  T* lse_ = nullptr;     // [T] log Σ exp(l) per position
+  T* dx_ = nullptr;      // [T × D]
 };
 
 template <class T>

@@ -43,7 +43,8 @@ void PackedWeights<T>::pack(const ParamLayout& layout, std::span<const T> params
     for (int64_t r0 = 0; r0 < rows; r0 += B) {
       for (int64_t c0 = 0; c0 < cols; c0 += B) {
         for (int64_t c = c0; c < std::min(cols, c0 + B); ++c) {
-          for (int64_t r = r0; r < std::min(rows, r0 + B); ++r) dst[c * rows + r] = src[r * cols + c];
+          for (int64_t r = r0; r < std::min(rows, r0 + B); ++r)
+            dst[c * rows + r] = src[r * cols + c];
         }
       }
     }

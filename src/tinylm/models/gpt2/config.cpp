@@ -40,7 +40,8 @@ Config read_config_json(const std::string& path) {
   check(j.is_object(), path, ": not a JSON object");
   Config c;
   c.vocab_size = get_int(j, "vocab_size", path);
-  c.n_positions = j.contains("n_positions") ? get_int(j, "n_positions", path) : get_int(j, "n_ctx", path);
+  c.n_positions =
+      j.contains("n_positions") ? get_int(j, "n_positions", path) : get_int(j, "n_ctx", path);
   c.n_embd = get_int(j, "n_embd", path);
   c.n_layer = get_int(j, "n_layer", path);
   c.n_head = get_int(j, "n_head", path);
@@ -49,12 +50,11 @@ Config read_config_json(const std::string& path) {
     check(j["layer_norm_epsilon"].is_number(), path, ": 'layer_norm_epsilon' must be a number");
     c.layer_norm_epsilon = j["layer_norm_epsilon"].get<double>();
   }
-  const std::string act =
-      j.contains("activation_function") && j["activation_function"].is_string()
-          ? j["activation_function"].get<std::string>()
-          : "gelu_new";
-  check(act == "gelu_new" || act == "gelu_pytorch_tanh", path, ": unsupported activation_function '",
-        act, "' (GPT-2 uses the tanh GELU, gelu_new)");
+  const std::string act = j.contains("activation_function") && j["activation_function"].is_string()
+                              ? j["activation_function"].get<std::string>()
+                              : "gelu_new";
+  check(act == "gelu_new" || act == "gelu_pytorch_tanh", path,
+        ": unsupported activation_function '", act, "' (GPT-2 uses the tanh GELU, gelu_new)");
   try {
     c.validate();
   } catch (const Error& e) {
@@ -73,7 +73,8 @@ void write_config_json(const std::string& path, const Config& c) {
   j["n_embd"] = c.n_embd;
   j["n_layer"] = c.n_layer;
   j["n_head"] = c.n_head;
-  j["n_inner"] = c.n_inner > 0 ? nlohmann::ordered_json(c.n_inner) : nlohmann::ordered_json(nullptr);
+  j["n_inner"] =
+      c.n_inner > 0 ? nlohmann::ordered_json(c.n_inner) : nlohmann::ordered_json(nullptr);
   j["activation_function"] = "gelu_new";
   j["layer_norm_epsilon"] = c.layer_norm_epsilon;
   j["initializer_range"] = 0.02;

@@ -32,10 +32,17 @@ namespace {
 void convert_floats(const float* src, size_t n, DType to, void* out) {
   const int64_t count = static_cast<int64_t>(n);
   switch (to) {
-    case DType::f32: std::memcpy(out, src, n * sizeof(float)); break;
-    case DType::bf16: k::convert(src, static_cast<k::Bf16*>(out), count); break;
-    case DType::f16: k::convert(src, static_cast<k::F16*>(out), count); break;
-    default: fail("gpt2: cannot store weights as ", dtype_name(to));
+    case DType::f32:
+      std::memcpy(out, src, n * sizeof(float));
+      break;
+    case DType::bf16:
+      k::convert(src, static_cast<k::Bf16*>(out), count);
+      break;
+    case DType::f16:
+      k::convert(src, static_cast<k::F16*>(out), count);
+      break;
+    default:
+      fail("gpt2: cannot store weights as ", dtype_name(to));
   }
 }
 
@@ -88,8 +95,9 @@ struct TypedImpl final : Model::Impl {
       const std::string p = "h." + std::to_string(i) + ".";
       layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
                         f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
-                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"), w(p + "attn.c_attn.weight"),
-                        w(p + "attn.c_proj.weight"), w(p + "mlp.c_fc.weight"), w(p + "mlp.c_proj.weight")});
+                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"),
+                        w(p + "attn.c_attn.weight"), w(p + "attn.c_proj.weight"),
+                        w(p + "mlp.c_fc.weight"), w(p + "mlp.c_proj.weight")});
     }
     lnf_w = f("ln_f.weight");
     lnf_b = f("ln_f.bias");
@@ -161,7 +169,9 @@ struct TypedImpl final : Model::Impl {
     }
   }
 
-  static bool is_matrix(const ParamEntry& e) { return e.shape.size() == 2 && e.name != "wpe.weight"; }
+  static bool is_matrix(const ParamEntry& e) {
+    return e.shape.size() == 2 && e.name != "wpe.weight";
+  }
   static DType storage_dtype() {
     if constexpr (std::is_same_v<W, k::Bf16>) return DType::bf16;
     if constexpr (std::is_same_v<W, k::F16>) return DType::f16;
@@ -180,7 +190,8 @@ struct TypedImpl final : Model::Impl {
     check(t1 <= cap, "gpt2: ", t1, " positions exceed the cache capacity (", cap, ")");
     check(logits.size() == static_cast<size_t>(all_logits ? n * V : V), "gpt2: logits buffer of ",
           logits.size(), " values, expected ", all_logits ? n * V : V);
-    for (int t : tokens) check(t >= 0 && t < V, "gpt2: token id ", t, " outside the vocabulary [0, ", V, ")");
+    for (int t : tokens)
+      check(t >= 0 && t < V, "gpt2: token id ", t, " outside the vocabulary [0, ", V, ")");
     x.resize(n * C);
     xn.resize(n * C);
     qkv.resize(n * 3 * C);
@@ -237,20 +248,29 @@ Model::Model(const Config& config, std::vector<float> params, DType dtype,
   }
   const ParamLayout L = param_layout(config);
   const TensorReader read = [&](const std::string& name, DType to, void* out, size_t numel) {
-    const float* src = name == "lm_head.weight" ? lm_head.data() : params.data() + L.at(name).offset;
+    const float* src =
+        name == "lm_head.weight" ? lm_head.data() : params.data() + L.at(name).offset;
     convert_floats(src, numel, to, out);
   };
   *this = from_reader(config, dtype, read, !lm_head.empty());
 }
 
-Model Model::from_reader(const Config& config, DType dtype, const TensorReader& read, bool untied_head) {
+Model Model::from_reader(const Config& config, DType dtype, const TensorReader& read,
+                         bool untied_head) {
   config.validate();
   Model m;
   switch (dtype) {
-    case DType::f32: m.impl_ = std::make_unique<TypedImpl<float>>(config, read, untied_head); break;
-    case DType::bf16: m.impl_ = std::make_unique<TypedImpl<k::Bf16>>(config, read, untied_head); break;
-    case DType::f16: m.impl_ = std::make_unique<TypedImpl<k::F16>>(config, read, untied_head); break;
-    default: fail("gpt2: unsupported dtype ", dtype_name(dtype), " (expected f32, bf16 or f16)");
+    case DType::f32:
+      m.impl_ = std::make_unique<TypedImpl<float>>(config, read, untied_head);
+      break;
+    case DType::bf16:
+      m.impl_ = std::make_unique<TypedImpl<k::Bf16>>(config, read, untied_head);
+      break;
+    case DType::f16:
+      m.impl_ = std::make_unique<TypedImpl<k::F16>>(config, read, untied_head);
+      break;
+    default:
+      fail("gpt2: unsupported dtype ", dtype_name(dtype), " (expected f32, bf16 or f16)");
   }
   m.impl_->dtype = dtype;
   return m;

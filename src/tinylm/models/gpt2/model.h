@@ -5,8 +5,8 @@
 // token then runs alone against the cache.
 #include <functional>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tinylm/core/dtype.h"
@@ -38,10 +38,12 @@ class Model {
                               std::shared_ptr<const void> owner, const float* lm_head = nullptr);
   // Reads tensor `name` (any name of param_layout, or "lm_head.weight" when untied_head) as
   // `numel` values of `dtype` into `out`.
-  using TensorReader = std::function<void(const std::string& name, DType dtype, void* out, size_t numel)>;
+  using TensorReader =
+      std::function<void(const std::string& name, DType dtype, void* out, size_t numel)>;
   // A model that owns its weights in `dtype`, each tensor read straight into place: loading
   // needs no f32 copy of the whole model.
-  static Model from_reader(const Config& config, DType dtype, const TensorReader& read, bool untied_head);
+  static Model from_reader(const Config& config, DType dtype, const TensorReader& read,
+                           bool untied_head);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;

@@ -70,8 +70,8 @@ struct BasicTrainer<T>::Impl {
 
   // Saved by the forward.
   struct Layer {
-    T *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch,
-        *fchg, *res3;
+    T *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch, *fchg,
+        *res3;
     uint8_t *mask_attn, *mask_mlp;
     // Half copies of the matrix-product inputs (bf16 mode: h; f16 mode: r).
     Bf16 *ln1_h, *atty_h, *ln2_h, *fchg_h;
@@ -91,8 +91,8 @@ struct BasicTrainer<T>::Impl {
   const T* params = nullptr;
   bool have_forward = false;
   bool native_bf16 = false;  // bf16 compute on a CPU with a bf16 gemm
-  bool accumulate = true;  // the running backward's gradient mode
-  float rate = 0.0f;       // the dropout rate of the last forward (its masks are saved)
+  bool accumulate = true;    // the running backward's gradient mode
+  float rate = 0.0f;         // the dropout rate of the last forward (its masks are saved)
 
   Impl(const Config& c, TrainerOptions o) : config(c), options(o), layout(param_layout(c)) {
     check(o.batch_size >= 1, "gpt2 trainer: batch_size must be positive, got ", o.batch_size);
@@ -103,7 +103,8 @@ struct BasicTrainer<T>::Impl {
           "gpt2 trainer: compute dtype must be f32, bf16 or f16, got ", dtype_name(o.compute));
     check(std::is_same_v<T, float> || o.compute == DType::f32,
           "gpt2 trainer: the double-precision trainer computes in f32 only");
-    native_bf16 = std::is_same_v<T, float> && o.compute == DType::bf16 && kernels::bf16_gemm_is_native();
+    native_bf16 =
+        std::is_same_v<T, float> && o.compute == DType::bf16 && kernels::bf16_gemm_is_native();
     B = o.batch_size;
     Tn = o.seq_len;
     BT = B * Tn;
@@ -141,12 +142,16 @@ struct BasicTrainer<T>::Impl {
   // rounded to f16 or bf16 (f16 compute; bf16 compute where the CPU has no bf16 gemm, which
   // multiplies the same values without widening its operands on every call).
   bool halves() const { return native_bf16; }
-  bool rounded() const { return options.compute == DType::f16 || (options.compute == DType::bf16 && !native_bf16); }
+  bool rounded() const {
+    return options.compute == DType::f16 || (options.compute == DType::bf16 && !native_bf16);
+  }
   bool f16() const { return options.compute == DType::f16; }
   void round_operand(T* dst, const T* src, int64_t n) const {
     if constexpr (std::is_same_v<T, float>) {
-      if (f16()) kernels::round_to_f16(dst, src, n);
-      else kernels::round_to_bf16(dst, src, n);
+      if (f16())
+        kernels::round_to_f16(dst, src, n);
+      else
+        kernels::round_to_bf16(dst, src, n);
     }
   }
 
@@ -255,7 +260,8 @@ struct BasicTrainer<T>::Impl {
   void linear_backward(T* dx, T* grads, const T* dy, Operand<T> dy_op, Operand<T> x, size_t w,
                        size_t b, int64_t nin, int64_t nout) {
     mm(Trans::No, Trans::Yes, BT, nin, nout, dy_op, nout, weights().offset(w), nout, T(0), dx, nin);
-    mm(Trans::Yes, Trans::No, nin, nout, BT, x, nin, dy_op, nout, accumulate ? T(1) : T(0), grads + w, nout);
+    mm(Trans::Yes, Trans::No, nin, nout, BT, x, nin, dy_op, nout, accumulate ? T(1) : T(0),
+       grads + w, nout);
     if (!accumulate) std::fill(grads + b, grads + b + nout, T(0));
     kernels::bias_backward(grads + b, dy, BT, nout);
   }
@@ -278,8 +284,8 @@ struct BasicTrainer<T>::Impl {
 
   T forward(std::span<const T> p, std::span<const int32_t> in, std::span<const int32_t> tg,
             DropoutKey key) {
-    check(p.size() == layout.size(), "gpt2 trainer: ", p.size(), " parameters given, the model has ",
-          layout.size());
+    check(p.size() == layout.size(), "gpt2 trainer: ", p.size(),
+          " parameters given, the model has ", layout.size());
     check(in.size() == static_cast<size_t>(BT) && tg.size() == static_cast<size_t>(BT),
           "gpt2 trainer: inputs and targets must hold batch_size x seq_len = ", BT, " ids, got ",
           in.size(), " and ", tg.size());
@@ -301,7 +307,8 @@ struct BasicTrainer<T>::Impl {
     }
     rate = options.dropout;
     kernels::embedding_forward(enc, inputs, params + wte, params + wpe, BT, C, 0, Tn);
-    if (rate > 0.0f) kernels::dropout_forward(enc, mask_enc, enc, BT * C, rate, {key.seed, key.step, 0});
+    if (rate > 0.0f)
+      kernels::dropout_forward(enc, mask_enc, enc, BT * C, rate, {key.seed, key.step, 0});
     const T* x = enc;
     const T eps = static_cast<T>(config.layer_norm_epsilon);
     for (int64_t l = 0; l < L; ++l) {
@@ -309,24 +316,24 @@ struct BasicTrainer<T>::Impl {
       const BlockOffsets& o = blocks[static_cast<size_t>(l)];
       const uint32_t site = static_cast<uint32_t>(1 + 2 * l);
       kernels::layernorm_forward(y.ln1, y.ln1_mean, y.ln1_rstd, x, params + o.ln1_w,
-                                       params + o.ln1_b, BT, C, eps);
+                                 params + o.ln1_b, BT, C, eps);
       linear(y.qkv, operand(y.ln1, BT * C, y.ln1_h, y.ln1_r), o.attn_w, o.attn_b, C, C3);
       kernels::causal_attention_forward(y.atty, y.att, y.qkv, attn_scratch, B, Tn, C, H);
       linear(proj, operand(y.atty, BT * C, y.atty_h, y.atty_r), o.proj_w, o.proj_b, C, C);
       residual(y.res2, x, y.mask_attn, site, key);
       kernels::layernorm_forward(y.ln2, y.ln2_mean, y.ln2_rstd, y.res2, params + o.ln2_w,
-                                       params + o.ln2_b, BT, C, eps);
+                                 params + o.ln2_b, BT, C, eps);
       linear(y.fch, operand(y.ln2, BT * C, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);
       kernels::gelu_forward(y.fchg, y.fch, BT * F);
       linear(proj, operand(y.fchg, BT * F, y.fchg_h, y.fchg_r), o.mproj_w, o.mproj_b, F, C);
       residual(y.res3, y.res2, y.mask_mlp, site + 1, key);
       x = y.res3;
     }
-    kernels::layernorm_forward(lnf, lnf_mean, lnf_rstd, x, params + lnf_w, params + lnf_b, BT,
-                                     C, eps);
+    kernels::layernorm_forward(lnf, lnf_mean, lnf_rstd, x, params + lnf_w, params + lnf_b, BT, C,
+                               eps);
     // Tied head: logits = lnf wte^T.
-    mm(Trans::No, Trans::Yes, BT, V, C, operand(lnf, BT * C, lnf_h, lnf_r), C, weights().offset(wte),
-       C, T(0), logits, V);
+    mm(Trans::No, Trans::Yes, BT, V, C, operand(lnf, BT * C, lnf_h, lnf_r), C,
+       weights().offset(wte), C, T(0), logits, V);
     const double total = kernels::cross_entropy_forward(losses, lse, logits, targets, BT, V);
     have_forward = true;
     ++prof.steps;
@@ -356,7 +363,8 @@ struct BasicTrainer<T>::Impl {
       if (rounded()) dlog = operand(logits, BT * V, nullptr, logits);
     }
     // Head: dlnf = dlogits wte;  dwte += dlogits^T lnf.
-    const Operand<T> lnf_op = halves() ? Operand<T>{nullptr, lnf_h} : Operand<T>{rounded() ? lnf_r : lnf, nullptr};
+    const Operand<T> lnf_op =
+        halves() ? Operand<T>{nullptr, lnf_h} : Operand<T>{rounded() ? lnf_r : lnf, nullptr};
     mm(Trans::No, Trans::No, BT, C, V, dlog, V, weights().offset(wte), C, T(0), dln, C);
     mm(Trans::Yes, Trans::No, V, C, BT, dlog, V, lnf_op, C, accumulate ? T(1) : T(0), g + wte, C);
     std::fill(dres, dres + BT * C, T(0));

@@ -40,9 +40,9 @@ namespace tinylm::gpt2 {
 
 struct TrainerOptions {
   int batch_size = 4;
-  int seq_len = 64;             // <= n_positions
-  float dropout = 0.0f;         // in [0, 1)
-  DType compute = DType::f32;   // f32 | bf16 | f16
+  int seq_len = 64;            // <= n_positions
+  float dropout = 0.0f;        // in [0, 1)
+  DType compute = DType::f32;  // f32 | bf16 | f16
 };
 
 // Identifies a step's dropout masks (unused at rate 0).
@@ -60,8 +60,8 @@ struct TrainerProfile {
   int64_t steps = 0;      // forwards run
   double forward_ms = 0;  // whole forward, cross-entropy included
   double backward_ms = 0;
-  double gemm_ms = 0;     // inside the matrix products (forward and backward)
-  double cast_ms = 0;     // half types: casting the weights each step
+  double gemm_ms = 0;  // inside the matrix products (forward and backward)
+  double cast_ms = 0;  // half types: casting the weights each step
 };
 
 template <class T>

@@ -20,8 +20,8 @@ Model::Model(const Config& config)
 
 void Model::check_tokens(std::span<const int> tokens) const {
   for (int t : tokens) {
-    check(t >= 0 && t < config_.vocab_size, "microgpt: token id ", t, " outside the vocabulary [0, ",
-          config_.vocab_size, ")");
+    check(t >= 0 && t < config_.vocab_size, "microgpt: token id ", t,
+          " outside the vocabulary [0, ", config_.vocab_size, ")");
   }
 }
 
