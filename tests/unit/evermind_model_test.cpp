@@ -1,7 +1,7 @@
 // EvermindLM model: central-difference gradient checks in double for every parameter
 // group, activation checkpointing bit for bit, incremental decoding against full
 // recomputation, the same bits at every kernel level, initialization and config errors. The
-// kernels themselves are checked in ops_test.cpp.
+// kernels themselves are checked in the ops_*_test.cpp table.
 #include <gtest/gtest.h>
 
 #include <algorithm>

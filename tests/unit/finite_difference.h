@@ -1,6 +1,6 @@
 #pragma once
-// The one central-difference gradient check of the suite: kernels' double backwards (ops_test),
-// whole models (GPT-2, EvermindLM, microgpt) against their own losses.
+// The one central-difference gradient check of the suite: kernels' double backwards (the ops
+// table), whole models (GPT-2, EvermindLM, microgpt) against their own losses.
 #include <gtest/gtest.h>
 
 #include <algorithm>

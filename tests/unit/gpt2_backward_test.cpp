@@ -1,5 +1,5 @@
 // The whole GPT-2 backward in double precision against central finite differences (the
-// kernels' own gradient checks are in ops_test.cpp).
+// kernels' own gradient checks are in the ops_*_test.cpp table).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -159,7 +159,7 @@ TEST(TrainProtocol, MetricsJsonFollowsTheSchema) {
   EXPECT_EQ(r["loss"], "10.5");
   EXPECT_DOUBLE_EQ(r["ms"].get<double>(), 12.25);
   EXPECT_EQ(r["weights"]["wte.weight"]["sum"], "0.5");
-  EXPECT_EQ(r["weights"]["wte.weight"]["first8"], (nlohmann::json{"1.0", "-0.0"}));
+  EXPECT_EQ(r["weights"]["wte.weight"]["first8"], (nlohmann::ordered_json{"1.0", "-0.0"}));
 }
 
 }  // namespace

@@ -1,0 +1,302 @@
+// Table cases for attention/: microgpt's exact attention, GPT-2's training attention and
+// attention_cached over f32, bf16 and f16 caches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "finite_difference.h"
+#include "ops_table.h"
+#include "test_util.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/attention/causal_reference.h"
+#include "tinylm/kernels/attention/exact.h"
+
+namespace tinylm::kernels::ops_table {
+namespace {
+
+// microgpt's attention (attention/exact.h): exact, microgpt.py's loops. rows = T, n = C,
+// k = n_head; scale 1 / sqrt(head width).
+OpCase attention_exact_case() {
+  const auto inputs = [](const Shape& s) {
+    const size_t n = static_cast<size_t>(s.rows * s.n);
+    return std::tuple{test::random_normal(n, 15), test::random_normal(n, 16),
+                      test::random_normal(n, 17), test::random_normal(n, 18)};
+  };
+  return {
+      "attention_exact_f64",
+      Contract::exact,
+      {{5, 8, 2}, {1, 4, 1}, {7, 12, 3}, {16, 16, 4}},
+      [=](const Shape& s) {
+        const auto [q, k, v, dout] = inputs(s);
+        const int64_t T = s.rows, C = s.n, H = s.k;
+        const double scale = 1.0 / std::sqrt(static_cast<double>(C / H));
+        Vec o(T * C), att(H * T * T, 0.0), o_rows(T * C), att_rows(H * T * T, 0.0);
+        attention_forward(o.data(), att.data(), q.data(), k.data(), v.data(), 0, T, C, H, T, scale);
+        for (int64_t t = 0; t < T; ++t) {  // one row at a time against the cache
+          attention_forward(o_rows.data(), att_rows.data(), q.data(), k.data(), v.data(), t, t + 1,
+                            C, H, T, scale);
+        }
+        Vec dq(T * C, 0.0), dk(T * C, 0.0), dv(T * C, 0.0), scratch(T);
+        attention_backward(dq.data(), dk.data(), dv.data(), scratch.data(), dout.data(), att.data(),
+                           q.data(), k.data(), v.data(), T, C, H, T, scale);
+        return std::vector<Out>{
+            out("out", o), out("att", att), out("out_row_by_row", o_rows, "out"),
+            out("dq", dq), out("dk", dk),   out("dv", dv)};
+      },
+      [=](const Shape& s) {
+        const auto [q, k, v, dout] = inputs(s);
+        const int64_t T = s.rows, C = s.n, H = s.k, hd = C / H;
+        const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+        Vec o(T * C), att(H * T * T, 0.0);
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t t = 0; t < T; ++t) {
+            Vec logits(t + 1);
+            for (int64_t j = 0; j <= t; ++j) {
+              double d = 0;  // sum(q[i] * k[j][i] for i in range(hd)), then * scale
+              for (int64_t i = 0; i < hd; ++i) d += q[t * C + h * hd + i] * k[j * C + h * hd + i];
+              logits[j] = d * scale;
+            }
+            const Vec a = literal_softmax(logits);
+            for (int64_t j = 0; j <= t; ++j) att[(h * T + t) * T + j] = a[j];
+            for (int64_t i = 0; i < hd; ++i) {
+              double acc = 0;
+              for (int64_t j = 0; j <= t; ++j) acc += a[j] * v[j * C + h * hd + i];
+              o[t * C + h * hd + i] = acc;
+            }
+          }
+        }
+        // The gradients through causal_reference.h's backward, on q | k | v rows.
+        Vec qkv(T * 3 * C), dqkv(T * 3 * C), ds(T), dq(T * C), dk(T * C), dv(T * C);
+        for (int64_t t = 0; t < T; ++t) {
+          std::copy_n(q.begin() + t * C, C, qkv.begin() + t * 3 * C);
+          std::copy_n(k.begin() + t * C, C, qkv.begin() + t * 3 * C + C);
+          std::copy_n(v.begin() + t * C, C, qkv.begin() + t * 3 * C + 2 * C);
+        }
+        for (int64_t h = 0; h < H; ++h) {
+          reference::attention_head_backward(dqkv.data() + h * hd, dout.data() + h * hd,
+                                             att.data() + h * T * T, qkv.data() + h * hd, ds.data(),
+                                             T, C, hd);
+        }
+        for (int64_t t = 0; t < T; ++t) {
+          std::copy_n(dqkv.begin() + t * 3 * C, C, dq.begin() + t * C);
+          std::copy_n(dqkv.begin() + t * 3 * C + C, C, dk.begin() + t * C);
+          std::copy_n(dqkv.begin() + t * 3 * C + 2 * C, C, dv.begin() + t * C);
+        }
+        return std::vector<Want>{exact("out", o), exact("att", att), near_max("dq", dq, 1e-13),
+                                 near_max("dk", dk, 1e-13), near_max("dv", dv, 1e-13)};
+      },
+      [] {
+        const int T = 5, C = 8, H = 2;
+        Vec q = test::random_normal(T * C, 15), k = test::random_normal(T * C, 16),
+            v = test::random_normal(T * C, 17);
+        const Vec probe = test::random_normal(T * C, 18);
+        Vec o(T * C), att(H * T * T), dq(T * C, 0.0), dk(T * C, 0.0), dv(T * C, 0.0), scratch(T);
+        const double scale = 0.5;
+        const auto loss = [&] {
+          attention_forward(o.data(), att.data(), q.data(), k.data(), v.data(), 0, T, C, H, T,
+                            scale);
+          return dot(probe, o);
+        };
+        loss();
+        for (int c = 0; c < C; ++c) EXPECT_DOUBLE_EQ(o[c], v[c]);  // position 0 sees itself only
+        const Vec before = o;  // changing a future key leaves earlier outputs alone
+        k[4 * C] += 1.0;
+        loss();
+        for (int i = 0; i < 4 * C; ++i) EXPECT_EQ(o[i], before[i]);
+        k[4 * C] -= 1.0;
+        loss();
+        attention_backward(dq.data(), dk.data(), dv.data(), scratch.data(), probe.data(),
+                           att.data(), q.data(), k.data(), v.data(), T, C, H, T, scale);
+        test::expect_gradient(loss, q, dq, {.abs = 1e-7}, "dq");
+        test::expect_gradient(loss, k, dk, {.abs = 1e-7}, "dk");
+        test::expect_gradient(loss, v, dv, {.abs = 1e-7}, "dv");
+      }};
+}
+
+template <class W>
+W nan_of() {
+  W w;
+  if constexpr (std::is_same_v<W, float>) {
+    w = std::numeric_limits<float>::quiet_NaN();
+  } else {
+    w.bits = std::is_same_v<W, Bf16> ? 0x7fc0 : 0x7e00;
+  }
+  return w;
+}
+
+// GPT-2's training attention (attention/causal.h). B = rows, T = n, C = k, n_head = h: head
+// widths 4, 12, 24 (not multiples of 16: plain loops in the backward), 16, 32, 48, 128; T = 1.
+OpCase attention_train_case() {
+  const auto inputs = [](const Shape& s) {
+    return std::pair{normal_floats(s.rows * s.n * 3 * s.k, 25),
+                     normal_floats(s.rows * s.n * s.k, 26)};
+  };
+  return {
+      "attention_causal_f32",
+      Contract::row_invariant,
+      {{2, 5, 8, 2},
+       {1, 1, 32, 2},
+       {1, 17, 36, 3},
+       {2, 37, 48, 2},
+       {1, 33, 32, 2},
+       {2, 37, 64, 2},
+       {2, 37, 96, 2},
+       {1, 16, 256, 2}},
+      [=](const Shape& s) {
+        const auto [qkv, dout] = inputs(s);
+        const int64_t B = s.rows, T = s.n, C = s.k, H = s.h;
+        Floats o(B * T * C), att(B * H * T * T), scratch(causal_attention_scratch_size(B, T, C, H));
+        causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H);
+        Floats dqkv(qkv.size(), 99.0f);  // written, not accumulated
+        causal_attention_backward(dqkv.data(), dout.data(), att.data(), qkv.data(), scratch.data(),
+                                  B, T, C, H);
+        // Inference over the same rows: a float cache (NaN where nothing is stored), rows
+        // [0, T/2) then [T/2, T), computes the training forward's bits.
+        Floats cached(o.size());
+        const int64_t ldk = kv_key_stride(T), t0 = T / 2;
+        for (int64_t b = 0; b < B; ++b) {
+          Floats keys(C * ldk, nan_of<float>()), values(T * C, nan_of<float>()), q(T * C);
+          for (int64_t t = 0; t < T; ++t) {
+            const float* row = qkv.data() + (b * T + t) * 3 * C;
+            kv_store(keys.data(), values.data(), row + C, row + 2 * C, t, T, C);
+            std::copy_n(row, C, q.begin() + t * C);
+          }
+          float* ob = cached.data() + b * T * C;
+          if (t0 > 0) attention_cached(ob, q.data(), keys.data(), values.data(), 0, t0, T, C, H);
+          attention_cached(ob + t0 * C, q.data() + t0 * C, keys.data(), values.data(), t0, T, T, C,
+                           H);
+        }
+        return std::vector<Out>{out("out", o), out("att", att), out("dqkv", dqkv),
+                                out("out_cached", cached, "out")};
+      },
+      [=](const Shape& s) {
+        const auto [qkv, dout] = inputs(s);
+        const int64_t B = s.rows, T = s.n, C = s.k, H = s.h;
+        const Vec q = widen_all(qkv), d = widen_all(dout);
+        Vec o(B * T * C), att(B * H * T * T), scratch(T), dqkv(q.size());
+        causal_attention_forward(o.data(), att.data(), q.data(), scratch.data(), B, T, C, H);
+        causal_attention_backward(dqkv.data(), d.data(), att.data(), q.data(), scratch.data(), B, T,
+                                  C, H);
+        return std::vector<Want>{near_max("out", o, 1e-6), near("att", att, 0, 1e-6),
+                                 near_max("dqkv", dqkv, 1e-5)};
+      },
+      [] {
+        const int64_t B = 2, T = 5, C = 8, H = 2;
+        Vec qkv = test::random_normal(B * T * 3 * C, 11);
+        const Vec probe = test::random_normal(B * T * C, 12);
+        Vec o(B * T * C), att(B * H * T * T), scratch(causal_attention_scratch_size(B, T, C, H));
+        const auto f = [&] {
+          causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H);
+          return dot(probe, o);
+        };
+        f();
+        Vec dqkv(qkv.size(), 99.0);
+        causal_attention_backward(dqkv.data(), probe.data(), att.data(), qkv.data(), scratch.data(),
+                                  B, T, C, H);
+        test::expect_gradient(f, qkv, dqkv, kGradTol, "dqkv");
+        const Vec o0 = o;  // causality: the output at t does not depend on later positions
+        qkv[(1 * T + 4) * 3 * C + C + 3] += 1.0;      // a key of sequence 1, position 4
+        qkv[(1 * T + 4) * 3 * C + 2 * C + 5] += 1.0;  // and a value
+        f();
+        for (int64_t i = 0; i < (1 * T + 4) * C; ++i) EXPECT_EQ(o[i], o0[i]) << i;
+      }};
+}
+
+// attention_cached: rows [t0, t1) = [rows, n) against a W cache of capacity h, head width k,
+// 3 heads. Widths 32, 16, 48 (vector paths) and 12, 24; caches longer than the rows (stride
+// padding, NaN in every slot not stored); more than 16 and 32 positions.
+template <class W>
+OpCase attention_cached_case() {
+  const int64_t H = 3;
+  const auto inputs = [=](const Shape& s) {
+    const int64_t C = H * s.k;
+    return std::tuple{test::random_uniform((s.n - s.rows) * C, 9),
+                      test::random_uniform(s.n * C, 10), test::random_uniform(s.n * C, 11)};
+  };
+  return {"attention_cached_" + dtype_suffix<W>(),
+          Contract::row_invariant,
+          {{3, 7, 32, 7},
+           {3, 7, 12, 7},
+           {0, 5, 16, 20},
+           {5, 9, 24, 40},
+           {0, 1, 12, 1},
+           {16, 19, 32, 19},
+           {0, 33, 48, 40}},
+          [=](const Shape& s) {
+            const auto [q, k, v] = inputs(s);
+            const int64_t t0 = s.rows, t1 = s.n, C = H * s.k, cap = s.h;
+            std::vector<W> keys(C * kv_key_stride(cap), nan_of<W>()), values(cap * C, nan_of<W>());
+            for (int64_t t = 0; t < t1; ++t)
+              kv_store(keys.data(), values.data(), k.data() + t * C, v.data() + t * C, t, cap, C);
+            Floats o((t1 - t0) * C);
+            attention_cached(o.data(), q.data(), keys.data(), values.data(), t0, t1, cap, C, H);
+            // Structured bindings named in the capture: clang before 16 cannot capture them
+            // implicitly.
+            const Floats decode = row_by_row(t1 - t0, C, [&, &q = q](int64_t r, float* yr) {
+              attention_cached(yr, q.data() + r * C, keys.data(), values.data(), t0 + r, t0 + r + 1,
+                               cap, C, H);
+            });
+            return std::vector<Out>{bits_out("keys", keys), bits_out("values", values),
+                                    out("out", o), out("out_row_by_row", decode, "out")};
+          },
+          [=](const Shape& s) {
+            const auto [q, k, v] = inputs(s);
+            const int64_t t0 = s.rows, t1 = s.n, C = H * s.k, cap = s.h, hd = s.k,
+                          ldk = kv_key_stride(cap);
+            // keys transposed per head, (n_head, D, ldk); values as rows
+            Vec keys(C * ldk, bits_of(nan_of<W>())), values(cap * C, bits_of(nan_of<W>()));
+            std::vector<W> kw(k.size()), vw(v.size());
+            for (size_t i = 0; i < k.size(); ++i) {
+              from_float(kw[i], k[i]);
+              from_float(vw[i], v[i]);
+            }
+            for (int64_t t = 0; t < t1; ++t) {
+              for (int64_t c = 0; c < C; ++c) {
+                keys[c * ldk + t] = bits_of(kw[t * C + c]);
+                values[t * C + c] = bits_of(vw[t * C + c]);
+              }
+            }
+            Vec o((t1 - t0) * C);
+            for (int64_t h = 0; h < H; ++h) {
+              for (int64_t t = t0; t < t1; ++t) {
+                Vec a(t + 1);
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j <= t; ++j) {
+                  double d = 0;
+                  for (int64_t i = 0; i < hd; ++i)
+                    d += double(q[(t - t0) * C + h * hd + i]) * widen(kw[j * C + h * hd + i]);
+                  a[j] = d / std::sqrt(double(hd));
+                  mx = std::max(mx, a[j]);
+                }
+                for (double& e : a) sum += e = std::exp(e - mx);
+                for (int64_t i = 0; i < hd; ++i) {
+                  double acc = 0;
+                  for (int64_t j = 0; j <= t; ++j)
+                    acc += a[j] / sum * widen(vw[j * C + h * hd + i]);
+                  o[(t - t0) * C + h * hd + i] = acc;
+                }
+              }
+            }
+            return std::vector<Want>{exact("keys", keys), exact("values", values),
+                                     near("out", o, 1e-5, 1e-5)};
+          },
+          nullptr};
+}
+
+std::vector<OpCase> attention_cases() {
+  return {attention_exact_case(), attention_train_case(), attention_cached_case<float>(),
+          attention_cached_case<Bf16>(), attention_cached_case<F16>()};
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(attention_cases()), case_name);
+
+}  // namespace
+}  // namespace tinylm::kernels::ops_table

@@ -1,0 +1,111 @@
+// Table cases for optim/adam.h: Adam and AdamW over float state, and microgpt's
+// adam_update_exact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ops_table.h"
+#include "test_util.h"
+#include "tinylm/kernels/optim/adam.h"
+
+namespace tinylm::kernels::ops_table {
+namespace {
+
+// n elements at step k; h = 1 adds weight decay (AdamW).
+AdamStep adam_step(const Shape& s) {
+  AdamStep st{0.01, 0.9, 0.95, 1e-8, 1 - std::pow(0.9, s.k), 1 - std::pow(0.95, s.k)};
+  st.decay = s.h ? st.lr * 0.1 : 0.0;
+  return st;
+}
+
+// float state, each element computed in double: against a double loop.
+OpCase adam_case() {
+  const auto inputs = [](const Shape& s) {
+    Floats v = normal_floats(s.n, 123, 1e-3);
+    for (float& x : v) x = std::abs(x);
+    return std::tuple{normal_floats(s.n, 120), normal_floats(s.n, 121),
+                      normal_floats(s.n, 122, 0.1), v};
+  };
+  return {"adam_f32",
+          Contract::exact,
+          {{.n = 1, .k = 1},
+           {.n = 7, .k = 3, .h = 1},
+           {.n = 17, .k = 10},
+           {.n = 130, .k = 1000, .h = 1},
+           {.n = (1 << 16) + 3, .k = 2, .h = 1}},  // two tasks
+          [=](const Shape& s) {
+            auto [p, g, m, v] = inputs(s);
+            adam_update(p.data(), g.data(), m.data(), v.data(), s.n, adam_step(s));
+            return std::vector<Out>{out("p", p), out("g", g), out("m", m), out("v", v)};
+          },
+          [=](const Shape& s) {
+            const auto [pf, gf, mf, vf] = inputs(s);
+            const AdamStep st = adam_step(s);
+            Vec p(pf.size()), m(pf.size()), v(pf.size()), pb(pf.size());
+            for (size_t i = 0; i < pf.size(); ++i) {
+              const double p0 = double(pf[i]) - st.decay * pf[i], g = gf[i];
+              m[i] = st.beta1 * mf[i] + (1 - st.beta1) * g;
+              v[i] = st.beta2 * vf[i] + (1 - st.beta2) * g * g;
+              const double step = st.lr * (m[i] / st.c1) / (std::sqrt(v[i] / st.c2) + st.eps);
+              p[i] = p0 - step;
+              pb[i] = 2 * kF32 * (std::abs(p0) + std::abs(p[i]));  // p rounds to float twice
+            }
+            return std::vector<Want>{bounded("p", p, pb), exact("g", Vec(pf.size(), 0.0)),
+                                     near("m", m, 2 * kF32), near("v", v, 2 * kF32)};
+          },
+          nullptr};
+}
+
+// adam_update_exact: microgpt.py's Adam term for term, every ** the C library's pow. Gradients
+// include values whose squares or roots sit near a rounding midpoint (a few percent of random
+// doubles), zeros, and magnitudes outside the reciprocal trick's range.
+OpCase adam_exact_case() {
+  const auto inputs = [](const Shape& s) {
+    Vec p = test::random_normal(s.n, 130), g = test::random_normal(s.n, 131, 0.1),
+        m = test::random_normal(s.n, 132, 0.01), v = test::random_normal(s.n, 133, 1e-3);
+    for (double& x : v) x = std::abs(x);
+    const Vec special = {0.0, -0.0, 1e-160, 1e150, -3e140, 5e-324, 1e-300, 2.5};
+    for (size_t i = 0; i < std::min(special.size(), g.size()); ++i) g[i] = special[i];
+    return std::tuple{p, g, m, v};
+  };
+  return {"adam_exact_f64",
+          Contract::exact,
+          {{.n = 1, .k = 1},
+           {.n = 8, .k = 3, .h = 1},
+           {.n = 130, .k = 1000},
+           {.n = 2000, .k = 2, .h = 1}},
+          [=](const Shape& s) {
+            auto [p, g, m, v] = inputs(s);
+            Vec scratch(s.n);
+            std::vector<uint8_t> flags(s.n);
+            adam_update_exact(p.data(), g.data(), m.data(), v.data(), scratch.data(), flags.data(),
+                              s.n, adam_step(s));
+            return std::vector<Out>{out("p", p), out("g", g), out("m", m), out("v", v)};
+          },
+          [=](const Shape& s) {
+            auto [p, g, m, v] = inputs(s);
+            const AdamStep st = adam_step(s);
+            for (int64_t i = 0; i < s.n; ++i) {
+              if (st.decay != 0) p[i] = p[i] - st.decay * p[i];
+              m[i] = st.beta1 * m[i] + (1 - st.beta1) * g[i];
+              v[i] = st.beta2 * v[i] + (1 - st.beta2) * cpython_pow(g[i], 2.0);
+              const double m_hat = m[i] / st.c1, v_hat = v[i] / st.c2;
+              p[i] -= st.lr * m_hat / (cpython_pow(v_hat, 0.5) + st.eps);
+              g[i] = 0.0;
+            }
+            return std::vector<Want>{exact("p", p), exact("g", g), exact("m", m), exact("v", v)};
+          },
+          nullptr};
+}
+
+std::vector<OpCase> optim_cases() { return {adam_case(), adam_exact_case()}; }
+
+INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(optim_cases()), case_name);
+
+}  // namespace
+}  // namespace tinylm::kernels::ops_table
