@@ -6,7 +6,9 @@
 // does when it has the cores), the median's fraction of the nominal peak (f32: 16 lanes ×
 // 2 FMA pipes × 2 flops × ~3 GHz = 192 GFLOP/s per core; bf16 dot products twice that), then
 // the GEMM time of a whole step (each product × how often a step does it), from the medians.
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -71,6 +73,7 @@ const std::vector<Shape>& shapes() {
 // independent FMA chains in the level's widest registers on every thread; the best of a few
 // short runs, so that neighbours' bursts count less. (Each chain loop is compiled for its
 // instruction set by a target attribute and runs only at a level the CPU supports.)
+#if defined(__x86_64__)
 __attribute__((target("avx512f"))) float fma_chains_avx512(int64_t iters) {
   __m512 acc[12];
   for (int r = 0; r < 12; ++r) acc[r] = _mm512_set1_ps(static_cast<float>(r));
@@ -93,9 +96,11 @@ __attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iters) {
   for (int r = 0; r < 12; ++r) sum += acc[r][0];
   return sum;
 }
+#endif
 double measured_fma_peak_gflops() {
   float (*chains)(int64_t) = nullptr;
   int lanes = 0;
+#if defined(__x86_64__)
   switch (kernels::active_isa()) {
     case kernels::Isa::avx512:
       chains = fma_chains_avx512, lanes = 16;
@@ -106,6 +111,8 @@ double measured_fma_peak_gflops() {
     case kernels::Isa::generic:
       return 0;
   }
+#endif
+  if (!chains) return 0;
   const int64_t iters = 5'000'000;
   double best_s = 1e30;
   float sink = 0;

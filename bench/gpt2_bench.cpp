@@ -15,7 +15,9 @@
 // all threads, in passes timed together over tens of milliseconds (one 5 ms pass was
 // sometimes caught by a stall of one vCPU), with the better of two read patterns (see
 // probe_gbs).
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 #include <omp.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -64,6 +66,7 @@ __attribute__((always_inline)) inline float sum_streams(const float* base, size_
   }
   return total;
 }
+#if defined(__x86_64__)
 template <int Streams>
 __attribute__((target("avx512f"))) float sum_streams_avx512(const float* base, size_t seg) {
   return sum_streams<Streams, __m512>(base, seg);
@@ -72,6 +75,7 @@ template <int Streams>
 __attribute__((target("avx2"))) float sum_streams_avx2(const float* base, size_t seg) {
   return sum_streams<Streams, __m256>(base, seg);
 }
+#endif
 template <int Streams>
 float sum_streams_generic(const float* base, size_t seg) {
   using V = float __attribute__((vector_size(16)));
@@ -84,8 +88,10 @@ float sum_streams_generic(const float* base, size_t seg) {
 template <int Streams>
 double read_bandwidth_gbs(std::span<const float> buf, int passes) {
   float (*sum)(const float*, size_t) = sum_streams_generic<Streams>;
+#if defined(__x86_64__)
   if (kernels::active_isa() == kernels::Isa::avx512) sum = sum_streams_avx512<Streams>;
   if (kernels::active_isa() == kernels::Isa::avx2) sum = sum_streams_avx2<Streams>;
+#endif
   float total = 0;
   Timer t;
   for (int pass = 0; pass < passes; ++pass) {

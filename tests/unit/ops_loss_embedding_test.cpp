@@ -106,6 +106,72 @@ OpCase cross_entropy_case() {
           }};
 }
 
+// The in-place forward (EvermindLM's): the logits become exp(l - max) with a per-row norm in
+// one exp pass, and the backward from them needs no exp.
+OpCase cross_entropy_inplace_case() {
+  return {"cross_entropy_inplace_f32",
+          Contract::row_invariant,
+          kLossShapes,
+          [](const Shape& s) {
+            auto [e, targets] = loss_inputs(s);
+            const int64_t rows = s.rows, V = s.n;
+            Floats losses(rows), norm(rows), g(e.size());
+            const double total = cross_entropy_forward_inplace(losses.data(), norm.data(), e.data(),
+                                                               targets.data(), rows, V);
+            cross_entropy_backward_exp(g.data(), e.data(), norm.data(), targets.data(), rows, V,
+                                       kLossScale);
+            Floats probs(e.size()), g_in_place = e;
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t j = 0; j < V; ++j) probs[r * V + j] = e[r * V + j] * norm[r];
+            }
+            cross_entropy_backward_exp(g_in_place.data(), g_in_place.data(), norm.data(),
+                                       targets.data(), rows, V, kLossScale);
+            return std::vector<Out>{scalar_out("total", total), out("losses", losses),
+                                    out("probs", probs), out("dlogits", g),
+                                    out("dlogits_in_place", g_in_place, "dlogits")};
+          },
+          [](const Shape& s) {
+            const auto [logits, targets] = loss_inputs(s);
+            const int64_t rows = s.rows, V = s.n;
+            const Vec l = widen_all(logits);
+            Vec losses(rows), lse(rows), g(l.size()), probs(l.size());
+            const double total =
+                cross_entropy_forward(losses.data(), lse.data(), l.data(), targets.data(), rows, V);
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t j = 0; j < V; ++j) probs[r * V + j] = std::exp(l[r * V + j] - lse[r]);
+            }
+            cross_entropy_backward(g.data(), l.data(), lse.data(), targets.data(), rows, V,
+                                   static_cast<double>(kLossScale));
+            // exp through vec_math.h (~2e-7) and one multiplication by the float norm
+            const double gmax = max_abs(g), pmax = max_abs(probs);
+            Vec gbound(g.size()), pbound(probs.size());
+            for (size_t i = 0; i < g.size(); ++i) {
+              gbound[i] = std::min(1e-6 * gmax, 1e-5 * std::abs(g[i]) + 1e-37);
+              pbound[i] = std::min(1e-6 * pmax, 1e-5 * std::abs(probs[i]) + 1e-37);
+            }
+            return std::vector<Want>{
+                near("total", {total}, 1e-5, 1e-6), near("losses", losses, 1e-5, 1e-6),
+                bounded("probs", probs, pbound), bounded("dlogits", g, gbound)};
+          },
+          [] {
+            const int64_t rows = 3, V = 23;
+            Vec logits = test::random_normal(rows * V, 13, 3.0);
+            const Ints targets = {4, 0, 22};
+            Vec losses(rows), norm(rows), work(logits.size());
+            const double scale = 0.37;
+            const auto f = [&] {
+              work = logits;
+              return scale * cross_entropy_forward_inplace(losses.data(), norm.data(), work.data(),
+                                                           targets.data(), rows, V);
+            };
+            f();
+            Vec grad(logits.size());
+            cross_entropy_backward_exp(grad.data(), work.data(), norm.data(), targets.data(), rows,
+                                       V, scale);
+            test::expect_gradient(f, logits, grad, kGradTol, "dlogits");
+          }};
+}
+
 // The backward straight into bf16 (the bf16 path's operand): one rounding of the float value.
 OpCase cross_entropy_bf16_case() {
   return {"cross_entropy_bf16",
@@ -297,9 +363,10 @@ OpCase tied_logits_case() {
 }
 
 std::vector<OpCase> loss_embedding_cases() {
-  return {cross_entropy_case(),   cross_entropy_bf16_case(), embedding_case<float>(),
-          embedding_case<Bf16>(), embedding_case<F16>(),     embedding_backward_case(),
-          tied_logits_case()};
+  return {cross_entropy_case(),      cross_entropy_inplace_case(),
+          cross_entropy_bf16_case(), embedding_case<float>(),
+          embedding_case<Bf16>(),    embedding_case<F16>(),
+          embedding_backward_case(), tied_logits_case()};
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(loss_embedding_cases()), case_name);

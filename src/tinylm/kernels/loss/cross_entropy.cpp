@@ -11,8 +11,9 @@ TINYLM_LEVEL_BEGIN
 
 namespace {
 
-// log(sum_j exp(x[j])) of one row: the max, then the sum of exp(x - max) in 16 lanes.
-float row_logsumexp(const float* x, int64_t V) {
+// log(sum_j exp(x[j])) of one row: the max, then the sum of exp(x - max) in 16 lanes. With e
+// (which may equal x), the exps are also written there, and *sum receives their sum.
+float row_logsumexp(const float* x, int64_t V, float* e = nullptr, float* sum_out = nullptr) {
   f32x16 m = splat(-std::numeric_limits<float>::infinity());
   int64_t i = 0;
   for (; i + kLanes <= V; i += kLanes) m = max(m, load(x + i));
@@ -20,9 +21,18 @@ float row_logsumexp(const float* x, int64_t V) {
   for (; i < V; ++i) mx = std::max(mx, x[i]);
   f32x16 s{};
   i = 0;
-  for (; i + kLanes <= V; i += kLanes) s += exp(load(x + i) - mx);
+  for (; i + kLanes <= V; i += kLanes) {
+    const f32x16 ei = exp(load(x + i) - mx);
+    if (e) store(e + i, ei);
+    s += ei;
+  }
   float sum = hsum(s);
-  for (; i < V; ++i) sum += exp1(x[i] - mx);
+  for (; i < V; ++i) {
+    const float ei = exp1(x[i] - mx);
+    if (e) e[i] = ei;
+    sum += ei;
+  }
+  if (sum_out) *sum_out = sum;
   return mx + std::log(sum);
 }
 
@@ -63,6 +73,34 @@ void cross_entropy_backward(float* dlogits, const float* logits, const float* ls
   });
 }
 
+double cross_entropy_forward_inplace(float* losses, float* norm, float* logits,
+                                     const int32_t* targets, int64_t rows, int64_t V) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* x = logits + r * V;
+    const float target_logit = x[targets[r]];
+    float sum;
+    const float loss = row_logsumexp(x, V, x, &sum) - target_logit;
+    norm[r] = 1.0f / sum;
+    if (losses) losses[r] = loss;
+    total += loss;
+  }
+  return total;
+}
+
+void cross_entropy_backward_exp(float* dlogits, const float* e, const float* norm,
+                                const int32_t* targets, int64_t rows, int64_t V, float scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* er = e + r * V;
+    float* g = dlogits + r * V;
+    const float f = norm[r] * scale;
+    int64_t i = 0;
+    for (; i + kLanes <= V; i += kLanes) store(g + i, load(er + i) * f);
+    for (; i < V; ++i) g[i] = er[i] * f;
+    g[targets[r]] -= scale;
+  }
+}
+
 void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
                             const int32_t* targets, int64_t rows, int64_t V, float scale) {
   parallel_for(0, rows, grain_for(8 * V), [&](int64_t r) {
@@ -81,14 +119,17 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(double cross_entropy_forward(float* losses, float* lse, const float* logits,
-                                           const int32_t* targets, int64_t rows, int64_t V);
-              void cross_entropy_backward(float* dlogits, const float* logits, const float* lse,
-                                          const int32_t* targets, int64_t rows, int64_t V,
-                                          float scale);
-              void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
-                                          const int32_t* targets, int64_t rows, int64_t V,
-                                          float scale))
+TINYLM_LEVELS(
+    double cross_entropy_forward(float* losses, float* lse, const float* logits,
+                                 const int32_t* targets, int64_t rows, int64_t V);
+    void cross_entropy_backward(float* dlogits, const float* logits, const float* lse,
+                                const int32_t* targets, int64_t rows, int64_t V, float scale);
+    void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
+                                const int32_t* targets, int64_t rows, int64_t V, float scale);
+    double cross_entropy_forward_inplace(float* losses, float* norm, float* logits,
+                                         const int32_t* targets, int64_t rows, int64_t V);
+    void cross_entropy_backward_exp(float* dlogits, const float* e, const float* norm,
+                                    const int32_t* targets, int64_t rows, int64_t V, float scale))
 
 double cross_entropy_forward(float* losses, float* lse, const float* logits, const int32_t* targets,
                              int64_t rows, int64_t V) {
@@ -101,6 +142,37 @@ void cross_entropy_backward(float* dlogits, const float* logits, const float* ls
 void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
                             const int32_t* targets, int64_t rows, int64_t V, float scale) {
   TINYLM_DISPATCH(cross_entropy_backward, dlogits, logits, lse, targets, rows, V, scale);
+}
+
+double cross_entropy_forward_inplace(float* losses, float* norm, float* logits,
+                                     const int32_t* targets, int64_t rows, int64_t V) {
+  TINYLM_DISPATCH(cross_entropy_forward_inplace, losses, norm, logits, targets, rows, V);
+}
+void cross_entropy_backward_exp(float* dlogits, const float* e, const float* norm,
+                                const int32_t* targets, int64_t rows, int64_t V, float scale) {
+  TINYLM_DISPATCH(cross_entropy_backward_exp, dlogits, e, norm, targets, rows, V, scale);
+}
+double cross_entropy_forward_inplace(double* losses, double* norm, double* logits,
+                                     const int32_t* targets, int64_t rows, int64_t V) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double* x = logits + r * V;
+    const double target_logit = x[targets[r]], mx = *std::max_element(x, x + V);
+    double sum = 0;
+    for (int64_t j = 0; j < V; ++j) sum += x[j] = std::exp(x[j] - mx);
+    norm[r] = 1.0 / sum;
+    const double loss = mx + std::log(sum) - target_logit;
+    if (losses) losses[r] = loss;
+    total += loss;
+  }
+  return total;
+}
+void cross_entropy_backward_exp(double* dlogits, const double* e, const double* norm,
+                                const int32_t* targets, int64_t rows, int64_t V, double scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < V; ++j) dlogits[r * V + j] = e[r * V + j] * norm[r] * scale;
+    dlogits[r * V + targets[r]] -= scale;
+  }
 }
 
 double cross_entropy_forward(double* losses, double* lse, const double* logits,

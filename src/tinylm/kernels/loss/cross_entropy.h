@@ -32,4 +32,17 @@ void cross_entropy_backward(double* dlogits, const double* logits, const double*
 void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
                             const int32_t* targets, int64_t rows, int64_t V, float scale);
 
+// The same loss, with each row of logits replaced in place by e = exp(l - max l) and
+// norm[r] = 1 / sum(e): one exp pass in all, for callers that do not need the logits again;
+// the backward from e and norm needs no exp.
+double cross_entropy_forward_inplace(float* losses, float* norm, float* logits,
+                                     const int32_t* targets, int64_t rows, int64_t V);
+double cross_entropy_forward_inplace(double* losses, double* norm, double* logits,
+                                     const int32_t* targets, int64_t rows, int64_t V);
+// dlogits = scale * (e * norm - onehot(target)); dlogits may equal e.
+void cross_entropy_backward_exp(float* dlogits, const float* e, const float* norm,
+                                const int32_t* targets, int64_t rows, int64_t V, float scale);
+void cross_entropy_backward_exp(double* dlogits, const double* e, const double* norm,
+                                const int32_t* targets, int64_t rows, int64_t V, double scale);
+
 }  // namespace tinylm::kernels

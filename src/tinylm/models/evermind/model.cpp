@@ -46,7 +46,7 @@ Workspace<T>::Workspace(const Config& config, int64_t max_seq_len, bool checkpoi
     acts_.push_back(make_layer_acts<T>(d, R, alloc_real, alloc_int));
   scratch_ = make_layer_scratch<T>(d, R, alloc_real);
   logits_ = alloc_real(R * d.V);
-  lse_ = alloc_real(R);
+  norm_ = alloc_real(R);
   dx_ = alloc_real(R * d.D);
 }
 
@@ -139,8 +139,8 @@ Loss Model<T>::loss(Workspace<T>& ws, std::span<const int> tokens, double aux_lo
   const int64_t rows = T_ - 1;
   k::tied_logits_forward(ws.logits_, ws.x_[static_cast<size_t>(d.L)], packed_.data() + index_.emb,
                          rows, d.D, d.V);
-  const double ce = k::cross_entropy_forward(static_cast<T*>(nullptr), ws.lse_, ws.logits_,
-                                             tokens.data() + 1, rows, d.V) /
+  const double ce = k::cross_entropy_forward_inplace(static_cast<T*>(nullptr), ws.norm_, ws.logits_,
+                                                     tokens.data() + 1, rows, d.V) /
                     static_cast<double>(rows);
   return {ce + aux_loss_coef * aux, ce, aux, rows};
 }
@@ -161,8 +161,8 @@ Loss Model<T>::forward_backward(Workspace<T>& ws, std::span<const int> tokens, s
   const T* w = packed_.data();
   T* g = grads.data();
 
-  k::cross_entropy_backward(ws.logits_, ws.logits_, ws.lse_, tokens.data() + 1, rows, d.V,
-                            static_cast<T>(options.loss_grad / static_cast<double>(rows)));
+  k::cross_entropy_backward_exp(ws.logits_, ws.logits_, ws.norm_, tokens.data() + 1, rows, d.V,
+                                static_cast<T>(options.loss_grad / static_cast<double>(rows)));
   k::tied_logits_backward(ws.dx_, g + index_.emb, ws.logits_, ws.x_[static_cast<size_t>(d.L)],
                           p + index_.emb, rows, d.D, d.V);
   std::fill(ws.dx_ + rows * d.D, ws.dx_ + T_ * d.D, T(0));  // the last position predicts nothing

@@ -53,8 +53,8 @@ class Workspace {
   std::vector<T*> x_;               // n_layers + 1 residual streams [T × D]
   std::vector<LayerActs<T>> acts_;  // n_layers sets, or 1 when checkpointing
   LayerScratch<T> scratch_{};
-  T* logits_ = nullptr;  // [T × V]: logits, then their gradient
-  T* lse_ = nullptr;     // [T] log Σ exp(l) per position
+  T* logits_ = nullptr;  // [T × V]: logits, then exp(l − max), then their gradient
+  T* norm_ = nullptr;    // [T] 1 / Σ exp(l − max) per position
   T* dx_ = nullptr;      // [T × D]
 };
 
