@@ -87,19 +87,21 @@ TINYLM_INLINE void weighted_block(float* out, const float* p, const W* v, int64_
 
 template <class W>
 void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t n, int64_t D) {
+  // The widest block that fits (each pass reads p and the value rows once).
   for (int64_t c = 0; c < D;) {
-    const int64_t vectors = (D - c + kLanes - 1) / kLanes,
-                  width = std::min(D - c, kMaxAcc * kLanes);
-    if (vectors >= kMaxAcc) {
-      weighted_block<kMaxAcc>(out + c, p, v + c, ldv, n, width);
-      c += kMaxAcc * kLanes;
-    } else if (vectors >= 2) {
-      weighted_block<2>(out + c, p, v + c, ldv, n, std::min<int64_t>(D - c, 2 * kLanes));
-      c += 2 * kLanes;
-    } else {
-      weighted_block<1>(out + c, p, v + c, ldv, n, D - c);
-      c += kLanes;
-    }
+    const int64_t vectors = (D - c + kLanes - 1) / kLanes;
+    const auto block = [&]<int NV>() {
+      weighted_block<NV>(out + c, p, v + c, ldv, n, std::min<int64_t>(D - c, NV * kLanes));
+      c += NV * kLanes;
+    };
+    if (kMaxAcc >= 8 && vectors >= 8)
+      block.template operator()<8>();
+    else if (vectors >= 4)
+      block.template operator()<4>();
+    else if (vectors >= 2)
+      block.template operator()<2>();
+    else
+      block.template operator()<1>();
   }
 }
 

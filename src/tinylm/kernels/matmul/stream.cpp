@@ -8,6 +8,18 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
 
+namespace tinylm::kernels {
+namespace {
+// Element (i, c) of a Conv1D matrix (nin, nout) stored in layout L.
+template <Layout L, class Ptr>
+inline Ptr element(Ptr w, int64_t nout, int64_t i, int64_t c) {
+  if constexpr (L == Layout::rows) return w + i * nout + c;
+  return w + ((i / kTile) * (nout / kTile) + c / kTile) * (kTile * kTile) + (i % kTile) * kTile +
+         c % kTile;
+}
+}  // namespace
+}  // namespace tinylm::kernels
+
 TINYLM_LEVEL_BEGIN
 
 namespace {
@@ -44,20 +56,24 @@ TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_
   const int64_t body_end = nout / kLanes * kLanes;
   const W* wc = w;
   int64_t c = 0;
-  // Two column vectors at a time: their chains interleaved, so each waits half as long.
-  for (; c + 2 * kLanes <= body_end; c += 2 * kLanes, wc += 2 * VStep) {
+  // Two column vectors at a time, their chains interleaved (one, or four, measured slower).
+  constexpr int kCols = 2;
+  for (; c + kCols * kLanes <= body_end; c += kCols * kLanes, wc += kCols * VStep) {
     if constexpr (tiles) {
       const char* ahead = reinterpret_cast<const char*>(wc) + kAhead;
-      for (size_t b = 0; b < 2 * VStep * sizeof(W); b += kLine) __builtin_prefetch(ahead + b, 0, 2);
+      for (size_t b = 0; b < kCols * VStep * sizeof(W); b += kLine)
+        __builtin_prefetch(ahead + b, 0, 2);
     }
-    f32x16 acc0 = load(py + c), acc1 = load(py + c + kLanes);
+    f32x16 acc[kCols];
+#pragma GCC unroll 4
+    for (int j = 0; j < kCols; ++j) acc[j] = load(py + c + j * kLanes);
 #pragma GCC unroll 16
     for (int k = 0; k < R; ++k) {
-      acc0 = fma(x[k], load(wc + k * kstep), acc0);
-      acc1 = fma(x[k], load(wc + VStep + k * kstep), acc1);
+#pragma GCC unroll 4
+      for (int j = 0; j < kCols; ++j) acc[j] = fma(x[k], load(wc + j * VStep + k * kstep), acc[j]);
     }
-    store(py + c, acc0);
-    store(py + c + kLanes, acc1);
+#pragma GCC unroll 4
+    for (int j = 0; j < kCols; ++j) store(py + c + j * kLanes, acc[j]);
   }
   for (; c < body_end; c += kLanes, wc += VStep) {
     if constexpr (tiles) {
@@ -76,12 +92,28 @@ TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_
   }
 }
 
-// Element (i, c) of a Conv1D matrix (nin, nout) stored in layout L.
-template <Layout L, class Ptr>
-TINYLM_INLINE Ptr element(Ptr w, int64_t nout, int64_t i, int64_t c) {
-  if constexpr (L == Layout::rows) return w + i * nout + c;
-  return w + ((i / kTile) * (nout / kTile) + c / kTile) * (kTile * kTile) + (i % kTile) * kTile +
-         c % kTile;
+// A whole 64-row chunk of a tiled matrix per column vector (four bands, four sequential
+// streams), the chain in a register from zero: no partial sums to reload between bands.
+template <class W>
+TINYLM_INLINE void chunk_tiles(float* py, const float* x, const W* w, int64_t nout) {
+  constexpr int64_t kAhead = 4096, kLine = 64, kBands = kChunk / kTile;
+  const int64_t band = kTile * nout;  // elements from one band of the chunk to the next
+  for (int64_t c = 0; c < nout; c += kLanes) {
+    const W* t = w + c * kTile;  // the column block's tile in the chunk's first band
+    for (int64_t b = 0; b < kBands; ++b) {
+      const char* ahead = reinterpret_cast<const char*>(t + b * band) + kAhead;
+      for (size_t off = 0; off < kTile * kTile * sizeof(W); off += kLine)
+        __builtin_prefetch(ahead + off, 0, 2);
+    }
+    f32x16 acc{};
+#pragma GCC unroll 4
+    for (int64_t b = 0; b < kBands; ++b) {
+#pragma GCC unroll 16
+      for (int k = 0; k < kTile; ++k)
+        acc = fma(x[b * kTile + k], load(t + b * band + k * kTile), acc);
+    }
+    store(py + c, acc);
+  }
 }
 
 // Decode (a row or two), and every row of matrices that do not split into tiles:
@@ -110,6 +142,13 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
       if (ck < 0) break;
       const int64_t i0 = ck * kChunk, i1 = std::min(nin, i0 + kChunk);
       float* pc = part + ck * rows * ld;
+      if constexpr (L == Layout::tiles) {
+        if (i1 - i0 == kChunk) {
+          for (int64_t r = 0; r < rows; ++r)
+            chunk_tiles(pc + r * ld, x + r * nin + i0, w + i0 * nout, nout);
+          continue;
+        }
+      }
       std::fill(pc, pc + rows * ld, 0.0f);
       for (int64_t r = 0; r < rows; ++r) {
         float* py = pc + r * ld;
@@ -492,26 +531,8 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
   });
 }
 
-template <class W>
-void pack(W* dst, const W* src, int64_t nin, int64_t nout) {
-  parallel_for(0, nin / kTile, 1, [&](int64_t band) {
-    for (int64_t i = band * kTile; i < (band + 1) * kTile; ++i) {
-      for (int64_t c = 0; c < nout; c += kTile) {
-        std::memcpy(element<Layout::tiles>(dst, nout, i, c), src + i * nout + c, kTile * sizeof(W));
-      }
-    }
-  });
-}
-
 }  // namespace
 
-void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout) {
-  pack(dst, src, nin, nout);
-}
-void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout) {
-  pack(dst, src, nin, nout);
-}
-void pack_tiles(F16* dst, const F16* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); }
 void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows,
                    int64_t nin, int64_t nout, Layout layout) {
   in_out(y, x, w, b, rows, nin, nout, layout);
@@ -559,11 +580,17 @@ TINYLM_LEVELS(void pack_tiles(float* dst, const float* src, int64_t nin, int64_t
                                  int64_t nout))
 
 namespace {
+// A copy, the same at every level.
 template <class W>
 void pack(W* dst, const W* src, int64_t nin, int64_t nout) {
   check(can_tile(nin, nout), "pack_tiles: a ", nin, " x ", nout,
         " matrix does not split into 16 x 16 tiles");
-  TINYLM_DISPATCH(pack_tiles, dst, src, nin, nout);
+  parallel_for(0, nin / kTile, 1, [&](int64_t band) {
+    for (int64_t i = band * kTile; i < (band + 1) * kTile; ++i) {
+      for (int64_t c = 0; c < nout; c += kTile)
+        std::memcpy(element<Layout::tiles>(dst, nout, i, c), src + i * nout + c, kTile * sizeof(W));
+    }
+  });
 }
 void check_layout(Layout layout, int64_t nin, int64_t nout) {
   check(layout == Layout::rows || can_tile(nin, nout), "matmul_in_out: a ", nin, " x ", nout,
