@@ -419,7 +419,8 @@ TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t n
 
 // The head over many rows (perplexity's windows): a register tile of MR rows x NO outputs,
 // each output's chain as decode computes it, the MR input vectors and each weight vector
-// loaded once per 16 inputs: 4 x 6 on AVX-512 (24 accumulators), 2 x 2 on AVX2.
+// loaded once per 16 inputs: 4 x 6 on AVX-512 (24 accumulators), 1 x 4 on AVX2 (2 x 2 and
+// 1 x 5 measured slower).
 constexpr int kHeadTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
 constexpr int kHeadTileOuts = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 4;
 
