@@ -11,6 +11,7 @@ void register_tokenize(CLI::App& app);
 void register_init(CLI::App& app);
 void register_train_gpt2(CLI::App& app);
 void register_train(CLI::App& app);
+void register_plot(CLI::App& app);
 void register_delta(CLI::App& app);
 
 }  // namespace tinylm::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   tinylm::cli::register_init(app);
   tinylm::cli::register_train_gpt2(app);
   tinylm::cli::register_train(app);
+  tinylm::cli::register_plot(app);
   tinylm::cli::register_delta(app);
   const auto known = [&](const char* name) {
     for (const CLI::App* sub : app.get_subcommands({})) {

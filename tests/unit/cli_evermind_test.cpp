@@ -22,15 +22,18 @@ class CliEvermind : public ::testing::Test {
     test::write_text(file("corpus.txt"), text);
     trained_ = new test::CommandResult(
         run_cli("train --arch evermind --data " + file("corpus.txt") +
-                " --vocab-size 300 --seq-len 32 --d-model 16 --epochs 1 --seed 5"
+                " --vocab-size 300 --seq-len 32 --d-model 16 --steps 30 --seed 5"
                 " --threads 1 --out " +
-                file("m.evl")));
+                file("run")));
   }
   static void TearDownTestSuite() {
     delete trained_;
     delete dir_;
   }
   static std::string file(const std::string& name) { return dir_->file(name); }
+  // The trained model and its tokenizer, where the run's last checkpoint keeps them.
+  static std::string model() { return file("run/latest/model.evl"); }
+  static std::string tokenizer() { return file("run/latest/model.tokenizer.json"); }
   static test::TempDir* dir_;
   static test::CommandResult* trained_;
 };
@@ -45,16 +48,16 @@ void expect_one_line_error(const test::CommandResult& r, const std::string& frag
 
 TEST_F(CliEvermind, TrainWritesCheckpointAndTokenizer) {
   ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
-  EXPECT_TRUE(std::filesystem::exists(file("m.evl")));
-  EXPECT_TRUE(std::filesystem::exists(file("m.tokenizer.json")));
-  EXPECT_NE(trained_->out.find("epoch 1: mean loss"), std::string::npos) << trained_->out;
+  EXPECT_TRUE(std::filesystem::exists(model()));
+  EXPECT_TRUE(std::filesystem::exists(tokenizer()));
+  EXPECT_NE(trained_->out.find("trained 30 steps"), std::string::npos) << trained_->out;
   EXPECT_NE(trained_->err.find("tok/s"), std::string::npos);
 }
 
 TEST_F(CliEvermind, GenerateIsDeterministic) {
   ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
   const std::string args =
-      "generate --arch evermind --model " + file("m.evl") + " --prompt 'First' --max-tokens 20";
+      "generate --arch evermind --model " + model() + " --prompt 'First' --max-tokens 20";
   const test::CommandResult a = run_cli(args), b = run_cli(args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
@@ -68,10 +71,12 @@ TEST_F(CliEvermind, GenerateIsDeterministic) {
 TEST_F(CliEvermind, DeltaRoundTripIsExactAndChecksTheBase) {
   ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
   const test::CommandResult more =
-      run_cli("train --arch evermind --data " + file("corpus.txt") + " --tokenizer " +
-              file("m.tokenizer.json") + " --init-from " + file("m.evl") +
-              " --seq-len 32 --epochs 1 --lr 1e-4 --threads 1 --out " + file("m2.evl"));
+      run_cli("train --arch evermind --data " + file("corpus.txt") + " --tokenizer " + tokenizer() +
+              " --init-from " + model() + " --seq-len 32 --steps 5 --lr 1e-4 --threads 1 --out " +
+              file("run2"));
   ASSERT_EQ(more.exit_code, 0) << more.err;
+  std::filesystem::copy_file(file("run/latest/model.evl"), file("m.evl"));
+  std::filesystem::copy_file(file("run2/latest/model.evl"), file("m2.evl"));
   const test::CommandResult ex = run_cli("delta export --base " + file("m.evl") + " --model " +
                                          file("m2.evl") + " --eps 0 --out " + file("d.evd"));
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
@@ -93,21 +98,20 @@ TEST_F(CliEvermind, DeltaRoundTripIsExactAndChecksTheBase) {
 
 TEST_F(CliEvermind, BadInputsAreOneLineErrors) {
   ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
-  std::string bytes = test::read_text(file("m.evl"));
+  std::string bytes = test::read_text(model());
   bytes[bytes.size() / 2] ^= 0x40;
   test::write_text(file("bad.evl"), bytes);
   expect_one_line_error(run_cli("generate --arch evermind --model " + file("bad.evl") +
-                                " --tokenizer " + file("m.tokenizer.json") + " --prompt x"),
+                                " --tokenizer " + tokenizer() + " --prompt x"),
                         "bad.evl");
   expect_one_line_error(
-      run_cli("train --arch gpt2 --data " + file("corpus.txt") + " --out " + file("g")), "--arch");
+      run_cli("train --arch gpt3 --data " + file("corpus.txt") + " --out " + file("g")), "--arch");
   expect_one_line_error(
-      run_cli("train --arch evermind --data " + file("missing.txt") + " --out " + file("g.evl")),
+      run_cli("train --arch evermind --data " + file("missing.txt") + " --out " + file("g")),
       "missing.txt");
-  expect_one_line_error(
-      run_cli("train --arch evermind --data " + file("corpus.txt") + " --top-k 9 --out " +
-              file("g.evl") + " --tokenizer " + file("m.tokenizer.json")),
-      "top_k");
+  expect_one_line_error(run_cli("train --arch evermind --data " + file("corpus.txt") +
+                                " --top-k 9 --out " + file("g") + " --tokenizer " + tokenizer()),
+                        "top_k");
 }
 
 }  // namespace

@@ -4,11 +4,12 @@
 
 namespace tinylm {
 
-const ParamEntry& ParamLayout::add(std::string name, Shape shape) {
+const ParamEntry& ParamLayout::add(std::string name, Shape shape, ParamRole role) {
   check(find(name) == nullptr, "[ParamLayout] duplicate parameter name '", name, "'");
   ParamEntry e;
   e.numel = static_cast<size_t>(shape_numel(shape));
   e.offset = total_;
+  e.role = role;
   e.name = std::move(name);
   e.shape = std::move(shape);
   total_ += e.numel;

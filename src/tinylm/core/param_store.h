@@ -3,6 +3,7 @@
 // order; named, shaped views point into it. Gradients and optimizer moments mirror the same
 // layout, so optimizers, checks and checkpoint writers work on flat spans.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,17 +15,22 @@
 
 namespace tinylm {
 
+// What a parameter is for, so optimizers can treat kinds differently (AdamW decays the
+// weights of linear maps by default, not embeddings, norm gains or biases).
+enum class ParamRole : uint8_t { matrix, embedding, norm, bias };
+
 struct ParamEntry {
   std::string name;
   Shape shape;
   size_t offset = 0;  // in elements, into the flat buffer
   size_t numel = 0;
+  ParamRole role = ParamRole::matrix;
 };
 
 class ParamLayout {
  public:
   // Appends a tensor after the existing ones; names must be unique.
-  const ParamEntry& add(std::string name, Shape shape);
+  const ParamEntry& add(std::string name, Shape shape, ParamRole role = ParamRole::matrix);
   const ParamEntry& at(std::string_view name) const;  // throws Error if absent
   const ParamEntry* find(std::string_view name) const;
   const std::vector<ParamEntry>& entries() const { return entries_; }

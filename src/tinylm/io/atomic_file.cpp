@@ -1,5 +1,6 @@
 #include "tinylm/io/atomic_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,6 +41,23 @@ void AtomicFile::commit() {
     std::remove(tmp_.c_str());
     fail(path_, ": cannot write: ", std::strerror(e));
   }
+  fsync_path(parent_dir(path_));  // the rename itself is only durable once the directory is
+}
+
+void fsync_path(const std::string& path) {
+  // O_RDONLY opens directories as well as files; fsync needs no write access.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, ": cannot open to sync: ", std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL) fail(path, ": fsync failed: ", std::strerror(err));
+}
+
+std::string parent_dir(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 }  // namespace tinylm::io

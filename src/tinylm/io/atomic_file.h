@@ -1,7 +1,8 @@
 #pragma once
 // Writes go to PATH.tmp.<pid> and are renamed over PATH on commit(), so a crash or an error
 // never leaves a half-written file where a good one was. Without commit() the temporary
-// file is removed.
+// file is removed. commit() syncs the file before the rename and the directory after it, so
+// once it returns the new file survives a power loss too.
 #include <cstddef>
 #include <cstdio>
 #include <span>
@@ -17,11 +18,19 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(std::span<const std::byte> bytes);
-  void commit();  // flush, fsync, rename; throws Error naming the path on failure
+  void commit();  // flush, fsync, rename, fsync the directory; throws Error naming the path
 
  private:
   std::string path_, tmp_;
   std::FILE* f_ = nullptr;
 };
+
+// fsync(2) on a file or a directory (a directory's sync makes the renames and creations in it
+// durable). Throws Error naming the path. A filesystem that cannot sync directories (EINVAL)
+// is not an error: there is nothing more to do there.
+void fsync_path(const std::string& path);
+
+// The directory that holds path ("." for a bare name), for syncing after a rename.
+std::string parent_dir(const std::string& path);
 
 }  // namespace tinylm::io

@@ -30,7 +30,21 @@ class Adam {
         m_(n, T(0)),
         v_(n, T(0)),
         scratch_(std::is_same_v<T, double> ? n : 0),
-        needs_pow_(std::is_same_v<T, double> ? n : 0) {}
+        needs_pow_(std::is_same_v<T, double> ? n : 0),
+        segments_{{0, n, true}} {}
+
+  // Weight decay applies to the elements of `mask` that are true (one per parameter scalar,
+  // or use decay_mask_of below); by default to every parameter.
+  void set_decay(std::span<const uint8_t> mask) {
+    check(mask.size() == m_.size(), "[Adam] decay mask size does not match the optimizer state");
+    segments_.clear();
+    for (size_t i = 0; i < mask.size();) {
+      size_t j = i;
+      while (j < mask.size() && mask[j] == mask[i]) ++j;
+      segments_.push_back({i, j, mask[i] != 0});
+      i = j;
+    }
+  }
 
   // One update at 1-based step t with learning rate lr (schedules live with the caller).
   // Zeroes grads afterwards, ready for the next accumulation.
@@ -38,30 +52,44 @@ class Adam {
     check(params.size() == m_.size() && grads.size() == m_.size(),
           "[Adam::step] parameter/gradient size does not match the optimizer state");
     check(t >= 1, "[Adam::step] step count must start at 1");
-    const kernels::AdamStep s{lr,
-                              config_.beta1,
-                              config_.beta2,
-                              config_.eps,
-                              1 - py_pow(config_.beta1, static_cast<double>(t)),
-                              1 - py_pow(config_.beta2, static_cast<double>(t)),
-                              lr * config_.weight_decay};
-    const int64_t n = static_cast<int64_t>(params.size());
-    if constexpr (std::is_same_v<T, double>) {
-      kernels::adam_update_exact(params.data(), grads.data(), m_.data(), v_.data(), scratch_.data(),
-                                 needs_pow_.data(), n, s);
-    } else {
-      kernels::adam_update(params.data(), grads.data(), m_.data(), v_.data(), n, s);
+    kernels::AdamStep s{lr,
+                        config_.beta1,
+                        config_.beta2,
+                        config_.eps,
+                        1 - py_pow(config_.beta1, static_cast<double>(t)),
+                        1 - py_pow(config_.beta2, static_cast<double>(t)),
+                        0.0};
+    // Element-wise, so updating segment by segment gives the bits of one whole pass.
+    for (const Segment& seg : segments_) {
+      s.decay = seg.decays ? lr * config_.weight_decay : 0.0;
+      const size_t b = seg.begin;
+      const int64_t n = static_cast<int64_t>(seg.end - seg.begin);
+      if constexpr (std::is_same_v<T, double>) {
+        kernels::adam_update_exact(params.data() + b, grads.data() + b, m_.data() + b,
+                                   v_.data() + b, scratch_.data() + b, needs_pow_.data() + b, n, s);
+      } else {
+        kernels::adam_update(params.data() + b, grads.data() + b, m_.data() + b, v_.data() + b, n,
+                             s);
+      }
     }
   }
 
+  // The moments, for saving and restoring a run.
   std::span<const T> first_moment() const { return m_; }
   std::span<const T> second_moment() const { return v_; }
+  std::span<T> first_moment() { return m_; }
+  std::span<T> second_moment() { return v_; }
 
  private:
+  struct Segment {
+    size_t begin, end;
+    bool decays;
+  };
   AdamConfig config_;
   std::vector<T> m_, v_;
   std::vector<double> scratch_;
   std::vector<uint8_t> needs_pow_;
+  std::vector<Segment> segments_;
 };
 
 }  // namespace tinylm::optim

@@ -25,6 +25,13 @@ class LossScaler {
   int64_t skipped_steps() const { return skipped_; }
   int64_t good_steps_in_a_row() const { return good_in_a_row_; }
 
+  // Puts back the state saved with a run (scale(), good_steps_in_a_row(), skipped_steps()).
+  void restore(double scale, int64_t good_in_a_row, int64_t skipped) {
+    scale_ = scale;
+    good_in_a_row_ = good_in_a_row;
+    skipped_ = skipped;
+  }
+
   // Multiplies every gradient by 1/scale and reports whether all of them are finite.
   bool unscale(std::span<float> grads) const {
     const float inv = static_cast<float>(1.0 / scale_);

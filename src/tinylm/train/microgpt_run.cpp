@@ -8,9 +8,11 @@
 #include "tinylm/core/timer.h"
 #include "tinylm/generate/microgpt_sample.h"
 #include "tinylm/io/text_file.h"
-#include "tinylm/optim/adam.h"
 #include "tinylm/tokenizers/char_tokenizer.h"
+#include "tinylm/train/document_data.h"
+#include "tinylm/train/loop.h"
 #include "tinylm/train/microgpt_checkpoint.h"
+#include "tinylm/train/microgpt_trainable.h"
 
 namespace tinylm::train {
 
@@ -64,18 +66,25 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
   result.timings.setup_ms = timer.elapsed_ms();
 
   timer.reset();
-  optim::Adam<double> adam(model->params().size(), {opt.beta1, opt.beta2, opt.eps, 0.0});
+  // The shared training loop with microgpt.py's settings: one document per step, Adam
+  // (no weight decay, no clipping) at a rate decaying linearly to 0.
+  DocumentData steps_data(docs, tokenizer, /*n_val=*/0, /*eval_docs=*/0);
+  MicrogptTrainable trainable(*model);
+  LoopOptions loop_options;
+  loop_options.steps = steps;
+  loop_options.lr = {opt.lr, 0.0, 0, steps, optim::LrDecay::linear};
+  loop_options.adam = {opt.beta1, opt.beta2, opt.eps, 0.0};
+  loop_options.clip = 0.0;
+  loop_options.max_bad_steps = 0;
+  TrainLoop<double> loop(trainable, steps_data, loop_options);
   const char end = carriage_return ? '\r' : '\n';
-  for (int step = 0; step < steps; ++step) {
-    const std::string_view doc = docs[static_cast<size_t>(step) % docs.size()];
-    const std::vector<int> tokens = tokenizer.encode_document(doc);
-    const double loss = model->loss_and_grad(tokens);
-    const double lr_t = opt.lr * (1 - static_cast<double>(step) / steps);
-    adam.step(model->params(), model->grads(), lr_t, step + 1);
-    result.losses.push_back(loss);
-    out << format("step %4d / %4d | loss %.4f", step + 1, steps, loss) << end;
+  LoopHooks hooks;
+  hooks.on_step = [&](const StepRecord& r) {
+    result.losses.push_back(r.loss);
+    out << format("step %4d / %4d | loss %.4f", static_cast<int>(r.step), steps, r.loss) << end;
     if (carriage_return) out.flush();
-  }
+  };
+  loop.run(hooks);
   if (carriage_return && steps > 0) out << '\n';
   result.timings.train_ms = timer.elapsed_ms();
   if (!opt.save_path.empty()) save_microgpt(opt.save_path, *model, tokenizer);

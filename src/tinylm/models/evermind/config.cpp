@@ -21,12 +21,12 @@ void validate(const Config& c) {
 ParamLayout param_layout(const Config& c) {
   validate(c);
   ParamLayout layout;
-  layout.add("emb", {c.vocab_size, c.d_model});
+  layout.add("emb", {c.vocab_size, c.d_model}, ParamRole::embedding);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string p = cat("layers.", l, ".");
     layout.add(p + "conv", {c.d_model, c.conv_kernel});
-    layout.add(p + "conv_norm", {c.d_model});
-    layout.add(p + "moe_norm", {c.d_model});
+    layout.add(p + "conv_norm", {c.d_model}, ParamRole::norm);
+    layout.add(p + "moe_norm", {c.d_model}, ParamRole::norm);
     layout.add(p + "router", {c.n_experts, c.d_model});
     layout.add(p + "shared.up", {c.hidden_dim, c.d_model});
     layout.add(p + "shared.down", {c.d_model, c.hidden_dim});

@@ -99,32 +99,39 @@ Config preset(const std::string& name) {
     c.n_head = 4;
     return c;
   }
-  fail("unknown gpt2 preset '", name, "' (expected 124M or small-test)");
+  if (name == "mini") {  // trains usefully in minutes on a laptop's cores (docs/training.md)
+    c.n_positions = 256;
+    c.n_embd = 192;
+    c.n_layer = 4;
+    c.n_head = 6;
+    return c;
+  }
+  fail("unknown gpt2 preset '", name, "' (expected 124M, mini or small-test)");
 }
 
 ParamLayout param_layout(const Config& c) {
   c.validate();
   const int64_t C = c.n_embd, F = c.mlp_dim();
   ParamLayout L;
-  L.add("wte.weight", {c.vocab_size, C});
-  L.add("wpe.weight", {c.n_positions, C});
+  L.add("wte.weight", {c.vocab_size, C}, ParamRole::embedding);
+  L.add("wpe.weight", {c.n_positions, C}, ParamRole::embedding);
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string h = "h." + std::to_string(i) + ".";
-    L.add(h + "ln_1.weight", {C});
-    L.add(h + "ln_1.bias", {C});
+    L.add(h + "ln_1.weight", {C}, ParamRole::norm);
+    L.add(h + "ln_1.bias", {C}, ParamRole::bias);
     L.add(h + "attn.c_attn.weight", {C, 3 * C});
-    L.add(h + "attn.c_attn.bias", {3 * C});
+    L.add(h + "attn.c_attn.bias", {3 * C}, ParamRole::bias);
     L.add(h + "attn.c_proj.weight", {C, C});
-    L.add(h + "attn.c_proj.bias", {C});
-    L.add(h + "ln_2.weight", {C});
-    L.add(h + "ln_2.bias", {C});
+    L.add(h + "attn.c_proj.bias", {C}, ParamRole::bias);
+    L.add(h + "ln_2.weight", {C}, ParamRole::norm);
+    L.add(h + "ln_2.bias", {C}, ParamRole::bias);
     L.add(h + "mlp.c_fc.weight", {C, F});
-    L.add(h + "mlp.c_fc.bias", {F});
+    L.add(h + "mlp.c_fc.bias", {F}, ParamRole::bias);
     L.add(h + "mlp.c_proj.weight", {F, C});
-    L.add(h + "mlp.c_proj.bias", {C});
+    L.add(h + "mlp.c_proj.bias", {C}, ParamRole::bias);
   }
-  L.add("ln_f.weight", {C});
-  L.add("ln_f.bias", {C});
+  L.add("ln_f.weight", {C}, ParamRole::norm);
+  L.add("ln_f.bias", {C}, ParamRole::bias);
   return L;
 }
 

@@ -27,7 +27,8 @@ Config read_config_json(const std::string& path);
 // Writes config.json in the Hugging Face layout, atomically.
 void write_config_json(const std::string& path, const Config& config);
 
-// Named presets for `tinylm init`: "124M" (GPT-2 small) and "small-test".
+// Named presets for `tinylm init` and `tinylm train`: "124M" (GPT-2 small), "mini" (4 layers
+// of 192, 256 positions) and "small-test".
 Config preset(const std::string& name);
 
 // Parameters in Hugging Face order (wte, wpe, h.{i}.ln_1..mlp.c_proj, ln_f), names without

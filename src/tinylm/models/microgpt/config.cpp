@@ -20,8 +20,8 @@ ParamLayout param_layout(const Config& c) {
   c.validate();
   ParamLayout layout;
   const int64_t C = c.n_embd;
-  layout.add("wte", {c.vocab_size, C});
-  layout.add("wpe", {c.block_size, C});
+  layout.add("wte", {c.vocab_size, C}, ParamRole::embedding);
+  layout.add("wpe", {c.block_size, C}, ParamRole::embedding);
   layout.add("lm_head", {c.vocab_size, C});
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "layer" + std::to_string(i) + ".";

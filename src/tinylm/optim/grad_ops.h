@@ -1,0 +1,82 @@
+#pragma once
+// Passes over a flat gradient buffer that every training step makes: unscaling (loss
+// scaling), the finite check, the global norm and clipping (as torch.nn.utils.clip_grad_norm_),
+// and plain SGD. Split across threads in fixed chunks whose partial results are combined in
+// chunk order, so the results do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tinylm/core/parallel.h"
+
+namespace tinylm::optim {
+
+namespace detail {
+constexpr int64_t kGradChunk = 1 << 16;
+
+// fn(chunk, begin, count) over [0, n) in chunks of kGradChunk, threads splitting the chunks.
+template <class Fn>
+void for_chunks(size_t n, Fn&& fn) {
+  const int64_t chunks = (static_cast<int64_t>(n) + kGradChunk - 1) / kGradChunk;
+  parallel_for(0, chunks, 4, [&](int64_t c) {
+    const size_t begin = static_cast<size_t>(c * kGradChunk);
+    fn(c, begin, std::min<size_t>(static_cast<size_t>(kGradChunk), n - begin));
+  });
+}
+
+inline size_t chunk_count(size_t n) {
+  return (n + static_cast<size_t>(kGradChunk) - 1) / static_cast<size_t>(kGradChunk);
+}
+}  // namespace detail
+
+// g *= factor (skipped when factor is 1); returns whether every result is finite.
+template <class T>
+bool scale_and_check(std::span<T> grads, double factor) {
+  std::vector<uint8_t> finite(detail::chunk_count(grads.size()), 1);
+  const T f = static_cast<T>(factor);
+  detail::for_chunks(grads.size(), [&](int64_t c, size_t begin, size_t count) {
+    bool ok = true;
+    for (size_t i = begin; i < begin + count; ++i) {
+      if (factor != 1.0) grads[i] *= f;
+      ok &= std::isfinite(grads[i]);
+    }
+    finite[static_cast<size_t>(c)] = ok;
+  });
+  return std::all_of(finite.begin(), finite.end(), [](uint8_t ok) { return ok != 0; });
+}
+
+// ||g||_2, accumulated in double per chunk, chunks summed in order.
+template <class T>
+double global_norm(std::span<const T> grads) {
+  std::vector<double> partial(detail::chunk_count(grads.size()), 0.0);
+  detail::for_chunks(grads.size(), [&](int64_t c, size_t begin, size_t count) {
+    double s = 0.0;
+    for (size_t i = begin; i < begin + count; ++i) s += static_cast<double>(grads[i]) * grads[i];
+    partial[static_cast<size_t>(c)] = s;
+  });
+  double sum = 0.0;
+  for (const double p : partial) sum += p;
+  return std::sqrt(sum);
+}
+
+// Clips to max_norm when the norm exceeds it (g *= max_norm / (norm + 1e-6)); returns the
+// norm before clipping.
+template <class T>
+double clip_global_norm(std::span<T> grads, double max_norm) {
+  const double norm = global_norm(std::span<const T>(grads));
+  if (max_norm > 0.0 && norm > max_norm) scale_and_check(grads, max_norm / (norm + 1e-6));
+  return norm;
+}
+
+// w -= lr * g.
+template <class T>
+void sgd_update(std::span<T> params, std::span<const T> grads, double lr) {
+  const T l = static_cast<T>(lr);
+  detail::for_chunks(params.size(), [&](int64_t, size_t begin, size_t count) {
+    for (size_t i = begin; i < begin + count; ++i) params[i] -= l * grads[i];
+  });
+}
+
+}  // namespace tinylm::optim

@@ -1,0 +1,38 @@
+#pragma once
+// GPT-2 as a Trainable: the parameters (f32 master weights), a gradient buffer, and a
+// gpt2::Trainer planned for micro-batches of batch_size rows of seq_len + 1 tokens.
+#include <vector>
+
+#include "tinylm/models/gpt2/trainer.h"
+#include "tinylm/train/trainable.h"
+
+namespace tinylm::train {
+
+class Gpt2Trainable final : public Trainable<float> {
+ public:
+  // Takes the parameters (gpt2::param_layout(config) order).
+  Gpt2Trainable(const gpt2::Config& config, std::vector<float> params,
+                gpt2::TrainerOptions options);
+
+  std::string_view arch() const override { return "gpt2"; }
+  const ParamLayout& layout() const override { return trainer_.layout(); }
+  std::span<float> params() override { return params_; }
+  std::span<float> grads() override { return grads_; }
+  StepLoss forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale, uint64_t seed,
+                            int64_t step) override;
+  StepLoss evaluate(const Rows& rows, int64_t micro_rows) override;
+  double flops_per_token() const override;
+
+  const gpt2::Config& config() const { return trainer_.config(); }
+  const gpt2::TrainerProfile& profile() const { return trainer_.profile(); }
+
+ private:
+  // Splits micro-batch a of `rows` into the trainer's inputs and targets; returns positions.
+  int64_t load_micro_batch(const Rows& rows, int64_t a, int64_t micro_rows);
+
+  gpt2::Trainer trainer_;
+  std::vector<float> params_, grads_;
+  std::vector<int32_t> inputs_, targets_;
+};
+
+}  // namespace tinylm::train

@@ -1,0 +1,254 @@
+#include "tinylm/train/run.h"
+
+#include <csignal>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/io/atomic_file.h"
+#include "tinylm/io/text_file.h"
+#include "tinylm/train/metrics_log.h"
+#include "tinylm/train/progress.h"
+#include "tinylm/train/run_session.h"
+#include "tinylm/train/token_file.h"
+
+namespace tinylm::train {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+LoopOptions loop_options(const RunConfig& c) {
+  LoopOptions o;
+  o.steps = c.steps;
+  o.lr = {c.lr, c.min_lr, c.warmup, c.steps, optim::parse_lr_decay(c.schedule)};
+  o.optimizer = parse_optimizer(c.optimizer);
+  o.adam = {c.beta1, c.beta2, c.eps, c.weight_decay};
+  o.decay = parse_decay_scope(c.decay);
+  o.clip = c.clip;
+  o.loss_scaling = c.compute == "f16" || c.mixed_precision;
+  o.eval_every = c.eval_every;
+  o.save_every = c.save_every;
+  o.max_bad_steps = c.max_bad_steps;
+  o.seed = c.seed;
+  return o;
+}
+
+template <class T>
+LoopState loop_state(const TrainState<T>& s) {
+  LoopState l;
+  l.step = s.step;
+  l.applied_steps = s.applied_steps;
+  l.tokens_seen = s.tokens_seen;
+  l.bad_steps_in_a_row = s.bad_steps_in_a_row;
+  l.best_val_loss = s.best_val_loss;
+  l.best_val_step = s.best_val_step;
+  l.loss_scale = s.loss_scale;
+  l.scaler_good_in_a_row = s.scaler_good_in_a_row;
+  l.scaler_skipped = s.scaler_skipped;
+  l.elapsed_s = s.elapsed_s;
+  return l;
+}
+
+template <class T>
+TrainState<T> train_state(const std::string& arch, const LoopState& l, const RunConfig& config,
+                          const TrainLoop<T>& loop) {
+  TrainState<T> s;
+  s.arch = arch;
+  s.step = l.step;
+  s.applied_steps = l.applied_steps;
+  s.tokens_seen = l.tokens_seen;
+  s.bad_steps_in_a_row = l.bad_steps_in_a_row;
+  s.best_val_loss = l.best_val_loss;
+  s.best_val_step = l.best_val_step;
+  s.loss_scale = l.loss_scale;
+  s.scaler_good_in_a_row = l.scaler_good_in_a_row;
+  s.scaler_skipped = l.scaler_skipped;
+  s.elapsed_s = l.elapsed_s;
+  s.config = to_json(config);
+  s.m.assign(loop.first_moment().begin(), loop.first_moment().end());
+  s.v.assign(loop.second_moment().begin(), loop.second_moment().end());
+  return s;
+}
+
+template <class T>
+bool all_finite(std::span<const T> x) {
+  for (const T v : x) {
+    if (!std::isfinite(v)) return false;
+  }
+  return true;
+}
+
+// The configuration of a fresh run: the architecture's defaults, then the given flags.
+RunConfig fresh_config(const json& given) {
+  check(given.contains("arch") && given["arch"].is_string(), "--arch is required");
+  RunConfig c = defaults_for(given["arch"].get<std::string>());
+  merge_json(c, given, "the command line");
+  validate(c);
+  return c;
+}
+
+// The stored configuration of a resumed run, with the cadence flags given now.
+RunConfig resumed_config(const RunDir& dir, const json& given) {
+  const std::string path = dir.run_json();
+  const json stored = json::parse(io::read_file(path), nullptr, /*allow_exceptions=*/false);
+  check(stored.is_object() && stored.contains("arch") && stored["arch"].is_string(), path,
+        ": not a run configuration (invalid JSON or no \"arch\")");
+  RunConfig c = defaults_for(stored["arch"].get<std::string>());
+  merge_json(c, stored, path);
+  check_resume_flags(c, given);
+  merge_json(c, given, "the command line");
+  validate(c);
+  return c;
+}
+
+// Test hook: TINYLM_TEST_CRASH=<point>:<step> kills the process with SIGKILL when the run
+// reaches that point of that step (step: after the step's metrics line; model, state,
+// publish, latest: during its checkpoint, after that part is written), so the tests can
+// check that a run killed anywhere resumes exactly.
+void crash_point(const char* point, int64_t step) {
+  static const std::string target = [] {
+    const char* v = std::getenv("TINYLM_TEST_CRASH");
+    return std::string(v != nullptr ? v : "");
+  }();
+  if (!target.empty() && target == std::string(point) + ":" + std::to_string(step)) {
+    std::fflush(nullptr);
+    std::raise(SIGKILL);
+  }
+}
+
+void write_json(const std::string& path, const json& j) {
+  const std::string text = j.dump(2) + "\n";
+  io::AtomicFile f(path);
+  f.write(std::as_bytes(std::span<const char>(text)));
+  f.commit();
+}
+
+}  // namespace
+
+std::vector<std::string> data_files(const RunConfig& config) {
+  return expand_data_paths(config.data);
+}
+
+template <class T>
+RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request,
+                 Session<T> session, std::optional<TrainState<T>> resumed) {
+  TrainLoop<T> loop(session.model, session.data, loop_options(config));
+  if (resumed) {
+    loop.restore(loop_state(*resumed), resumed->m, resumed->v);
+  }
+  const double flops = session.model.flops_per_token();
+  MetricsLog metrics(dir.metrics_jsonl(),
+                     resumed ? std::optional<int64_t>(resumed->step) : std::nullopt);
+  Progress progress(request.log, request.terminal, config.steps, config.log_every);
+  RunSummary summary;
+  LoopHooks hooks;
+  hooks.should_stop = request.should_stop;
+  hooks.on_step = [&](const StepRecord& r) {
+    std::optional<double> mfu;
+    if (request.peak_flops > 0 && flops > 0 && r.step_s > 0) {
+      mfu = flops * static_cast<double>(r.step_tokens) / r.step_s / request.peak_flops;
+    }
+    metrics.step(r, mfu);
+    progress.step(r, mfu);
+    summary.last_loss = r.loss;
+    crash_point("step", r.step);
+  };
+  hooks.on_eval = [&](const EvalRecord& e) {
+    metrics.eval(e);
+    progress.eval(e);
+  };
+  hooks.on_checkpoint = [&](int64_t step) {
+    const Timer timer;
+    check(all_finite(std::span<const T>(session.model.params())), "step ", step,
+          ": the parameters are not finite; no checkpoint written (the last one, ",
+          summary.checkpoint.empty() ? std::string("none") : summary.checkpoint, ", stands)");
+    const std::string tmp = dir.begin_checkpoint(step);
+    session.save_model(tmp);
+    crash_point("model", step);
+    save_train_state(tmp + "/train_state.bin",
+                     train_state(config.arch, loop.state(), config, loop));
+    crash_point("state", step);
+    summary.checkpoint = dir.publish_checkpoint(step);
+    crash_point("publish", step);
+    dir.point_latest(step);
+    crash_point("latest", step);
+    dir.prune(step, static_cast<int>(config.keep));
+    char line[512];
+    std::snprintf(line, sizeof line, "checkpoint %s written in %.1f s", summary.checkpoint.c_str(),
+                  timer.elapsed_ms() / 1e3);
+    progress.note(line);
+  };
+  loop.run(hooks);
+  progress.finish();
+  summary.steps = loop.state().step;
+  summary.best_val_loss = loop.state().best_val_loss;
+  summary.stopped = summary.steps < config.steps;
+  return summary;
+}
+
+template <class T>
+std::optional<TrainState<T>> resume_state(const RunConfig& config,
+                                          const std::optional<Checkpoint>& resume) {
+  if (!resume) return std::nullopt;
+  const std::string path = resume->path + "/train_state.bin";
+  TrainState<T> s = load_train_state<T>(path);
+  check(s.arch == config.arch, path, ": the training state of an --arch ", s.arch,
+        " run, but the run's configuration says ", config.arch);
+  return s;
+}
+
+template std::optional<TrainState<float>> resume_state(const RunConfig&,
+                                                       const std::optional<Checkpoint>&);
+template std::optional<TrainState<double>> resume_state(const RunConfig&,
+                                                        const std::optional<Checkpoint>&);
+
+template RunSummary drive<float>(const RunConfig&, RunDir&, const RunRequest&, Session<float>,
+                                 std::optional<TrainState<float>>);
+template RunSummary drive<double>(const RunConfig&, RunDir&, const RunRequest&, Session<double>,
+                                  std::optional<TrainState<double>>);
+
+RunSummary run_training(const RunRequest& request) {
+  check(!request.dir.empty(), "no run directory given (--out DIR, or --resume DIR)");
+  RunConfig config;
+  std::optional<Checkpoint> resume;
+  if (request.resume) {
+    check(RunDir::looks_like_run(request.dir), request.dir,
+          ": not a training run (no run.json); start one with --out");
+    RunDir probe(request.dir);
+    config = resumed_config(probe, request.given);
+  } else {
+    config = fresh_config(request.given);
+    if (RunDir::looks_like_run(request.dir)) {
+      // One that stopped before its first checkpoint holds nothing to keep: start it over.
+      check(RunDir(request.dir).checkpoints().empty(), request.dir,
+            ": already holds a training run; continue it with --resume ", request.dir,
+            ", or choose another --out");
+    } else {
+      std::error_code ec;
+      check(!fs::exists(request.dir, ec) || fs::is_empty(request.dir, ec), request.dir,
+            ": exists and is not empty; --out must be a new or empty directory");
+    }
+  }
+  RunDir dir(request.dir);
+  dir.remove_stale_temporaries();
+  if (request.resume) {
+    const std::vector<Checkpoint> all = dir.checkpoints();
+    check(!all.empty(), request.dir, ": no checkpoint to resume from (the run stopped before ",
+          "its first one; start it again)");
+    resume = all.back();
+  } else {
+    fs::remove(dir.metrics_jsonl());
+    write_json(dir.run_json(), to_json(config));
+  }
+  set_num_threads(static_cast<int>(config.threads));
+  if (config.arch == "gpt2") return run_gpt2(config, dir, request, resume);
+  if (config.arch == "evermind") return run_evermind(config, dir, request, resume);
+  return run_microgpt(config, dir, request, resume);
+}
+
+}  // namespace tinylm::train

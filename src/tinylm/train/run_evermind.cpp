@@ -1,0 +1,110 @@
+// EvermindLM's part of a training run: a byte-level BPE trained on the run's text (or a given
+// tokenizer.json), kept as RUN/tokenizer.json; the model from the shape flags or an EVL0
+// checkpoint; checkpoints as EVL0 files (f32, so a resumed run continues from the exact
+// weights) with the tokenizer beside them, where `tinylm generate` looks for it.
+#include <filesystem>
+
+#include "tinylm/core/error.h"
+#include "tinylm/io/crc32.h"
+#include "tinylm/io/evl_checkpoint.h"
+#include "tinylm/io/text_file.h"
+#include "tinylm/tokenizers/bpe_trainer.h"
+#include "tinylm/train/evermind_trainable.h"
+#include "tinylm/train/run_session.h"
+#include "tinylm/train/token_file.h"
+#include "tinylm/train/window_data.h"
+
+namespace tinylm::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// RUN/tokenizer.json: copied from --tokenizer, or trained on the run's text, on a fresh run;
+// read back on a resumed one.
+BpeTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunRequest& request,
+                           bool resume) {
+  const std::string path = dir.root() + "/tokenizer.json";
+  if (!resume || !fs::exists(path)) {
+    if (!c.tokenizer.empty()) {
+      BpeTokenizer::from_tokenizer_json(c.tokenizer);  // validates before copying
+      fs::copy_file(c.tokenizer, path, fs::copy_options::overwrite_existing);
+    } else {
+      std::string text;
+      for (const std::string& f : data_files(c)) text += read_text_source(f);
+      BpeTrainConfig tc;
+      tc.vocab_size = static_cast<int>(c.vocab_size);
+      const BpeTrainResult trained = train_bpe(text, tc);
+      trained.save_tokenizer_json(path);
+      std::fprintf(request.log, "tokenizer: %d tokens trained on %zu bytes, saved to %s\n",
+                   trained.vocab_size(), text.size(), path.c_str());
+    }
+  }
+  return BpeTokenizer::from_tokenizer_json(path);
+}
+
+}  // namespace
+
+RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& request,
+                        const std::optional<Checkpoint>& resume) {
+  std::optional<TrainState<float>> state = resume_state<float>(c, resume);
+  const BpeTokenizer tok = run_tokenizer(c, dir, request, resume.has_value());
+  const std::string tokenizer_path = dir.root() + "/tokenizer.json";
+  const std::string tokenizer_text = io::read_file(tokenizer_path);
+
+  const int64_t width = c.seq_len + 1;  // a window predicts seq_len tokens
+  const std::string from = resume ? resume->path + "/model.evl" : c.init_from;
+  std::optional<evermind::Model<float>> model;
+  if (!from.empty()) {
+    const io::EvlCheckpoint ck = io::load_evl(from);
+    model.emplace(ck.config, width, ck.params);
+  } else {
+    evermind::Config config;
+    config.vocab_size = tok.vocab_size();
+    config.d_model = c.d_model;
+    config.n_layers = c.n_layer;
+    config.conv_kernel = c.conv_kernel;
+    config.hidden_dim = c.hidden_dim > 0 ? c.hidden_dim : 2 * c.d_model;
+    config.n_experts = c.n_experts;
+    config.top_k = c.top_k;
+    config.seed = c.seed;
+    model.emplace(config, width);
+  }
+  const evermind::Config& config = model->config();
+  check(tok.vocab_size() <= config.vocab_size, tokenizer_path, ": ", tok.vocab_size(),
+        " tokens, more than the model's vocabulary of ", config.vocab_size);
+
+  const TokenizerIdentity identity{
+      "bpe-json:" + std::to_string(io::crc32(std::as_bytes(std::span(tokenizer_text)))),
+      tok.vocab_size(), tok.eot_id()};
+  const auto encode = [&](std::string_view text) { return tok.encode(text, true); };
+  const TokenFileBuild tokens =
+      build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity, encode);
+  const WindowSampler sampler(split_tokens(tokens.file.size(), c.val_fraction, c.seq_len),
+                              c.batch, c.seq_len, c.accum, c.seed, parse_data_order(c.order));
+  WindowData data(tokens.file, sampler, c.batch, c.accum, c.eval_batches);
+
+  EvermindTrainOptions options;
+  options.aux_loss_coef = c.aux_loss_coef;
+  options.checkpoint_activations = c.checkpoint_activations;
+  options.fp16_grads = c.mixed_precision;
+  options.threads = static_cast<int>(c.threads);
+  options.max_rows = c.batch * c.accum;
+  EvermindTrainable trainable(*model, options);
+  std::fprintf(request.log,
+               "evermind: %zu parameters (%lld layers, width %lld, %lld experts top-%lld), %lld "
+               "training and %lld validation tokens%s\n",
+               model->params().size(), static_cast<long long>(config.n_layers),
+               static_cast<long long>(config.d_model), static_cast<long long>(config.n_experts),
+               static_cast<long long>(config.top_k),
+               static_cast<long long>(sampler.split().n_train),
+               static_cast<long long>(sampler.split().n_val),
+               tokens.reused ? " (tokens.bin reused)" : "");
+  const auto save = [&](const std::string& out) {
+    io::save_evl(out + "/model.evl", config, model->params(), io::EvlPrecision::f32);
+    fs::copy_file(tokenizer_path, out + "/model.tokenizer.json");
+  };
+  return drive<float>(c, dir, request, {trainable, data, save}, std::move(state));
+}
+
+}  // namespace tinylm::train

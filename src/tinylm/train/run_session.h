@@ -1,0 +1,45 @@
+#pragma once
+// Inside run_training: each family sets up its model, data and file writer (run_gpt2.cpp,
+// run_evermind.cpp, run_microgpt.cpp) and hands them to drive(), which runs the loop with the
+// metrics, progress and checkpoints that are the same for all.
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "tinylm/train/loop.h"
+#include "tinylm/train/run.h"
+#include "tinylm/train/run_config.h"
+#include "tinylm/train/run_dir.h"
+#include "tinylm/train/train_state.h"
+
+namespace tinylm::train {
+
+template <class T>
+struct Session {
+  Trainable<T>& model;
+  StepData& data;
+  std::function<void(const std::string& dir)> save_model;  // the family's files into dir
+};
+
+
+template <class T>
+RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request,
+                 Session<T> session, std::optional<TrainState<T>> resumed);
+
+// The training state of the checkpoint a run resumes from (nullopt for a fresh run), loaded
+// and checked against the run's architecture before anything else is set up.
+template <class T>
+std::optional<TrainState<T>> resume_state(const RunConfig& config,
+                                          const std::optional<Checkpoint>& resume);
+
+RunSummary run_gpt2(const RunConfig& config, RunDir& dir, const RunRequest& request,
+                    const std::optional<Checkpoint>& resume);
+RunSummary run_evermind(const RunConfig& config, RunDir& dir, const RunRequest& request,
+                        const std::optional<Checkpoint>& resume);
+RunSummary run_microgpt(const RunConfig& config, RunDir& dir, const RunRequest& request,
+                        const std::optional<Checkpoint>& resume);
+
+// The text sources of the run, expanded (directories into their files).
+std::vector<std::string> data_files(const RunConfig& config);
+
+}  // namespace tinylm::train

@@ -1,0 +1,54 @@
+#pragma once
+// What the training loop needs of a model family: its named parameters in one flat buffer, a
+// gradient buffer of the same layout, and forward + backward over a step's token rows. Each
+// family adapts its own model (train/gpt2_trainable.h, evermind_trainable.h,
+// microgpt_trainable.h); the loop (train/loop.h) does the rest the same way for all.
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "tinylm/core/param_store.h"
+
+namespace tinylm::train {
+
+// Token rows, each predicting its tokens 1.. from the ones before: `count` rows of `width`
+// tokens, row-major. GPT-2 and EvermindLM take windows of T + 1 tokens; microgpt one
+// document (BOS, characters, BOS) per step.
+struct Rows {
+  std::span<const int32_t> tokens;
+  int64_t count = 0, width = 0;
+
+  std::span<const int32_t> row(int64_t r) const {
+    return tokens.subspan(static_cast<size_t>(r * width), static_cast<size_t>(width));
+  }
+};
+
+struct StepLoss {
+  double loss = 0.0;       // mean next-token cross-entropy: what is reported and compared
+  double objective = 0.0;  // what the gradient is of (EvermindLM adds its load-balancing term)
+  int64_t tokens = 0;      // predicted positions
+};
+
+template <class T>
+class Trainable {
+ public:
+  virtual ~Trainable() = default;
+
+  virtual std::string_view arch() const = 0;
+  virtual const ParamLayout& layout() const = 0;
+  virtual std::span<T> params() = 0;
+  virtual std::span<T> grads() = 0;
+
+  // Sets grads() to grad_scale times the gradient of the mean, over the micro-batches of
+  // micro_rows rows each, of the micro-batch objective. `seed` and `step` key anything
+  // random in the pass (dropout masks).
+  virtual StepLoss forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale,
+                                    uint64_t seed, int64_t step) = 0;
+  // The mean loss over the micro-batches, without dropout or gradients.
+  virtual StepLoss evaluate(const Rows& rows, int64_t micro_rows) = 0;
+
+  // Forward + backward floating-point operations per trained token; 0 when not modelled.
+  virtual double flops_per_token() const { return 0.0; }
+};
+
+}  // namespace tinylm::train

@@ -1,0 +1,108 @@
+// `tinylm train` on bad input: one-line errors that name the file or flag, and nothing of an
+// existing run overwritten.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "test_util.h"
+
+namespace tinylm::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+void expect_one_line_error(const CommandResult& r, const std::string& fragment) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+// Every file of a run directory and its bytes, to check that nothing changed.
+std::vector<std::pair<std::string, std::string>> snapshot(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) out.emplace_back(e.path().string(), read_text(e.path().string()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::string kMicrogpt = " --steps 4 --save-every 2 --eval-batches 5 --data ";
+
+TEST(CliTrain, BadDataIsOneLineErrorNamingTheFile) {
+  TempDir tmp;
+  write_text(tmp.file("empty.txt"), "");
+  expect_one_line_error(run_cli("train --arch evermind --data " + tmp.file("empty.txt") +
+                                " --out " + tmp.file("a")),
+                        "empty.txt: empty");
+  write_text(tmp.file("latin1.txt"), "caf\xe9 au lait\n");
+  expect_one_line_error(run_cli("train --arch gpt2 --preset small-test --seq-len 32 --data " +
+                                tmp.file("latin1.txt") + " --out " + tmp.file("b")),
+                        "latin1.txt: invalid UTF-8 at byte 3");
+  write_text(tmp.file("short.txt"), "a few words only\n");
+  expect_one_line_error(run_cli("train --arch gpt2 --preset small-test --seq-len 64 --data " +
+                                tmp.file("short.txt") + " --out " + tmp.file("c")),
+                        "fewer than one window");
+  expect_one_line_error(run_cli("train --arch microgpt --data " + tmp.file("nothing-here") +
+                                " --out " + tmp.file("d")),
+                        "nothing-here");
+  expect_one_line_error(run_cli("train --arch microgpt --out " + tmp.file("e")), "--data");
+}
+
+TEST(CliTrain, ResumeChecksTheRunAndOverwritesNothing) {
+  TempDir tmp;
+  const std::string names = source_path("data/names.txt");
+  const std::string run = tmp.file("run");
+  const CommandResult ok = run_cli("train --arch microgpt" + kMicrogpt + names + " --out " + run);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const auto before = snapshot(run);
+
+  expect_one_line_error(run_cli("train --resume " + tmp.file("nowhere")), "not a training run");
+  expect_one_line_error(run_cli("train --arch microgpt" + kMicrogpt + names + " --out " + run),
+                        "already holds a training run");
+  expect_one_line_error(run_cli("train --resume " + run + " --arch gpt2"), "--arch");
+  expect_one_line_error(run_cli("train --resume " + run + " --lr 0.5"), "--lr");
+  expect_one_line_error(run_cli("train --resume " + run + " --out " + tmp.file("x")), "--out");
+  EXPECT_EQ(snapshot(run), before);
+
+  // A damaged training state: an error naming it, and the run left as it was.
+  const std::string state = run + "/step-00000004/train_state.bin";
+  std::string bytes = read_text(state);
+  bytes[bytes.size() / 2] ^= 0x10;
+  write_text(state, bytes);
+  const auto damaged = snapshot(run);
+  expect_one_line_error(run_cli("train --resume " + run + " --steps 6"),
+                        "train_state.bin: checksum mismatch");
+  EXPECT_EQ(snapshot(run), damaged);
+  fs::remove(state);
+  expect_one_line_error(run_cli("train --resume " + run + " --steps 6"), "train_state.bin");
+
+  // A cadence flag may change: more steps continue the run.
+  const std::string run2 = tmp.file("run2");
+  ASSERT_EQ(run_cli("train --arch microgpt" + kMicrogpt + names + " --out " + run2).exit_code, 0);
+  const CommandResult more = run_cli("train --resume " + run2 + " --steps 6");
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_TRUE(fs::exists(run2 + "/step-00000006/model.safetensors"));
+}
+
+TEST(CliTrain, RunDirectoryFromAnotherArchIsRejected) {
+  TempDir tmp;
+  const std::string run = tmp.file("run");
+  ASSERT_EQ(run_cli("train --arch microgpt" + kMicrogpt + source_path("data/names.txt") +
+                    " --out " + run)
+                .exit_code,
+            0);
+  // Its training state says microgpt: resuming it as another family is refused.
+  std::string config = read_text(run + "/run.json");
+  config.replace(config.find("\"microgpt\""), 10, "\"evermind\"");
+  write_text(run + "/run.json", config);
+  const auto before = snapshot(run);
+  const CommandResult r = run_cli("train --resume " + run);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(snapshot(run), before);
+}
+
+}  // namespace
+}  // namespace tinylm::test

@@ -1,0 +1,103 @@
+// Exact resume, end to end through the CLI: a run killed with SIGKILL at a step or in the
+// middle of writing a checkpoint (TINYLM_TEST_CRASH, train/run.cpp), then resumed with
+// --resume, logs the same losses, learning rates, gradient norms and validation losses, bit
+// for bit, as the same run left alone, and ends with the same weights.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace tinylm::test {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// The metrics a run logs, without the timings (which differ run to run).
+std::vector<json> logged(const fs::path& run) {
+  std::vector<json> out;
+  std::istringstream in(read_text((run / "metrics.jsonl").string()));
+  std::string line;
+  while (std::getline(in, line)) {
+    json j = json::parse(line);
+    for (const char* k : {"tok_per_s", "elapsed_s", "mfu"}) j.erase(k);
+    out.push_back(j);
+  }
+  return out;
+}
+
+CommandResult run_train(const std::string& args, const std::string& crash = "") {
+  if (crash.empty()) {
+    unsetenv("TINYLM_TEST_CRASH");
+  } else {
+    setenv("TINYLM_TEST_CRASH", crash.c_str(), 1);
+  }
+  CommandResult r = run_cli("train " + args);
+  unsetenv("TINYLM_TEST_CRASH");
+  return r;
+}
+
+// Runs `args` once undisturbed, then once per crash point killed there and resumed, and
+// compares the logs and the final model file.
+void expect_exact_resume(const std::string& args, const std::string& model_file,
+                         const std::vector<std::string>& crashes) {
+  TempDir tmp;
+  const fs::path ref = tmp.path() / "ref";
+  const CommandResult a = run_train(args + " --out " + ref.string());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const std::vector<json> want = logged(ref);
+  const std::string final_model = read_text((ref / "latest" / model_file).string());
+  for (const std::string& crash : crashes) {
+    SCOPED_TRACE("killed at " + crash);
+    const fs::path run = tmp.path() / ("run-" + crash.substr(0, crash.find(':')) + "-" +
+                                       crash.substr(crash.find(':') + 1));
+    const CommandResult killed = run_train(args + " --out " + run.string(), crash);
+    ASSERT_NE(killed.exit_code, 0) << "not killed: " << killed.err;
+    const CommandResult resumed = run_train("--resume " + run.string());
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_EQ(logged(run), want);
+    EXPECT_TRUE(read_text((run / "latest" / model_file).string()) == final_model)
+        << "final weights differ";
+    for (const auto& entry : fs::directory_iterator(run))
+      EXPECT_NE(entry.path().filename().string()[0], '.') << "left behind: " << entry.path();
+  }
+}
+
+std::string small_text(const TempDir& tmp) {
+  const std::string text = read_text(source_path("data/tinyshakespeare.txt")).substr(0, 20000);
+  const std::string path = tmp.file("text.txt");
+  write_text(path, text);
+  return path;
+}
+
+TEST(TrainResume, Gpt2KilledAnywhereResumesExactly) {
+  TempDir data;
+  const std::string args = "--arch gpt2 --preset small-test --data " + small_text(data) +
+                           " --batch 2 --seq-len 32 --accum 2 --steps 8 --warmup 2 "
+                           "--save-every 2 --eval-every 3 --eval-batches 2 --dropout 0.1 "
+                           "--keep 2 --threads 2";
+  expect_exact_resume(args, "model.safetensors",
+                      {"step:3", "model:4", "state:4", "publish:4", "latest:4", "step:8"});
+}
+
+TEST(TrainResume, EvermindMixedPrecisionResumesExactly) {
+  TempDir data;
+  const std::string args = "--arch evermind --data " + small_text(data) +
+                           " --vocab-size 300 --d-model 16 --n-layer 1 --batch 2 --seq-len 16 "
+                           "--steps 6 --save-every 2 --eval-every 2 --eval-batches 2 "
+                           "--mixed-precision --threads 2";
+  expect_exact_resume(args, "model.evl", {"step:3", "state:4"});
+}
+
+TEST(TrainResume, MicrogptResumesExactly) {
+  const std::string args = "--arch microgpt --data " + source_path("data/names.txt") +
+                           " --steps 40 --save-every 10 --eval-every 20 --eval-batches 20";
+  expect_exact_resume(args, "model.safetensors", {"step:15", "model:20", "latest:30"});
+}
+
+}  // namespace
+}  // namespace tinylm::test
