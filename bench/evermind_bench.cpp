@@ -7,10 +7,11 @@
 //  - data: sequences of --seq-len tokens, token i of sequence s = splitmix64((s·seq_len + i)
 //    + 1) mod vocab (see bench_token(); the script computes the same numbers);
 //  - training: one optimizer step = one accumulation window of --accum sequences (their
-//    gradients averaged, then AdamW lr 1e-3, wd 0.01) through train::EvermindTrainer with
-//    --threads threads. After --warmup steps, each of --reps repetitions times --steps steps;
-//    tokens/s = steps · accum · seq_len / wall time of the repetition, median (and best) of
-//    the repetitions;
+//    gradients averaged, then AdamW lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01 on
+//    every parameter, as torch.optim.AdamW) through the shared training loop
+//    (train::EvermindTrainable + train::TrainLoop) with --threads threads. After --warmup steps,
+//    each of --reps repetitions times --steps steps; tokens/s = steps · accum · seq_len / wall time
+//    of the repetition, median (and best) of the repetitions;
 //  - generation: generate::generate (incremental decoder), greedy, --new-tokens new tokens
 //    after a --prompt-len token prompt (the start of sequence 0), on the initial weights;
 //    tokens/s = new tokens / wall time of the whole call (prompt included), median of --reps
@@ -44,7 +45,8 @@
 #include "tinylm/generate/evermind_generate.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/models/evermind/model.h"
-#include "tinylm/train/evermind_fit.h"
+#include "tinylm/train/evermind_trainable.h"
+#include "tinylm/train/loop.h"
 
 using namespace tinylm;
 
@@ -83,24 +85,49 @@ evermind::Config bench_config(int64_t vocab) {
   return c;
 }
 
-train::EvermindFitOptions fit_options(int64_t accum, int threads) {
-  train::EvermindFitOptions o;
-  o.accum_steps = accum;
-  o.lr = 1e-3;
-  o.adam = {0.9, 0.999, 1e-8, 0.01};
+// Windows of --accum sequences as the training loop's steps: step j takes sequences
+// j·accum .. j·accum + accum − 1 of the pool, cyclically.
+class PoolData final : public train::StepData {
+ public:
+  PoolData(const std::vector<std::vector<int>>& pool, int64_t accum) : pool_(pool), accum_(accum) {}
+  train::Rows train_rows(int64_t step) override {
+    const int64_t n = static_cast<int64_t>(pool_.size());
+    const int64_t width = static_cast<int64_t>(pool_[0].size());
+    buffer_.clear();
+    for (int64_t j = 0; j < accum_; ++j) {
+      const std::vector<int>& s = pool_[static_cast<size_t>((step * accum_ + j) % n)];
+      buffer_.insert(buffer_.end(), s.begin(), s.end());
+    }
+    return {buffer_, accum_, width};
+  }
+  int64_t micro_rows() const override { return 1; }  // each sequence its own micro-batch
+  int64_t eval_batches() const override { return 0; }
+  train::Rows eval_rows(int64_t) override { return train_rows(0); }
+
+ private:
+  const std::vector<std::vector<int>>& pool_;
+  int64_t accum_;
+  std::vector<int32_t> buffer_;
+};
+
+train::EvermindTrainOptions trainable_options(int64_t accum, int threads) {
+  train::EvermindTrainOptions o;
   o.aux_loss_coef = 0.01;
   o.threads = threads;
+  o.max_rows = accum;
   return o;
 }
 
-// The windows of step j: sequences j·accum .. j·accum + accum − 1 of the pool, cyclically.
-std::vector<std::span<const int>> window_of(const std::vector<std::vector<int>>& pool, int64_t step,
-                                            int64_t accum) {
-  std::vector<std::span<const int>> w;
-  const int64_t n = static_cast<int64_t>(pool.size());
-  for (int64_t j = 0; j < accum; ++j)
-    w.emplace_back(pool[static_cast<size_t>((step * accum + j) % n)]);
-  return w;
+// AdamW lr 1e-3 (constant), betas 0.9 / 0.999, eps 1e-8, weight decay 0.01 on every parameter
+// (torch.optim.AdamW's), no clipping.
+train::LoopOptions loop_options(int64_t steps) {
+  train::LoopOptions o;
+  o.steps = steps;
+  o.lr = {1e-3, 0.0, 0, steps, optim::LrDecay::constant};
+  o.optimizer = train::Optimizer::adamw;
+  o.adam = {0.9, 0.999, 1e-8, 0.01};
+  o.decay = train::DecayScope::all;
+  return o;
 }
 
 // CPU seconds of the whole process (all threads): on a loaded machine wall time also counts
@@ -135,16 +162,25 @@ Row run(const Args& a, int threads, const std::vector<std::vector<int>>& pool) {
   const evermind::Config cfg = bench_config(a.vocab);
   {
     evermind::Model<float> model(cfg, a.seq_len);
-    train::EvermindTrainer trainer(model, fit_options(a.accum, threads));
-    int64_t step = 0;
-    for (int64_t i = 0; i < a.warmup; ++i) trainer.step(window_of(pool, step++, a.accum));
+    train::EvermindTrainable trainable(model, trainable_options(a.accum, threads));
+    PoolData data(pool, a.accum);
+    train::TrainLoop<float> loop(trainable, data, loop_options(a.warmup + a.reps * a.steps));
+    // The loop runs to its stop mark: the warm-up steps, then each repetition's.
+    int64_t stop_at = 0;
+    train::LoopHooks hooks;
+    hooks.on_step = [&](const train::StepRecord& r) { row.last_loss = r.objective; };
+    hooks.should_stop = [&] { return loop.state().step >= stop_at; };
+    if (a.warmup > 0) {
+      stop_at = a.warmup;
+      loop.run(hooks);
+    }
     std::vector<double> tok_s, ms, tok_cpu;
     const double tokens = static_cast<double>(a.steps * a.accum * a.seq_len);
     for (int64_t r = 0; r < a.reps; ++r) {
+      stop_at += a.steps;
       const double cpu0 = process_cpu_s();
       Timer t;
-      for (int64_t i = 0; i < a.steps; ++i)
-        row.last_loss = trainer.step(window_of(pool, step++, a.accum)).loss;
+      loop.run(hooks);
       const double el = t.elapsed_ms();
       tok_cpu.push_back(tokens / (process_cpu_s() - cpu0));
       tok_s.push_back(tokens / (el / 1e3));
@@ -208,8 +244,15 @@ void dump(const Args& a, const std::vector<std::vector<int>>& pool) {
   g.max_new_tokens = 32;
   const std::vector<int> greedy = generate::generate(model, prompt, g).tokens;
 
-  train::EvermindTrainer trainer(model, fit_options(a.accum, 1));
-  const train::EvermindStep s1 = trainer.step(window_of(pool, 0, a.accum));
+  double step1_loss = 0.0;  // the first window's mean loss, aux term included
+  {
+    train::EvermindTrainable trainable(model, trainable_options(a.accum, 1));
+    PoolData data(pool, a.accum);
+    train::TrainLoop<float> loop(trainable, data, loop_options(1));
+    train::LoopHooks hooks;
+    hooks.on_step = [&](const train::StepRecord& r) { step1_loss = r.objective; };
+    loop.run(hooks);
+  }
   const std::vector<float> step1(model.params().begin(), model.params().end());
 
   // Once more at the stepped weights (conv taps no longer the identity) with the aux term
@@ -248,11 +291,11 @@ void dump(const Args& a, const std::vector<std::vector<int>>& pool) {
                                           {"loss", num(loss.total)},
                                           {"ce", num(loss.ce)},
                                           {"aux", num(loss.aux)},
-                                          {"step1_loss", num(s1.loss)},
+                                          {"step1_loss", num(step1_loss)},
                                           {"loss_aux1", num(loss_aux1.total)}};
   io::write_safetensors(a.dump, out, meta);
   std::fprintf(stderr, "wrote %s: loss %.9g (ce %.9g, aux %.9g), first window loss %.9g\n",
-               a.dump.c_str(), loss.total, loss.ce, loss.aux, s1.loss);
+               a.dump.c_str(), loss.total, loss.ce, loss.aux, step1_loss);
 }
 
 std::vector<int> parse_list(const std::string& s) {

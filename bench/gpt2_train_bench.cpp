@@ -1,9 +1,11 @@
 // GPT-2 training speed: one step of the fixed-batch protocol (forward, cross-entropy,
 // backward, SGD) on a 124M-shaped model with random weights, B = 4, T = 64, for each compute
-// dtype asked for. Prints the median ms/step after a warm-up step (which pays the page faults
-// on the freshly planned activations), the time split (forward / backward / inside gemm /
-// weight casts), achieved GFLOP/s and the fraction of the machine's peak (MFU), and peak
-// resident memory against parameters + gradients + planned activations.
+// dtype asked for, through the shared training loop (Gpt2Trainable + TrainLoop, as `tinylm
+// train-gpt2` runs it; ms/step is the loop's own step time). Prints the median ms/step after a
+// warm-up step (which pays the page faults on the freshly planned activations), the time split
+// (forward / backward / inside gemm / weight casts), achieved GFLOP/s and the fraction of the
+// machine's peak (MFU), and peak resident memory against parameters + gradients + planned
+// activations.
 //   bench_gpt2_train [--threads N] [--steps N] [--preset 124M|small-test] [--dtypes f32,bf16]
 //                    [--peak-gflops 384] [--json]
 #include <algorithm>
@@ -16,10 +18,38 @@
 
 #include "bench_util.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/core/timer.h"
-#include "tinylm/train/gpt2_train.h"
+#include "tinylm/train/gpt2_trainable.h"
+#include "tinylm/train/loop.h"
 
 using namespace tinylm;
+
+namespace {
+
+// The same batch every step.
+class FixedBatch final : public train::StepData {
+ public:
+  FixedBatch(std::vector<int32_t> rows, int64_t count, int64_t width)
+      : rows_(std::move(rows)), count_(count), width_(width) {}
+  train::Rows train_rows(int64_t) override { return {rows_, count_, width_}; }
+  int64_t micro_rows() const override { return count_; }
+  int64_t eval_batches() const override { return 0; }
+  train::Rows eval_rows(int64_t) override { return {rows_, count_, width_}; }
+
+ private:
+  std::vector<int32_t> rows_;
+  int64_t count_, width_;
+};
+
+gpt2::TrainerProfile operator-(gpt2::TrainerProfile a, const gpt2::TrainerProfile& b) {
+  a.steps -= b.steps;
+  a.forward_ms -= b.forward_ms;
+  a.backward_ms -= b.backward_ms;
+  a.gemm_ms -= b.gemm_ms;
+  a.cast_ms -= b.cast_ms;
+  return a;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int threads = 0, steps = 5;
@@ -54,9 +84,9 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 0.02f);
   for (float& p : params) p = normal(rng);
-  std::vector<int32_t> inputs(B * T), targets(B * T);
+  std::vector<int32_t> rows(B * (T + 1));  // B rows of T + 1 tokens: inputs, targets one later
   std::uniform_int_distribution<int32_t> token(0, c.vocab_size - 1);
-  for (int i = 0; i < B * T; ++i) inputs[i] = token(rng), targets[i] = token(rng);
+  for (int32_t& t : rows) t = token(rng);
   // FLOPs of a step: 6 per parameter per token (forward 2, backward 4) plus attention's
   // QK^T and AV products (forward 4·T·C per token and layer, backward twice that).
   const double n = static_cast<double>(params.size());
@@ -75,26 +105,40 @@ int main(int argc, char** argv) {
   std::string json_rows;
   while (std::getline(dts, name, ',')) {
     const DType dt = parse_dtype(name);
-    std::vector<float> w = params;
-    gpt2::Trainer trainer(c, {B, T, 0.0f, dt});
-    train::Gpt2TrainState state(trainer, {});
-    train::train_step(trainer, w, state, inputs, targets);  // warm-up: first touch
-    trainer.reset_profile();
+    const gpt2::TrainerOptions options{B, T, 0.0f, dt};
+    gpt2::TrainerProfile p;
     std::vector<double> ms;
-    for (int s = 0; s < steps; ++s) {
-      Timer t;
-      train::train_step(trainer, w, state, inputs, targets);
-      ms.push_back(t.elapsed_ms());
+    {
+      train::Gpt2Trainable model(c, params, options);
+      FixedBatch data(rows, B, T + 1);
+      train::LoopOptions o;  // train-gpt2's: SGD at the default rate, no clipping
+      o.steps = 1 + steps;   // a warm-up step (first touch), then the timed ones
+      o.lr = {1e-4, 0.0, 0, o.steps, optim::LrDecay::constant};
+      o.optimizer = train::Optimizer::sgd;
+      o.loss_scaling = dt == DType::f16;
+      train::TrainLoop<float> loop(model, data, o);
+      gpt2::TrainerProfile warm;
+      train::LoopHooks hooks;
+      hooks.on_step = [&](const train::StepRecord& r) {
+        if (r.step == 1) {
+          warm = model.profile();
+        } else {
+          ms.push_back(r.step_s * 1e3);
+        }
+      };
+      loop.run(hooks);
+      p = model.profile() - warm;
     }
-    std::sort(ms.begin(), ms.end());
-    const double med = ms[ms.size() / 2];
-    const gpt2::TrainerProfile& p = trainer.profile();
-    const double per = 1.0 / static_cast<double>(std::max<int64_t>(1, p.steps));
-    const double gflops = flops / (med * 1e6);
-    const double planned =
-        2.0 * n * sizeof(float) + static_cast<double>(trainer.activation_bytes());
     const double peak =
         bench::proc_status_bytes("VmHWM");  // whole process: includes the earlier dtypes' runs
+    // The planned arena, from a trainer of the same shape made once the loop's is gone (and
+    // the high-water mark read).
+    const size_t activation_bytes = gpt2::Trainer(c, options).activation_bytes();
+    std::sort(ms.begin(), ms.end());
+    const double med = ms[ms.size() / 2];
+    const double per = 1.0 / static_cast<double>(std::max<int64_t>(1, p.steps));
+    const double gflops = flops / (med * 1e6);
+    const double planned = 2.0 * n * sizeof(float) + static_cast<double>(activation_bytes);
     if (json) {
       char row[256];
       std::snprintf(row, sizeof row,

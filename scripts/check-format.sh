@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files -- 'src/*.h' 'src/*.cpp' 'apps/*.h' 'apps/*.cpp' 'tests/*.h' \
-                     'tests/*.cpp' 'bench/*.h' 'bench/*.cpp')
+                     'tests/*.cpp' 'bench/*.h' 'bench/*.cpp' |
+                     while read -r f; do [ -e "$f" ] && echo "$f"; done)
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
   exit 0

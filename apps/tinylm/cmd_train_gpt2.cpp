@@ -1,18 +1,21 @@
 // tinylm train-gpt2: the fixed-batch GPT-2 reference protocol. The same 4 x 64 batch every
 // step, plain SGD, the loss before each update, per-step weight fingerprints in a metrics
-// JSON, so a run can be compared number for number with other implementations.
+// JSON, so a run can be compared number for number with other implementations. A thin
+// configuration of the shared training loop (train/loop.h): a StepData that returns the one
+// batch every step, SGD at a constant rate, no clipping, loss scaling under f16.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "commands.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/core/timer.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_metrics.h"
-#include "tinylm/train/gpt2_train.h"
+#include "tinylm/train/gpt2_trainable.h"
+#include "tinylm/train/loop.h"
 
 namespace tinylm::cli {
 
@@ -27,6 +30,20 @@ struct Flags {
   uint64_t seed = 0;
 };
 
+// The protocol's one batch (kBatch rows of kSeq + 1 tokens), every step.
+class FixedBatch final : public train::StepData {
+ public:
+  explicit FixedBatch(std::vector<int32_t> grid) : grid_(std::move(grid)) {}
+  train::Rows train_rows(int64_t) override { return rows(); }
+  int64_t micro_rows() const override { return kBatch; }
+  int64_t eval_batches() const override { return 0; }
+  train::Rows eval_rows(int64_t) override { return rows(); }
+  train::Rows rows() const { return {grid_, kBatch, kSeq + 1}; }
+
+ private:
+  std::vector<int32_t> grid_;
+};
+
 void run(const Flags& f) {
   check(f.steps >= 0, "--steps must be non-negative (got ", f.steps, ")");
   check(f.dropout >= 0.0 && f.dropout < 1.0, "--dropout must be in [0, 1) (got ", f.dropout, ")");
@@ -38,52 +55,61 @@ void run(const Flags& f) {
   train::Gpt2Checkpoint ck = train::load_gpt2(f.model, f.config);
   check(ck.lm_head.empty(), f.model,
         ": lm_head.weight differs from wte; train-gpt2 trains the tied head only");
-  const std::vector<int32_t> grid =
-      train::load_token_grid(f.tokens, kBatch, kSeq + 1, ck.config.vocab_size);
-  std::vector<int32_t> inputs, targets;
-  for (int b = 0; b < kBatch; ++b) {
-    const auto row = grid.begin() + b * (kSeq + 1);
-    inputs.insert(inputs.end(), row, row + kSeq);
-    targets.insert(targets.end(), row + 1, row + kSeq + 1);
-  }
+  FixedBatch data(train::load_token_grid(f.tokens, kBatch, kSeq + 1, ck.config.vocab_size));
   std::string source = f.model;  // the file whose layout --save-weights copies
   if (std::filesystem::is_directory(source))
     source = (std::filesystem::path(source) / "model.safetensors").string();
 
-  gpt2::Trainer trainer(ck.config, {kBatch, kSeq, static_cast<float>(f.dropout), compute});
-  train::Gpt2TrainConfig tc;
-  tc.lr = f.lr;
-  tc.seed = f.seed;
-  train::Gpt2TrainState state(trainer, tc);
+  const gpt2::Config config = ck.config;
+  train::Gpt2Trainable model(config, std::move(ck.params),
+                             {kBatch, kSeq, static_cast<float>(f.dropout), compute});
+  const bool f16 = compute == DType::f16;
+  train::LoopOptions options;
+  options.steps = f.steps;
+  options.lr = {f.lr, 0.0, 0, f.steps, optim::LrDecay::constant};
+  options.optimizer = train::Optimizer::sgd;
+  options.clip = 0.0;
+  options.loss_scaling = f16;  // f16: skipped steps halve the scale, as long as they come
+  options.max_bad_steps = std::numeric_limits<int64_t>::max();  // f32, bf16: stopped below
+  options.seed = f.seed;  // dropout masks keyed by (seed, step), the step 1-based
+  train::TrainLoop<float> loop(model, data, options);
 
   train::RunMetrics metrics;
   metrics.steps = f.steps;
   metrics.batch_size = kBatch;
   metrics.seq_len = kSeq;
   metrics.lr = f.lr;
-  metrics.n_params = static_cast<int64_t>(trainer.layout().entries().size());
+  metrics.n_params = static_cast<int64_t>(model.layout().entries().size());
   // The model's loss on the batch before any update, measured without dropout.
-  trainer.set_dropout(0.0f);
-  metrics.initial_loss = trainer.forward(ck.params, inputs, targets);
-  trainer.set_dropout(static_cast<float>(f.dropout));
-  check(std::isfinite(metrics.initial_loss) || compute == DType::f16, f.model,
-        ": the initial loss is ", train::py_repr(metrics.initial_loss));
+  metrics.initial_loss = static_cast<float>(model.evaluate(data.rows(), kBatch).loss);
+  check(std::isfinite(metrics.initial_loss) || f16, f.model, ": the initial loss is ",
+        train::py_repr(metrics.initial_loss));
   std::printf("initial loss (before step 1): %s\n", train::py_repr(metrics.initial_loss).c_str());
   std::fflush(stdout);
 
-  for (int i = 1; i <= f.steps; ++i) {
-    Timer timer;
-    const train::Gpt2StepResult r = train::train_step(trainer, ck.params, state, inputs, targets);
-    const double ms = timer.elapsed_ms();
-    std::printf("step %3d  loss %s  %9.2f ms", i, train::py_repr(r.loss).c_str(), ms);
-    if (compute == DType::f16)
-      std::printf("  scale %g%s", r.scale, r.applied ? "" : "  (skipped: gradients overflowed)");
+  train::LoopHooks hooks;
+  hooks.on_step = [&](const train::StepRecord& r) {
+    // f32 and bf16 have no loss scale to lower: a non-finite step ends the run (the loop
+    // skipped it, so the parameters are those before it).
+    check(!r.skipped || f16, "the loss (", r.loss, ") or a gradient is not finite at step ", r.step,
+          " (training diverged; parameters left as they were before this step)");
+    const float loss = static_cast<float>(r.loss);
+    const double ms = r.step_s * 1e3;
+    std::printf("step %3d  loss %s  %9.2f ms", static_cast<int>(r.step),
+                train::py_repr(loss).c_str(), ms);
+    if (f16) {
+      std::printf("  scale %g%s", r.loss_scale,
+                  r.skipped ? "  (skipped: gradients overflowed)" : "");
+    }
     std::printf("\n");
     std::fflush(stdout);
     if (!f.metrics_out.empty()) {
-      metrics.records.push_back({i, r.loss, ms, train::fingerprint_weights(ck.config, ck.params)});
+      metrics.records.push_back(
+          {r.step, loss, ms, train::fingerprint_weights(config, model.params())});
     }
-  }
+  };
+  loop.run(hooks);
+
   if (!f.metrics_out.empty()) {
     io::AtomicFile out(f.metrics_out);
     const std::string json = train::metrics_json(metrics);
@@ -91,7 +117,7 @@ void run(const Flags& f) {
     out.commit();
   }
   if (!f.save_weights.empty()) {
-    train::save_gpt2_weights_like(source, f.save_weights, ck.config, ck.params);
+    train::save_gpt2_weights_like(source, f.save_weights, config, model.params());
     std::fprintf(stderr, "weights written to %s\n", f.save_weights.c_str());
   }
 }

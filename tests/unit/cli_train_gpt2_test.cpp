@@ -136,6 +136,22 @@ TEST(CliTrainGpt2, SavedWeightsReloadAsTheTrainedModel) {
   EXPECT_NE(saved.params, orig.params);
 }
 
+// A diverging run: f32 (and bf16) stop with an error at the first non-finite step, before
+// printing it; f16 skips such steps and halves the loss scale, as long as they come.
+TEST(CliTrainGpt2, DivergenceStopsF32AndIsSkippedInF16) {
+  const test::CommandResult f32 = run_cli(train_args("--steps 3 --lr 1e6"));
+  EXPECT_NE(f32.exit_code, 0);
+  EXPECT_EQ(std::count(f32.err.begin(), f32.err.end(), '\n'), 1) << f32.err;
+  EXPECT_NE(f32.err.find("not finite at step 3"), std::string::npos) << f32.err;
+  EXPECT_NE(f32.out.find("step   2  loss"), std::string::npos) << f32.out;
+  EXPECT_EQ(f32.out.find("step   3"), std::string::npos) << f32.out;
+  const test::CommandResult f16 = run_cli(train_args("--steps 3 --lr 1e6 --compute-dtype f16"));
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  const std::regex skipped(
+      R"(step   3  loss nan .* scale 32768  \(skipped: gradients overflowed\))");
+  EXPECT_TRUE(std::regex_search(f16.out, skipped)) << f16.out;
+}
+
 TEST(CliTrainGpt2, BadInputsAreOneLineErrors) {
   test::TempDir dir;
   const auto expect_error = [](const test::CommandResult& r, const std::string& fragment) {

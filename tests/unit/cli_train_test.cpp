@@ -33,9 +33,9 @@ const std::string kMicrogpt = " --steps 4 --save-every 2 --eval-batches 5 --data
 TEST(CliTrain, BadDataIsOneLineErrorNamingTheFile) {
   TempDir tmp;
   write_text(tmp.file("empty.txt"), "");
-  expect_one_line_error(run_cli("train --arch evermind --data " + tmp.file("empty.txt") +
-                                " --out " + tmp.file("a")),
-                        "empty.txt: empty");
+  expect_one_line_error(
+      run_cli("train --arch evermind --data " + tmp.file("empty.txt") + " --out " + tmp.file("a")),
+      "empty.txt: empty");
   write_text(tmp.file("latin1.txt"), "caf\xe9 au lait\n");
   expect_one_line_error(run_cli("train --arch gpt2 --preset small-test --seq-len 32 --data " +
                                 tmp.file("latin1.txt") + " --out " + tmp.file("b")),
@@ -89,10 +89,10 @@ TEST(CliTrain, ResumeChecksTheRunAndOverwritesNothing) {
 TEST(CliTrain, RunDirectoryFromAnotherArchIsRejected) {
   TempDir tmp;
   const std::string run = tmp.file("run");
-  ASSERT_EQ(run_cli("train --arch microgpt" + kMicrogpt + source_path("data/names.txt") +
-                    " --out " + run)
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_cli("train --arch microgpt" + kMicrogpt + source_path("data/names.txt") + " --out " + run)
+          .exit_code,
+      0);
   // Its training state says microgpt: resuming it as another family is refused.
   std::string config = read_text(run + "/run.json");
   config.replace(config.find("\"microgpt\""), 10, "\"evermind\"");

@@ -1,8 +1,8 @@
 // GPT-2 training against PyTorch fixtures (tools/gen_gpt2_train_fixtures.py: the tiny model of
 // tests/fixtures/gpt2/tiny, a 4 x 65 token grid, float32 autograd), plus dropout, mixed
-// precision, loss scaling and the train_step options.
-#include "tinylm/train/gpt2_train.h"
-
+// precision, loss scaling, and the shared training loop run as `tinylm train-gpt2` runs it
+// (Gpt2Trainable + TrainLoop over the same batch every step): SGD, AdamW, clipping, the f16
+// loss scaler and the non-finite guard.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,8 +17,10 @@
 #include "tinylm/io/safetensors.h"
 #include "tinylm/kernels/activation/dropout.h"
 #include "tinylm/models/gpt2/trainer.h"
-#include "tinylm/optim/clip.h"
+#include "tinylm/optim/grad_ops.h"
 #include "tinylm/train/gpt2_checkpoint.h"
+#include "tinylm/train/gpt2_trainable.h"
+#include "tinylm/train/loop.h"
 
 namespace tinylm::train {
 namespace {
@@ -30,6 +32,7 @@ double num(const nlohmann::json& j) { return std::strtod(j.get<std::string>().c_
 
 struct Fixture {
   Gpt2Checkpoint model;
+  std::vector<int32_t> grid;             // 4 x 65: the rows the training loop takes
   std::vector<int32_t> inputs, targets;  // 4 x 64 each
   nlohmann::json expected;
   io::SafetensorsFile tensors;
@@ -46,9 +49,10 @@ struct Fixture {
         expected(
             nlohmann::json::parse(test::read_text(test::source_path(kTrain + "/expected.json")))),
         tensors(io::SafetensorsFile::open(test::source_path(kTrain + "/expected.safetensors"))) {
-    const auto grid =
+    const auto ids =
         nlohmann::json::parse(test::read_text(test::source_path(kTrain + "/tokens.json")))["ids"];
-    for (const auto& row : grid) {
+    for (const auto& row : ids) {
+      for (const auto& id : row) grid.push_back(id.get<int32_t>());
       for (size_t t = 0; t + 1 < row.size(); ++t) {
         inputs.push_back(row[t].get<int32_t>());
         targets.push_back(row[t + 1].get<int32_t>());
@@ -87,6 +91,75 @@ double worst_grad_error(const ParamLayout& layout, std::span<const float> grads,
   return worst;
 }
 
+// Runs forward + backward and returns (loss, grads).
+std::pair<float, std::vector<float>> loss_and_grads(gpt2::Trainer& trainer,
+                                                    std::span<const float> params,
+                                                    gpt2::DropoutKey key, float scale = 1.0f) {
+  const Fixture& fx = Fixture::get();
+  const float loss = trainer.forward(params, fx.inputs, fx.targets, key);
+  std::vector<float> grads(trainer.num_params(), 0.0f);
+  trainer.backward(grads, scale);
+  return {loss, grads};
+}
+
+// The fixed batch of the reference protocol: the fixture's grid, every step.
+class FixedBatch final : public StepData {
+ public:
+  explicit FixedBatch(std::vector<int32_t> grid) : grid_(std::move(grid)) {}
+  Rows train_rows(int64_t) override { return rows(); }
+  int64_t micro_rows() const override { return 4; }
+  int64_t eval_batches() const override { return 0; }
+  Rows eval_rows(int64_t) override { return rows(); }
+  Rows rows() const { return {grid_, 4, 65}; }
+
+ private:
+  std::vector<int32_t> grid_;
+};
+
+// train-gpt2's loop: SGD at a constant rate, no clipping, loss scaling under f16. Long
+// enough that the tests step it one step at a time.
+LoopOptions protocol(double lr, DType compute = DType::f32) {
+  LoopOptions o;
+  o.steps = 1000;
+  o.lr = {lr, 0.0, 0, o.steps, optim::LrDecay::constant};
+  o.optimizer = Optimizer::sgd;
+  o.loss_scaling = compute == DType::f16;
+  o.max_bad_steps = 0;
+  return o;
+}
+
+// A Gpt2Trainable from the fixture's weights (or `params`), the fixed batch, and the loop.
+struct LoopRun {
+  LoopRun(DType compute, const LoopOptions& o, float dropout = 0.0f,
+          std::vector<float> params = Fixture::get().model.params,
+          std::vector<int32_t> grid = Fixture::get().grid)
+      : model(Fixture::get().model.config, std::move(params), options(compute, dropout)),
+        data(std::move(grid)),
+        loop(model, data, o) {}
+
+  // Runs one more optimizer step; returns its record.
+  StepRecord step() {
+    StepRecord out;
+    int64_t steps = 0;
+    LoopHooks hooks;
+    hooks.on_step = [&](const StepRecord& r) {
+      out = r;
+      ++steps;
+    };
+    hooks.should_stop = [] { return true; };
+    loop.run(hooks);
+    EXPECT_EQ(steps, 1);
+    return out;
+  }
+  bool params_are(std::span<const float> p) {
+    return std::equal(p.begin(), p.end(), model.params().begin(), model.params().end());
+  }
+
+  Gpt2Trainable model;
+  FixedBatch data;
+  TrainLoop<float> loop;
+};
+
 TEST(Gpt2Train, LossLogitsAndEveryGradientMatchPyTorch) {
   const Fixture& fx = Fixture::get();
   gpt2::Trainer trainer(fx.model.config, options());
@@ -114,21 +187,41 @@ TEST(Gpt2Train, SgdTrajectoriesMatchPyTorch) {
   const Fixture& fx = Fixture::get();
   for (const auto& [lr_text, losses] : fx.expected["sgd"]["losses"].items()) {
     double worst = 0;
-    gpt2::Trainer trainer(fx.model.config, options());
-    std::vector<float> params = fx.model.params;
-    Gpt2TrainState state(trainer, {.lr = std::strtod(lr_text.c_str(), nullptr)});
+    const double lr = std::strtod(lr_text.c_str(), nullptr);
+    LoopRun run(DType::f32, protocol(lr));
     for (size_t i = 0; i < losses.size(); ++i) {
-      const Gpt2StepResult r = train_step(trainer, params, state, fx.inputs, fx.targets);
-      EXPECT_TRUE(r.applied);
-      EXPECT_EQ(r.scale, 1.0);
+      const StepRecord r = run.step();
+      EXPECT_FALSE(r.skipped);
+      EXPECT_EQ(r.loss_scale, 1.0);
+      EXPECT_EQ(r.lr, lr);
+      EXPECT_FALSE(r.grad_norm.has_value());  // no clipping, no norm pass
       // f32 rounding differences grow slowly over the steps; measured <= 3e-7 relative
       EXPECT_NEAR(r.loss, num(losses[i]), 1e-5 * num(losses[i]))
           << "lr " << lr_text << " step " << i + 1;
       worst = std::max(worst, std::abs(r.loss - num(losses[i])) / num(losses[i]));
     }
     std::printf("[ f32 ] 5 SGD steps at lr %s: worst loss rel err %.2e\n", lr_text.c_str(), worst);
-    EXPECT_EQ(state.step, 5);
-    EXPECT_EQ(state.applied_steps, 5);
+    EXPECT_EQ(run.loop.state().step, 5);
+    EXPECT_EQ(run.loop.state().applied_steps, 5);
+  }
+}
+
+// What train-gpt2 relies on: step s (1-based) of a single-micro-batch step is the loss of a
+// forward with dropout key (seed, s) at the weights before it, and the update is w -= lr g in
+// float, bit for bit.
+TEST(Gpt2Train, LoopStepIsDropoutKeyedForwardBackwardThenSgd) {
+  const Fixture& fx = Fixture::get();
+  LoopOptions o = protocol(0.1);
+  o.seed = 7;
+  LoopRun run(DType::f32, o, 0.1f);
+  gpt2::Trainer ref(fx.model.config, options(DType::f32, 0.1f));
+  std::vector<float> manual = fx.model.params;
+  for (uint64_t s = 1; s <= 3; ++s) {
+    const StepRecord r = run.step();
+    const auto [loss, grads] = loss_and_grads(ref, manual, {7, s});
+    EXPECT_EQ(r.loss, static_cast<double>(loss)) << "step " << s;
+    for (size_t i = 0; i < manual.size(); ++i) manual[i] -= 0.1f * grads[i];
+    ASSERT_TRUE(run.params_are(manual)) << "step " << s;
   }
 }
 
@@ -141,17 +234,6 @@ TEST(Gpt2Train, ForwardIsRepeatableAndLogitsAreF32) {
   EXPECT_EQ(a, b);
   EXPECT_TRUE(std::equal(logits.begin(), logits.end(), trainer.logits().begin()));
   EXPECT_GT(trainer.activation_bytes(), 0u);
-}
-
-// Runs forward + backward and returns (loss, grads).
-std::pair<float, std::vector<float>> loss_and_grads(gpt2::Trainer& trainer,
-                                                    std::span<const float> params,
-                                                    gpt2::DropoutKey key, float scale = 1.0f) {
-  const Fixture& fx = Fixture::get();
-  const float loss = trainer.forward(params, fx.inputs, fx.targets, key);
-  std::vector<float> grads(trainer.num_params(), 0.0f);
-  trainer.backward(grads, scale);
-  return {loss, grads};
 }
 
 TEST(Gpt2Train, OverwriteModeWritesEveryGradient) {
@@ -189,14 +271,12 @@ TEST(Gpt2Train, DropoutSameSeedSameRunDifferentSeedOrStepDiffers) {
   EXPECT_TRUE(ga == gb);
   EXPECT_NE(la, loss_and_grads(b, fx.model.params, {124, 4}).first);
   EXPECT_NE(la, loss_and_grads(b, fx.model.params, {123, 5}).first);
-  // whole runs through train_step: same seed, same trajectory and weights
-  std::vector<float> pa = fx.model.params, pb = fx.model.params;
-  Gpt2TrainState sa(a, {.lr = 0.1, .seed = 7}), sb(b, {.lr = 0.1, .seed = 7});
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(train_step(a, pa, sa, fx.inputs, fx.targets).loss,
-              train_step(b, pb, sb, fx.inputs, fx.targets).loss);
-  }
-  EXPECT_TRUE(pa == pb);
+  // whole runs through the training loop: same seed, same trajectory and weights
+  LoopOptions o = protocol(0.1);
+  o.seed = 7;
+  LoopRun ra(DType::f32, o, 0.1f), rb(DType::f32, o, 0.1f);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ra.step().loss, rb.step().loss);
+  EXPECT_TRUE(rb.params_are(ra.model.params()));
 }
 
 TEST(Gpt2Train, DropoutMasksDoNotDependOnThreadCount) {
@@ -260,22 +340,22 @@ class Gpt2HalfCompute : public ::testing::TestWithParam<HalfCase> {};
 TEST_P(Gpt2HalfCompute, LossAndGradientsTrackF32) {
   const Fixture& fx = Fixture::get();
   const HalfCase p = GetParam();
-  gpt2::Trainer trainer(fx.model.config, options(p.dtype));
-  std::vector<float> params = fx.model.params;
-  // lr 0: one step leaves the parameters as they are and the unscaled gradients in the state
-  Gpt2TrainState state(trainer, {.lr = 0.0});
-  const Gpt2StepResult r = train_step(trainer, params, state, fx.inputs, fx.targets);
-  ASSERT_TRUE(r.applied);
-  EXPECT_EQ(r.scale, p.dtype == DType::f16 ? 65536.0 : 1.0);
+  // SGD at lr 0: one step leaves the parameters as they are and the unscaled gradients in
+  // the gradient buffer
+  LoopRun run(p.dtype, protocol(0.0, p.dtype));
+  const StepRecord r = run.step();
+  ASSERT_FALSE(r.skipped);
+  EXPECT_EQ(r.loss_scale, p.dtype == DType::f16 ? 65536.0 : 1.0);
   const double ref = num(fx.expected["loss_f32"]);
   EXPECT_NEAR(r.loss, ref, p.loss_tol * ref);
   EXPECT_GT(std::abs(r.loss - ref), 0.0);  // the half path is really taken
   std::string name;
-  const double worst = worst_grad_error(trainer.layout(), state.grads, &name);
+  const double worst = worst_grad_error(run.model.layout(), run.model.grads(), &name);
   EXPECT_LT(worst, p.grad_tol) << name;
-  EXPECT_TRUE(params == fx.model.params);
+  EXPECT_TRUE(run.params_are(fx.model.params));
   // the logits stay float and close to f32's
-  trainer.forward(params, fx.inputs, fx.targets);
+  gpt2::Trainer trainer(fx.model.config, options(p.dtype));
+  trainer.forward(fx.model.params, fx.inputs, fx.targets);
   const std::vector<float> ref_logits = fx.tensors.read_f32("logits.row1", {64, 1000});
   double max_diff = 0;
   for (size_t i = 0; i < ref_logits.size(); ++i) {
@@ -299,13 +379,11 @@ TEST(Gpt2Train, HalfComputeTrajectoriesTrackF32) {
   const Fixture& fx = Fixture::get();
   const auto& ref = fx.expected["sgd"]["losses"]["0.5"];
   for (DType dt : {DType::bf16, DType::f16}) {
-    gpt2::Trainer trainer(fx.model.config, options(dt));
-    std::vector<float> params = fx.model.params;
-    Gpt2TrainState state(trainer, {.lr = 0.5});
+    LoopRun run(dt, protocol(0.5, dt));
     double worst = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
-      const Gpt2StepResult r = train_step(trainer, params, state, fx.inputs, fx.targets);
-      ASSERT_TRUE(r.applied);
+      const StepRecord r = run.step();
+      ASSERT_FALSE(r.skipped);
       worst = std::max(worst, std::abs(r.loss - num(ref[i])) / num(ref[i]));
       EXPECT_NEAR(r.loss, num(ref[i]), 1e-3 * num(ref[i])) << dtype_name(dt) << " step " << i + 1;
     }
@@ -316,83 +394,95 @@ TEST(Gpt2Train, HalfComputeTrajectoriesTrackF32) {
 
 TEST(Gpt2Train, F16ScalerSkipsOverflowingStepsAndRecovers) {
   const Fixture& fx = Fixture::get();
-  gpt2::Trainer trainer(fx.model.config, options(DType::f16));
-  std::vector<float> params = fx.model.params;
   // A scale of 2^40 makes the scaled output gradients overflow f16 (max 65504) where they
   // enter the head's matrix product: inf gradients, skipped steps, halving scales.
-  Gpt2TrainState state(trainer,
-                       {.lr = 0.5, .scaler = {.initial_scale = 0x1p40, .growth_interval = 3}});
+  LoopOptions o = protocol(0.5, DType::f16);
+  o.scaler = {.initial_scale = 0x1p40, .growth_interval = 3};
+  o.max_bad_steps = 40;
+  LoopRun run(DType::f16, o);
   double scale = 0x1p40;
   int skipped = 0;
-  Gpt2StepResult r;
+  StepRecord r;
   for (;;) {
-    r = train_step(trainer, params, state, fx.inputs, fx.targets);
-    EXPECT_EQ(r.scale, scale);
-    if (r.applied) break;
+    r = run.step();
+    EXPECT_EQ(r.loss_scale, scale);
+    if (!r.skipped) break;
     ++skipped;
-    EXPECT_TRUE(params == fx.model.params) << "a skipped step must leave the parameters unchanged";
+    EXPECT_TRUE(run.params_are(fx.model.params))
+        << "a skipped step must leave the parameters unchanged";
     scale /= 2;
     ASSERT_LT(skipped, 40);
   }
   EXPECT_GE(skipped, 10);  // 2^40 / 256 rows is far above 65504
-  EXPECT_EQ(state.scaler.skipped_steps(), skipped);
-  EXPECT_EQ(state.applied_steps, 1);
+  EXPECT_EQ(run.loop.state().scaler_skipped, skipped);
+  EXPECT_EQ(run.loop.state().applied_steps, 1);
+  EXPECT_EQ(run.loop.state().bad_steps_in_a_row, 0);
   EXPECT_NEAR(r.loss, num(fx.expected["loss_f32"]), 5e-4 * r.loss);  // the first applied step
-  EXPECT_FALSE(params == fx.model.params);
+  EXPECT_FALSE(run.params_are(fx.model.params));
   // After the growth interval of finite steps the scale doubles, and training goes on.
-  const Gpt2StepResult r2 = train_step(trainer, params, state, fx.inputs, fx.targets);
-  const Gpt2StepResult r3 = train_step(trainer, params, state, fx.inputs, fx.targets);
-  EXPECT_TRUE(r2.applied && r3.applied);
-  EXPECT_EQ(state.scaler.scale(), 2 * scale);
+  const StepRecord r2 = run.step();
+  const StepRecord r3 = run.step();
+  EXPECT_TRUE(!r2.skipped && !r3.skipped);
+  EXPECT_EQ(run.loop.state().loss_scale, 2 * scale);
   EXPECT_LT(r3.loss, r.loss);
 }
 
-TEST(Gpt2Train, NonFiniteLossThrowsBeforeAnyUpdate) {
+TEST(Gpt2Train, NonFiniteLossStopsTheRunBeforeAnyUpdate) {
   const Fixture& fx = Fixture::get();
   std::vector<float> params = fx.model.params;
   params[fx.model.config.n_embd] = std::numeric_limits<float>::infinity();  // wte[1][0]
-  const std::vector<float> before = params;
+  std::vector<int32_t> grid = fx.grid;
+  grid[0] = 1;  // the first input token reads it
   for (DType dt : {DType::f32, DType::bf16}) {
-    gpt2::Trainer trainer(fx.model.config, options(dt));
-    Gpt2TrainState state(trainer, {.lr = 0.1});
-    std::vector<int32_t> inputs = fx.inputs;
-    inputs[0] = 1;
-    EXPECT_THROW(train_step(trainer, params, state, inputs, fx.targets), Error);
-    EXPECT_TRUE(params == before);
+    // max_bad_steps 0, as train-gpt2 has no loss scale to lower in f32 and bf16
+    LoopRun run(dt, protocol(0.1, dt), 0.0f, params, grid);
+    EXPECT_THROW(run.step(), Error) << dtype_name(dt);
+    EXPECT_TRUE(run.params_are(params));
+    EXPECT_EQ(run.loop.state().applied_steps, 0);
   }
   // f16: the same is an overflow, the step is skipped
-  gpt2::Trainer trainer(fx.model.config, options(DType::f16));
-  Gpt2TrainState state(trainer, {.lr = 0.1});
-  std::vector<int32_t> inputs = fx.inputs;
-  inputs[0] = 1;
-  const Gpt2StepResult r = train_step(trainer, params, state, inputs, fx.targets);
-  EXPECT_FALSE(r.applied);
-  EXPECT_EQ(state.scaler.scale(), 32768.0);
-  EXPECT_TRUE(params == before);
+  LoopOptions o = protocol(0.1, DType::f16);
+  o.max_bad_steps = 1;
+  LoopRun run(DType::f16, o, 0.0f, params, grid);
+  const StepRecord r = run.step();
+  EXPECT_TRUE(r.skipped);
+  EXPECT_FALSE(std::isfinite(r.loss));
+  EXPECT_EQ(run.loop.state().loss_scale, 32768.0);
+  EXPECT_TRUE(run.params_are(params));
 }
 
 TEST(Gpt2Train, AdamWAndClippingAreTheOptimPiecesOnTheGradients) {
   const Fixture& fx = Fixture::get();
   const optim::AdamConfig adam{.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
-  gpt2::Trainer trainer(fx.model.config, options());
-  std::vector<float> params = fx.model.params;
-  Gpt2TrainState state(
-      trainer, {.optimizer = Gpt2Optimizer::adamw, .lr = 1e-3, .adam = adam, .clip_norm = 0.05});
-  // the same by hand: gradients, clip, Adam with decoupled weight decay
+  LoopOptions o = protocol(1e-3);
+  o.optimizer = Optimizer::adamw;
+  o.adam = adam;
+  o.clip = 0.05;
+  o.decay = DecayScope::matrices;
+  LoopRun run(DType::f32, o);
+  // the same by hand: gradients, clip, Adam with decoupled weight decay on the matrices
   std::vector<float> manual = fx.model.params;
   optim::Adam<float> opt(manual.size(), adam);
+  std::vector<uint8_t> decays(manual.size(), 0);
+  for (const ParamEntry& e : run.model.layout().entries()) {
+    if (e.role == ParamRole::matrix) std::fill_n(decays.begin() + e.offset, e.numel, 1);
+  }
+  EXPECT_GT(std::count(decays.begin(), decays.end(), 1), 0);
+  EXPECT_GT(std::count(decays.begin(), decays.end(), 0), 0);  // wte, wpe, norms, biases
+  opt.set_decay(decays);
   gpt2::Trainer ref(fx.model.config, options());
   for (int64_t t = 1; t <= 2; ++t) {
-    const Gpt2StepResult r = train_step(trainer, params, state, fx.inputs, fx.targets);
+    const StepRecord r = run.step();
     auto [loss, grads] = loss_and_grads(ref, manual, {});
-    EXPECT_EQ(r.loss, loss);
-    const double norm = optim::clip_global_norm(grads, 0.05);
-    EXPECT_EQ(r.grad_norm, norm);
+    EXPECT_EQ(r.loss, static_cast<double>(loss));
+    const double norm = optim::clip_global_norm(std::span<float>(grads), 0.05);
+    ASSERT_TRUE(r.grad_norm.has_value());
+    EXPECT_EQ(*r.grad_norm, norm);
     EXPECT_GT(norm, 0.05);  // clipping is active
     opt.step(manual, grads, 1e-3, t);
-    ASSERT_TRUE(params == manual) << "step " << t;
+    ASSERT_TRUE(run.params_are(manual)) << "step " << t;
   }
-  EXPECT_EQ(state.applied_steps, 2);
+  EXPECT_EQ(run.loop.state().applied_steps, 2);
 }
 
 }  // namespace

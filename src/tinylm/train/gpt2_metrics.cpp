@@ -146,7 +146,7 @@ std::string metrics_json(const RunMetrics& m) {
   quoted(m.initial_loss);
   put(", \"jit_calls\": null, \"records\": [");
   for (size_t r = 0; r < m.records.size(); ++r) {
-    const StepRecord& rec = m.records[r];
+    const MetricsRecord& rec = m.records[r];
     put(r ? ", " : "", "{\"step\": ", std::to_string(rec.step), ", \"loss\": ");
     quoted(rec.loss);
     put(", \"ms\": ", py_repr(rec.ms), ", \"weights\": {");

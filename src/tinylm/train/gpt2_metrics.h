@@ -38,7 +38,7 @@ struct Fingerprint {
 std::vector<Fingerprint> fingerprint_weights(const gpt2::Config& config,
                                              std::span<const float> params);
 
-struct StepRecord {
+struct MetricsRecord {
   int64_t step = 0;
   float loss = 0;
   double ms = 0;
@@ -49,7 +49,7 @@ struct RunMetrics {
   int64_t steps = 0, batch_size = 0, seq_len = 0, n_params = 0;
   double lr = 0;
   float initial_loss = 0;
-  std::vector<StepRecord> records;
+  std::vector<MetricsRecord> records;
 };
 
 // The metrics JSON of the protocol, keys in the documented order.

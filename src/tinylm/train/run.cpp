@@ -1,7 +1,7 @@
 #include "tinylm/train/run.h"
 
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 
@@ -55,8 +55,7 @@ LoopState loop_state(const TrainState<T>& s) {
 }
 
 template <class T>
-TrainState<T> train_state(const std::string& arch, const LoopState& l, const RunConfig& config,
-                          const TrainLoop<T>& loop) {
+TrainState<T> train_state(const std::string& arch, const LoopState& l, const RunConfig& config) {
   TrainState<T> s;
   s.arch = arch;
   s.step = l.step;
@@ -70,8 +69,6 @@ TrainState<T> train_state(const std::string& arch, const LoopState& l, const Run
   s.scaler_skipped = l.scaler_skipped;
   s.elapsed_s = l.elapsed_s;
   s.config = to_json(config);
-  s.m.assign(loop.first_moment().begin(), loop.first_moment().end());
-  s.v.assign(loop.second_moment().begin(), loop.second_moment().end());
   return s;
 }
 
@@ -170,8 +167,8 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
     const std::string tmp = dir.begin_checkpoint(step);
     session.save_model(tmp);
     crash_point("model", step);
-    save_train_state(tmp + "/train_state.bin",
-                     train_state(config.arch, loop.state(), config, loop));
+    save_train_state(tmp + "/train_state.bin", train_state<T>(config.arch, loop.state(), config),
+                     loop.first_moment(), loop.second_moment());
     crash_point("state", step);
     summary.checkpoint = dir.publish_checkpoint(step);
     crash_point("publish", step);

@@ -13,21 +13,21 @@
 namespace tinylm::train {
 
 struct RunRequest {
-  std::string dir;               // --out (fresh) or --resume
+  std::string dir;  // --out (fresh) or --resume
   bool resume = false;
-  nlohmann::ordered_json given;  // the flags given on the command line, by name ("seq-len")
-  std::FILE* log = stderr;       // progress and notes
-  bool terminal = false;         // log is a terminal: one progress line rewritten in place
+  nlohmann::ordered_json given;       // the flags given on the command line, by name ("seq-len")
+  std::FILE* log = stderr;            // progress and notes
+  bool terminal = false;              // log is a terminal: one progress line rewritten in place
   std::function<bool()> should_stop;  // checked after each step: checkpoint and return
   double peak_flops = 0.0;            // the machine's peak FLOP/s for MFU; 0: not shown
 };
 
 struct RunSummary {
-  int64_t steps = 0;        // steps done in all (the run's step counter)
-  double last_loss = 0.0;   // the last step's training loss
+  int64_t steps = 0;       // steps done in all (the run's step counter)
+  double last_loss = 0.0;  // the last step's training loss
   std::optional<double> best_val_loss;
-  std::string checkpoint;   // the last checkpoint written
-  bool stopped = false;     // should_stop ended it early
+  std::string checkpoint;  // the last checkpoint written
+  bool stopped = false;    // should_stop ended it early
 };
 
 RunSummary run_training(const RunRequest& request);

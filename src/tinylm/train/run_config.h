@@ -42,7 +42,7 @@ struct RunConfig {
   double aux_loss_coef = 0.01;                                   // evermind
   bool mixed_precision = false, checkpoint_activations = false;  // evermind
   // Cadence.
-  int64_t steps = 1000, eval_every = 100, eval_batches = 20, save_every = 500, keep = 2;
+  int64_t steps = 1000, eval_every = 100, eval_batches = 10, save_every = 500, keep = 2;
   int64_t max_bad_steps = 10, log_every = 1;
   int64_t threads = 0;
 

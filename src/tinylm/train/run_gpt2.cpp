@@ -59,7 +59,8 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   const std::string from = resume ? resume->path : c.init_from;
   if (!from.empty()) {
     Gpt2Checkpoint ck = load_gpt2(from);
-    check(ck.lm_head.empty(), from, ": lm_head.weight differs from wte; training keeps the head tied");
+    check(ck.lm_head.empty(), from,
+          ": lm_head.weight differs from wte; training keeps the head tied");
     config = ck.config;
     params = std::move(ck.params);
   } else {
@@ -76,8 +77,8 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   const auto encode = [&](std::string_view text) { return tok.encode(text, true); };
   const TokenFileBuild tokens =
       build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity, encode);
-  const WindowSampler sampler(split_tokens(tokens.file.size(), c.val_fraction, c.seq_len),
-                              c.batch, c.seq_len, c.accum, c.seed, parse_data_order(c.order));
+  const WindowSampler sampler(split_tokens(tokens.file.size(), c.val_fraction, c.seq_len), c.batch,
+                              c.seq_len, c.accum, c.seed, parse_data_order(c.order));
   WindowData data(tokens.file, sampler, c.batch, c.accum, c.eval_batches);
 
   Gpt2Trainable model(config, std::move(params),

@@ -50,14 +50,12 @@ RunSummary run_microgpt(const RunConfig& c, RunDir& dir, const RunRequest& reque
     std::copy(ck.params.begin(), ck.params.end(), model->params().begin());
   }
 
-  const int64_t n_val =
-      static_cast<int64_t>(static_cast<double>(docs.size()) * c.val_fraction);
+  const int64_t n_val = static_cast<int64_t>(static_cast<double>(docs.size()) * c.val_fraction);
   DocumentData data(docs, tokenizer, n_val, c.eval_batches);
   MicrogptTrainable trainable(*model);
-  std::fprintf(request.log,
-               "microgpt: %zu parameters, %zu documents (%lld held out), vocabulary of %d\n",
-               model->params().size(), docs.size(), static_cast<long long>(n_val),
-               config.vocab_size);
+  std::fprintf(
+      request.log, "microgpt: %zu parameters, %zu documents (%lld held out), vocabulary of %d\n",
+      model->params().size(), docs.size(), static_cast<long long>(n_val), config.vocab_size);
   const auto save = [&](const std::string& out) {
     save_microgpt(out + "/model.safetensors", *model, tokenizer);
   };

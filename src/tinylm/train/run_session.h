@@ -21,7 +21,6 @@ struct Session {
   std::function<void(const std::string& dir)> save_model;  // the family's files into dir
 };
 
-
 template <class T>
 RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request,
                  Session<T> session, std::optional<TrainState<T>> resumed);

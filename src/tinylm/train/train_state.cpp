@@ -65,7 +65,7 @@ std::array<std::pair<const char*, int64_t>, 7> int_fields(const TrainState<T>& s
 
 // The rules of the header comment, for the writer and the reader alike.
 template <class T>
-void check_state(const TrainState<T>& s, std::string_view name) {
+void check_state(const TrainState<T>& s, size_t m_size, size_t v_size, std::string_view name) {
   check(!s.arch.empty(), name, ": \"arch\" is empty");
   for (const auto& [key, value] : int_fields(s))
     check(value >= 0, name, ": \"", key, "\" is negative (", value, ")");
@@ -84,8 +84,7 @@ void check_state(const TrainState<T>& s, std::string_view name) {
   check(std::isfinite(s.elapsed_s) && s.elapsed_s >= 0, name, ": \"elapsed_s\" (", s.elapsed_s,
         ") is not a non-negative finite number");
   check(s.config.is_object(), name, ": \"config\" is not a JSON object");
-  check(s.m.size() == s.v.size(), name, ": moment vectors differ in size (m ", s.m.size(), ", v ",
-        s.v.size(), ")");
+  check(m_size == v_size, name, ": moment vectors differ in size (m ", m_size, ", v ", v_size, ")");
 }
 
 template <class T>
@@ -152,7 +151,7 @@ void parse_state_json(std::string_view text, std::string_view name, TrainState<T
   const auto config = j.find("config");
   check(config != j.end(), name, ": state JSON lacks \"config\"");
   s.config = std::move(*config);
-  check_state(s, name);
+  check_state(s, s.m.size(), s.v.size(), name);
 }
 
 // Where the moments start (after the JSON and its padding) and the file size, for n moments
@@ -186,37 +185,33 @@ uint32_t crc32_parallel(Bytes bytes, uint32_t crc) {
   return crc;
 }
 
-template <class T>
-Bytes moment_bytes(const std::vector<T>& v) {
-  return std::as_bytes(std::span<const T>(v));
-}
-
-// Streams the file through emit(bytes): the header and JSON, the moments straight from the
-// state's vectors (no second copy of them), then the CRC of all of it.
+// Streams the file through emit(bytes): the header and JSON of s, the moments straight from
+// where they are (no second copy of them), then the CRC of all of it.
 template <class T, class Emit>
-void emit_state(const TrainState<T>& s, std::string_view name, Emit&& emit) {
-  check_state(s, name);
+void emit_state(const TrainState<T>& s, std::span<const T> m, std::span<const T> v,
+                std::string_view name, Emit&& emit) {
+  check_state(s, m.size(), v.size(), name);
   const std::string json = state_json(s, name);
   uint64_t offset = 0, total = 0;
-  check(layout(s.m.size(), sizeof(T), json.size(), &offset, &total), name, ": state too large");
+  check(layout(m.size(), sizeof(T), json.size(), &offset, &total), name, ": state too large");
   std::vector<std::byte> head(offset);  // zero-filled: the padding
   std::memcpy(head.data(), kTrainStateMagic, 8);
   io::put_u32(head.data() + 8, kTrainStateVersion);
   io::put_u32(head.data() + 12, kDtype<T>);
-  put_u64(head.data() + 16, s.m.size());
+  put_u64(head.data() + 16, m.size());
   put_u64(head.data() + 24, json.size());
   std::memcpy(head.data() + kHeaderBytes, json.data(), json.size());
   const uint32_t head_crc = io::crc32(head);
   const auto moments_crc = [&] {
-    return crc32_parallel(moment_bytes(s.v), crc32_parallel(moment_bytes(s.m), head_crc));
+    return crc32_parallel(std::as_bytes(v), crc32_parallel(std::as_bytes(m), head_crc));
   };
   // Large moments are checksummed on other threads while they are written.
-  const bool overlap = s.m.size() * sizeof(T) >= kOverlapBytes;
+  const bool overlap = m.size() * sizeof(T) >= kOverlapBytes;
   std::future<uint32_t> pending;
   if (overlap) pending = std::async(std::launch::async, moments_crc);
   emit(Bytes(head));
-  emit(moment_bytes(s.m));
-  emit(moment_bytes(s.v));
+  emit(std::as_bytes(m));
+  emit(std::as_bytes(v));
   std::byte tail[kCrcBytes];
   io::put_u32(tail, overlap ? pending.get() : moments_crc());
   emit(Bytes(tail));
@@ -310,8 +305,8 @@ TrainState<T> decode_from(Source& src, std::string_view name) {
   src.read(tail, kCrcBytes);
   uint32_t crc = io::crc32(Bytes(header));
   crc = io::crc32(Bytes(text), crc);
-  crc = crc32_parallel(moment_bytes(s.m), crc);
-  crc = crc32_parallel(moment_bytes(s.v), crc);
+  crc = crc32_parallel(std::as_bytes(std::span<const T>(s.m)), crc);
+  crc = crc32_parallel(std::as_bytes(std::span<const T>(s.v)), crc);
   check(io::get_u32(tail) == crc, name, ": checksum mismatch (file corrupt)");
 
   const auto padding = std::span(text).subspan(static_cast<size_t>(json_bytes));
@@ -328,7 +323,8 @@ TrainState<T> decode_from(Source& src, std::string_view name) {
 template <class T>
 std::vector<std::byte> encode_train_state(const TrainState<T>& state) {
   std::vector<std::byte> out;
-  emit_state(state, "training state", [&](Bytes b) { out.insert(out.end(), b.begin(), b.end()); });
+  emit_state(state, std::span<const T>(state.m), std::span<const T>(state.v), "training state",
+             [&](Bytes b) { out.insert(out.end(), b.begin(), b.end()); });
   return out;
 }
 
@@ -339,10 +335,16 @@ TrainState<T> decode_train_state(std::span<const std::byte> bytes, std::string_v
 }
 
 template <class T>
-void save_train_state(const std::string& path, const TrainState<T>& state) {
+void save_train_state(const std::string& path, const TrainState<T>& state, std::span<const T> m,
+                      std::span<const T> v) {
   io::AtomicFile file(path);  // removed again if anything below throws
-  emit_state(state, path, [&](Bytes b) { file.write(b); });
+  emit_state(state, m, v, path, [&](Bytes b) { file.write(b); });
   file.commit();
+}
+
+template <class T>
+void save_train_state(const std::string& path, const TrainState<T>& state) {
+  save_train_state(path, state, std::span<const T>(state.m), std::span<const T>(state.v));
 }
 
 template <class T>
@@ -351,10 +353,12 @@ TrainState<T> load_train_state(const std::string& path) {
   return decode_from<T>(src, path);
 }
 
-#define TINYLM_TRAIN_STATE(T)                                                              \
-  template std::vector<std::byte> encode_train_state(const TrainState<T>&);                \
-  template TrainState<T> decode_train_state(std::span<const std::byte>, std::string_view); \
-  template void save_train_state(const std::string&, const TrainState<T>&);                \
+#define TINYLM_TRAIN_STATE(T)                                                                  \
+  template std::vector<std::byte> encode_train_state(const TrainState<T>&);                    \
+  template TrainState<T> decode_train_state(std::span<const std::byte>, std::string_view);     \
+  template void save_train_state(const std::string&, const TrainState<T>&);                    \
+  template void save_train_state(const std::string&, const TrainState<T>&, std::span<const T>, \
+                                 std::span<const T>);                                          \
   template TrainState<T> load_train_state(const std::string&);
 TINYLM_TRAIN_STATE(float)
 TINYLM_TRAIN_STATE(double)

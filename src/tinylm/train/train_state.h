@@ -70,6 +70,12 @@ template <class T>
 void save_train_state(const std::string& path, const TrainState<T>& state);
 
 // Reads and checks as decode_train_state, reading the moments straight into the vectors.
+// The same with the moments given apart (state.m and state.v are not used): a run saves the
+// optimizer's moments where they are, without copying a gigabyte into the state first.
+template <class T>
+void save_train_state(const std::string& path, const TrainState<T>& state, std::span<const T> m,
+                      std::span<const T> v);
+
 template <class T>
 TrainState<T> load_train_state(const std::string& path);
 

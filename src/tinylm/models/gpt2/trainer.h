@@ -23,8 +23,8 @@
 //    attention's softmax and its T x T products, the residual stream, biases, cross-entropy
 //    on the f32 logits) runs in f32, as torch.autocast does. bf16 products use gemm_bf16;
 //    f16 values are kept as f16-rounded floats and use gemm_f32 (an f16 x f16 product is
-//    exact in f32). f16 training needs a loss scale (train_step's LossScaler): output
-//    gradients that overflow f16 become inf, and train_step skips the step.
+//    exact in f32). f16 training needs a loss scale (the training loop's LossScaler):
+//    output gradients that overflow f16 become inf, and the loop skips the step.
 //
 // BasicTrainer<double> is the same model in double precision (compute f32 only, plain-loop
 // matrix products): the reference that finite-difference tests check the backward against.
