@@ -3,7 +3,7 @@
 
 Reference values from PyTorch (Debian's python3-torch 1.13, one thread) for tinylm's training
 loop (issue 13): batches cut from one token stream, the learning-rate schedule and the
-optimizer step, all exactly as /work/spec13.md ("Batches", "Learning rate", "Optimizer step")
+optimizer step, all exactly as docs/training.md ("Data", "Optimization")
 states them:
 
   split       n_val = floor(N * val_fraction), n_train = N - n_val
@@ -77,7 +77,7 @@ TINY_GPT2 = REPO_ROOT / "tests" / "fixtures" / "gpt2" / "tiny"
 EVL_DIR = REPO_ROOT / "tests" / "fixtures" / "evl"
 DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures" / "train_loop"
 
-# The protocol shared by every case (spec13.md defaults where the brief names none).
+# The protocol shared by every case (the defaults of docs/training.md where it names one).
 PROTOCOL = {
     "batch_size": 2, "seq_len": 16, "accum": 2, "order": "sequential", "val_fraction": 0.1,
     "eval_batches": 2, "steps": 10, "lr": 1e-3, "min_lr": 1e-4, "warmup": 3, "decay": "cosine",

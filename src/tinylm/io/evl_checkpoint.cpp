@@ -1,9 +1,6 @@
 #include "tinylm/io/evl_checkpoint.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -17,6 +14,7 @@
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/crc32.h"
 #include "tinylm/io/little_endian.h"
+#include "tinylm/io/mapped_file.h"
 #include "tinylm/kernels/cast/cast.h"
 
 namespace tinylm::io {
@@ -135,44 +133,6 @@ uint64_t checked_size(const evermind::Config& c, EvlPrecision p, uint64_t actual
         actual < expected ? " (truncated?)" : " (trailing bytes?)");
   return expected;
 }
-
-// A read-only mapping of a whole regular file. Checkpoints are read through a mapping rather
-// than copied into a buffer: a fresh buffer costs a first-touch page fault per 4 KiB, which
-// for a large checkpoint is more than the parsing.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail(path, ": not a regular file");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-      map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (map_ == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        fail(path, ": cannot map: ", std::strerror(err));
-      }
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (size_ > 0) ::munmap(map_, size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  std::span<const std::byte> bytes() const {
-    return {static_cast<const std::byte*>(size_ > 0 ? map_ : nullptr), size_};
-  }
-
- private:
-  void* map_ = nullptr;
-  size_t size_ = 0;
-};
 
 }  // namespace
 
@@ -311,7 +271,7 @@ EvlCheckpoint decode_evl(std::span<const std::byte> bytes, std::string_view name
 }
 
 EvlCheckpoint load_evl(const std::string& path) {
-  const MappedFile file(path);
+  const MappedFile file = MappedFile::open(path);
   return decode_evl(file.bytes(), path);
 }
 

@@ -1,12 +1,9 @@
 #include "tinylm/io/safetensors.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -16,6 +13,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/json_strict.h"
+#include "tinylm/io/mapped_file.h"
 #include "tinylm/kernels/cast/cast.h"
 
 namespace tinylm::io {
@@ -47,44 +45,22 @@ size_t safetensors_dtype_size(const std::string& dtype) {
 }
 
 struct SafetensorsFile::Storage {
-  void* map = nullptr;
-  size_t map_size = 0;
+  MappedFile map;  // open(); empty for from_bytes
   std::vector<std::byte> owned;
-  ~Storage() {
-    if (map) munmap(map, map_size);
-  }
 };
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
   f.storage_ = std::make_shared<Storage>();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, ": not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size > 0) {
-    void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      fail(path, ": cannot map: ", std::strerror(err));
-    }
-    f.storage_->map = m;
-    f.storage_->map_size = size;
-    f.file_ = {static_cast<const std::byte*>(m), size};
-  }
-  ::close(fd);
+  f.storage_->map = MappedFile::open(path);
+  f.file_ = f.storage_->map.bytes();
   f.parse();
   return f;
 }
 
 void SafetensorsFile::populate(const SafetensorsEntry& e) const {
-  if (!storage_->map) return;
+  if (storage_->map.bytes().empty()) return;
   const std::span<const std::byte> t = bytes(e);
   if (t.empty()) return;
   const long page_size = sysconf(_SC_PAGESIZE);
@@ -282,7 +258,7 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uintptr_t dropped = (reinterpret_cast<uintptr_t>(b.data()) + page - 1) / page * page;
   const auto drop_upto = [&](size_t upto) {
-    if (drop == DropPages::No || storage_->map == nullptr) return;
+    if (drop == DropPages::No || storage_->map.bytes().empty()) return;
     const uintptr_t hi = (reinterpret_cast<uintptr_t>(b.data()) + upto) / page * page;
     if (hi > dropped) madvise(reinterpret_cast<void*>(dropped), hi - dropped, MADV_DONTNEED);
     dropped = std::max(dropped, hi);

@@ -4,12 +4,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cast/cast.h"
 
 namespace tinylm::train {
+
+namespace {
+
+// The batch's loss (cross-entropy) and objective (with the aux loss), each a mean over rows.
+StepLoss mean_loss(std::span<const evermind::Loss> rows) {
+  StepLoss out;
+  for (const evermind::Loss& l : rows) {
+    out.loss += l.ce;
+    out.objective += l.total;
+    out.tokens += l.positions;
+  }
+  out.loss /= static_cast<double>(rows.size());
+  out.objective /= static_cast<double>(rows.size());
+  return out;
+}
+
+}  // namespace
 
 EvermindTrainable::EvermindTrainable(evermind::Model<float>& model,
                                      const EvermindTrainOptions& options)
@@ -82,15 +100,7 @@ StepLoss EvermindTrainable::forward_backward(const Rows& rows, int64_t, double g
       }
     }
   }
-  StepLoss out;
-  for (const evermind::Loss& l : losses_) {
-    out.loss += l.ce;
-    out.objective += l.total;
-    out.tokens += l.positions;
-  }
-  out.loss /= static_cast<double>(n);
-  out.objective /= static_cast<double>(n);
-  return out;
+  return mean_loss(losses_);
 }
 
 StepLoss EvermindTrainable::evaluate(const Rows& rows, int64_t) {
@@ -106,15 +116,7 @@ StepLoss EvermindTrainable::evaluate(const Rows& rows, int64_t) {
     losses_[static_cast<size_t>(j)] =
         model_.loss(workspaces_[t], rows.row(j), options_.aux_loss_coef);
   }
-  StepLoss out;
-  for (const evermind::Loss& l : losses_) {
-    out.loss += l.ce;
-    out.objective += l.total;
-    out.tokens += l.positions;
-  }
-  out.loss /= static_cast<double>(n);
-  out.objective /= static_cast<double>(n);
-  return out;
+  return mean_loss(losses_);
 }
 
 // Multiply-adds per token: the tied output layer (V x D), and per layer the conv taps, the

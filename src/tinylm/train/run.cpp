@@ -131,6 +131,13 @@ std::vector<std::string> data_files(const RunConfig& config) {
   return expand_data_paths(config.data);
 }
 
+TextData::TextData(const RunConfig& c, const RunDir& dir, const TokenizerIdentity& identity,
+                   const Encoder& encoder)
+    : tokens(build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity, encoder)),
+      sampler(split_tokens(tokens.file.size(), c.val_fraction, c.seq_len), c.batch, c.seq_len,
+              c.accum, c.seed, parse_data_order(c.order)),
+      data(tokens.file, sampler, c.batch, c.accum, c.eval_batches) {}
+
 template <class T>
 RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request,
                  Session<T> session, std::optional<TrainState<T>> resumed) {

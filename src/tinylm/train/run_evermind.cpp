@@ -11,8 +11,6 @@
 #include "tinylm/tokenizers/bpe_trainer.h"
 #include "tinylm/train/evermind_trainable.h"
 #include "tinylm/train/run_session.h"
-#include "tinylm/train/token_file.h"
-#include "tinylm/train/window_data.h"
 
 namespace tinylm::train {
 
@@ -77,12 +75,7 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   const TokenizerIdentity identity{
       "bpe-json:" + std::to_string(io::crc32(std::as_bytes(std::span(tokenizer_text)))),
       tok.vocab_size(), tok.eot_id()};
-  const auto encode = [&](std::string_view text) { return tok.encode(text, true); };
-  const TokenFileBuild tokens =
-      build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity, encode);
-  const WindowSampler sampler(split_tokens(tokens.file.size(), c.val_fraction, c.seq_len), c.batch,
-                              c.seq_len, c.accum, c.seed, parse_data_order(c.order));
-  WindowData data(tokens.file, sampler, c.batch, c.accum, c.eval_batches);
+  TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); });
 
   EvermindTrainOptions options;
   options.aux_loss_coef = c.aux_loss_coef;
@@ -91,19 +84,20 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   options.threads = static_cast<int>(c.threads);
   options.max_rows = c.batch * c.accum;
   EvermindTrainable trainable(*model, options);
-  std::fprintf(
-      request.log,
-      "evermind: %zu parameters (%lld layers, width %lld, %lld experts top-%lld), %lld "
-      "training and %lld validation tokens%s\n",
-      model->params().size(), static_cast<long long>(config.n_layers),
-      static_cast<long long>(config.d_model), static_cast<long long>(config.n_experts),
-      static_cast<long long>(config.top_k), static_cast<long long>(sampler.split().n_train),
-      static_cast<long long>(sampler.split().n_val), tokens.reused ? " (tokens.bin reused)" : "");
+  std::fprintf(request.log,
+               "evermind: %zu parameters (%lld layers, width %lld, %lld experts top-%lld), %lld "
+               "training and %lld validation tokens%s\n",
+               model->params().size(), static_cast<long long>(config.n_layers),
+               static_cast<long long>(config.d_model), static_cast<long long>(config.n_experts),
+               static_cast<long long>(config.top_k),
+               static_cast<long long>(text.sampler.split().n_train),
+               static_cast<long long>(text.sampler.split().n_val),
+               text.tokens.reused ? " (tokens.bin reused)" : "");
   const auto save = [&](const std::string& out) {
     io::save_evl(out + "/model.evl", config, model->params(), io::EvlPrecision::f32);
     fs::copy_file(tokenizer_path, out + "/model.tokenizer.json");
   };
-  return drive<float>(c, dir, request, {trainable, data, save}, std::move(state));
+  return drive<float>(c, dir, request, {trainable, text.data, save}, std::move(state));
 }
 
 }  // namespace tinylm::train

@@ -11,7 +11,6 @@
 #include "tinylm/train/gpt2_init.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/run_session.h"
-#include "tinylm/train/window_data.h"
 
 namespace tinylm::train {
 
@@ -73,13 +72,8 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   check(tok.vocab_size() <= config.vocab_size, c.tokenizer, ": ", tok.vocab_size(),
         " tokens, more than the model's vocabulary of ", config.vocab_size);
 
-  TokenizerIdentity identity{vocab_identity(vocab), tok.vocab_size(), tok.eot_id()};
-  const auto encode = [&](std::string_view text) { return tok.encode(text, true); };
-  const TokenFileBuild tokens =
-      build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity, encode);
-  const WindowSampler sampler(split_tokens(tokens.file.size(), c.val_fraction, c.seq_len), c.batch,
-                              c.seq_len, c.accum, c.seed, parse_data_order(c.order));
-  WindowData data(tokens.file, sampler, c.batch, c.accum, c.eval_batches);
+  const TokenizerIdentity identity{vocab_identity(vocab), tok.vocab_size(), tok.eot_id()};
+  TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); });
 
   Gpt2Trainable model(config, std::move(params),
                       {static_cast<int>(c.batch), static_cast<int>(c.seq_len),
@@ -88,15 +82,15 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
                "gpt2: %zu parameters (%d layers, %d heads, width %d), %lld training and %lld "
                "validation tokens%s\n",
                model.params().size(), config.n_layer, config.n_head, config.n_embd,
-               static_cast<long long>(sampler.split().n_train),
-               static_cast<long long>(sampler.split().n_val),
-               tokens.reused ? " (tokens.bin reused)" : "");
+               static_cast<long long>(text.sampler.split().n_train),
+               static_cast<long long>(text.sampler.split().n_val),
+               text.tokens.reused ? " (tokens.bin reused)" : "");
   const auto save = [&](const std::string& out) {
     save_gpt2(out, config, model.params());
     fs::copy_file(vocab.vocab, fs::path(out) / "vocab.json");
     fs::copy_file(vocab.merges, fs::path(out) / "merges.txt");
   };
-  return drive<float>(c, dir, request, {model, data, save}, std::move(state));
+  return drive<float>(c, dir, request, {model, text.data, save}, std::move(state));
 }
 
 }  // namespace tinylm::train

@@ -10,7 +10,9 @@
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
 #include "tinylm/train/run_dir.h"
+#include "tinylm/train/token_file.h"
 #include "tinylm/train/train_state.h"
+#include "tinylm/train/window_data.h"
 
 namespace tinylm::train {
 
@@ -40,5 +42,19 @@ RunSummary run_microgpt(const RunConfig& config, RunDir& dir, const RunRequest& 
 
 // The text sources of the run, expanded (directories into their files).
 std::vector<std::string> data_files(const RunConfig& config);
+
+// The text of a GPT-2 or EvermindLM run: RUN/tokens.bin built (or reused), split into training
+// and validation windows, and the batches cut from them. Built in place: data refers to the
+// two members before it.
+struct TextData {
+  TextData(const RunConfig& config, const RunDir& dir, const TokenizerIdentity& identity,
+           const Encoder& encoder);
+  TextData(const TextData&) = delete;
+  TextData& operator=(const TextData&) = delete;
+
+  TokenFileBuild tokens;
+  WindowSampler sampler;
+  WindowData data;
+};
 
 }  // namespace tinylm::train

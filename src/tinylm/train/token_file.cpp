@@ -1,12 +1,6 @@
 #include "tinylm/train/token_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -162,27 +156,9 @@ std::vector<std::byte> encode_token_file(const TokenFileMeta& meta, std::span<co
 TokenFile TokenFile::open(const std::string& path) {
   TokenFile f;
   f.path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, ": not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size > 0) {
-    void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      fail(path, ": cannot map: ", std::strerror(err));
-    }
-    f.map_ = m;
-    f.map_size_ = size;
-    f.file_ = {static_cast<const std::byte*>(m), size};
-  }
-  ::close(fd);
-  f.parse();  // on throw, f's destructor unmaps
+  f.map_ = io::MappedFile::open(path);
+  f.file_ = f.map_.bytes();
+  f.parse();
   return f;
 }
 
@@ -193,32 +169,6 @@ TokenFile TokenFile::from_bytes(std::span<const std::byte> bytes, const std::str
   f.file_ = f.owned_;
   f.parse();
   return f;
-}
-
-TokenFile::TokenFile(TokenFile&& o) noexcept { *this = std::move(o); }
-
-TokenFile& TokenFile::operator=(TokenFile&& o) noexcept {
-  if (this != &o) {
-    release();
-    path_ = std::move(o.path_);
-    map_ = std::exchange(o.map_, nullptr);
-    map_size_ = std::exchange(o.map_size_, 0);
-    owned_ = std::move(o.owned_);  // a moved vector keeps its buffer: the spans stay valid
-    file_ = std::exchange(o.file_, {});
-    tokens_ = std::exchange(o.tokens_, {});
-    meta_ = std::move(o.meta_);
-    width_ = std::exchange(o.width_, 0);
-    count_ = std::exchange(o.count_, 0);
-  }
-  return *this;
-}
-
-TokenFile::~TokenFile() { release(); }
-
-void TokenFile::release() noexcept {
-  if (map_) munmap(map_, map_size_);
-  map_ = nullptr;
-  map_size_ = 0;
 }
 
 void TokenFile::parse() {

@@ -1,6 +1,6 @@
 #pragma once
 // tokens.bin: the training text tokenized once and memory-mapped by every run that reuses it
-// (the format is in docs and in the spec: a 64-byte header with CRCs, JSON metadata
+// (the format is in docs/formats.md: a 64-byte header with CRCs, JSON metadata
 // naming the tokenizer and the sources, then 2- or 4-byte little-endian ids, 64-byte aligned).
 // The file is untrusted on open: sizes, padding and all three CRCs are checked first.
 #include <cstddef>
@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "tinylm/io/mapped_file.h"
 
 namespace tinylm::train {
 
@@ -60,11 +62,10 @@ class TokenFile {
   // The same checks on bytes in memory (copied); `name` stands for the path in errors.
   static TokenFile from_bytes(std::span<const std::byte> bytes, const std::string& name);
 
-  TokenFile(TokenFile&& other) noexcept;
-  TokenFile& operator=(TokenFile&& other) noexcept;
-  TokenFile(const TokenFile&) = delete;
-  TokenFile& operator=(const TokenFile&) = delete;
-  ~TokenFile();
+  // Moving keeps file_ and tokens_ valid: they point into the mapping or owned_'s buffer,
+  // and both move without relocating.
+  TokenFile(TokenFile&&) noexcept = default;
+  TokenFile& operator=(TokenFile&&) noexcept = default;
 
   int64_t size() const { return count_; }  // number of tokens
   int token_bytes() const { return width_; }
@@ -79,11 +80,9 @@ class TokenFile {
  private:
   TokenFile() = default;
   void parse();  // validates file_ and fills the fields below
-  void release() noexcept;
 
   std::string path_;
-  void* map_ = nullptr;  // mmap'd region (open), or null (from_bytes: owned_)
-  size_t map_size_ = 0;
+  io::MappedFile map_;  // open(); empty for from_bytes, which fills owned_
   std::vector<std::byte> owned_;
   std::span<const std::byte> file_, tokens_;
   TokenFileMeta meta_;

@@ -1,0 +1,30 @@
+#pragma once
+// A read-only mapping of a whole regular file. Loaders read through a mapping rather than
+// copying into a buffer: a fresh buffer costs a first-touch page fault per 4 KiB, which for a
+// large checkpoint is more than the parsing, and tensors can then point into the file.
+#include <cstddef>
+#include <span>
+#include <string>
+
+namespace tinylm::io {
+
+class MappedFile {
+ public:
+  MappedFile() = default;  // empty: bytes() is an empty span
+  // Throws Error("PATH: cannot open: ...", "PATH: not a regular file", "PATH: cannot map: ...").
+  static MappedFile open(const std::string& path);
+
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(map_), size_}; }
+
+ private:
+  void* map_ = nullptr;  // null when the file is empty
+  size_t size_ = 0;
+};
+
+}  // namespace tinylm::io
