@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     save_gpt2(tmp, config, model.params());
     TrainState<float> state;
     state.arch = "gpt2";
-    state.step = r + 1;
+    state.loop.step = r + 1;
     state.config = to_json(defaults);
     save_train_state(tmp + "/train_state.bin", state, with_data.first_moment(),
                      with_data.second_moment());

@@ -68,16 +68,16 @@ template <class T>
 TrainState<T> sample_state(size_t n, bool with_best) {
   TrainState<T> s;
   s.arch = sizeof(T) == 4 ? "gpt2" : "microgpt";
-  s.step = 1234;
-  s.applied_steps = 1200;
-  s.tokens_seen = int64_t{1} << 40;
-  s.bad_steps_in_a_row = 3;
-  if (with_best) s.best_val_loss = 1.0 / 3.0;
-  s.best_val_step = 1000;
-  s.loss_scale = 32768.0;
-  s.scaler_good_in_a_row = 17;
-  s.scaler_skipped = 34;
-  s.elapsed_s = 0.1 + 0.2;
+  s.loop.step = 1234;
+  s.loop.applied_steps = 1200;
+  s.loop.tokens_seen = int64_t{1} << 40;
+  s.loop.bad_steps_in_a_row = 3;
+  if (with_best) s.loop.best_val_loss = 1.0 / 3.0;
+  s.loop.best_val_step = 1000;
+  s.loop.loss_scale = 32768.0;
+  s.loop.scaler_good_in_a_row = 17;
+  s.loop.scaler_skipped = 34;
+  s.loop.elapsed_s = 0.1 + 0.2;
   s.config = {{"arch", s.arch}, {"lr", 6e-4}, {"steps", 5000}, {"data", {"a.txt", "b.txt"}}};
   s.m = any_bits<T>(n, 1);
   s.v = any_bits<T>(n, 2);
@@ -98,17 +98,17 @@ uint64_t dbits(double x) { return std::bit_cast<uint64_t>(x); }
 template <class T>
 void expect_same(const TrainState<T>& a, const TrainState<T>& b) {
   EXPECT_EQ(a.arch, b.arch);
-  EXPECT_EQ(a.step, b.step);
-  EXPECT_EQ(a.applied_steps, b.applied_steps);
-  EXPECT_EQ(a.tokens_seen, b.tokens_seen);
-  EXPECT_EQ(a.bad_steps_in_a_row, b.bad_steps_in_a_row);
-  ASSERT_EQ(a.best_val_loss.has_value(), b.best_val_loss.has_value());
-  EXPECT_EQ(dbits(a.best_val_loss.value_or(0)), dbits(b.best_val_loss.value_or(0)));
-  EXPECT_EQ(a.best_val_step, b.best_val_step);
-  EXPECT_EQ(dbits(a.loss_scale), dbits(b.loss_scale));
-  EXPECT_EQ(a.scaler_good_in_a_row, b.scaler_good_in_a_row);
-  EXPECT_EQ(a.scaler_skipped, b.scaler_skipped);
-  EXPECT_EQ(dbits(a.elapsed_s), dbits(b.elapsed_s));
+  EXPECT_EQ(a.loop.step, b.loop.step);
+  EXPECT_EQ(a.loop.applied_steps, b.loop.applied_steps);
+  EXPECT_EQ(a.loop.tokens_seen, b.loop.tokens_seen);
+  EXPECT_EQ(a.loop.bad_steps_in_a_row, b.loop.bad_steps_in_a_row);
+  ASSERT_EQ(a.loop.best_val_loss.has_value(), b.loop.best_val_loss.has_value());
+  EXPECT_EQ(dbits(a.loop.best_val_loss.value_or(0)), dbits(b.loop.best_val_loss.value_or(0)));
+  EXPECT_EQ(a.loop.best_val_step, b.loop.best_val_step);
+  EXPECT_EQ(dbits(a.loop.loss_scale), dbits(b.loop.loss_scale));
+  EXPECT_EQ(a.loop.scaler_good_in_a_row, b.loop.scaler_good_in_a_row);
+  EXPECT_EQ(a.loop.scaler_skipped, b.loop.scaler_skipped);
+  EXPECT_EQ(dbits(a.loop.elapsed_s), dbits(b.loop.elapsed_s));
   EXPECT_EQ(a.config.dump(), b.config.dump());
   EXPECT_EQ(bits(a.m), bits(b.m));
   EXPECT_EQ(bits(a.v), bits(b.v));
@@ -193,16 +193,16 @@ TEST(TrainState, AwkwardDoublesRoundTripExactly) {
   }
   for (double x : values) {
     TrainState<double> s = sample_state<double>(2, true);
-    s.best_val_loss = x;
-    s.elapsed_s = std::fabs(x);
-    if (x != 0) s.loss_scale = std::fabs(x);
+    s.loop.best_val_loss = x;
+    s.loop.elapsed_s = std::fabs(x);
+    if (x != 0) s.loop.loss_scale = std::fabs(x);
     s.config["x"] = x;
     s.config["list"] = {x, -x};
     const TrainState<double> back =
         train::decode_train_state<double>(train::encode_train_state(s), "mem");
-    ASSERT_EQ(dbits(*back.best_val_loss), dbits(x)) << x;
-    ASSERT_EQ(dbits(back.elapsed_s), dbits(std::fabs(x))) << x;
-    ASSERT_EQ(dbits(back.loss_scale), dbits(s.loss_scale)) << x;
+    ASSERT_EQ(dbits(*back.loop.best_val_loss), dbits(x)) << x;
+    ASSERT_EQ(dbits(back.loop.elapsed_s), dbits(std::fabs(x))) << x;
+    ASSERT_EQ(dbits(back.loop.loss_scale), dbits(s.loop.loss_scale)) << x;
     ASSERT_EQ(dbits(back.config["x"].get<double>()), dbits(x)) << x;
     ASSERT_EQ(dbits(back.config["list"][1].get<double>()), dbits(-x)) << x;
   }
@@ -243,9 +243,9 @@ TEST(TrainState, IndependentWriterAndCrcAgree) {
   const std::vector<std::byte> file = build_file(sample_json().dump(), 1, two_float_moments(), 2);
   const TrainState<float> s = train::decode_train_state<float>(file, "hand.bin");
   EXPECT_EQ(s.arch, "gpt2");
-  EXPECT_EQ(s.step, 10);
-  EXPECT_EQ(s.applied_steps, 9);
-  EXPECT_EQ(*s.best_val_loss, 2.5);
+  EXPECT_EQ(s.loop.step, 10);
+  EXPECT_EQ(s.loop.applied_steps, 9);
+  EXPECT_EQ(*s.loop.best_val_loss, 2.5);
   EXPECT_EQ(s.config.dump(), R"({"lr":0.001})");
   EXPECT_EQ(s.m, (std::vector<float>{1.0f, -2.0f}));
   EXPECT_EQ(s.v, (std::vector<float>{0.5f, 0.25f}));
@@ -403,8 +403,8 @@ TEST(TrainState, MalformedJsonFieldsAreErrors) {
   j["unknown_future_key"] = true;
   const TrainState<float> s =
       train::decode_train_state<float>(build_file(j.dump(), 1, moments, 2), "ok.bin");
-  EXPECT_EQ(s.loss_scale, 4.0);
-  EXPECT_FALSE(s.best_val_loss.has_value());
+  EXPECT_EQ(s.loop.loss_scale, 4.0);
+  EXPECT_FALSE(s.loop.best_val_loss.has_value());
 }
 
 TEST(TrainState, SaveRefusesAStateThatWouldNotLoad) {
@@ -418,11 +418,11 @@ TEST(TrainState, SaveRefusesAStateThatWouldNotLoad) {
     EXPECT_FALSE(std::filesystem::exists(path));
   };
   refused([](auto& s) { s.v.pop_back(); }, "moment vectors differ in size (m 3, v 2)");
-  refused([](auto& s) { s.step = -1; }, "\"step\" is negative");
-  refused([](auto& s) { s.applied_steps = s.step + 1; },
+  refused([](auto& s) { s.loop.step = -1; }, "\"step\" is negative");
+  refused([](auto& s) { s.loop.applied_steps = s.loop.step + 1; },
           "\"applied_steps\" (1235) exceeds \"step\" (1234)");
-  refused([](auto& s) { s.loss_scale = std::nan(""); }, "\"loss_scale\"");
-  refused([](auto& s) { s.best_val_loss = INFINITY; }, "\"best_val_loss\" is not finite");
+  refused([](auto& s) { s.loop.loss_scale = std::nan(""); }, "\"loss_scale\"");
+  refused([](auto& s) { s.loop.best_val_loss = INFINITY; }, "\"best_val_loss\" is not finite");
   refused([](auto& s) { s.config = nullptr; }, "\"config\" is not a JSON object");
   refused([](auto& s) { s.arch.clear(); }, "\"arch\" is empty");
   refused([](auto& s) { s.config["bad"] = std::string("\xff\xfe"); },
@@ -444,7 +444,7 @@ TEST(TrainState, AFailedSaveLeavesTheOldFile) {
   train::save_train_state(path, old_state);
   const std::vector<std::byte> old_bytes = read_bytes(path);
   TrainState<float> next = sample_state<float>(1 << 16, false);  // 512 KiB of moments
-  next.step = 2000;
+  next.loop.step = 2000;
 
   // A write that fails midway (the file size limit stands in for a full disk).
   struct rlimit saved {};

@@ -16,6 +16,7 @@
 #include "tinylm/optim/adam.h"
 #include "tinylm/optim/loss_scaler.h"
 #include "tinylm/optim/schedule.h"
+#include "tinylm/train/loop_state.h"
 #include "tinylm/train/trainable.h"
 
 namespace tinylm::train {
@@ -53,19 +54,6 @@ class StepData {
   virtual int64_t micro_rows() const = 0;     // rows per micro-batch
   virtual int64_t eval_batches() const = 0;   // 0: no validation
   virtual Rows eval_rows(int64_t batch) = 0;  // the same rows every time
-};
-
-// Everything besides parameters and moments that a resumed run needs.
-struct LoopState {
-  int64_t step = 0;           // optimizer steps done (applied or skipped)
-  int64_t applied_steps = 0;  // AdamW's t
-  int64_t tokens_seen = 0;
-  int64_t bad_steps_in_a_row = 0;
-  std::optional<double> best_val_loss;
-  int64_t best_val_step = 0;
-  double loss_scale = 1.0;
-  int64_t scaler_good_in_a_row = 0, scaler_skipped = 0;
-  double elapsed_s = 0.0;  // training wall time so far, evaluation included
 };
 
 struct StepRecord {

@@ -39,35 +39,10 @@ LoopOptions loop_options(const RunConfig& c) {
 }
 
 template <class T>
-LoopState loop_state(const TrainState<T>& s) {
-  LoopState l;
-  l.step = s.step;
-  l.applied_steps = s.applied_steps;
-  l.tokens_seen = s.tokens_seen;
-  l.bad_steps_in_a_row = s.bad_steps_in_a_row;
-  l.best_val_loss = s.best_val_loss;
-  l.best_val_step = s.best_val_step;
-  l.loss_scale = s.loss_scale;
-  l.scaler_good_in_a_row = s.scaler_good_in_a_row;
-  l.scaler_skipped = s.scaler_skipped;
-  l.elapsed_s = s.elapsed_s;
-  return l;
-}
-
-template <class T>
 TrainState<T> train_state(const std::string& arch, const LoopState& l, const RunConfig& config) {
   TrainState<T> s;
   s.arch = arch;
-  s.step = l.step;
-  s.applied_steps = l.applied_steps;
-  s.tokens_seen = l.tokens_seen;
-  s.bad_steps_in_a_row = l.bad_steps_in_a_row;
-  s.best_val_loss = l.best_val_loss;
-  s.best_val_step = l.best_val_step;
-  s.loss_scale = l.loss_scale;
-  s.scaler_good_in_a_row = l.scaler_good_in_a_row;
-  s.scaler_skipped = l.scaler_skipped;
-  s.elapsed_s = l.elapsed_s;
+  s.loop = l;
   s.config = to_json(config);
   return s;
 }
@@ -143,11 +118,11 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
                  Session<T> session, std::optional<TrainState<T>> resumed) {
   TrainLoop<T> loop(session.model, session.data, loop_options(config));
   if (resumed) {
-    loop.restore(loop_state(*resumed), resumed->m, resumed->v);
+    loop.restore(resumed->loop, resumed->m, resumed->v);
   }
   const double flops = session.model.flops_per_token();
   MetricsLog metrics(dir.metrics_jsonl(),
-                     resumed ? std::optional<int64_t>(resumed->step) : std::nullopt);
+                     resumed ? std::optional<int64_t>(resumed->loop.step) : std::nullopt);
   Progress progress(request.log, request.terminal, config.steps, config.log_every);
   RunSummary summary;
   LoopHooks hooks;

@@ -54,13 +54,13 @@ uint64_t get_u64(const std::byte* p) {
 // The integer fields with their JSON names, for the range checks.
 template <class T>
 std::array<std::pair<const char*, int64_t>, 7> int_fields(const TrainState<T>& s) {
-  return {{{"step", s.step},
-           {"applied_steps", s.applied_steps},
-           {"tokens_seen", s.tokens_seen},
-           {"bad_steps_in_a_row", s.bad_steps_in_a_row},
-           {"best_val_step", s.best_val_step},
-           {"scaler_good_in_a_row", s.scaler_good_in_a_row},
-           {"scaler_skipped", s.scaler_skipped}}};
+  return {{{"step", s.loop.step},
+           {"applied_steps", s.loop.applied_steps},
+           {"tokens_seen", s.loop.tokens_seen},
+           {"bad_steps_in_a_row", s.loop.bad_steps_in_a_row},
+           {"best_val_step", s.loop.best_val_step},
+           {"scaler_good_in_a_row", s.loop.scaler_good_in_a_row},
+           {"scaler_skipped", s.loop.scaler_skipped}}};
 }
 
 // The rules of the header comment, for the writer and the reader alike.
@@ -70,19 +70,20 @@ void check_state(const TrainState<T>& s, size_t m_size, size_t v_size, std::stri
   for (const auto& [key, value] : int_fields(s))
     check(value >= 0, name, ": \"", key, "\" is negative (", value, ")");
   const auto at_most_step = [&](int64_t v, const char* what) {
-    check(v <= s.step, name, ": \"", what, "\" (", v, ") exceeds \"step\" (", s.step, ")");
+    check(v <= s.loop.step, name, ": \"", what, "\" (", v, ") exceeds \"step\" (", s.loop.step,
+          ")");
   };
-  at_most_step(s.applied_steps, "applied_steps");
-  at_most_step(s.bad_steps_in_a_row, "bad_steps_in_a_row");
-  at_most_step(s.scaler_skipped, "scaler_skipped");
-  at_most_step(s.best_val_step, "best_val_step");
+  at_most_step(s.loop.applied_steps, "applied_steps");
+  at_most_step(s.loop.bad_steps_in_a_row, "bad_steps_in_a_row");
+  at_most_step(s.loop.scaler_skipped, "scaler_skipped");
+  at_most_step(s.loop.best_val_step, "best_val_step");
   // JSON has no NaN or infinity (nlohmann would write null), so these must be finite.
-  check(!s.best_val_loss || std::isfinite(*s.best_val_loss), name,
+  check(!s.loop.best_val_loss || std::isfinite(*s.loop.best_val_loss), name,
         ": \"best_val_loss\" is not finite");
-  check(std::isfinite(s.loss_scale) && s.loss_scale > 0, name, ": \"loss_scale\" (", s.loss_scale,
-        ") is not a positive finite number");
-  check(std::isfinite(s.elapsed_s) && s.elapsed_s >= 0, name, ": \"elapsed_s\" (", s.elapsed_s,
-        ") is not a non-negative finite number");
+  check(std::isfinite(s.loop.loss_scale) && s.loop.loss_scale > 0, name, ": \"loss_scale\" (",
+        s.loop.loss_scale, ") is not a positive finite number");
+  check(std::isfinite(s.loop.elapsed_s) && s.loop.elapsed_s >= 0, name, ": \"elapsed_s\" (",
+        s.loop.elapsed_s, ") is not a non-negative finite number");
   check(s.config.is_object(), name, ": \"config\" is not a JSON object");
   check(m_size == v_size, name, ": moment vectors differ in size (m ", m_size, ", v ", v_size, ")");
 }
@@ -91,16 +92,16 @@ template <class T>
 std::string state_json(const TrainState<T>& s, std::string_view name) {
   Json j;
   j["arch"] = s.arch;
-  j["step"] = s.step;
-  j["applied_steps"] = s.applied_steps;
-  j["tokens_seen"] = s.tokens_seen;
-  j["bad_steps_in_a_row"] = s.bad_steps_in_a_row;
-  j["best_val_loss"] = s.best_val_loss ? Json(*s.best_val_loss) : Json(nullptr);
-  j["best_val_step"] = s.best_val_step;
-  j["loss_scale"] = s.loss_scale;
-  j["scaler_good_in_a_row"] = s.scaler_good_in_a_row;
-  j["scaler_skipped"] = s.scaler_skipped;
-  j["elapsed_s"] = s.elapsed_s;
+  j["step"] = s.loop.step;
+  j["applied_steps"] = s.loop.applied_steps;
+  j["tokens_seen"] = s.loop.tokens_seen;
+  j["bad_steps_in_a_row"] = s.loop.bad_steps_in_a_row;
+  j["best_val_loss"] = s.loop.best_val_loss ? Json(*s.loop.best_val_loss) : Json(nullptr);
+  j["best_val_step"] = s.loop.best_val_step;
+  j["loss_scale"] = s.loop.loss_scale;
+  j["scaler_good_in_a_row"] = s.loop.scaler_good_in_a_row;
+  j["scaler_skipped"] = s.loop.scaler_skipped;
+  j["elapsed_s"] = s.loop.elapsed_s;
   j["config"] = s.config;
   try {
     return j.dump();  // nlohmann prints doubles with enough digits to read back the same bits
@@ -137,17 +138,17 @@ void parse_state_json(std::string_view text, std::string_view name, TrainState<T
   const Json& arch = field(j, "arch", name);
   check(arch.is_string(), name, ": \"arch\" is not a string");
   s.arch = arch.get<std::string>();
-  s.step = int_field(j, "step", name);
-  s.applied_steps = int_field(j, "applied_steps", name);
-  s.tokens_seen = int_field(j, "tokens_seen", name);
-  s.bad_steps_in_a_row = int_field(j, "bad_steps_in_a_row", name);
+  s.loop.step = int_field(j, "step", name);
+  s.loop.applied_steps = int_field(j, "applied_steps", name);
+  s.loop.tokens_seen = int_field(j, "tokens_seen", name);
+  s.loop.bad_steps_in_a_row = int_field(j, "bad_steps_in_a_row", name);
   if (!field(j, "best_val_loss", name).is_null())
-    s.best_val_loss = number_field(j, "best_val_loss", name);
-  s.best_val_step = int_field(j, "best_val_step", name);
-  s.loss_scale = number_field(j, "loss_scale", name);
-  s.scaler_good_in_a_row = int_field(j, "scaler_good_in_a_row", name);
-  s.scaler_skipped = int_field(j, "scaler_skipped", name);
-  s.elapsed_s = number_field(j, "elapsed_s", name);
+    s.loop.best_val_loss = number_field(j, "best_val_loss", name);
+  s.loop.best_val_step = int_field(j, "best_val_step", name);
+  s.loop.loss_scale = number_field(j, "loss_scale", name);
+  s.loop.scaler_good_in_a_row = int_field(j, "scaler_good_in_a_row", name);
+  s.loop.scaler_skipped = int_field(j, "scaler_skipped", name);
+  s.loop.elapsed_s = number_field(j, "elapsed_s", name);
   const auto config = j.find("config");
   check(config != j.end(), name, ": state JSON lacks \"config\"");
   s.config = std::move(*config);

@@ -29,21 +29,15 @@
 #include <string_view>
 #include <vector>
 
+#include "tinylm/train/loop_state.h"
+
 namespace tinylm::train {
 
 template <class T>  // float (GPT-2, EvermindLM) or double (microgpt)
 struct TrainState {
-  std::string arch;           // "gpt2" | "evermind" | "microgpt" (any non-empty name)
-  int64_t step = 0;           // optimizer steps done, applied or skipped
-  int64_t applied_steps = 0;  // AdamW's t
-  int64_t tokens_seen = 0;
-  int64_t bad_steps_in_a_row = 0;
-  std::optional<double> best_val_loss;  // finite when present
-  int64_t best_val_step = 0;
-  double loss_scale = 1.0;  // finite, > 0
-  int64_t scaler_good_in_a_row = 0;
-  int64_t scaler_skipped = 0;
-  double elapsed_s = 0;           // training wall time so far; finite, >= 0
+  std::string arch;               // "gpt2" | "evermind" | "microgpt" (any non-empty name)
+  LoopState loop;                 // best_val_loss finite when present, loss_scale finite and > 0,
+                                  // elapsed_s finite and >= 0, and the rules below
   nlohmann::ordered_json config;  // the run's configuration (what run.json holds); an object
   std::vector<T> m, v;            // AdamW moments, the model's parameter order; equal sizes
 };
@@ -69,13 +63,13 @@ TrainState<T> decode_train_state(std::span<const std::byte> bytes, std::string_v
 template <class T>
 void save_train_state(const std::string& path, const TrainState<T>& state);
 
-// Reads and checks as decode_train_state, reading the moments straight into the vectors.
 // The same with the moments given apart (state.m and state.v are not used): a run saves the
 // optimizer's moments where they are, without copying a gigabyte into the state first.
 template <class T>
 void save_train_state(const std::string& path, const TrainState<T>& state, std::span<const T> m,
                       std::span<const T> v);
 
+// Reads and checks as decode_train_state, reading the moments straight into the vectors.
 template <class T>
 TrainState<T> load_train_state(const std::string& path);
 
