@@ -5,14 +5,17 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config clang-format
+  clang libclang-rt-14-dev libomp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
 )
-# Extra packages for optional tools, requested with --fuzz / --bench-compare. The PyTorch peer
-# gets OpenBLAS: with only Debian's reference libblas3 its f32 products run several times slower.
+# clang builds the sanitizer build (tests and fuzz targets; its OpenMP is libomp). Extra
+# packages for the side-by-side benchmarks come with --bench-compare (--fuzz is still accepted,
+# and now adds nothing). The PyTorch peer gets OpenBLAS: with only Debian's reference libblas3
+# its f32 products run several times slower.
 for arg in "$@"; do
   case "$arg" in
-    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --fuzz) ;;
     --bench-compare) packages+=(python3 python3-torch python3-numpy libopenblas0-pthread) ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac

@@ -2,7 +2,7 @@
 # Quick start, part 2: install what is missing, check the formatting, build, and run every
 # test: optimized (release) once per kernel level this CPU supports (generic always, then
 # AVX2 and AVX-512 where the CPU has them), then under AddressSanitizer + UndefinedBehavior
-# Sanitizer (dev) at the best level.
+# Sanitizer (dev, clang) at the best level, with every fuzz target run over its seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -22,7 +22,7 @@ for level in $levels; do
   TINYLM_ISA=$level ctest --preset release -j "$jobs"
 done
 
-echo "== sanitizer build (ASan + UBSan) and tests"
+echo "== sanitizer build (clang, ASan + UBSan): tests and fuzz seeds"
 cmake --preset dev >/dev/null
 cmake --build build/dev -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset dev -j "$jobs"

@@ -44,6 +44,9 @@ const std::map<std::string, std::string> kHelp = {
     {"batch", "Rows (windows of --seq-len + 1 tokens) per micro-batch"},
     {"seq-len", "Tokens per row"},
     {"accum", "Micro-batches whose gradients are averaged per optimizer step"},
+    {"devices",
+     "Data-parallel replicas: each micro-batch is split into this many shards, their gradients "
+     "averaged in shard order"},
     {"order", "random: windows from a counter RNG keyed by (seed, step, row); sequential"},
     {"seed", "Initialization, data order and dropout seed"},
     {"optimizer", "adamw or sgd"},

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "commands.h"
 #include "tinylm/core/error.h"
@@ -16,6 +18,7 @@
 #include "tinylm/train/gpt2_metrics.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/loop.h"
+#include "tinylm/train/replicas.h"
 
 namespace tinylm::cli {
 
@@ -25,7 +28,7 @@ constexpr int kBatch = 4, kSeq = 64;
 
 struct Flags {
   std::string model, config, tokens, metrics_out, save_weights, compute = "f32";
-  int steps = 20, threads = 0;
+  int steps = 20, threads = 0, devices = 1;
   double lr = 1e-4, dropout = 0.0;
   uint64_t seed = 0;
 };
@@ -50,6 +53,8 @@ void run(const Flags& f) {
   const DType compute = parse_dtype(f.compute);
   check(compute == DType::f32 || compute == DType::bf16 || compute == DType::f16,
         "--compute-dtype must be f32, bf16 or f16 (got ", f.compute, ")");
+  check(f.devices >= 1 && kBatch % f.devices == 0, "--devices ", f.devices, ": the batch of ",
+        kBatch, " rows must split into equal shards (1, 2 or 4 devices)");
   set_num_threads(f.threads);
 
   train::Gpt2Checkpoint ck = train::load_gpt2(f.model, f.config);
@@ -61,8 +66,15 @@ void run(const Flags& f) {
     source = (std::filesystem::path(source) / "model.safetensors").string();
 
   const gpt2::Config config = ck.config;
-  train::Gpt2Trainable model(config, std::move(ck.params),
-                             {kBatch, kSeq, static_cast<float>(f.dropout), compute});
+  // One replica per device, each on its shard of the batch (train/replicas.h).
+  std::vector<std::unique_ptr<train::Trainable<float>>> replicas;
+  for (int s = 0; s < f.devices; ++s) {
+    replicas.push_back(std::make_unique<train::Gpt2Trainable>(
+        config, ck.params,
+        gpt2::TrainerOptions{kBatch / f.devices, kSeq, static_cast<float>(f.dropout), compute}));
+  }
+  ck.params = {};
+  train::Replicas<float> model(std::move(replicas));
   const bool f16 = compute == DType::f16;
   train::LoopOptions options;
   options.steps = f.steps;
@@ -76,6 +88,7 @@ void run(const Flags& f) {
 
   train::RunMetrics metrics;
   metrics.steps = f.steps;
+  metrics.devices = f.devices;
   metrics.batch_size = kBatch;
   metrics.seq_len = kSeq;
   metrics.lr = f.lr;
@@ -140,6 +153,8 @@ void register_train_gpt2(CLI::App& app) {
                   "Write the trained weights here (the input file's layout)");
   cmd->add_option("--dropout", f->dropout, "Dropout rate in [0, 1) (default 0)");
   cmd->add_option("--seed", f->seed, "Seed of the dropout masks (default 0)");
+  cmd->add_option("--devices", f->devices,
+                  "Data-parallel replicas, each on its shard of the batch (1, 2 or 4; default 1)");
   cmd->add_option("--compute-dtype", f->compute,
                   "f32 | bf16 | f16 (f16 adds dynamic loss scaling)");
   cmd->add_option("--threads", f->threads, "Threads (default: all cores)");

@@ -31,10 +31,15 @@ std::string train_args(const std::string& extra) {
          test::source_path(kTokens) + " " + extra;
 }
 
-TEST(CliTrainGpt2, ProtocolMatchesPyTorch) {
+// On 1, 2 and 4 devices (replicas, each on its shard of the batch): the same PyTorch
+// numbers within the same tolerances, and the shard count in the metrics.
+class CliTrainGpt2Devices : public ::testing::TestWithParam<int> {};
+
+TEST_P(CliTrainGpt2Devices, ProtocolMatchesPyTorch) {
+  const int devices = GetParam();
   test::TempDir dir;
-  const test::CommandResult r =
-      run_cli(train_args("--steps 5 --metrics-out " + dir.file("m.json")));
+  const test::CommandResult r = run_cli(train_args(
+      "--steps 5 --devices " + std::to_string(devices) + " --metrics-out " + dir.file("m.json")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json want = expected();
   const auto& losses = want["sgd"]["losses"]["0.0001"];
@@ -55,6 +60,7 @@ TEST(CliTrainGpt2, ProtocolMatchesPyTorch) {
   // The metrics JSON: schema and values.
   const auto j = nlohmann::json::parse(test::read_text(dir.file("m.json")));
   EXPECT_EQ(j["device"], "CPU");
+  EXPECT_EQ(j["devices"], devices);
   EXPECT_EQ(j["steps"], 5);
   EXPECT_EQ(j["batch_size"], 4);
   EXPECT_EQ(j["seq_len"], 64);
@@ -82,6 +88,8 @@ TEST(CliTrainGpt2, ProtocolMatchesPyTorch) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(CliTrainGpt2, CliTrainGpt2Devices, ::testing::Values(1, 2, 4));
 
 TEST(CliTrainGpt2, DropoutZeroIsNoDropoutAndSeedsReproduce) {
   const auto losses = [](const std::string& out) {  // the first step's loss as printed
@@ -177,6 +185,8 @@ TEST(CliTrainGpt2, BadInputsAreOneLineErrors) {
   expect_error(run_cli(base + " --tokens " + test::source_path(kTokens) + " --compute-dtype f64"),
                "--compute-dtype");
   expect_error(run_cli(base + " --tokens " + dir.file("missing.json")), "missing.json");
+  expect_error(run_cli(base + " --tokens " + test::source_path(kTokens) + " --devices 3"),
+               "--devices 3");
 }
 
 }  // namespace

@@ -95,15 +95,17 @@ const float kRates[] = {0.0f, 0.1f, 0.25f, 0.5f, 0.9f};
 const DropoutSite kSite{0x123456789abcull, (uint64_t{1} << 32) + 3, 2};
 
 // The mask by core/philox.h's scalar Philox: element e keeps unless (w >> 8) / 2^24 < rate,
-// w word e mod 4 of the block at counter {e / 4, site, step low, step high}, key seed.
+// w word g mod 4 of the block at counter {g / 4, site, step low, step high}, key seed, where
+// g = first + e.
 Vec philox_mask(int64_t n, float rate, DropoutSite w) {
   Vec mask(static_cast<size_t>(n));
   for (int64_t e = 0; e < n; ++e) {
+    const uint64_t g = w.first + static_cast<uint64_t>(e);
     const PhiloxCounter block =
-        philox4x32_10({static_cast<uint32_t>(e / 4), w.site, static_cast<uint32_t>(w.step),
+        philox4x32_10({static_cast<uint32_t>(g / 4), w.site, static_cast<uint32_t>(w.step),
                        static_cast<uint32_t>(w.step >> 32)},
                       {static_cast<uint32_t>(w.seed), static_cast<uint32_t>(w.seed >> 32)});
-    const double u = static_cast<double>(block[static_cast<size_t>(e % 4)] >> 8) / 16777216.0;
+    const double u = static_cast<double>(block[static_cast<size_t>(g % 4)] >> 8) / 16777216.0;
     mask[e] = u < static_cast<double>(rate) ? 0.0 : 1.0;
   }
   return mask;
@@ -276,6 +278,30 @@ std::vector<OpCase> activation_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(activation_cases()), case_name);
+
+// A tensor split into parts (shards of a batch) draws, part by part, the mask of the whole:
+// each part matches the reference at its global offset, at every level, also where a part
+// starts inside a Philox block or a 64-element group.
+TEST(Dropout, APartDrawsItsShareOfTheWholeMask) {
+  const int64_t n = 3 * 4096 + 37;
+  test::for_each_isa([&](Isa) {
+    std::vector<uint8_t> whole(static_cast<size_t>(n));
+    dropout_mask(whole.data(), n, 0.25f, kSite);
+    for (const int64_t cut : {int64_t{1}, int64_t{63}, int64_t{1000}, int64_t{5555}}) {
+      DropoutSite tail = kSite;
+      tail.first = static_cast<uint64_t>(cut);
+      std::vector<uint8_t> part(static_cast<size_t>(n - cut));
+      dropout_mask(part.data(), n - cut, 0.25f, tail);
+      EXPECT_TRUE(std::equal(part.begin(), part.end(), whole.begin() + cut)) << cut;
+      const Vec ref = philox_mask(n - cut, 0.25f, tail);
+      EXPECT_TRUE(std::equal(part.begin(), part.end(), ref.begin())) << cut;
+    }
+  });
+  DropoutSite far = kSite;
+  far.first = uint64_t{1} << 34;
+  uint8_t m = 0;
+  EXPECT_THROW(dropout_mask(&m, 1, 0.1f, far), std::runtime_error);
+}
 
 }  // namespace
 }  // namespace tinylm::kernels::ops_table

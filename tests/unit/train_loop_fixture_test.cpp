@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -19,6 +20,7 @@
 #include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/loop.h"
+#include "tinylm/train/replicas.h"
 #include "tinylm/train/token_file.h"
 #include "tinylm/train/window_data.h"
 
@@ -126,15 +128,23 @@ WindowSampler fixture_sampler(const json& fx, const TokenFile& tokens) {
                        p["accum"].get<int64_t>(), 0, DataOrder::sequential);
 }
 
-TEST(TrainLoopFixture, Gpt2MatchesPyTorch) {
+// `devices` replicas, each on its shard of every micro-batch (train/replicas.h): the same
+// PyTorch run, within the same tolerances, since sharding changes only the summation order.
+void gpt2_case(int devices) {
   const json fx = load_fixture("gpt2.json");
   const json& p = fx["protocol"];
   const TokenFile tokens = fixture_tokens(fx);
   const WindowSampler sampler = fixture_sampler(fx, tokens);
   expect_windows(fx, sampler);
-  Gpt2Checkpoint ck = load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
-  Gpt2Trainable model(ck.config, std::move(ck.params),
-                      {p["batch_size"].get<int>(), p["seq_len"].get<int>(), 0.0f, DType::f32});
+  const Gpt2Checkpoint ck = load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
+  std::vector<std::unique_ptr<Trainable<float>>> replicas;
+  for (int s = 0; s < devices; ++s) {
+    replicas.push_back(std::make_unique<Gpt2Trainable>(
+        ck.config, ck.params,
+        gpt2::TrainerOptions{p["batch_size"].get<int>() / devices, p["seq_len"].get<int>(), 0.0f,
+                             DType::f32}));
+  }
+  Replicas<float> model(std::move(replicas));
   for (const json& e : fx["params"]) {
     const ParamEntry& entry = model.layout().at(e["name"].get<std::string>());
     EXPECT_EQ(entry.role == ParamRole::matrix, e["decay"].get<bool>()) << entry.name;
@@ -144,7 +154,10 @@ TEST(TrainLoopFixture, Gpt2MatchesPyTorch) {
   Checker{model, fx}.run(data, fixture_options(p), false);
 }
 
-void evermind_case(const std::string& name) {
+TEST(TrainLoopFixture, Gpt2MatchesPyTorch) { gpt2_case(1); }
+TEST(TrainLoopFixture, Gpt2OnTwoDevicesMatchesPyTorch) { gpt2_case(2); }
+
+void evermind_case(const std::string& name, int devices) {
   const json fx = load_fixture(name + ".json");
   const json& p = fx["protocol"];
   const TokenFile tokens = fixture_tokens(fx);
@@ -188,14 +201,25 @@ void evermind_case(const std::string& name) {
     EXPECT_LE(std::sqrt(diff), 2e-5 * std::sqrt(norm)) << "gradient of " << e.name;
   }
 
-  // Ten AdamW steps from the initial weights.
+  // Ten AdamW steps from the initial weights, on `devices` replicas.
   std::copy(ck.params.begin(), ck.params.end(), trainable.params().begin());
+  std::vector<std::unique_ptr<evermind::Model<float>>> copies;
+  std::vector<std::unique_ptr<Trainable<float>>> replicas;
+  options.max_rows = B / devices * accum;
+  for (int s = 0; s < devices; ++s) {
+    copies.push_back(std::make_unique<evermind::Model<float>>(ck.config, T + 1, ck.params));
+    replicas.push_back(std::make_unique<EvermindTrainable>(*copies.back(), options));
+  }
+  Replicas<float> sharded(std::move(replicas));
   WindowData data(tokens, sampler, B, accum, p["eval_batches"].get<int64_t>());
-  Checker{trainable, fx}.run(data, fixture_options(p), true);
+  Checker{sharded, fx}.run(data, fixture_options(p), true);
 }
 
-TEST(TrainLoopFixture, EvermindTinyMatchesPyTorch) { evermind_case("evermind_tiny"); }
-TEST(TrainLoopFixture, EvermindSmallMatchesPyTorch) { evermind_case("evermind_small"); }
+TEST(TrainLoopFixture, EvermindTinyMatchesPyTorch) { evermind_case("evermind_tiny", 1); }
+TEST(TrainLoopFixture, EvermindSmallMatchesPyTorch) { evermind_case("evermind_small", 1); }
+TEST(TrainLoopFixture, EvermindSmallOnTwoDevicesMatchesPyTorch) {
+  evermind_case("evermind_small", 2);
+}
 
 }  // namespace
 }  // namespace tinylm::train

@@ -148,9 +148,12 @@ TEST(TrainProtocol, MetricsJsonFollowsTheSchema) {
   const auto j = nlohmann::ordered_json::parse(text);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"device", "steps", "batch_size", "seq_len", "lr",
-                                            "n_params", "initial_loss", "jit_calls", "records"}));
+  // The reference schema's keys, with `devices` (the shard count) added after `device`.
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"device", "devices", "steps", "batch_size", "seq_len", "lr",
+                                      "n_params", "initial_loss", "jit_calls", "records"}));
   EXPECT_EQ(j["device"], "CPU");
+  EXPECT_EQ(j["devices"], 1);
   EXPECT_TRUE(j["jit_calls"].is_null());
   EXPECT_EQ(j["initial_loss"], "10.5");
   EXPECT_NE(text.find("\"lr\": 0.0001,"), std::string::npos);

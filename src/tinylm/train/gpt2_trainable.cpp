@@ -35,7 +35,7 @@ StepLoss Gpt2Trainable::forward_backward(const Rows& rows, int64_t micro_rows, d
     out.tokens += load_micro_batch(rows, a, micro_rows);
     // Dropout masks keyed per micro-batch: with one micro-batch per step, by the step's
     // 1-based number, as train-gpt2's protocol keys them.
-    const gpt2::DropoutKey key{seed, static_cast<uint64_t>(step * n + a + 1)};
+    const gpt2::DropoutKey key{seed, static_cast<uint64_t>(step * n + a + 1), rows.first_row};
     out.loss += trainer_.forward(params_, inputs_, targets_, key);
     trainer_.backward(grads_, static_cast<float>(grad_scale / static_cast<double>(n)),
                       a == 0 ? gpt2::GradMode::overwrite : gpt2::GradMode::accumulate);

@@ -68,7 +68,8 @@ void merge_json(RunConfig& c, const json& j, const std::string& source) {
     v = it->get<V>();
   });
   if (known != j.size()) {
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string& key = item.key();
       bool found = false;
       RunConfig::visit(c, [&](const char* name, auto&, FieldKind) { found |= key == name; });
       check(found, source, ": unknown setting '", key, "'");
@@ -95,6 +96,9 @@ void validate(const RunConfig& c) {
         c.val_fraction, ")");
   check(c.batch >= 1 && c.accum >= 1, "--batch and --accum must be >= 1");
   check(c.seq_len >= 1, "--seq-len must be >= 1 (got ", c.seq_len, ")");
+  check(c.devices >= 1 && c.batch % c.devices == 0, "--batch ", c.batch,
+        " does not split into --devices ", c.devices, " equal shards (the batch must be a ",
+        "multiple of the devices)");
   check(c.steps >= 0, "--steps must be >= 0 (got ", c.steps, ")");
   check(c.eval_every >= 0 && c.save_every >= 0 && c.log_every >= 1,
         "--eval-every and --save-every must be >= 0, --log-every >= 1");

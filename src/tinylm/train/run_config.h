@@ -27,6 +27,7 @@ struct RunConfig {
   // Data.
   double val_fraction = 0.1;
   int64_t batch = 4, seq_len = 256, accum = 1;
+  int64_t devices = 1;           // shards each micro-batch is split into (train/replicas.h)
   std::string order = "random";  // random | sequential
   uint64_t seed = 0;
   // Optimization.
@@ -70,6 +71,7 @@ struct RunConfig {
     fn("batch", c.batch, F);
     fn("seq-len", c.seq_len, F);
     fn("accum", c.accum, F);
+    fn("devices", c.devices, F);
     fn("order", c.order, F);
     fn("seed", c.seed, F);
     fn("optimizer", c.optimizer, F);

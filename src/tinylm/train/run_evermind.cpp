@@ -10,6 +10,7 @@
 #include "tinylm/io/text_file.h"
 #include "tinylm/tokenizers/bpe_trainer.h"
 #include "tinylm/train/evermind_trainable.h"
+#include "tinylm/train/replicas.h"
 #include "tinylm/train/run_session.h"
 
 namespace tinylm::train {
@@ -82,8 +83,16 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   options.checkpoint_activations = c.checkpoint_activations;
   options.fp16_grads = c.mixed_precision;
   options.threads = static_cast<int>(c.threads);
-  options.max_rows = c.batch * c.accum;
-  EvermindTrainable trainable(*model, options);
+  options.max_rows = c.batch / c.devices * c.accum;
+  // One replica per device (replica 0 trains `model` itself), each on its shard of the batch.
+  std::vector<std::unique_ptr<evermind::Model<float>>> copies;
+  std::vector<std::unique_ptr<Trainable<float>>> replicas;
+  replicas.push_back(std::make_unique<EvermindTrainable>(*model, options));
+  for (int64_t s = 1; s < c.devices; ++s) {
+    copies.push_back(std::make_unique<evermind::Model<float>>(config, width, model->params()));
+    replicas.push_back(std::make_unique<EvermindTrainable>(*copies.back(), options));
+  }
+  Replicas<float> trainable(std::move(replicas));
   std::fprintf(request.log,
                "evermind: %zu parameters (%lld layers, width %lld, %lld experts top-%lld), %lld "
                "training and %lld validation tokens%s\n",

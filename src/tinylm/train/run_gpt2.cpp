@@ -10,6 +10,7 @@
 #include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_init.h"
 #include "tinylm/train/gpt2_trainable.h"
+#include "tinylm/train/replicas.h"
 #include "tinylm/train/run_session.h"
 
 namespace tinylm::train {
@@ -75,9 +76,16 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   const TokenizerIdentity identity{vocab_identity(vocab), tok.vocab_size(), tok.eot_id()};
   TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); });
 
-  Gpt2Trainable model(config, std::move(params),
-                      {static_cast<int>(c.batch), static_cast<int>(c.seq_len),
-                       static_cast<float>(c.dropout), parse_dtype(c.compute)});
+  // One replica per device, each planned for its shard of the batch.
+  const gpt2::TrainerOptions options{static_cast<int>(c.batch / c.devices),
+                                     static_cast<int>(c.seq_len), static_cast<float>(c.dropout),
+                                     parse_dtype(c.compute)};
+  std::vector<std::unique_ptr<Trainable<float>>> replicas;
+  for (int64_t s = 1; s < c.devices; ++s)
+    replicas.push_back(std::make_unique<Gpt2Trainable>(config, params, options));
+  replicas.insert(replicas.begin(),
+                  std::make_unique<Gpt2Trainable>(config, std::move(params), options));
+  Replicas<float> model(std::move(replicas));
   std::fprintf(request.log,
                "gpt2: %zu parameters (%d layers, %d heads, width %d), %lld training and %lld "
                "validation tokens%s\n",

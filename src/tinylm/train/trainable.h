@@ -17,6 +17,9 @@ namespace tinylm::train {
 struct Rows {
   std::span<const int32_t> tokens;
   int64_t count = 0, width = 0;
+  // Where these rows sit in each micro-batch of the whole batch when it is split into shards
+  // (train/replicas.h): anything random per row (dropout) is keyed by the row's index there.
+  int64_t first_row = 0;
 
   std::span<const int32_t> row(int64_t r) const {
     return tokens.subspan(static_cast<size_t>(r * width), static_cast<size_t>(width));

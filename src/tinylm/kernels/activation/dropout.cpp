@@ -51,17 +51,20 @@ void philox16(uint32_t out[4][16], uint32_t c0, uint32_t c1, uint32_t c2, uint32
 constexpr int64_t kGroup = 64;           // elements per Philox batch: 16 counters x 4 words
 constexpr int64_t kChunk = 64 * kGroup;  // elements per parallel task
 
-// Writes the masks of elements [e0, e1) (e0 a multiple of kGroup).
+// Writes the masks of elements [e0, e1): global elements [first + e0, first + e1), drawn in
+// groups of kGroup aligned in the whole tensor.
 void mask_range(uint8_t* mask, int64_t e0, int64_t e1, uint32_t threshold, DropoutSite w) {
   const uint32_t s_lo = static_cast<uint32_t>(w.step), s_hi = static_cast<uint32_t>(w.step >> 32);
-  for (int64_t g = e0; g < e1; g += kGroup) {
+  const uint64_t lo = w.first + static_cast<uint64_t>(e0), hi = w.first + static_cast<uint64_t>(e1);
+  for (uint64_t g = lo / kGroup * kGroup; g < hi; g += kGroup) {
     uint32_t out[4][16];
     philox16(out, static_cast<uint32_t>(g / 4), w.site, s_lo, s_hi, w.seed);
     uint8_t m[kGroup];
     for (int i = 0; i < 16; ++i) {
       for (int word = 0; word < 4; ++word) m[4 * i + word] = (out[word][i] >> 8) >= threshold;
     }
-    std::copy(m, m + std::min(kGroup, e1 - g), mask + g);
+    const uint64_t from = std::max(g, lo), to = std::min(g + kGroup, hi);
+    std::copy(m + (from - g), m + (to - g), mask + (from - w.first));
   }
 }
 
@@ -121,9 +124,11 @@ TINYLM_LEVELS(void dropout_mask(uint8_t* mask, int64_t n, uint32_t threshold, Dr
                                     double scale))
 
 namespace {
-void check_args(int64_t n, float rate) {
+void check_args(int64_t n, float rate, const DropoutSite& where) {
   check(rate >= 0.0f && rate < 1.0f, "dropout: rate must be in [0, 1), got ", rate);
-  check(n >= 0 && n < (int64_t{1} << 34), "dropout: ", n, " elements is out of range");
+  constexpr uint64_t kMax = uint64_t{1} << 34;  // the counter's word holds g / 4
+  check(n >= 0 && where.first <= kMax && static_cast<uint64_t>(n) <= kMax - where.first,
+        "dropout: elements ", where.first, " + ", n, " are out of range");
 }
 // Keeps u >= rate, i.e. (w >> 8) >= ceil(rate * 2^24), exactly.
 uint32_t keep_threshold(float rate) {
@@ -136,18 +141,18 @@ T keep_scale(float rate) {
 }  // namespace
 
 void dropout_mask(uint8_t* mask, int64_t n, float rate, DropoutSite where) {
-  check_args(n, rate);
+  check_args(n, rate, where);
   TINYLM_DISPATCH(dropout_mask, mask, n, keep_threshold(rate), where);
 }
 void dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n, float rate,
                      DropoutSite where) {
-  check_args(n, rate);
+  check_args(n, rate, where);
   TINYLM_DISPATCH(dropout_forward, y, mask, x, n, keep_threshold(rate), keep_scale<float>(rate),
                   where);
 }
 void dropout_forward(double* y, uint8_t* mask, const double* x, int64_t n, float rate,
                      DropoutSite where) {
-  check_args(n, rate);
+  check_args(n, rate, where);
   TINYLM_DISPATCH(dropout_forward, y, mask, x, n, keep_threshold(rate), keep_scale<double>(rate),
                   where);
 }

@@ -1,9 +1,11 @@
 #pragma once
 // Inverted dropout with counter-based masks: element e of a site is kept unless its uniform
-// draw u < rate, with u = (w >> 8) / 2^24 and w word (e mod 4) of
-//   Philox4x32-10(counter = {e / 4, site, step low, step high}, key = seed).
-// A mask is thus a pure function of (seed, step, site, element): the same for any thread
-// count, visiting order or level. Kept elements are scaled by 1 / (1 - rate).
+// draw u < rate, with u = (w >> 8) / 2^24 and w word (g mod 4) of
+//   Philox4x32-10(counter = {g / 4, site, step low, step high}, key = seed),
+// g = first + e its index in the whole tensor (first: where this part starts, for a tensor
+// split across shards). A mask is thus a pure function of (seed, step, site, element): the
+// same for any thread count, visiting order, level or sharding. Kept elements are scaled by
+// 1 / (1 - rate).
 #include <cstdint>
 
 namespace tinylm::kernels {
@@ -12,9 +14,10 @@ struct DropoutSite {
   uint64_t seed = 0;
   uint64_t step = 0;
   uint32_t site = 0;
+  uint64_t first = 0;  // index of element 0 in the whole tensor
 };
 
-// mask[e] = 1 to keep, 0 to drop, for e in [0, n). rate in [0, 1); n < 2^34.
+// mask[e] = 1 to keep, 0 to drop, for e in [0, n). rate in [0, 1); first + n <= 2^34.
 void dropout_mask(uint8_t* mask, int64_t n, float rate, DropoutSite where);
 
 // y = x * mask / (1 - rate), with the mask drawn as dropout_mask does (and stored for the

@@ -90,18 +90,18 @@ void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t n
   // The widest block that fits (each pass reads p and the value rows once).
   for (int64_t c = 0; c < D;) {
     const int64_t vectors = (D - c + kLanes - 1) / kLanes;
-    const auto block = [&]<int NV>() {
+    const auto block = [&]<int NV>() {  // returns the columns done
       weighted_block<NV>(out + c, p, v + c, ldv, n, std::min<int64_t>(D - c, NV * kLanes));
-      c += NV * kLanes;
+      return int64_t{NV} * kLanes;
     };
     if (kMaxAcc >= 8 && vectors >= 8)
-      block.template operator()<8>();
+      c += block.template operator()<8>();
     else if (vectors >= 4)
-      block.template operator()<4>();
+      c += block.template operator()<4>();
     else if (vectors >= 2)
-      block.template operator()<2>();
+      c += block.template operator()<2>();
     else
-      block.template operator()<1>();
+      c += block.template operator()<1>();
   }
 }
 

@@ -271,11 +271,17 @@ struct BasicTrainer<T>::Impl {
     if (!accumulate) std::fill(g + offset, g + offset + n, T(0));
   }
 
+  // A [B, T, C] site's masks: rows counted from key.first_row, so a shard of a batch draws
+  // its rows' share of the whole batch's masks.
+  kernels::DropoutSite dropout_site(DropoutKey key, uint32_t site) const {
+    return {key.seed, key.step, site, static_cast<uint64_t>(key.first_row) * Tn * C};
+  }
+
   // res_out = res_in + dropout(proj) at the given site.
   void residual(T* res_out, const T* res_in, uint8_t* mask, uint32_t site, DropoutKey key) {
     const int64_t n = BT * C;
     if (rate > 0.0f) {
-      kernels::dropout_forward(proj, mask, proj, n, rate, {key.seed, key.step, site});
+      kernels::dropout_forward(proj, mask, proj, n, rate, dropout_site(key, site));
     }
     parallel_for(0, BT, grain_for(C), [&](int64_t r) {
       for (int64_t i = r * C; i < (r + 1) * C; ++i) res_out[i] = res_in[i] + proj[i];
@@ -308,7 +314,7 @@ struct BasicTrainer<T>::Impl {
     rate = options.dropout;
     kernels::embedding_forward(enc, inputs, params + wte, params + wpe, BT, C, 0, Tn);
     if (rate > 0.0f)
-      kernels::dropout_forward(enc, mask_enc, enc, BT * C, rate, {key.seed, key.step, 0});
+      kernels::dropout_forward(enc, mask_enc, enc, BT * C, rate, dropout_site(key, 0));
     const T* x = enc;
     const T eps = static_cast<T>(config.layer_norm_epsilon);
     for (int64_t l = 0; l < L; ++l) {

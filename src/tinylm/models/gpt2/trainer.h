@@ -45,10 +45,12 @@ struct TrainerOptions {
   DType compute = DType::f32;  // f32 | bf16 | f16
 };
 
-// Identifies a step's dropout masks (unused at rate 0).
+// Identifies a step's dropout masks (unused at rate 0). first_row: the batch's row 0 is this
+// row of the whole batch (a shard's rows draw their share of the whole batch's masks).
 struct DropoutKey {
   uint64_t seed = 0;
   uint64_t step = 0;
+  int64_t first_row = 0;
 };
 
 // backward(): add to the gradient buffer, or write it (no separate zeroing pass over all

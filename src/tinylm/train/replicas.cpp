@@ -1,0 +1,92 @@
+#include "tinylm/train/replicas.h"
+
+#include <algorithm>
+
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+
+namespace tinylm::train {
+
+template <class T>
+Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas)
+    : replicas_(std::move(replicas)) {
+  check(!replicas_.empty(), "replicas: at least one device is needed");
+  for (const auto& r : replicas_) {
+    check(r->params().size() == replicas_.front()->params().size(),
+          "replicas: the devices' models differ in size");
+  }
+}
+
+template <class T>
+void Replicas<T>::sync_params() {
+  const std::span<const T> from = replicas_.front()->params();
+  for (size_t s = 1; s < replicas_.size(); ++s) {
+    const std::span<T> to = replicas_[s]->params();
+    std::copy(from.begin(), from.end(), to.begin());
+  }
+}
+
+template <class T>
+Rows Replicas<T>::shard(const Rows& rows, int64_t micro_rows, int64_t s) {
+  const int64_t n = devices(), b = micro_rows / n, micro_batches = rows.count / micro_rows;
+  shard_tokens_.resize(static_cast<size_t>(micro_batches * b * rows.width));
+  for (int64_t a = 0; a < micro_batches; ++a) {
+    const auto from = rows.tokens.begin() + (a * micro_rows + s * b) * rows.width;
+    std::copy(from, from + b * rows.width, shard_tokens_.begin() + a * b * rows.width);
+  }
+  return {shard_tokens_, micro_batches * b, rows.width, rows.first_row + s * b};
+}
+
+template <class T>
+StepLoss Replicas<T>::forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale,
+                                       uint64_t seed, int64_t step) {
+  const int64_t n = devices();
+  check(micro_rows % n == 0, "a micro-batch of ", micro_rows, " rows does not split into ", n,
+        " devices");
+  sync_params();
+  StepLoss out;
+  for (int64_t s = 0; s < n; ++s) {
+    const StepLoss l = replica(s).forward_backward(shard(rows, micro_rows, s), micro_rows / n,
+                                                   grad_scale, seed, step);
+    out.loss += l.loss;
+    out.objective += l.objective;
+    out.tokens += l.tokens;
+  }
+  out.loss /= static_cast<double>(n);
+  out.objective /= static_cast<double>(n);
+  if (n > 1) {
+    // The mean of the shards' gradients, summed in shard order.
+    std::vector<const T*> parts;
+    for (int64_t s = 0; s < n; ++s) parts.push_back(replica(s).grads().data());
+    T* g = grads().data();
+    parallel_for(0, static_cast<int64_t>(grads().size()), grain_for(n), [&](int64_t i) {
+      T sum = parts[0][i];
+      for (int64_t s = 1; s < n; ++s) sum += parts[static_cast<size_t>(s)][i];
+      g[i] = sum / static_cast<T>(n);
+    });
+  }
+  return out;
+}
+
+template <class T>
+StepLoss Replicas<T>::evaluate(const Rows& rows, int64_t micro_rows) {
+  const int64_t n = devices();
+  check(micro_rows % n == 0, "a micro-batch of ", micro_rows, " rows does not split into ", n,
+        " devices");
+  sync_params();
+  StepLoss out;
+  for (int64_t s = 0; s < n; ++s) {
+    const StepLoss l = replica(s).evaluate(shard(rows, micro_rows, s), micro_rows / n);
+    out.loss += l.loss;
+    out.objective += l.objective;
+    out.tokens += l.tokens;
+  }
+  out.loss /= static_cast<double>(n);
+  out.objective /= static_cast<double>(n);
+  return out;
+}
+
+template class Replicas<float>;
+template class Replicas<double>;
+
+}  // namespace tinylm::train

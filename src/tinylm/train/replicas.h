@@ -1,0 +1,49 @@
+#pragma once
+// Data parallelism in one process (`--devices N`): N replicas of a model, each training on its
+// shard of every micro-batch (the batch split on axis 0 into N equal parts). The loop sees one
+// Trainable whose parameters are replica 0's. The gradient is the mean of the shards'
+// gradients, summed in shard order, and each shard's forward and backward give the same bits
+// on any number of threads, so a step's result depends on the number of shards alone.
+// Against one device it differs only by floating-point summation order.
+//
+// The shards run one after another, each on all the process's threads: on a CPU the replicas
+// share the cores, and a larger product per shard uses them better than shards side by side.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tinylm/train/trainable.h"
+
+namespace tinylm::train {
+
+template <class T>
+class Replicas final : public Trainable<T> {
+ public:
+  // replicas[s] trains shard s; all have the same layout (and are planned for micro-batches
+  // of batch / N rows). Their parameters are made equal to replica 0's before every pass.
+  explicit Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas);
+
+  std::string_view arch() const override { return replicas_.front()->arch(); }
+  const ParamLayout& layout() const override { return replicas_.front()->layout(); }
+  std::span<T> params() override { return replicas_.front()->params(); }
+  std::span<T> grads() override { return replicas_.front()->grads(); }
+  StepLoss forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale, uint64_t seed,
+                            int64_t step) override;
+  StepLoss evaluate(const Rows& rows, int64_t micro_rows) override;
+  double flops_per_token() const override { return replicas_.front()->flops_per_token(); }
+
+  int64_t devices() const { return static_cast<int64_t>(replicas_.size()); }
+  Trainable<T>& replica(int64_t s) { return *replicas_[static_cast<size_t>(s)]; }
+
+ private:
+  // Shard s of every micro-batch of `rows`, as rows of their own (valid until the next call).
+  Rows shard(const Rows& rows, int64_t micro_rows, int64_t s);
+  void sync_params();
+
+  std::vector<std::unique_ptr<Trainable<T>>> replicas_;
+  std::vector<int32_t> shard_tokens_;
+};
+
+}  // namespace tinylm::train
