@@ -287,6 +287,45 @@ TEST(GemmF32, DeterministicForFixedThreadCount) {
   set_num_threads(saved);
 }
 
+// The same bytes on any number of threads: threads take parts of M or N, never of K, also
+// where a dimension is too narrow for every thread (the long-K shapes of a small shard's
+// weight gradient) and at thread counts that do not divide the sizes. Where the level does not
+// promise it (oneDNN's AVX2 kernels), the parts still agree within float32 rounding.
+TEST(GemmF32, SameBytesOnAnyNumberOfThreads) {
+  const bool bits = gemm_same_bits_on_any_threads();
+  const int saved = num_threads();
+  for (auto [ta, tb, M, N, K] :
+       {std::tuple{kYes, kNo, 96, 200, 4096}, std::tuple{kNo, kNo, 64, 130, 2048},
+        std::tuple{kNo, kYes, 300, 700, 256}, std::tuple{kYes, kNo, 768, 768, 128}}) {
+    const Problem p{ta, tb, M, N, K};
+    const std::vector<float> A = random_matrix(p.a_rows(), p.a_cols(), p.lda(), 21, false);
+    const std::vector<float> B = random_matrix(p.b_rows(), p.b_cols(), p.ldb(), 22, false);
+    const std::vector<Bf16> Ab = to_bf16(A), Bb = to_bf16(B);
+    for (bool bf16 : {false, true}) {
+      std::vector<float> one(static_cast<size_t>(M * N)), got(one.size());
+      for (int threads : {1, 2, 3, 4, 8}) {
+        set_num_threads(threads);
+        std::vector<float>& C = threads == 1 ? one : got;
+        if (bf16)
+          gemm(ta, tb, M, N, K, 1.0f, Ab.data(), p.lda(), Bb.data(), p.ldb(), 0.0f, C.data(), N);
+        else
+          gemm(ta, tb, M, N, K, 1.0f, A.data(), p.lda(), B.data(), p.ldb(), 0.0f, C.data(), N);
+        if (threads > 1 && bits) {
+          EXPECT_EQ(std::memcmp(one.data(), got.data(), one.size() * sizeof(float)), 0)
+              << "threads=" << threads << " bf16=" << bf16 << " M=" << M << " N=" << N
+              << " K=" << K;
+        } else if (threads > 1) {
+          for (size_t i = 0; i < one.size(); ++i) {
+            ASSERT_NEAR(got[i], one[i], 1e-5 * std::sqrt(static_cast<double>(K)))
+                << "threads=" << threads << " bf16=" << bf16 << " [" << i << "]";
+          }
+        }
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
 // Called from inside a parallel region (one product per head, say), gemm runs on the
 // calling thread and gives what the same call gives with one thread.
 TEST(GemmF32, InsideParallelRegionMatchesOneThread) {

@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/replicas.h"
@@ -92,14 +93,22 @@ TEST(TrainDevices, DropoutMasksDependOnTheGlobalRow) {
   EXPECT_GT(std::abs(global - local), 1e-4 * std::abs(global));
 }
 
+// Where the matrix products promise it (kernels/matmul/gemm.h: not at the avx2 level), a
+// step gives the same bits on any number of threads; elsewhere the same step within
+// tolerance.
 TEST(TrainDevices, SameBitsOnAnyNumberOfThreads) {
   for (const int devices : {1, 2}) {
     const Step one = step(devices, 0.1f, 1);
     for (const int threads : {2, 3}) {
       const Step got = step(devices, 0.1f, threads);
-      EXPECT_EQ(std::memcmp(&got.loss.loss, &one.loss.loss, sizeof(double)), 0)
-          << devices << " devices, " << threads << " threads";
-      EXPECT_EQ(got.grads, one.grads) << devices << " devices, " << threads << " threads";
+      const std::string what =
+          std::to_string(devices) + " devices, " + std::to_string(threads) + " threads";
+      if (!kernels::gemm_same_bits_on_any_threads()) {
+        expect_close(got, one, what);
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(&got.loss.loss, &one.loss.loss, sizeof(double)), 0) << what;
+      EXPECT_EQ(got.grads, one.grads) << what;
     }
   }
 }

@@ -13,9 +13,11 @@
 // the work between threads ourselves, though: the larger of M and N into one contiguous part
 // per thread, each a single-threaded oneDNN call. On the training shapes with 2 threads that
 // beats oneDNN's own split by 0-45% (f32 mlp.c_fc dX 240 -> 340 GFLOP/s, bf16 forward
-// 600 -> 730). Small products run on the calling thread (kSerialMacs below). The split
-// depends on the shape and the thread count only, and oneDNN's results do not depend on
-// alignment (checked), so results are the same bytes for a fixed thread count.
+// 600 -> 730). Small products run on the calling thread (kSerialMacs below). No thread ever
+// takes part of K: every element of C is one single-threaded oneDNN call's, whose sums do not
+// depend on where the block starts or how wide it is (tests/unit/gemm_test.cpp), so a product
+// gives the same bytes on any number of threads where oneDNN's kernels allow it (see
+// gemm_same_bits_on_any_threads in the header) — which a data-parallel run's shards need.
 #include "tinylm/kernels/matmul/gemm.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -122,8 +124,8 @@ dnnl_status_t backend(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float
 // that) take a few µs, and a fork/join onto a second thread costs as much as it saves
 // (measured: 64³ takes 3.1 µs on one thread, 6.2 µs on two; 64×64×256 11.2 µs vs 10.5 µs).
 constexpr double kSerialMacs = 1 << 20;
-// Each thread's part of the split dimension is at least this many rows/columns; narrower
-// problems (a long K, say) keep oneDNN's own threading, which can split K.
+// Each thread's part of the split dimension is at least this many rows/columns: a narrow
+// problem runs on fewer threads (oneDNN's own threading would split K, and with it the sums).
 constexpr int64_t kMinPart = 64;
 
 // Boundary t of `parts` contiguous parts of [0, n), at multiples of 16 (a vector of floats).
@@ -155,9 +157,10 @@ dnnl_status_t run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alp
   }
   const bool split_m = M >= N;
   const int64_t n = split_m ? M : N;
-  if (n < kMinPart * threads) return backend(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const int team = static_cast<int>(std::min<int64_t>(threads, n / kMinPart));
+  if (team <= 1) return serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   std::atomic<int> failed{dnnl_success};
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team)
   {
     const int t = omp_get_thread_num(), parts = omp_get_num_threads();
     const int64_t lo = part_bound(n, t, parts), hi = part_bound(n, t + 1, parts);
@@ -195,6 +198,8 @@ bool bf16_gemm_available() {
 }  // namespace
 
 bool bf16_gemm_is_native() { return bf16_gemm_available(); }
+
+bool gemm_same_bits_on_any_threads() { return active_isa() != Isa::avx2; }
 
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

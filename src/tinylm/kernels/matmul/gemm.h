@@ -35,4 +35,12 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
 // better rounding them into float buffers (cast.h's round_to_bf16) for the f32 gemm.
 bool bf16_gemm_is_native();
 
+// Whether a product gives the same bytes on any number of threads. Threads never split K, but
+// each computes its block of C with one oneDNN call, so this holds where oneDNN's sums do not
+// depend on the block's size: its SSE4.1 (generic level) and AVX-512 kernels. Its AVX2 sgemm
+// chooses its kernel by block size (measured on oneDNN 2.7: an M x 768 x 128 TN block gives
+// other bits above about 400 rows than in parts of 64), so at the avx2 level results are the
+// same bytes for a fixed thread count only.
+bool gemm_same_bits_on_any_threads();
+
 }  // namespace tinylm::kernels
