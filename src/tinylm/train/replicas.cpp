@@ -38,22 +38,32 @@ Rows Replicas<T>::shard(const Rows& rows, int64_t micro_rows, int64_t s) {
 }
 
 template <class T>
-StepLoss Replicas<T>::forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale,
-                                       uint64_t seed, int64_t step) {
+template <class Pass>
+StepLoss Replicas<T>::each_shard(const Rows& rows, int64_t micro_rows, Pass&& pass) {
   const int64_t n = devices();
   check(micro_rows % n == 0, "a micro-batch of ", micro_rows, " rows does not split into ", n,
         " devices");
   sync_params();
   StepLoss out;
   for (int64_t s = 0; s < n; ++s) {
-    const StepLoss l = replica(s).forward_backward(shard(rows, micro_rows, s), micro_rows / n,
-                                                   grad_scale, seed, step);
+    const StepLoss l = pass(replica(s), shard(rows, micro_rows, s), micro_rows / n);
     out.loss += l.loss;
     out.objective += l.objective;
     out.tokens += l.tokens;
   }
   out.loss /= static_cast<double>(n);
   out.objective /= static_cast<double>(n);
+  return out;
+}
+
+template <class T>
+StepLoss Replicas<T>::forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale,
+                                       uint64_t seed, int64_t step) {
+  const StepLoss out =
+      each_shard(rows, micro_rows, [&](Trainable<T>& r, const Rows& part, int64_t part_rows) {
+        return r.forward_backward(part, part_rows, grad_scale, seed, step);
+      });
+  const int64_t n = devices();
   if (n > 1) {
     // The mean of the shards' gradients, summed in shard order.
     std::vector<const T*> parts;
@@ -70,20 +80,9 @@ StepLoss Replicas<T>::forward_backward(const Rows& rows, int64_t micro_rows, dou
 
 template <class T>
 StepLoss Replicas<T>::evaluate(const Rows& rows, int64_t micro_rows) {
-  const int64_t n = devices();
-  check(micro_rows % n == 0, "a micro-batch of ", micro_rows, " rows does not split into ", n,
-        " devices");
-  sync_params();
-  StepLoss out;
-  for (int64_t s = 0; s < n; ++s) {
-    const StepLoss l = replica(s).evaluate(shard(rows, micro_rows, s), micro_rows / n);
-    out.loss += l.loss;
-    out.objective += l.objective;
-    out.tokens += l.tokens;
-  }
-  out.loss /= static_cast<double>(n);
-  out.objective /= static_cast<double>(n);
-  return out;
+  return each_shard(rows, micro_rows, [](Trainable<T>& r, const Rows& part, int64_t part_rows) {
+    return r.evaluate(part, part_rows);
+  });
 }
 
 template class Replicas<float>;

@@ -41,6 +41,10 @@ class Replicas final : public Trainable<T> {
   // Shard s of every micro-batch of `rows`, as rows of their own (valid until the next call).
   Rows shard(const Rows& rows, int64_t micro_rows, int64_t s);
   void sync_params();
+  // pass(replica, its shard's rows, rows per shard micro-batch) on every shard in order, after
+  // syncing the parameters; the mean of their losses.
+  template <class Pass>
+  StepLoss each_shard(const Rows& rows, int64_t micro_rows, Pass&& pass);
 
   std::vector<std::unique_ptr<Trainable<T>>> replicas_;
   std::vector<int32_t> shard_tokens_;
