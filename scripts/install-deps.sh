@@ -6,10 +6,12 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config clang-format
   clang libclang-rt-14-dev libomp-dev
+  libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
 )
-# clang builds the sanitizer build (tests and fuzz targets; its OpenMP is libomp). Extra
+# clang builds the sanitizer build (tests and fuzz targets; its OpenMP is libomp); Open MPI
+# runs training over several processes (mpirun; the tests start 2 and 4 locally). Extra
 # packages for the side-by-side benchmarks come with --bench-compare (--fuzz is still accepted,
 # and now adds nothing). The PyTorch peer gets OpenBLAS: with only Debian's reference libblas3
 # its f32 products run several times slower.

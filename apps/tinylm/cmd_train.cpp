@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "gpt2_common.h"
 #include "tinylm/core/error.h"
+#include "tinylm/train/comm.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
 
@@ -126,6 +127,7 @@ void run(TrainFlags& f) {
   const train::RunSummary s = train::run_training(request);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  if (!train::Comm::world().root()) return;  // under mpirun the first process reports
   if (s.stopped) {
     std::printf("stopped at step %lld; continue with: tinylm train --resume %s\n",
                 static_cast<long long>(s.steps), request.dir.c_str());

@@ -14,6 +14,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/io/atomic_file.h"
+#include "tinylm/train/comm.h"
 #include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_metrics.h"
 #include "tinylm/train/gpt2_trainable.h"
@@ -53,8 +54,13 @@ void run(const Flags& f) {
   const DType compute = parse_dtype(f.compute);
   check(compute == DType::f32 || compute == DType::bf16 || compute == DType::f16,
         "--compute-dtype must be f32, bf16 or f16 (got ", f.compute, ")");
-  check(f.devices >= 1 && kBatch % f.devices == 0, "--devices ", f.devices, ": the batch of ",
-        kBatch, " rows must split into equal shards (1, 2 or 4 devices)");
+  const train::Comm& comm = train::Comm::world();
+  const int shards = comm.size() * f.devices;
+  check(f.devices >= 1 && kBatch % shards == 0, "--devices ", f.devices, ": the batch of ", kBatch,
+        " rows must split into equal shards (processes x devices = ", shards,
+        "; 1, 2 or 4 shards)");
+  // Under mpirun every process trains its shards; the first one prints and writes.
+  const bool root = comm.root();
   set_num_threads(f.threads);
 
   train::Gpt2Checkpoint ck = train::load_gpt2(f.model, f.config);
@@ -71,7 +77,7 @@ void run(const Flags& f) {
   for (int s = 0; s < f.devices; ++s) {
     replicas.push_back(std::make_unique<train::Gpt2Trainable>(
         config, ck.params,
-        gpt2::TrainerOptions{kBatch / f.devices, kSeq, static_cast<float>(f.dropout), compute}));
+        gpt2::TrainerOptions{kBatch / shards, kSeq, static_cast<float>(f.dropout), compute}));
   }
   ck.params = {};
   train::Replicas<float> model(std::move(replicas));
@@ -88,7 +94,7 @@ void run(const Flags& f) {
 
   train::RunMetrics metrics;
   metrics.steps = f.steps;
-  metrics.devices = f.devices;
+  metrics.devices = shards;
   metrics.batch_size = kBatch;
   metrics.seq_len = kSeq;
   metrics.lr = f.lr;
@@ -97,7 +103,8 @@ void run(const Flags& f) {
   metrics.initial_loss = static_cast<float>(model.evaluate(data.rows(), kBatch).loss);
   check(std::isfinite(metrics.initial_loss) || f16, f.model, ": the initial loss is ",
         train::py_repr(metrics.initial_loss));
-  std::printf("initial loss (before step 1): %s\n", train::py_repr(metrics.initial_loss).c_str());
+  if (root)
+    std::printf("initial loss (before step 1): %s\n", train::py_repr(metrics.initial_loss).c_str());
   std::fflush(stdout);
 
   train::LoopHooks hooks;
@@ -108,6 +115,7 @@ void run(const Flags& f) {
           " (training diverged; parameters left as they were before this step)");
     const float loss = static_cast<float>(r.loss);
     const double ms = r.step_s * 1e3;
+    if (!root) return;
     std::printf("step %3d  loss %s  %9.2f ms", static_cast<int>(r.step),
                 train::py_repr(loss).c_str(), ms);
     if (f16) {
@@ -123,6 +131,7 @@ void run(const Flags& f) {
   };
   loop.run(hooks);
 
+  if (!root) return;
   if (!f.metrics_out.empty()) {
     io::AtomicFile out(f.metrics_out);
     const std::string json = train::metrics_json(metrics);

@@ -5,8 +5,33 @@
 #include "commands.h"
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/cpu/isa.h"
+#include "tinylm/train/comm.h"
+
+namespace {
+
+// Under mpirun an error on one process ends them all: the others would otherwise wait in
+// their next collective forever.
+int fail_run(int code) {
+  if (tinylm::train::Comm::world().size() > 1) tinylm::train::Comm::abort(code);
+  tinylm::train::Comm::finalize();
+  return code;
+}
+
+int run(int argc, char** argv);
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  tinylm::train::Comm::init(&argc, &argv);
+  const int code = run(argc, argv);
+  if (code != 0) return fail_run(code);
+  tinylm::train::Comm::finalize();
+  return 0;
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   // The kernels' instruction-set level (TINYLM_ISA or the best this CPU has), settled before
   // anything runs: a bad TINYLM_ISA is one line, not an error in the middle of a command.
   try {
@@ -17,8 +42,10 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"tinylm: train and run small language models on the CPU", "tinylm"};
   app.require_subcommand(1);
-  app.set_version_flag("--version",
-                       [] { return "tinylm 0.1.0\nkernels: " + tinylm::kernels::isa_summary(); });
+  app.set_version_flag("--version", [] {
+    return "tinylm 0.1.0\nkernels: " + tinylm::kernels::isa_summary() +
+           "\nmpi: " + (tinylm::train::Comm::built_with_mpi() ? "yes" : "no");
+  });
   tinylm::cli::register_microgpt(app);
   tinylm::cli::register_generate(app);
   tinylm::cli::register_perplexity(app);
@@ -56,3 +83,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace

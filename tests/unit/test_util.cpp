@@ -33,14 +33,17 @@ void write_text(const std::string& path, const std::string& text) {
   out << text;
 }
 
-CommandResult run_cli(const std::string& args) {
+CommandResult run_shell(const std::string& command) {
   TempDir dir;
   const std::string out = dir.file("out"), err = dir.file("err");
-  const std::string cmd =
-      std::string(TINYLM_CLI_PATH) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const std::string cmd = command + " >" + out + " 2>" + err + " </dev/null";
   const int status = std::system(cmd.c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   return {code, read_text(out), read_text(err)};
+}
+
+CommandResult run_cli(const std::string& args) {
+  return run_shell(std::string(TINYLM_CLI_PATH) + " " + args);
 }
 
 }  // namespace tinylm::test

@@ -40,6 +40,8 @@ struct CommandResult {
 };
 // Runs the tinylm CLI with the given argument string (shell syntax).
 CommandResult run_cli(const std::string& args);
+// Runs a shell command line (stdin from /dev/null).
+CommandResult run_shell(const std::string& command);
 
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);

@@ -78,6 +78,7 @@ TrainState<T> sample_state(size_t n, bool with_best) {
   s.loop.scaler_good_in_a_row = 17;
   s.loop.scaler_skipped = 34;
   s.loop.elapsed_s = 0.1 + 0.2;
+  s.shards = 3;
   s.config = {{"arch", s.arch}, {"lr", 6e-4}, {"steps", 5000}, {"data", {"a.txt", "b.txt"}}};
   s.m = any_bits<T>(n, 1);
   s.v = any_bits<T>(n, 2);
@@ -98,6 +99,7 @@ uint64_t dbits(double x) { return std::bit_cast<uint64_t>(x); }
 template <class T>
 void expect_same(const TrainState<T>& a, const TrainState<T>& b) {
   EXPECT_EQ(a.arch, b.arch);
+  EXPECT_EQ(a.shards, b.shards);
   EXPECT_EQ(a.loop.step, b.loop.step);
   EXPECT_EQ(a.loop.applied_steps, b.loop.applied_steps);
   EXPECT_EQ(a.loop.tokens_seen, b.loop.tokens_seen);
@@ -148,7 +150,8 @@ std::vector<std::byte> build_file(const std::string& json, uint32_t dtype,
 Json sample_json() {
   return Json::parse(R"({"arch":"gpt2","step":10,"applied_steps":9,"tokens_seen":100,
     "bad_steps_in_a_row":0,"best_val_loss":2.5,"best_val_step":5,"loss_scale":1.0,
-    "scaler_good_in_a_row":0,"scaler_skipped":1,"elapsed_s":3.0,"config":{"lr":0.001}})");
+    "scaler_good_in_a_row":0,"scaler_skipped":1,"elapsed_s":3.0,"shards":2,
+    "config":{"lr":0.001}})");
 }
 
 std::vector<std::byte> two_float_moments() {
@@ -228,7 +231,7 @@ TEST(TrainState, LayoutIsTheDocumentedOne) {
   EXPECT_EQ(keys, (std::vector<std::string>{"arch", "step", "applied_steps", "tokens_seen",
                                             "bad_steps_in_a_row", "best_val_loss", "best_val_step",
                                             "loss_scale", "scaler_good_in_a_row", "scaler_skipped",
-                                            "elapsed_s", "config"}));
+                                            "elapsed_s", "shards", "config"}));
   const size_t offset = (32 + json_bytes + 63) / 64 * 64;
   for (size_t i = 32 + json_bytes; i < offset; ++i) EXPECT_EQ(b[i], std::byte{0}) << i;
   ASSERT_EQ(b.size(), offset + 2 * 5 * 4 + 4);
@@ -246,11 +249,19 @@ TEST(TrainState, IndependentWriterAndCrcAgree) {
   EXPECT_EQ(s.loop.step, 10);
   EXPECT_EQ(s.loop.applied_steps, 9);
   EXPECT_EQ(*s.loop.best_val_loss, 2.5);
+  EXPECT_EQ(s.shards, 2);
   EXPECT_EQ(s.config.dump(), R"({"lr":0.001})");
   EXPECT_EQ(s.m, (std::vector<float>{1.0f, -2.0f}));
   EXPECT_EQ(s.v, (std::vector<float>{0.5f, 0.25f}));
   // Writing it back gives the same bytes: the CRC is zlib's over every preceding byte.
   EXPECT_EQ(train::encode_train_state(s), file);
+  // A state written before runs had shards (no "shards" key) is a one-shard run.
+  Json old = sample_json();
+  old.erase("shards");
+  EXPECT_EQ(
+      train::decode_train_state<float>(build_file(old.dump(), 1, two_float_moments(), 2), "old.bin")
+          .shards,
+      1);
 }
 
 TEST(TrainState, EveryTruncationIsAnErrorNamingTheFile) {
@@ -419,6 +430,7 @@ TEST(TrainState, SaveRefusesAStateThatWouldNotLoad) {
   };
   refused([](auto& s) { s.v.pop_back(); }, "moment vectors differ in size (m 3, v 2)");
   refused([](auto& s) { s.loop.step = -1; }, "\"step\" is negative");
+  refused([](auto& s) { s.shards = 0; }, "\"shards\"");
   refused([](auto& s) { s.loop.applied_steps = s.loop.step + 1; },
           "\"applied_steps\" (1235) exceeds \"step\" (1234)");
   refused([](auto& s) { s.loop.loss_scale = std::nan(""); }, "\"loss_scale\"");

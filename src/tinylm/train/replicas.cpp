@@ -3,13 +3,12 @@
 #include <algorithm>
 
 #include "tinylm/core/error.h"
-#include "tinylm/core/parallel.h"
 
 namespace tinylm::train {
 
 template <class T>
-Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas)
-    : replicas_(std::move(replicas)) {
+Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, Comm& comm)
+    : replicas_(std::move(replicas)), comm_(comm) {
   check(!replicas_.empty(), "replicas: at least one device is needed");
   for (const auto& r : replicas_) {
     check(r->params().size() == replicas_.front()->params().size(),
@@ -28,7 +27,7 @@ void Replicas<T>::sync_params() {
 
 template <class T>
 Rows Replicas<T>::shard(const Rows& rows, int64_t micro_rows, int64_t s) {
-  const int64_t n = devices(), b = micro_rows / n, micro_batches = rows.count / micro_rows;
+  const int64_t b = micro_rows / shards(), micro_batches = rows.count / micro_rows;
   shard_tokens_.resize(static_cast<size_t>(micro_batches * b * rows.width));
   for (int64_t a = 0; a < micro_batches; ++a) {
     const auto from = rows.tokens.begin() + (a * micro_rows + s * b) * rows.width;
@@ -40,16 +39,22 @@ Rows Replicas<T>::shard(const Rows& rows, int64_t micro_rows, int64_t s) {
 template <class T>
 template <class Pass>
 StepLoss Replicas<T>::each_shard(const Rows& rows, int64_t micro_rows, Pass&& pass) {
-  const int64_t n = devices();
+  const int64_t n = shards();
   check(micro_rows % n == 0, "a micro-batch of ", micro_rows, " rows does not split into ", n,
-        " devices");
+        " shards");
   sync_params();
+  std::vector<double> mine;  // loss, objective, tokens of each of this process's shards
+  for (int64_t j = 0; j < devices(); ++j) {
+    const int64_t s = comm_.rank() * devices() + j;
+    const StepLoss l = pass(replica(j), shard(rows, micro_rows, s), micro_rows / n);
+    mine.insert(mine.end(), {l.loss, l.objective, static_cast<double>(l.tokens)});
+  }
+  const std::vector<double> all = comm_.all_gather(mine);  // in shard order
   StepLoss out;
-  for (int64_t s = 0; s < n; ++s) {
-    const StepLoss l = pass(replica(s), shard(rows, micro_rows, s), micro_rows / n);
-    out.loss += l.loss;
-    out.objective += l.objective;
-    out.tokens += l.tokens;
+  for (size_t s = 0; s < all.size(); s += 3) {
+    out.loss += all[s];
+    out.objective += all[s + 1];
+    out.tokens += static_cast<int64_t>(all[s + 2]);
   }
   out.loss /= static_cast<double>(n);
   out.objective /= static_cast<double>(n);
@@ -63,17 +68,11 @@ StepLoss Replicas<T>::forward_backward(const Rows& rows, int64_t micro_rows, dou
       each_shard(rows, micro_rows, [&](Trainable<T>& r, const Rows& part, int64_t part_rows) {
         return r.forward_backward(part, part_rows, grad_scale, seed, step);
       });
-  const int64_t n = devices();
-  if (n > 1) {
-    // The mean of the shards' gradients, summed in shard order.
+  if (shards() > 1) {
+    // The mean of all shards' gradients, summed in shard order, into replica 0's buffer.
     std::vector<const T*> parts;
-    for (int64_t s = 0; s < n; ++s) parts.push_back(replica(s).grads().data());
-    T* g = grads().data();
-    parallel_for(0, static_cast<int64_t>(grads().size()), grain_for(n), [&](int64_t i) {
-      T sum = parts[0][i];
-      for (int64_t s = 1; s < n; ++s) sum += parts[static_cast<size_t>(s)][i];
-      g[i] = sum / static_cast<T>(n);
-    });
+    for (int64_t j = 0; j < devices(); ++j) parts.push_back(replica(j).grads().data());
+    comm_.mean_in_shard_order<T>(parts, grads().data(), grads().size());
   }
   return out;
 }

@@ -1,10 +1,13 @@
 #pragma once
-// Data parallelism in one process (`--devices N`): N replicas of a model, each training on its
-// shard of every micro-batch (the batch split on axis 0 into N equal parts). The loop sees one
-// Trainable whose parameters are replica 0's. The gradient is the mean of the shards'
-// gradients, summed in shard order, and each shard's forward and backward give the same bits
-// on any number of threads, so a step's result depends on the number of shards alone.
-// Against one device it differs only by floating-point summation order.
+// Data parallelism (`--devices N`, and over MPI processes): N replicas of a model in this
+// process, each training on its shard of every micro-batch. The batch is split on axis 0 into
+// S = processes x N equal shards; this process trains shards rank*N .. rank*N+N-1 (train/comm.h).
+// The loop sees one Trainable whose parameters are replica 0's (the same on every process:
+// every process takes the same optimizer step from the same gradient). The gradient is the
+// mean of the S shards' gradients, summed in shard order, and each shard's forward and
+// backward give the same bits on any number of threads (kernels/matmul/gemm.h says where), so
+// a step's result depends on the number of shards alone, not on how they are spread over
+// processes. Against one shard it differs only by floating-point summation order.
 //
 // The shards run one after another, each on all the process's threads: on a CPU the replicas
 // share the cores, and a larger product per shard uses them better than shards side by side.
@@ -14,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tinylm/train/comm.h"
 #include "tinylm/train/trainable.h"
 
 namespace tinylm::train {
@@ -23,7 +27,8 @@ class Replicas final : public Trainable<T> {
  public:
   // replicas[s] trains shard s; all have the same layout (and are planned for micro-batches
   // of batch / N rows). Their parameters are made equal to replica 0's before every pass.
-  explicit Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas);
+  explicit Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas,
+                    Comm& comm = Comm::world());
 
   std::string_view arch() const override { return replicas_.front()->arch(); }
   const ParamLayout& layout() const override { return replicas_.front()->layout(); }
@@ -35,10 +40,12 @@ class Replicas final : public Trainable<T> {
   double flops_per_token() const override { return replicas_.front()->flops_per_token(); }
 
   int64_t devices() const { return static_cast<int64_t>(replicas_.size()); }
+  int64_t shards() const { return devices() * comm_.size(); }
   Trainable<T>& replica(int64_t s) { return *replicas_[static_cast<size_t>(s)]; }
 
  private:
-  // Shard s of every micro-batch of `rows`, as rows of their own (valid until the next call).
+  // Global shard s of every micro-batch of `rows`, as rows of their own (valid until the next
+  // call).
   Rows shard(const Rows& rows, int64_t micro_rows, int64_t s);
   void sync_params();
   // pass(replica, its shard's rows, rows per shard micro-batch) on every shard in order, after
@@ -47,6 +54,7 @@ class Replicas final : public Trainable<T> {
   StepLoss each_shard(const Rows& rows, int64_t micro_rows, Pass&& pass);
 
   std::vector<std::unique_ptr<Trainable<T>>> replicas_;
+  Comm& comm_;
   std::vector<int32_t> shard_tokens_;
 };
 

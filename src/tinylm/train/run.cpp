@@ -10,6 +10,7 @@
 #include "tinylm/core/timer.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/text_file.h"
+#include "tinylm/train/comm.h"
 #include "tinylm/train/metrics_log.h"
 #include "tinylm/train/progress.h"
 #include "tinylm/train/run_session.h"
@@ -43,6 +44,7 @@ TrainState<T> train_state(const std::string& arch, const LoopState& l, const Run
   TrainState<T> s;
   s.arch = arch;
   s.loop = l;
+  s.shards = Comm::world().size() * config.devices;
   s.config = to_json(config);
   return s;
 }
@@ -108,7 +110,9 @@ std::vector<std::string> data_files(const RunConfig& config) {
 
 TextData::TextData(const RunConfig& c, const RunDir& dir, const TokenizerIdentity& identity,
                    const Encoder& encoder)
-    : tokens(build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity, encoder)),
+    : tokens(root_first([&] {
+        return build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity, encoder);
+      })),
       sampler(split_tokens(tokens.file.size(), c.val_fraction, c.seq_len), c.batch, c.seq_len,
               c.accum, c.seed, parse_data_order(c.order)),
       data(tokens.file, sampler, c.batch, c.accum, c.eval_batches) {}
@@ -121,27 +125,40 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
     loop.restore(resumed->loop, resumed->m, resumed->v);
   }
   const double flops = session.model.flops_per_token();
-  MetricsLog metrics(dir.metrics_jsonl(),
-                     resumed ? std::optional<int64_t>(resumed->loop.step) : std::nullopt);
+  Comm& comm = Comm::world();
+  std::optional<MetricsLog> metrics;  // written by the first process only
+  if (comm.root()) {
+    metrics.emplace(dir.metrics_jsonl(),
+                    resumed ? std::optional<int64_t>(resumed->loop.step) : std::nullopt);
+  }
   Progress progress(request.log, request.terminal, config.steps, config.log_every);
   RunSummary summary;
   LoopHooks hooks;
-  hooks.should_stop = request.should_stop;
+  // Every process stops at the same step: a stop seen by any of them (Ctrl-C reaches all
+  // through mpirun, but not necessarily between the same two steps) stops all.
+  hooks.should_stop = [&] {
+    const double mine = request.should_stop && request.should_stop() ? 1.0 : 0.0;
+    if (comm.size() == 1) return mine > 0;
+    for (const double v : comm.all_gather(std::span(&mine, 1)))
+      if (v > 0) return true;
+    return false;
+  };
   hooks.on_step = [&](const StepRecord& r) {
     std::optional<double> mfu;
     if (request.peak_flops > 0 && flops > 0 && r.step_s > 0) {
       mfu = flops * static_cast<double>(r.step_tokens) / r.step_s / request.peak_flops;
     }
-    metrics.step(r, mfu);
+    if (metrics) metrics->step(r, mfu);
     progress.step(r, mfu);
     summary.last_loss = r.loss;
     crash_point("step", r.step);
   };
   hooks.on_eval = [&](const EvalRecord& e) {
-    metrics.eval(e);
+    if (metrics) metrics->eval(e);
     progress.eval(e);
   };
   hooks.on_checkpoint = [&](int64_t step) {
+    if (!comm.root()) return;  // the same weights everywhere: the first process writes them
     const Timer timer;
     check(all_finite(std::span<const T>(session.model.params())), "step ", step,
           ": the parameters are not finite; no checkpoint written (the last one, ",
@@ -178,6 +195,10 @@ std::optional<TrainState<T>> resume_state(const RunConfig& config,
   TrainState<T> s = load_train_state<T>(path);
   check(s.arch == config.arch, path, ": the training state of an --arch ", s.arch,
         " run, but the run's configuration says ", config.arch);
+  const int64_t processes = Comm::world().size(), shards = processes * config.devices;
+  check(s.shards == shards, path, ": the run trained on ", s.shards, " shards; ", processes,
+        " process(es) x --devices ", config.devices, " make ", shards,
+        " (keep processes x --devices at ", s.shards, " to resume exactly)");
   return s;
 }
 
@@ -191,8 +212,18 @@ template RunSummary drive<float>(const RunConfig&, RunDir&, const RunRequest&, S
 template RunSummary drive<double>(const RunConfig&, RunDir&, const RunRequest&, Session<double>,
                                   std::optional<TrainState<double>>);
 
-RunSummary run_training(const RunRequest& request) {
+RunSummary run_training(const RunRequest& given_request) {
+  Comm& comm = Comm::world();
+  RunRequest request = given_request;
+  if (!comm.root()) {  // under mpirun the first process reports; the others stay quiet
+    static std::FILE* const quiet = std::fopen("/dev/null", "w");
+    check(quiet != nullptr, "/dev/null: cannot open");
+    request.log = quiet;
+    request.terminal = false;
+  }
   check(!request.dir.empty(), "no run directory given (--out DIR, or --resume DIR)");
+  // The first process checks and prepares the run directory; the others follow once it has.
+  if (!comm.root()) comm.barrier();
   RunConfig config;
   std::optional<Checkpoint> resume;
   if (request.resume) {
@@ -202,7 +233,9 @@ RunSummary run_training(const RunRequest& request) {
     config = resumed_config(probe, request.given);
   } else {
     config = fresh_config(request.given);
-    if (RunDir::looks_like_run(request.dir)) {
+    if (!comm.root()) {
+      // The directory is the first process's, prepared above.
+    } else if (RunDir::looks_like_run(request.dir)) {
       // One that stopped before its first checkpoint holds nothing to keep: start it over.
       check(RunDir(request.dir).checkpoints().empty(), request.dir,
             ": already holds a training run; continue it with --resume ", request.dir,
@@ -213,17 +246,21 @@ RunSummary run_training(const RunRequest& request) {
             ": exists and is not empty; --out must be a new or empty directory");
     }
   }
+  const int64_t shards = comm.size() * config.devices;
+  check(config.batch % shards == 0, "--batch ", config.batch, " does not split into ", shards,
+        " shards (", comm.size(), " process(es) x --devices ", config.devices, ")");
   RunDir dir(request.dir);
-  dir.remove_stale_temporaries();
+  if (comm.root()) dir.remove_stale_temporaries();
   if (request.resume) {
     const std::vector<Checkpoint> all = dir.checkpoints();
     check(!all.empty(), request.dir, ": no checkpoint to resume from (the run stopped before ",
           "its first one; start it again)");
     resume = all.back();
-  } else {
+  } else if (comm.root()) {
     fs::remove(dir.metrics_jsonl());
     write_json(dir.run_json(), to_json(config));
   }
+  if (comm.root()) comm.barrier();
   set_num_threads(static_cast<int>(config.threads));
   if (config.arch == "gpt2") return run_gpt2(config, dir, request, resume);
   if (config.arch == "evermind") return run_evermind(config, dir, request, resume);

@@ -71,7 +71,7 @@ struct RunConfig {
     fn("batch", c.batch, F);
     fn("seq-len", c.seq_len, F);
     fn("accum", c.accum, F);
-    fn("devices", c.devices, F);
+    fn("devices", c.devices, C);  // may change on resume if processes x devices stays
     fn("order", c.order, F);
     fn("seed", c.seed, F);
     fn("optimizer", c.optimizer, F);

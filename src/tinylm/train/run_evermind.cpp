@@ -47,7 +47,9 @@ BpeTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunReque
 RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& request,
                         const std::optional<Checkpoint>& resume) {
   std::optional<TrainState<float>> state = resume_state<float>(c, resume);
-  const BpeTokenizer tok = run_tokenizer(c, dir, request, resume.has_value());
+  // The first process trains (or copies) the tokenizer; the others read what it wrote.
+  const BpeTokenizer tok = root_first(
+      [&] { return run_tokenizer(c, dir, request, resume.has_value() || !Comm::world().root()); });
   const std::string tokenizer_path = dir.root() + "/tokenizer.json";
   const std::string tokenizer_text = io::read_file(tokenizer_path);
 
@@ -83,7 +85,7 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   options.checkpoint_activations = c.checkpoint_activations;
   options.fp16_grads = c.mixed_precision;
   options.threads = static_cast<int>(c.threads);
-  options.max_rows = c.batch / c.devices * c.accum;
+  options.max_rows = c.batch / (Comm::world().size() * c.devices) * c.accum;
   // One replica per device (replica 0 trains `model` itself), each on its shard of the batch.
   std::vector<std::unique_ptr<evermind::Model<float>>> copies;
   std::vector<std::unique_ptr<Trainable<float>>> replicas;

@@ -77,7 +77,7 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); });
 
   // One replica per device, each planned for its shard of the batch.
-  const gpt2::TrainerOptions options{static_cast<int>(c.batch / c.devices),
+  const gpt2::TrainerOptions options{static_cast<int>(c.batch / (Comm::world().size() * c.devices)),
                                      static_cast<int>(c.seq_len), static_cast<float>(c.dropout),
                                      parse_dtype(c.compute)};
   std::vector<std::unique_ptr<Trainable<float>>> replicas;

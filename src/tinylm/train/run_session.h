@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "tinylm/train/comm.h"
 #include "tinylm/train/loop.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
@@ -39,6 +40,18 @@ RunSummary run_evermind(const RunConfig& config, RunDir& dir, const RunRequest& 
                         const std::optional<Checkpoint>& resume);
 RunSummary run_microgpt(const RunConfig& config, RunDir& dir, const RunRequest& request,
                         const std::optional<Checkpoint>& resume);
+
+// make() on the first process, then on the others once it is done: for a file in the run
+// directory that the first process writes and the others then find and read (tokens.bin,
+// EvermindLM's tokenizer.json).
+template <class Make>
+auto root_first(Make&& make) {
+  Comm& comm = Comm::world();
+  if (!comm.root()) comm.barrier();
+  auto made = make();
+  if (comm.root()) comm.barrier();
+  return made;
+}
 
 // The text sources of the run, expanded (directories into their files).
 std::vector<std::string> data_files(const RunConfig& config);

@@ -84,6 +84,7 @@ void check_state(const TrainState<T>& s, size_t m_size, size_t v_size, std::stri
         s.loop.loss_scale, ") is not a positive finite number");
   check(std::isfinite(s.loop.elapsed_s) && s.loop.elapsed_s >= 0, name, ": \"elapsed_s\" (",
         s.loop.elapsed_s, ") is not a non-negative finite number");
+  check(s.shards >= 1, name, ": \"shards\" (", s.shards, ") is not >= 1");
   check(s.config.is_object(), name, ": \"config\" is not a JSON object");
   check(m_size == v_size, name, ": moment vectors differ in size (m ", m_size, ", v ", v_size, ")");
 }
@@ -102,6 +103,7 @@ std::string state_json(const TrainState<T>& s, std::string_view name) {
   j["scaler_good_in_a_row"] = s.loop.scaler_good_in_a_row;
   j["scaler_skipped"] = s.loop.scaler_skipped;
   j["elapsed_s"] = s.loop.elapsed_s;
+  j["shards"] = s.shards;
   j["config"] = s.config;
   try {
     return j.dump();  // nlohmann prints doubles with enough digits to read back the same bits
@@ -149,6 +151,7 @@ void parse_state_json(std::string_view text, std::string_view name, TrainState<T
   s.loop.scaler_good_in_a_row = int_field(j, "scaler_good_in_a_row", name);
   s.loop.scaler_skipped = int_field(j, "scaler_skipped", name);
   s.loop.elapsed_s = number_field(j, "elapsed_s", name);
+  s.shards = j.contains("shards") ? int_field(j, "shards", name) : 1;  // 1: before --devices
   const auto config = j.find("config");
   check(config != j.end(), name, ": state JSON lacks \"config\"");
   s.config = std::move(*config);

@@ -11,7 +11,8 @@
 //   32  ... UTF-8 JSON object: "arch", "step", "applied_steps", "tokens_seen",
 //           "bad_steps_in_a_row", "best_val_loss" (a number, or null when there is none),
 //           "best_val_step", "loss_scale", "scaler_good_in_a_row", "scaler_skipped",
-//           "elapsed_s", "config" (an object); other keys are ignored. Doubles are written
+//           "elapsed_s", "shards" (>= 1; 1 when absent), "config" (an object); other keys
+//           are ignored. Doubles are written
 //           with enough digits to read back to the same bits.
 //       ... zero padding to a multiple of 64
 //       ... m: n values, then v: n values
@@ -38,6 +39,7 @@ struct TrainState {
   std::string arch;               // "gpt2" | "evermind" | "microgpt" (any non-empty name)
   LoopState loop;                 // best_val_loss finite when present, loss_scale finite and > 0,
                                   // elapsed_s finite and >= 0, and the rules below
+  int64_t shards = 1;             // the batch's shards (processes x devices); kept on resume
   nlohmann::ordered_json config;  // the run's configuration (what run.json holds); an object
   std::vector<T> m, v;            // AdamW moments, the model's parameter order; equal sizes
 };
