@@ -112,15 +112,17 @@ void Comm::mean_in_shard_order(std::span<const T* const> parts, T* out, size_t n
       recv_counts(send_counts.size()), recv_offsets(send_counts.size());
   const auto [my_lo, my_hi] = chunk(n, rank_, size_);
   const size_t mine = my_hi - my_lo;
-  send_.resize(D * n * sizeof(T));
+  // One device: its gradient is already laid out chunk by chunk, so it is sent where it is.
+  const bool direct = D == 1;
+  send_.resize(direct ? 0 : D * n * sizeof(T));
   recv_.resize(static_cast<size_t>(size_) * D * mine * sizeof(T));
   T* send = reinterpret_cast<T*>(send_.data());
   T* recv = reinterpret_cast<T*>(recv_.data());
   size_t at = 0;
   for (int q = 0; q < size_; ++q) {
     const auto [lo, hi] = chunk(n, q, size_);
-    send_offsets[static_cast<size_t>(q)] = static_cast<int>(at);
-    for (size_t j = 0; j < D; ++j) {
+    send_offsets[static_cast<size_t>(q)] = static_cast<int>(direct ? lo : at);
+    for (size_t j = 0; j < D && !direct; ++j) {
       std::memcpy(send + at, parts[j] + lo, (hi - lo) * sizeof(T));
       at += hi - lo;
     }
@@ -130,11 +132,13 @@ void Comm::mean_in_shard_order(std::span<const T* const> parts, T* out, size_t n
   }
   check(D * n <= static_cast<size_t>(std::numeric_limits<int>::max()), "MPI: a gradient of ", n,
         " values on ", D, " devices is too large for one exchange");
-  check_mpi(MPI_Alltoallv(send, send_counts.data(), send_offsets.data(), type, recv,
-                          recv_counts.data(), recv_offsets.data(), type, MPI_COMM_WORLD),
+  check_mpi(MPI_Alltoallv(direct ? parts[0] : send, send_counts.data(), send_offsets.data(), type,
+                          recv, recv_counts.data(), recv_offsets.data(), type, MPI_COMM_WORLD),
             "MPI_Alltoallv");
   const size_t total = static_cast<size_t>(size_) * D;
-  T* sums = send;  // reused: my chunk's means
+  // My chunk's means go straight to its place in out (the exchange above has sent what was
+  // there, should out be a device's gradient), and every process's chunk is gathered in place.
+  T* sums = out + my_lo;
   parallel_for(0, static_cast<int64_t>(mine), grain_for(static_cast<int64_t>(total)),
                [&](int64_t i) {
                  T sum = recv[i];
@@ -146,7 +150,7 @@ void Comm::mean_in_shard_order(std::span<const T* const> parts, T* out, size_t n
     recv_counts[static_cast<size_t>(q)] = static_cast<int>(hi - lo);
     recv_offsets[static_cast<size_t>(q)] = static_cast<int>(lo);
   }
-  check_mpi(MPI_Allgatherv(sums, static_cast<int>(mine), type, out, recv_counts.data(),
+  check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, recv_counts.data(),
                            recv_offsets.data(), type, MPI_COMM_WORLD),
             "MPI_Allgatherv");
   comm_s_ += now_s() - t0;

@@ -55,7 +55,8 @@ void MetricsLog::write_line(const std::string& line) {
   check(ok, path_, ": write failed: ", std::strerror(errno));
 }
 
-void MetricsLog::step(const StepRecord& r, std::optional<double> mfu) {
+void MetricsLog::step(const StepRecord& r, std::optional<double> mfu,
+                      std::optional<double> comm_s) {
   json j;
   j["type"] = "step";
   j["step"] = r.step;
@@ -69,6 +70,7 @@ void MetricsLog::step(const StepRecord& r, std::optional<double> mfu) {
   j["skipped"] = r.skipped;
   j["loss_scale"] = r.loss_scale;
   if (mfu) j["mfu"] = *mfu;
+  if (comm_s) j["comm_s"] = *comm_s;
   write_line(j.dump());
 }
 

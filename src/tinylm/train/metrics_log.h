@@ -18,7 +18,9 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
-  void step(const StepRecord& r, std::optional<double> mfu);
+  // comm_s: seconds the step spent exchanging gradients and losses with other processes.
+  void step(const StepRecord& r, std::optional<double> mfu,
+            std::optional<double> comm_s = std::nullopt);
   void eval(const EvalRecord& e);
 
  private:

@@ -148,7 +148,10 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
     if (request.peak_flops > 0 && flops > 0 && r.step_s > 0) {
       mfu = flops * static_cast<double>(r.step_tokens) / r.step_s / request.peak_flops;
     }
-    if (metrics) metrics->step(r, mfu);
+    const double comm_s = comm.take_comm_seconds();
+    if (metrics) {
+      metrics->step(r, mfu, comm.size() > 1 ? std::optional<double>(comm_s) : std::nullopt);
+    }
     progress.step(r, mfu);
     summary.last_loss = r.loss;
     crash_point("step", r.step);
