@@ -34,8 +34,8 @@ class Comm {
   void barrier() const;
 
   // parts[j]: this process's shard j gradient (n values each, shards in order). Writes the
-  // mean over all processes' shards, summed in global shard order, into out (n values) on
-  // every process.
+  // mean over all processes' shards, summed in global shard order, into out (n values; it may
+  // be parts[0]) on every process.
   template <class T>
   void mean_in_shard_order(std::span<const T* const> parts, T* out, size_t n) const;
 
