@@ -73,14 +73,9 @@ void run(const Flags& f) {
 
   const gpt2::Config config = ck.config;
   // One replica per device, each on its shard of the batch (train/replicas.h).
-  std::vector<std::unique_ptr<train::Trainable<float>>> replicas;
-  for (int s = 0; s < f.devices; ++s) {
-    replicas.push_back(std::make_unique<train::Gpt2Trainable>(
-        config, ck.params,
-        gpt2::TrainerOptions{kBatch / shards, kSeq, static_cast<float>(f.dropout), compute}));
-  }
-  ck.params = {};
-  train::Replicas<float> model(std::move(replicas));
+  train::Replicas<float> model(train::gpt2_replicas(
+      config, std::move(ck.params), {kBatch / shards, kSeq, static_cast<float>(f.dropout), compute},
+      f.devices));
   const bool f16 = compute == DType::f16;
   train::LoopOptions options;
   options.steps = f.steps;

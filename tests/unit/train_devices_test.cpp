@@ -26,13 +26,9 @@ constexpr int kBatch = 4, kSeq = 32, kAccum = 2;
 
 // A tiny GPT-2 on `devices` replicas, each planned for its shard.
 Replicas<float> tiny_gpt2(int devices, float dropout) {
-  const Gpt2Checkpoint ck = load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
-  std::vector<std::unique_ptr<Trainable<float>>> replicas;
-  for (int s = 0; s < devices; ++s) {
-    replicas.push_back(std::make_unique<Gpt2Trainable>(
-        ck.config, ck.params, gpt2::TrainerOptions{kBatch / devices, kSeq, dropout, DType::f32}));
-  }
-  return Replicas<float>(std::move(replicas));
+  Gpt2Checkpoint ck = load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
+  return Replicas<float>(gpt2_replicas(ck.config, std::move(ck.params),
+                                       {kBatch / devices, kSeq, dropout, DType::f32}, devices));
 }
 
 // kAccum micro-batches of kBatch rows of kSeq + 1 seeded token ids.

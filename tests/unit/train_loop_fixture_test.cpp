@@ -137,14 +137,9 @@ void gpt2_case(int devices) {
   const WindowSampler sampler = fixture_sampler(fx, tokens);
   expect_windows(fx, sampler);
   const Gpt2Checkpoint ck = load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
-  std::vector<std::unique_ptr<Trainable<float>>> replicas;
-  for (int s = 0; s < devices; ++s) {
-    replicas.push_back(std::make_unique<Gpt2Trainable>(
-        ck.config, ck.params,
-        gpt2::TrainerOptions{p["batch_size"].get<int>() / devices, p["seq_len"].get<int>(), 0.0f,
-                             DType::f32}));
-  }
-  Replicas<float> model(std::move(replicas));
+  Replicas<float> model(gpt2_replicas(
+      ck.config, ck.params,
+      {p["batch_size"].get<int>() / devices, p["seq_len"].get<int>(), 0.0f, DType::f32}, devices));
   for (const json& e : fx["params"]) {
     const ParamEntry& entry = model.layout().at(e["name"].get<std::string>());
     EXPECT_EQ(entry.role == ParamRole::matrix, e["decay"].get<bool>()) << entry.name;
@@ -203,14 +198,9 @@ void evermind_case(const std::string& name, int devices) {
 
   // Ten AdamW steps from the initial weights, on `devices` replicas.
   std::copy(ck.params.begin(), ck.params.end(), trainable.params().begin());
-  std::vector<std::unique_ptr<evermind::Model<float>>> copies;
-  std::vector<std::unique_ptr<Trainable<float>>> replicas;
   options.max_rows = B / devices * accum;
-  for (int s = 0; s < devices; ++s) {
-    copies.push_back(std::make_unique<evermind::Model<float>>(ck.config, T + 1, ck.params));
-    replicas.push_back(std::make_unique<EvermindTrainable>(*copies.back(), options));
-  }
-  Replicas<float> sharded(std::move(replicas));
+  std::vector<std::unique_ptr<evermind::Model<float>>> copies;
+  Replicas<float> sharded(evermind_replicas(model, options, devices, copies));
   WindowData data(tokens, sampler, B, accum, p["eval_batches"].get<int64_t>());
   Checker{sharded, fx}.run(data, fixture_options(p), true);
 }

@@ -130,4 +130,18 @@ double EvermindTrainable::flops_per_token() const {
   return 6.0 * (static_cast<double>(c.vocab_size) * c.d_model + c.n_layers * per_layer);
 }
 
+std::vector<std::unique_ptr<Trainable<float>>> evermind_replicas(
+    evermind::Model<float>& model, const EvermindTrainOptions& options, int64_t devices,
+    std::vector<std::unique_ptr<evermind::Model<float>>>& copies) {
+  check(devices >= 1, "evermind: at least one device is needed");
+  std::vector<std::unique_ptr<Trainable<float>>> replicas;
+  replicas.push_back(std::make_unique<EvermindTrainable>(model, options));
+  for (int64_t s = 1; s < devices; ++s) {
+    copies.push_back(std::make_unique<evermind::Model<float>>(model.config(), model.max_seq_len(),
+                                                              model.params()));
+    replicas.push_back(std::make_unique<EvermindTrainable>(*copies.back(), options));
+  }
+  return replicas;
+}
+
 }  // namespace tinylm::train

@@ -6,6 +6,7 @@
 // the kernels: the matrices are too small to split, whole rows are not.) With fp16
 // gradients (mixed precision), every per-row gradient and every partial sum is rounded to
 // f16, as a GPU's f16 gradient buffers would hold them (docs/evermind.md).
+#include <memory>
 #include <vector>
 
 #include "tinylm/models/evermind/model.h"
@@ -46,5 +47,11 @@ class EvermindTrainable final : public Trainable<float> {
   std::vector<std::vector<float>> row_grads_;           // one per row of a round, zero between uses
   std::vector<evermind::Loss> losses_;                  // one per row of the step
 };
+
+// `devices` EvermindLM replicas for train/replicas.h: the first trains `model` itself, the
+// others copies of it, which are added to `copies` (they must outlive the replicas).
+std::vector<std::unique_ptr<Trainable<float>>> evermind_replicas(
+    evermind::Model<float>& model, const EvermindTrainOptions& options, int64_t devices,
+    std::vector<std::unique_ptr<evermind::Model<float>>>& copies);
 
 }  // namespace tinylm::train

@@ -69,4 +69,16 @@ double Gpt2Trainable::flops_per_token() const {
   return 6.0 * n + 6.0 * c.n_layer * trainer_.options().seq_len * c.n_embd;
 }
 
+std::vector<std::unique_ptr<Trainable<float>>> gpt2_replicas(const gpt2::Config& config,
+                                                             std::vector<float> params,
+                                                             const gpt2::TrainerOptions& per_shard,
+                                                             int64_t devices) {
+  check(devices >= 1, "gpt2: at least one device is needed");
+  std::vector<std::unique_ptr<Trainable<float>>> replicas;
+  for (int64_t s = 1; s < devices; ++s)
+    replicas.push_back(std::make_unique<Gpt2Trainable>(config, params, per_shard));
+  replicas.push_back(std::make_unique<Gpt2Trainable>(config, std::move(params), per_shard));
+  return replicas;
+}
+
 }  // namespace tinylm::train

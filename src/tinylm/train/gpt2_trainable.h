@@ -1,6 +1,7 @@
 #pragma once
 // GPT-2 as a Trainable: the parameters (f32 master weights), a gradient buffer, and a
 // gpt2::Trainer planned for micro-batches of batch_size rows of seq_len + 1 tokens.
+#include <memory>
 #include <vector>
 
 #include "tinylm/models/gpt2/trainer.h"
@@ -34,5 +35,12 @@ class Gpt2Trainable final : public Trainable<float> {
   std::vector<float> params_, grads_;
   std::vector<int32_t> inputs_, targets_;
 };
+
+// `devices` GPT-2 replicas for train/replicas.h, each planned with `per_shard` (its share of
+// the batch); the parameters are copied into all but the last, which takes them.
+std::vector<std::unique_ptr<Trainable<float>>> gpt2_replicas(const gpt2::Config& config,
+                                                             std::vector<float> params,
+                                                             const gpt2::TrainerOptions& per_shard,
+                                                             int64_t devices);
 
 }  // namespace tinylm::train

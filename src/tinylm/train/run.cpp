@@ -44,7 +44,7 @@ TrainState<T> train_state(const std::string& arch, const LoopState& l, const Run
   TrainState<T> s;
   s.arch = arch;
   s.loop = l;
-  s.shards = Comm::world().size() * config.devices;
+  s.shards = run_shards(config);
   s.config = to_json(config);
   return s;
 }
@@ -198,7 +198,7 @@ std::optional<TrainState<T>> resume_state(const RunConfig& config,
   TrainState<T> s = load_train_state<T>(path);
   check(s.arch == config.arch, path, ": the training state of an --arch ", s.arch,
         " run, but the run's configuration says ", config.arch);
-  const int64_t processes = Comm::world().size(), shards = processes * config.devices;
+  const int64_t processes = Comm::world().size(), shards = run_shards(config);
   check(s.shards == shards, path, ": the run trained on ", s.shards, " shards; ", processes,
         " process(es) x --devices ", config.devices, " make ", shards,
         " (keep processes x --devices at ", s.shards, " to resume exactly)");
@@ -249,7 +249,7 @@ RunSummary run_training(const RunRequest& given_request) {
             ": exists and is not empty; --out must be a new or empty directory");
     }
   }
-  const int64_t shards = comm.size() * config.devices;
+  const int64_t shards = run_shards(config);
   check(config.batch % shards == 0, "--batch ", config.batch, " does not split into ", shards,
         " shards (", comm.size(), " process(es) x --devices ", config.devices, ")");
   RunDir dir(request.dir);

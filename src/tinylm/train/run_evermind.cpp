@@ -85,16 +85,10 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   options.checkpoint_activations = c.checkpoint_activations;
   options.fp16_grads = c.mixed_precision;
   options.threads = static_cast<int>(c.threads);
-  options.max_rows = c.batch / (Comm::world().size() * c.devices) * c.accum;
-  // One replica per device (replica 0 trains `model` itself), each on its shard of the batch.
+  options.max_rows = shard_rows(c) * c.accum;
+  // One replica per device (the first trains `model` itself), each on its shard of the batch.
   std::vector<std::unique_ptr<evermind::Model<float>>> copies;
-  std::vector<std::unique_ptr<Trainable<float>>> replicas;
-  replicas.push_back(std::make_unique<EvermindTrainable>(*model, options));
-  for (int64_t s = 1; s < c.devices; ++s) {
-    copies.push_back(std::make_unique<evermind::Model<float>>(config, width, model->params()));
-    replicas.push_back(std::make_unique<EvermindTrainable>(*copies.back(), options));
-  }
-  Replicas<float> trainable(std::move(replicas));
+  Replicas<float> trainable(evermind_replicas(*model, options, c.devices, copies));
   std::fprintf(request.log,
                "evermind: %zu parameters (%lld layers, width %lld, %lld experts top-%lld), %lld "
                "training and %lld validation tokens%s\n",

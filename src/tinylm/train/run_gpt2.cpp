@@ -77,15 +77,9 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); });
 
   // One replica per device, each planned for its shard of the batch.
-  const gpt2::TrainerOptions options{static_cast<int>(c.batch / (Comm::world().size() * c.devices)),
-                                     static_cast<int>(c.seq_len), static_cast<float>(c.dropout),
-                                     parse_dtype(c.compute)};
-  std::vector<std::unique_ptr<Trainable<float>>> replicas;
-  for (int64_t s = 1; s < c.devices; ++s)
-    replicas.push_back(std::make_unique<Gpt2Trainable>(config, params, options));
-  replicas.insert(replicas.begin(),
-                  std::make_unique<Gpt2Trainable>(config, std::move(params), options));
-  Replicas<float> model(std::move(replicas));
+  const gpt2::TrainerOptions per_shard{static_cast<int>(shard_rows(c)), static_cast<int>(c.seq_len),
+                                       static_cast<float>(c.dropout), parse_dtype(c.compute)};
+  Replicas<float> model(gpt2_replicas(config, std::move(params), per_shard, c.devices));
   std::fprintf(request.log,
                "gpt2: %zu parameters (%d layers, %d heads, width %d), %lld training and %lld "
                "validation tokens%s\n",

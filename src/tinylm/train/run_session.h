@@ -41,6 +41,10 @@ RunSummary run_evermind(const RunConfig& config, RunDir& dir, const RunRequest& 
 RunSummary run_microgpt(const RunConfig& config, RunDir& dir, const RunRequest& request,
                         const std::optional<Checkpoint>& resume);
 
+// The batch's shards (processes x devices) and the rows of each micro-batch one shard trains.
+inline int64_t run_shards(const RunConfig& c) { return Comm::world().size() * c.devices; }
+inline int64_t shard_rows(const RunConfig& c) { return c.batch / run_shards(c); }
+
 // make() on the first process, then on the others once it is done: for a file in the run
 // directory that the first process writes and the others then find and read (tokens.bin,
 // EvermindLM's tokenizer.json).
