@@ -2,6 +2,7 @@
 // whose largest change against a base checkpoint exceeds --eps; apply checks that the delta
 // was made from this very base (by its CRC) and writes the updated checkpoint.
 #include <cstdio>
+#include <filesystem>
 
 #include "commands.h"
 #include "tinylm/core/error.h"
@@ -37,6 +38,17 @@ void register_delta(CLI::App& app) {
                 static_cast<unsigned long long>(s.rows_total),
                 static_cast<unsigned long long>(s.runs),
                 static_cast<unsigned long long>(s.file_bytes));
+    std::error_code ec;
+    const uint64_t model_bytes = std::filesystem::file_size(f->model, ec);
+    if (!ec && s.file_bytes >= model_bytes) {
+      std::fprintf(stderr,
+                   "warning: the delta (%llu bytes, %llu of %llu rows kept at --eps %g) is not "
+                   "smaller than the model (%llu bytes); ship the model, or raise --eps\n",
+                   static_cast<unsigned long long>(s.file_bytes),
+                   static_cast<unsigned long long>(s.rows_exported),
+                   static_cast<unsigned long long>(s.rows_total), static_cast<double>(f->eps),
+                   static_cast<unsigned long long>(model_bytes));
+    }
   });
 
   CLI::App* ap =

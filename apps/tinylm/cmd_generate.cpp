@@ -2,10 +2,15 @@
 // streamed as it is produced.
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "evermind_common.h"
 #include "gpt2_common.h"
+#include "model_kind.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
@@ -17,41 +22,205 @@ namespace tinylm::cli {
 namespace {
 
 struct GenerateFlags {
-  std::string arch = "gpt2";
+  std::string arch;
   Gpt2Flags model;
-  std::string prompt;
+  std::string prompt, prompt_file, prompts_file;
+  int samples = 1;
   generate::GenerateOptions gen;
   bool ignore_eos = false;
   bool allow_special = false;
+  CLI::Option* temperature = nullptr;
+  CLI::Option* top_k = nullptr;
 };
 
-// EvermindLM: incremental decoding, f32 weights from the EVL0 checkpoint.
-void generate_evermind(const GenerateFlags& f) {
-  check(f.model.dtype == "f32", "--dtype ", f.model.dtype, ": EvermindLM generates in f32");
+// EvermindLM samples by default: greedy decoding of a small model repeats itself ("have have
+// have"); these read well on the README's runs (docs/cli.md).
+constexpr double kEvermindTemperature = 0.8;
+constexpr int kEvermindTopK = 40;
+
+// One loaded model of either family behind one "continue this text" call.
+struct Generator {
+  ModelKind kind = ModelKind::gpt2;
+  std::optional<BpeTokenizer> tok;
+  std::optional<gpt2::Model> gpt2;
+  std::optional<evermind::Model<float>> evermind;
+  int context = 0;  // GPT-2's n_positions (0: no limit)
+
+  struct Stats {
+    size_t prompt_tokens = 0, new_tokens = 0;
+    double prefill_ms = 0, decode_ms = 0;
+    bool hit_context_end = false;
+  };
+
+  std::vector<int> encode(const GenerateFlags& f, const std::string& text) const {
+    std::vector<int> ids = tok->encode(text, f.allow_special || kind == ModelKind::evermind);
+    if (ids.empty() && kind == ModelKind::evermind && tok->eot_id()) ids = {*tok->eot_id()};
+    if (ids.empty()) throw UsageError("the prompt is empty");
+    if (context > 0 && static_cast<int64_t>(ids.size()) > context) {
+      fail("the prompt has ", ids.size(), " tokens, more than the model's context of ", context);
+    }
+    return ids;
+  }
+
+  // Generates after `prompt` (checked by encode), passing the new text to `sink` as it
+  // becomes complete UTF-8.
+  Stats run(const GenerateFlags& f, const std::vector<int>& prompt, uint64_t seed,
+            const std::function<void(const std::string&)>& sink) {
+    Stats st;
+    st.prompt_tokens = prompt.size();
+    const int eos = f.ignore_eos ? -1 : tok->eot_id().value_or(-1);
+    StreamDecoder out(*tok);
+    if (kind == ModelKind::gpt2) {
+      generate::GenerateOptions g = f.gen;
+      g.sampling.seed = seed;
+      g.eos_id = eos;
+      const generate::GenerateResult r = generate::generate(*gpt2, prompt, g, [&](int id) {
+        if (id != eos) sink(out.push(id));
+        return true;
+      });
+      st.new_tokens = r.ids.size();
+      st.prefill_ms = r.prefill_ms;
+      st.decode_ms = r.decode_ms;
+      st.hit_context_end = r.hit_context_end;
+    } else {
+      generate::EvermindGenerateOptions g;
+      g.max_new_tokens = f.gen.max_tokens;
+      g.temperature = f.gen.sampling.temperature;
+      g.top_k = f.gen.sampling.top_k;
+      g.top_p = f.gen.sampling.top_p;
+      g.seed = seed;
+      g.stop_token = eos;
+      Timer timer;
+      const generate::EvermindGenerateResult r =
+          generate::generate(*evermind, prompt, g, [&](int id) {
+            if (id != eos) sink(out.push(id));
+            return true;
+          });
+      st.new_tokens = r.tokens.size();
+      st.decode_ms = timer.elapsed_ms();
+    }
+    sink(out.finish());
+    return st;
+  }
+};
+
+Generator load_generator(const GenerateFlags& f, ModelKind kind, const std::string& path) {
+  Generator g;
+  g.kind = kind;
+  if (kind == ModelKind::gpt2) {
+    g.tok.emplace(load_tokenizer(f.model.tokenizer, path));
+    Gpt2Flags flags = f.model;
+    flags.model = path;
+    g.gpt2.emplace(load_model(flags));
+    g.context = g.gpt2->config().n_positions;
+    return g;
+  }
+  if (f.model.dtype != "f32")
+    throw UsageError("--dtype " + f.model.dtype + ": EvermindLM generates in f32");
   set_num_threads(f.model.threads);
-  const BpeTokenizer tok = load_evermind_tokenizer(f.model.tokenizer, f.model.model);
+  g.tok.emplace(load_evermind_tokenizer(f.model.tokenizer, path));
   Timer load;
-  const evermind::Model<float> model = load_evermind(f.model.model, 2);
-  std::fprintf(stderr, "loaded %s: %zu parameters (f32) in %.1f ms\n", f.model.model.c_str(),
-               model.params().size(), load.elapsed_ms());
-  generate::EvermindGenerateOptions g;
-  g.max_new_tokens = f.gen.max_tokens;
-  g.temperature = f.gen.sampling.temperature;
-  g.top_k = f.gen.sampling.top_k;
-  g.top_p = f.gen.sampling.top_p;
-  g.seed = f.gen.sampling.seed;
-  g.stop_token = f.ignore_eos ? -1 : tok.eot_id().value_or(-1);
-  std::fputs(f.prompt.c_str(), stdout);
-  std::fflush(stdout);
-  Timer timer;
-  size_t bytes = 0;
-  generate::generate_text(model, tok, f.prompt, g, [&](std::string_view piece) {
-    bytes += piece.size();
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-  });
-  std::fputs("\n", stdout);
-  std::fprintf(stderr, "generated %zu bytes in %.1f ms\n", bytes, timer.elapsed_ms());
+  g.evermind.emplace(load_evermind(path, 2));
+  std::fprintf(stderr, "loaded %s: %zu parameters (f32) in %.1f ms\n", path.c_str(),
+               g.evermind->params().size(), load.elapsed_ms());
+  return g;
+}
+
+// The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin.
+std::vector<std::string> read_prompts(const GenerateFlags& f) {
+  const int given = !f.prompt.empty() + !f.prompt_file.empty() + !f.prompts_file.empty();
+  if (given > 1) throw UsageError("give one of --prompt, --prompt-file and --prompts");
+  if (!f.prompts_file.empty()) {
+    std::vector<std::string> prompts;
+    std::istringstream in(read_text_input(f.prompts_file));
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) prompts.push_back(line);
+    }
+    check(!prompts.empty(), f.prompts_file, ": no prompts (one per line)");
+    return prompts;
+  }
+  if (!f.prompt.empty()) return {f.prompt};
+  if (!f.prompt_file.empty()) return {read_text_input(f.prompt_file)};
+  if (!stdin_is_piped()) {
+    throw UsageError(
+        "no prompt: give --prompt TEXT, --prompt-file FILE or --prompts FILE, or pipe it in");
+  }
+  return {read_text_input("-")};
+}
+
+void run_generate(GenerateFlags& f) {
+  // Every check that can fail comes before the first byte on stdout.
+  if (f.gen.max_tokens < 0) throw UsageError("--max-tokens must be >= 0");
+  if (f.samples < 1) throw UsageError("--samples must be >= 1");
+  f.gen.sampling.validate();
+  const DetectedModel d =
+      resolve_model("generate", f.model.model, f.arch, {ModelKind::gpt2, ModelKind::evermind});
+  if (d.kind == ModelKind::evermind) {
+    if (f.temperature->count() == 0) f.gen.sampling.temperature = kEvermindTemperature;
+    if (f.top_k->count() == 0 && f.temperature->count() == 0) f.gen.sampling.top_k = kEvermindTopK;
+  }
+  const std::vector<std::string> prompts = read_prompts(f);
+  Generator g = load_generator(f, d.kind, d.path);
+  std::vector<std::vector<int>> ids;
+  for (const std::string& p : prompts) ids.push_back(g.encode(f, p));
+
+  Generator::Stats total;
+  const bool json = !f.prompts_file.empty();
+  const bool many = prompts.size() * f.samples > 1;
+  TerminalProgress progress("generate", "completions");
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    for (int s = 0; s < f.samples; ++s) {
+      const uint64_t seed = f.gen.sampling.seed + static_cast<uint64_t>(s);
+      Generator::Stats st;
+      if (json) {
+        std::string text;
+        st = g.run(f, ids[i], seed, [&](const std::string& piece) { text += piece; });
+        nlohmann::ordered_json line = {{"prompt", prompts[i]},
+                                       {"sample", s},
+                                       {"seed", seed},
+                                       {"text", text},
+                                       {"tokens", st.new_tokens}};
+        const std::string dumped =
+            line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        std::printf("%s\n", dumped.c_str());
+        std::fflush(stdout);
+      } else {
+        if (many && s > 0) std::fputs("\n", stdout);
+        std::fputs(prompts[i].c_str(), stdout);
+        std::fflush(stdout);
+        st = g.run(f, ids[i], seed, [](const std::string& piece) {
+          std::fwrite(piece.data(), 1, piece.size(), stdout);
+          std::fflush(stdout);
+        });
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+      }
+      total.prompt_tokens += st.prompt_tokens;
+      total.new_tokens += st.new_tokens;
+      total.prefill_ms += st.prefill_ms;
+      total.decode_ms += st.decode_ms;
+      if (st.hit_context_end) {
+        std::fprintf(stderr, "stopped: reached the model's context of %d positions\n", g.context);
+      }
+      if (json)
+        progress.update(static_cast<int64_t>(i * f.samples + s + 1),
+                        static_cast<int64_t>(prompts.size() * f.samples));
+    }
+  }
+  progress.finish();
+  if (g.kind == ModelKind::gpt2) {
+    const double steps = total.new_tokens > 1 ? static_cast<double>(total.new_tokens - 1) : 1.0;
+    std::fprintf(stderr,
+                 "prompt %zu tokens: prefill %.1f ms (%.0f tok/s); %zu tokens: decode %.1f tok/s\n",
+                 total.prompt_tokens, total.prefill_ms,
+                 total.prefill_ms > 0 ? total.prompt_tokens * 1000.0 / total.prefill_ms : 0.0,
+                 total.new_tokens, total.decode_ms > 0 ? steps * 1000.0 / total.decode_ms : 0.0);
+  } else {
+    std::fprintf(stderr, "prompt %zu tokens; generated %zu tokens in %.1f ms (%.1f tok/s)\n",
+                 total.prompt_tokens, total.new_tokens, total.decode_ms,
+                 total.decode_ms > 0 ? total.new_tokens * 1000.0 / total.decode_ms : 0.0);
+  }
 }
 
 }  // namespace
@@ -60,50 +229,26 @@ void register_generate(CLI::App& app) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* cmd = app.add_subcommand(
       "generate", "Generate text with a GPT-2 (KV cache) or EvermindLM checkpoint, streaming");
-  cmd->add_option("--arch", f->arch,
-                  "gpt2 (a model directory) or evermind (a .evl file + its tokenizer)")
-      ->check(CLI::IsMember({"gpt2", "evermind"}))
-      ->capture_default_str();
+  cmd->add_option("--arch", f->arch, "gpt2 or evermind (default: what the --model file is)")
+      ->check(CLI::IsMember({"gpt2", "evermind"}));
   f->model.add_to(cmd);
-  cmd->add_option("--prompt", f->prompt, "Prompt text")->required();
-  cmd->add_option("--max-tokens", f->gen.max_tokens, "Tokens to generate")->capture_default_str();
-  cmd->add_option("--temperature", f->gen.sampling.temperature, "0: greedy")->capture_default_str();
-  cmd->add_option("--top-k", f->gen.sampling.top_k, "Sample from the k most likely (0: all)")
+  cmd->add_option("--prompt", f->prompt, "Prompt text (or --prompt-file, --prompts, stdin)");
+  cmd->add_option("--prompt-file", f->prompt_file, "Read the prompt from this file (- : stdin)");
+  cmd->add_option("--prompts", f->prompts_file,
+                  "One prompt per line; prints one JSON line per completion");
+  cmd->add_option("--samples", f->samples, "Completions per prompt (seeds seed, seed+1, ...)")
       ->capture_default_str();
+  cmd->add_option("--max-tokens", f->gen.max_tokens, "Tokens to generate")->capture_default_str();
+  f->temperature = cmd->add_option("--temperature", f->gen.sampling.temperature,
+                                   "0: greedy (default 0 for GPT-2, 0.8 for EvermindLM)");
+  f->top_k = cmd->add_option("--top-k", f->gen.sampling.top_k,
+                             "Sample from the k most likely (0: all; EvermindLM default 40)");
   cmd->add_option("--top-p", f->gen.sampling.top_p, "Nucleus sampling mass (1: off)")
       ->capture_default_str();
   cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at <|endoftext|>");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the prompt");
-  cmd->callback([f] {
-    f->gen.sampling.validate();
-    if (f->arch == "evermind") return generate_evermind(*f);
-    const BpeTokenizer tok = load_tokenizer(f->model.tokenizer, f->model.model);
-    const std::vector<int> prompt = tok.encode(f->prompt, f->allow_special);
-    check(!prompt.empty(), "--prompt is empty");
-    gpt2::Model model = load_model(f->model);
-    f->gen.eos_id = f->ignore_eos ? -1 : tok.eot_id().value_or(-1);
-    StreamDecoder out(tok);
-    std::fputs(f->prompt.c_str(), stdout);
-    std::fflush(stdout);
-    const generate::GenerateResult r = generate::generate(model, prompt, f->gen, [&](int id) {
-      if (id != f->gen.eos_id) std::fputs(out.push(id).c_str(), stdout);
-      std::fflush(stdout);
-      return true;
-    });
-    std::fputs(out.finish().c_str(), stdout);
-    std::fputs("\n", stdout);
-    std::fflush(stdout);
-    if (r.hit_context_end) {
-      std::fprintf(stderr, "stopped: reached the model's context of %d positions\n",
-                   model.config().n_positions);
-    }
-    const double steps = r.ids.size() > 1 ? static_cast<double>(r.ids.size() - 1) : 1.0;
-    std::fprintf(stderr,
-                 "prompt %zu tokens: prefill %.1f ms (%.0f tok/s); %zu tokens: decode %.1f tok/s\n",
-                 prompt.size(), r.prefill_ms, prompt.size() * 1000.0 / r.prefill_ms, r.ids.size(),
-                 r.decode_ms > 0 ? steps * 1000.0 / r.decode_ms : 0.0);
-  });
+  cmd->callback([f] { run_generate(*f); });
 }
 
 }  // namespace tinylm::cli

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/train/microgpt_run.h"
@@ -51,6 +52,7 @@ void register_microgpt(CLI::App& app) {
   cmd->callback([=] {
     set_num_threads(*threads);
     opt->engine = microgpt::parse_engine(*engine);
+    opt->data_path = resolve_data_path(opt->data_path);  // data/names.txt from anywhere
     if (steps_opt->count() > 0) opt->steps = *steps;
     std::ios::sync_with_stdio(false);
     const bool tty = ::isatty(::fileno(stdout)) != 0;

@@ -1,9 +1,10 @@
 // tinylm perplexity: mean negative log-likelihood of a text under a GPT-2 checkpoint.
 #include <cstdio>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "gpt2_common.h"
-#include "tinylm/core/timer.h"
+#include "model_kind.h"
 #include "tinylm/generate/gpt2_generate.h"
 #include "tinylm/io/text_file.h"
 
@@ -14,27 +15,45 @@ void register_perplexity(CLI::App& app) {
     Gpt2Flags model;
     std::string file;
     int context = 0, stride = 0;
+    int64_t limit = 0;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "perplexity", "Perplexity of a text file under a GPT-2 checkpoint (sliding windows)");
   f->model.add_to(cmd);
-  cmd->add_option("--file", f->file, "Text file")->required();
+  cmd->add_option("--file", f->file, "Text file (- : stdin)")->required();
   cmd->add_option("--context", f->context, "Window length in tokens (default: n_positions)");
   cmd->add_option("--stride", f->stride, "Window step in tokens (default: context / 2)");
+  cmd->add_option("--limit", f->limit, "Use only the text's first N tokens (0: all)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([f] {
     // Inputs are checked before the (slow, chatty) model load.
-    const std::string text = io::read_file(f->file);
-    const BpeTokenizer tok = load_tokenizer(f->model.tokenizer, f->model.model);
-    const std::vector<int> tokens = tok.encode(text);
-    gpt2::Model model = load_model(f->model);
+    if (f->context < 0 || (f->context == 1)) throw UsageError("--context must be >= 2");
+    if (f->stride < 0) throw UsageError("--stride must be >= 1");
+    const DetectedModel d = resolve_model("perplexity", f->model.model, "", {ModelKind::gpt2});
+    const std::string text = read_text_input(resolve_data_path(f->file));
+    const BpeTokenizer tok = load_tokenizer(f->model.tokenizer, d.path);
+    std::vector<int> tokens = tok.encode(text);
+    if (f->limit > 0 && static_cast<int64_t>(tokens.size()) > f->limit) tokens.resize(f->limit);
+    Gpt2Flags flags = f->model;
+    flags.model = d.path;
+    gpt2::Model model = load_model(flags);
     const int context = f->context > 0 ? f->context : model.config().n_positions;
     const int stride = f->stride > 0 ? f->stride : std::max(1, context / 2);
-    Timer timer;
-    const generate::PerplexityResult r = generate::perplexity(model, tokens, context, stride);
+    TerminalProgress progress("perplexity", "tokens");
+    const generate::PerplexityResult r = generate::perplexity(
+        model, tokens, context, stride,
+        [&](int64_t scored, int64_t total) { progress.update(scored, total); });
+    progress.finish();
     std::printf("tokens %zu, scored %lld, mean NLL %.6f, perplexity %.4f\n", tokens.size(),
                 static_cast<long long>(r.count), r.mean_nll(), r.perplexity());
-    std::fprintf(stderr, "context %d, stride %d: %.0f ms\n", context, stride, timer.elapsed_ms());
+    const double s = r.forward_ms / 1e3;
+    std::fprintf(stderr,
+                 "context %d, stride %d: %.1f s; %lld tokens through the model (%.0f tok/s), "
+                 "%lld scored (%.0f tok/s)\n",
+                 context, stride, s, static_cast<long long>(r.forward_tokens),
+                 s > 0 ? r.forward_tokens / s : 0.0, static_cast<long long>(r.count),
+                 s > 0 ? r.count / s : 0.0);
   });
 }
 

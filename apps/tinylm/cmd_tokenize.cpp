@@ -1,7 +1,9 @@
-// tinylm tokenize: text to GPT-2 token ids, or ids back to text with --decode.
+// tinylm tokenize: text to GPT-2 token ids, or ids back to text with --decode; --grid RxC
+// makes train-gpt2's token grid.
 #include <cstdio>
 #include <sstream>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "gpt2_common.h"
 #include "tinylm/core/error.h"
@@ -10,7 +12,7 @@ namespace tinylm::cli {
 
 void register_tokenize(CLI::App& app) {
   struct Flags {
-    std::string tokenizer, text;
+    std::string tokenizer, text, file, grid;
     bool decode = false, allow_special = false;
   };
   auto f = std::make_shared<Flags>();
@@ -18,15 +20,40 @@ void register_tokenize(CLI::App& app) {
       "tokenize", "Text to token ids (byte-level BPE), or ids to text with --decode");
   cmd->add_option("--tokenizer", f->tokenizer,
                   "tokenizer.json or a directory with tokenizer files (default: data/gpt2)");
-  cmd->add_option("text", f->text,
-                  "Text to encode, or ids separated by spaces or commas with --decode")
-      ->required();
+  CLI::Option* text_opt = cmd->add_option(
+      "text", f->text,
+      "Text to encode, or ids separated by spaces or commas with --decode (default: --file, "
+      "else stdin)");
+  cmd->add_option("--file", f->file, "Read the text (or ids) from this file (- : stdin)");
+  cmd->add_option("--grid", f->grid,
+                  "RxC: the first R*C tokens as JSON {\"ids\": [[C ids] x R]}; 4x65 is "
+                  "train-gpt2's --tokens");
   cmd->add_flag("--decode", f->decode, "Decode ids to text");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the text");
-  cmd->callback([f] {
+  cmd->callback([f, text_opt] {
+    if (text_opt->count() > 0 && !f->file.empty())
+      throw UsageError("give the text or --file, not both");
+    int rows = 0, cols = 0;
+    if (!f->grid.empty()) {
+      char x = 0, extra = 0;
+      if (f->decode || std::sscanf(f->grid.c_str(), "%d%c%d%c", &rows, &x, &cols, &extra) != 3 ||
+          x != 'x' || rows < 1 || cols < 1) {
+        throw UsageError("--grid " + f->grid +
+                         ": expected ROWSxCOLS, e.g. 4x65 (not with --decode)");
+      }
+    }
+    if (text_opt->count() == 0 && f->file.empty() && !stdin_is_piped()) {
+      throw UsageError("no text: give it as an argument, with --file FILE, or pipe it in");
+    }
+    const std::string text =
+        text_opt->count() > 0 ? f->text
+                              : read_text_input(f->file.empty() ? "-" : resolve_data_path(f->file));
+    if (text.empty() && text_opt->count() == 0 && f->file.empty()) {
+      throw UsageError("no text on stdin: give it as an argument, with --file FILE, or pipe it in");
+    }
     const BpeTokenizer tok = load_tokenizer(f->tokenizer, "");
     if (f->decode) {
-      std::string s = f->text;
+      std::string s = text;
       for (char& c : s) c = c == ',' ? ' ' : c;
       std::istringstream in(s);
       std::vector<int> ids;
@@ -38,12 +65,30 @@ void register_tokenize(CLI::App& app) {
               "' is not a token id");
         ids.push_back(static_cast<int>(v));
       }
-      const std::string text = tok.decode(ids);
-      std::fwrite(text.data(), 1, text.size(), stdout);
+      const std::string decoded = tok.decode(ids);
+      std::fwrite(decoded.data(), 1, decoded.size(), stdout);
       std::fputs("\n", stdout);
       return;
     }
-    const std::vector<int> ids = tok.encode(f->text, f->allow_special);
+    const std::vector<int> ids = tok.encode(text, f->allow_special);
+    if (rows > 0) {
+      const int64_t need = static_cast<int64_t>(rows) * cols;
+      check(static_cast<int64_t>(ids.size()) >= need, "--grid ", f->grid, ": the text has ",
+            ids.size(), " tokens, the grid needs ", need);
+      std::string out = "{\"ids\": [";
+      for (int r = 0; r < rows; ++r) {
+        out += r ? ",\n  [" : "\n  [";
+        for (int c = 0; c < cols; ++c) {
+          out += (c ? ", " : "") + std::to_string(ids[static_cast<size_t>(r) * cols + c]);
+        }
+        out += "]";
+      }
+      out += "\n]}\n";
+      std::fputs(out.c_str(), stdout);
+      std::fprintf(stderr, "%d x %d grid from the first %lld of %zu tokens\n", rows, cols,
+                   static_cast<long long>(need), ids.size());
+      return;
+    }
     for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
     std::printf("\n");
   });

@@ -10,8 +10,11 @@
 #include <map>
 #include <type_traits>
 
+#include "cli_util.h"
 #include "commands.h"
+#include "evermind_common.h"
 #include "gpt2_common.h"
+#include "model_kind.h"
 #include "tinylm/core/error.h"
 #include "tinylm/train/comm.h"
 #include "tinylm/train/run.h"
@@ -79,8 +82,10 @@ const std::map<std::string, std::string> kHelp = {
 };
 
 std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) {
-  if (g_stop.exchange(true)) std::_Exit(130);  // a second Ctrl-C: out now
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int sig) {
+  if (g_stop.exchange(true)) std::_Exit(kExitInterrupted);  // a second Ctrl-C: out now
+  g_signal.store(sig);
 }
 
 struct TrainFlags {
@@ -101,11 +106,36 @@ nlohmann::ordered_json given_flags(TrainFlags& f) {
 }
 
 void run(TrainFlags& f) {
-  check(f.out.empty() != f.resume.empty(), "give --out DIR (a new run) or --resume DIR");
+  if (f.out.empty() == f.resume.empty())
+    throw UsageError("give --out DIR (a new run) or --resume DIR");
   nlohmann::ordered_json given = given_flags(f);
   if (f.resume.empty()) {
-    check(given.contains("arch"), "--arch is required for a new run");
-    check(given.contains("data"), "--data is required for a new run");
+    // --init-from says what it is: --arch may be left out, and must agree when given.
+    if (!f.config.init_from.empty()) {
+      const DetectedModel d = resolve_model(
+          "train --init-from", f.config.init_from, given.contains("arch") ? f.config.arch : "",
+          {ModelKind::gpt2, ModelKind::evermind, ModelKind::microgpt});
+      f.config.arch = model_kind_name(d.kind);
+      f.config.init_from = d.path;
+      given["arch"] = f.config.arch;
+      given["init-from"] = d.path;
+    }
+    if (!given.contains("arch"))
+      throw UsageError("--arch is required for a new run (or --init-from a model)");
+    if (!given.contains("data")) throw UsageError("--data is required for a new run");
+    // data/X of the README's examples, from any directory.
+    for (auto& path : given["data"]) path = resolve_data_path(path.get<std::string>());
+    // EvermindLM's ids come from the tokenizer saved with the starting model: a new one
+    // trained on --data would give the old weights other tokens' ids.
+    if (f.config.arch == "evermind" && !f.config.init_from.empty() &&
+        !given.contains("tokenizer")) {
+      const std::string saved = default_evermind_tokenizer_path(f.config.init_from);
+      check(std::filesystem::exists(saved), "--init-from ", f.config.init_from,
+            ": no tokenizer saved with the model (looked for ", saved,
+            "); pass the one it was trained with: --tokenizer FILE");
+      given["tokenizer"] = saved;
+      std::fprintf(stderr, "tokenizer: %s (saved with the model)\n", saved.c_str());
+    }
     // GPT-2's vocabulary: the starting weights' own, else the bundled one.
     if (f.config.arch == "gpt2" && !given.contains("tokenizer")) {
       const std::filesystem::path init(f.config.init_from);
@@ -127,11 +157,19 @@ void run(TrainFlags& f) {
   const train::RunSummary s = train::run_training(request);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  if (!train::Comm::world().root()) return;  // under mpirun the first process reports
   if (s.stopped) {
-    std::printf("stopped at step %lld; continue with: tinylm train --resume %s\n",
-                static_cast<long long>(s.steps), request.dir.c_str());
-  } else {
+    // Interrupted: the loop saved a checkpoint (atomically) before returning.
+    if (train::Comm::world().root()) {
+      std::fprintf(stderr,
+                   "tinylm: interrupted at step %lld: checkpoint %s saved; continue with: "
+                   "tinylm train --resume %s\n",
+                   static_cast<long long>(s.steps),
+                   s.checkpoint.empty() ? "(none)" : s.checkpoint.c_str(), request.dir.c_str());
+    }
+    throw ExitRequest{g_signal.load() == SIGTERM ? kExitTerminated : kExitInterrupted};
+  }
+  if (!train::Comm::world().root()) return;  // under mpirun the first process reports
+  {
     std::printf("trained %lld steps; last loss %.4f", static_cast<long long>(s.steps), s.last_loss);
     if (s.best_val_loss) std::printf(", best validation loss %.4f", *s.best_val_loss);
     std::printf("\nmodel: %s\n", s.checkpoint.c_str());

@@ -1,16 +1,22 @@
-// tinylm train-gpt2: the fixed-batch GPT-2 reference protocol. The same 4 x 64 batch every
-// step, plain SGD, the loss before each update, per-step weight fingerprints in a metrics
-// JSON, so a run can be compared number for number with other implementations. A thin
-// configuration of the shared training loop (train/loop.h): a StepData that returns the one
-// batch every step, SGD at a constant rate, no clipping, loss scaling under f16.
+// tinylm train-gpt2: the fixed-batch GPT-2 reference protocol. The same 4 x 65 token grid
+// (inputs 4 x 64, targets shifted by one) every step, plain SGD, the loss before each update,
+// per-step weight fingerprints in a metrics JSON, so a run can be compared number for number with
+// other implementations. A thin configuration of the shared training loop (train/loop.h): a
+// StepData that returns the one batch every step, SGD at a constant rate, no clipping, loss scaling
+// under f16.
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <vector>
 
+#include "cli_util.h"
 #include "commands.h"
+#include "model_kind.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/io/atomic_file.h"
@@ -48,7 +54,14 @@ class FixedBatch final : public train::StepData {
   std::vector<int32_t> grid_;
 };
 
+std::atomic<int> g_signal{0};
+extern "C" void on_train_gpt2_signal(int sig) {
+  if (g_signal.exchange(sig) != 0) std::_Exit(kExitInterrupted);  // a second Ctrl-C: out now
+}
+
 void run(const Flags& f) {
+  // What --model is, from the file: a wrong kind is one line before anything loads.
+  const std::string model_path = resolve_model("train-gpt2", f.model, "", {ModelKind::gpt2}).path;
   check(f.steps >= 0, "--steps must be non-negative (got ", f.steps, ")");
   check(f.dropout >= 0.0 && f.dropout < 1.0, "--dropout must be in [0, 1) (got ", f.dropout, ")");
   const DType compute = parse_dtype(f.compute);
@@ -63,11 +76,11 @@ void run(const Flags& f) {
   const bool root = comm.root();
   set_num_threads(f.threads);
 
-  train::Gpt2Checkpoint ck = train::load_gpt2(f.model, f.config);
-  check(ck.lm_head.empty(), f.model,
+  train::Gpt2Checkpoint ck = train::load_gpt2(model_path, f.config);
+  check(ck.lm_head.empty(), model_path,
         ": lm_head.weight differs from wte; train-gpt2 trains the tied head only");
   FixedBatch data(train::load_token_grid(f.tokens, kBatch, kSeq + 1, ck.config.vocab_size));
-  std::string source = f.model;  // the file whose layout --save-weights copies
+  std::string source = model_path;  // the file whose layout --save-weights copies
   if (std::filesystem::is_directory(source))
     source = (std::filesystem::path(source) / "model.safetensors").string();
 
@@ -96,12 +109,14 @@ void run(const Flags& f) {
   metrics.n_params = static_cast<int64_t>(model.layout().entries().size());
   // The model's loss on the batch before any update, measured without dropout.
   metrics.initial_loss = static_cast<float>(model.evaluate(data.rows(), kBatch).loss);
-  check(std::isfinite(metrics.initial_loss) || f16, f.model, ": the initial loss is ",
+  check(std::isfinite(metrics.initial_loss) || f16, model_path, ": the initial loss is ",
         train::py_repr(metrics.initial_loss));
   if (root)
     std::printf("initial loss (before step 1): %s\n", train::py_repr(metrics.initial_loss).c_str());
   std::fflush(stdout);
 
+  std::vector<double> step_ms;
+  TerminalProgress progress("train-gpt2", "steps");
   train::LoopHooks hooks;
   hooks.on_step = [&](const train::StepRecord& r) {
     // f32 and bf16 have no loss scale to lower: a non-finite step ends the run (the loop
@@ -110,21 +125,53 @@ void run(const Flags& f) {
           " (training diverged; parameters left as they were before this step)");
     const float loss = static_cast<float>(r.loss);
     const double ms = r.step_s * 1e3;
+    step_ms.push_back(ms);
     if (!root) return;
-    std::printf("step %3d  loss %s  %9.2f ms", static_cast<int>(r.step),
-                train::py_repr(loss).c_str(), ms);
+    // stdout: the same bytes for the same run; the step times go to stderr and the metrics.
+    progress.finish();  // a terminal's progress line gives way to the step line
+    std::printf("step %3d  loss %s", static_cast<int>(r.step), train::py_repr(loss).c_str());
     if (f16) {
       std::printf("  scale %g%s", r.loss_scale,
                   r.skipped ? "  (skipped: gradients overflowed)" : "");
     }
     std::printf("\n");
     std::fflush(stdout);
+    progress.update(r.step, f.steps);
     if (!f.metrics_out.empty()) {
       metrics.records.push_back(
           {r.step, loss, ms, train::fingerprint_weights(config, model.params())});
     }
   };
+  hooks.should_stop = [] { return g_signal.load() != 0; };
+  std::signal(SIGINT, on_train_gpt2_signal);
+  std::signal(SIGTERM, on_train_gpt2_signal);
   loop.run(hooks);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  progress.finish();
+  const int64_t done = loop.state().step;
+  if (done < f.steps) {  // interrupted: keep what was trained, say where
+    if (root && !f.save_weights.empty()) {
+      train::save_gpt2_weights_like(source, f.save_weights, config, model.params());
+    }
+    if (root) {
+      std::fprintf(stderr, "tinylm: interrupted after step %lld of %d: %s\n",
+                   static_cast<long long>(done), f.steps,
+                   f.save_weights.empty()
+                       ? "nothing saved (no --save-weights)"
+                       : ("weights at that step written to " + f.save_weights).c_str());
+    }
+    throw ExitRequest{g_signal.load() == SIGTERM ? kExitTerminated : kExitInterrupted};
+  }
+  if (root && !step_ms.empty()) {
+    std::vector<double> sorted = step_ms;
+    std::sort(sorted.begin(), sorted.end());
+    double total = 0;
+    for (const double ms : step_ms) total += ms;
+    std::fprintf(stderr, "%zu steps in %.2f s: median %.2f ms/step (min %.2f, max %.2f)\n",
+                 step_ms.size(), total / 1e3, sorted[sorted.size() / 2], sorted.front(),
+                 sorted.back());
+  }
 
   if (!root) return;
   if (!f.metrics_out.empty()) {
@@ -144,12 +191,16 @@ void run(const Flags& f) {
 void register_train_gpt2(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
-      "train-gpt2", "The fixed-batch GPT-2 training protocol (SGD on one 4 x 64 batch)");
+      "train-gpt2",
+      "The fixed-batch GPT-2 training protocol (SGD on one 4 x 65 token grid: inputs are columns "
+      "0..63, targets 1..64; make it with tinylm tokenize --grid 4x65)");
   cmd->add_option("--model", f->model,
                   "GPT-2 weights: a model.safetensors file or a model directory")
       ->required();
   cmd->add_option("--config", f->config, "config.json (default: next to the weights)");
-  cmd->add_option("--tokens", f->tokens, "JSON file {\"ids\": [[...] x 65] x 4}")->required();
+  cmd->add_option("--tokens", f->tokens,
+                  "The 4 x 65 grid, JSON {\"ids\": [[65 ids] x 4]} (tinylm tokenize --grid 4x65)")
+      ->required();
   cmd->add_option("--steps", f->steps, "Optimizer steps (default 20)");
   cmd->add_option("--lr", f->lr, "SGD learning rate (default 1e-4)");
   cmd->add_option("--metrics-out", f->metrics_out, "Write the run's metrics JSON here");

@@ -1,6 +1,7 @@
 #pragma once
 // Each subcommand lives in its own cmd_*.cpp and registers itself on the root app.
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace tinylm::cli {
 
@@ -13,5 +14,11 @@ void register_train_gpt2(CLI::App& app);
 void register_train(CLI::App& app);
 void register_plot(CLI::App& app);
 void register_delta(CLI::App& app);
+// tinylm completion bash: a completion script made from the registered commands and flags.
+void register_completion(CLI::App& app);
+
+// What tinylm --version prints: the version, then "kernels: ..." and "mpi: ..." (lines two and
+// three, which scripts read), then the git commit and the compiler.
+std::string version_text();
 
 }  // namespace tinylm::cli

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 
 namespace tinylm::generate {
@@ -47,7 +48,7 @@ GenerateResult generate(gpt2::Model& model, std::span<const int> prompt,
 double PerplexityResult::perplexity() const { return std::exp(mean_nll()); }
 
 PerplexityResult perplexity(gpt2::Model& model, std::span<const int> tokens, int context,
-                            int stride) {
+                            int stride, const std::function<void(int64_t, int64_t)>& on_window) {
   const gpt2::Config& c = model.config();
   check(context >= 2 && context <= c.n_positions, "perplexity: context must be in 2..",
         c.n_positions, ", got ", context);
@@ -55,24 +56,43 @@ PerplexityResult perplexity(gpt2::Model& model, std::span<const int> tokens, int
   check(tokens.size() >= 2, "perplexity: the text has fewer than 2 tokens");
   const int64_t L = static_cast<int64_t>(tokens.size()), V = c.vocab_size;
   PerplexityResult r;
+  // One cache and one logits buffer for every window: fresh pages cost more than the reuse.
+  gpt2::KvCache cache = model.new_cache(static_cast<int>(std::min<int64_t>(context, L)));
   std::vector<float> logits;
+  std::vector<double> nll;
+  Timer timer;
   int64_t prev_end = 0;
   for (int64_t begin = 0;; begin += stride) {
     const int64_t end = std::min<int64_t>(begin + context, L);
-    gpt2::KvCache cache = model.new_cache(static_cast<int>(end - begin));
-    logits.resize(static_cast<size_t>((end - begin) * V));
-    model.forward(tokens.subspan(begin, end - begin), cache, logits, true);
-    for (int64_t j = std::max(prev_end, begin + 1); j < end; ++j) {  // target position j
-      const float* row = logits.data() + (j - 1 - begin) * V;
+    // Targets j in [first_target, end) are predicted by window positions j - 1 - begin; the
+    // window's last token is only a target, so it does not run.
+    const int64_t first_target = std::max(prev_end, begin + 1);
+    const int64_t inputs = end - 1 - begin, first_row = first_target - 1 - begin;
+    const int64_t rows = end - first_target;
+    prev_end = end;
+    if (rows <= 0) {  // stride == context: a last window of one token has nothing to score
+      if (end == L) break;
+      continue;
+    }
+    cache.length = 0;
+    logits.resize(static_cast<size_t>(rows * V));
+    model.forward_rows(tokens.subspan(begin, inputs), cache, logits, first_row);
+    r.forward_tokens += inputs;
+    nll.assign(static_cast<size_t>(rows), 0.0);
+    // Rows in parallel, summed in row order below: the same result at any thread count.
+    parallel_for(0, rows, grain_for(4 * V), [&](int64_t i) {
+      const float* row = logits.data() + i * V;
       const float mx = *std::max_element(row, row + V);
       double sum = 0;
       for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - mx);
-      r.nll_sum += std::log(sum) + mx - row[tokens[j]];
-      ++r.count;
-    }
-    prev_end = end;
+      nll[i] = std::log(sum) + mx - row[tokens[first_target + i]];
+    });
+    for (const double v : nll) r.nll_sum += v;
+    r.count += rows;
+    if (on_window) on_window(r.count, L - 1);
     if (end == L) break;
   }
+  r.forward_ms = timer.elapsed_ms();
   return r;
 }
 

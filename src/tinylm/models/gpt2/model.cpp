@@ -23,8 +23,9 @@ struct Model::Impl {
   DType dtype;
   virtual ~Impl() = default;
   virtual size_t weight_bytes() const = 0;
+  // logits receives the rows first_row .. tokens.size() - 1, (rows, vocab).
   virtual void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
-                       bool all_logits) = 0;
+                       int64_t first_row) = 0;
 };
 
 namespace {
@@ -181,15 +182,16 @@ struct TypedImpl final : Model::Impl {
   size_t weight_bytes() const override { return bytes; }
 
   void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
-               bool all_logits) override {
+               int64_t first) override {
     const Config& c = config;
     const int64_t n = static_cast<int64_t>(tokens.size());
     const int64_t C = c.n_embd, F = c.mlp_dim(), V = c.vocab_size, cap = cache.capacity;
     const int64_t t0 = cache.length, t1 = t0 + n;
     check(n > 0, "gpt2: forward of zero tokens");
     check(t1 <= cap, "gpt2: ", t1, " positions exceed the cache capacity (", cap, ")");
-    check(logits.size() == static_cast<size_t>(all_logits ? n * V : V), "gpt2: logits buffer of ",
-          logits.size(), " values, expected ", all_logits ? n * V : V);
+    check(first >= 0 && first < n, "gpt2: first logits row ", first, " outside 0..", n - 1);
+    check(logits.size() == static_cast<size_t>((n - first) * V), "gpt2: logits buffer of ",
+          logits.size(), " values, expected ", (n - first) * V);
     for (int t : tokens)
       check(t >= 0 && t < V, "gpt2: token id ", t, " outside the vocabulary [0, ", V, ")");
     x.resize(n * C);
@@ -225,7 +227,7 @@ struct TypedImpl final : Model::Impl {
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
     }
     cache.length = static_cast<int>(t1);
-    const int64_t first = all_logits ? 0 : n - 1, rows = n - first;
+    const int64_t rows = n - first;
     k::layernorm_forward(xn.data(), nullptr, nullptr, x.data() + first * C, lnf_w, lnf_b, rows, C,
                          eps);
     k::matmul_out_in(logits.data(), xn.data(), lm_head, rows, C, V);
@@ -310,7 +312,12 @@ KvCache Model::new_cache(int capacity) const {
 
 void Model::forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                     bool all_logits) {
-  impl_->forward(tokens, cache, logits, all_logits);
+  impl_->forward(tokens, cache, logits, all_logits ? 0 : static_cast<int64_t>(tokens.size()) - 1);
+}
+
+void Model::forward_rows(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
+                         int64_t first_row) {
+  impl_->forward(tokens, cache, logits, first_row);
 }
 
 }  // namespace tinylm::gpt2

@@ -59,6 +59,10 @@ class Model {
   // values when all_logits, else the last position's (vocab).
   void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                bool all_logits = false);
+  // The same, with the logits of positions first_row .. tokens.size() - 1 only
+  // ((tokens.size() - first_row, vocab) values): perplexity scores only part of a window.
+  void forward_rows(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
+                    int64_t first_row);
 
   struct Impl;
 

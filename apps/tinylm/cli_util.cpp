@@ -1,0 +1,83 @@
+#include "cli_util.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <vector>
+
+#include "tinylm/core/error.h"
+#include "tinylm/io/text_file.h"
+#include "tinylm/train/progress.h"
+
+namespace tinylm::cli {
+
+namespace fs = std::filesystem;
+
+std::string bundled_data_path(const std::string& name) {
+  std::vector<fs::path> places = {fs::path("data")};
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) places.push_back(exe.parent_path().parent_path() / "share/tinylm");
+  places.push_back(fs::path(TINYLM_SOURCE_DATA_DIR));
+  std::string tried;
+  for (const fs::path& p : places) {
+    if (fs::exists(p / name, ec)) return (p / name).string();
+    tried += (tried.empty() ? "" : ", ") + (p / name).string();
+  }
+  fail("no bundled ", name, " (tried ", tried, ")");
+}
+
+std::string resolve_data_path(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (path.empty() || fs::exists(p, ec) || p.is_absolute()) return path;
+  auto it = p.begin();
+  if (it == p.end() || *it != "data" || std::next(it) == p.end()) return path;
+  fs::path rest;
+  for (++it; it != p.end(); ++it) rest /= *it;
+  try {
+    return bundled_data_path(rest.string());
+  } catch (const Error&) {
+    return path;
+  }
+}
+
+std::string read_text_input(const std::string& path) {
+  if (path != "-") return io::read_file(path);
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  check(!std::cin.bad(), "stdin: read error");
+  return text;
+}
+
+bool stdin_is_piped() { return ::isatty(STDIN_FILENO) == 0; }
+
+TerminalProgress::TerminalProgress(std::string label, std::string unit)
+    : label_(std::move(label)), unit_(std::move(unit)), terminal_(::isatty(STDERR_FILENO) != 0) {}
+
+TerminalProgress::~TerminalProgress() { finish(); }
+
+void TerminalProgress::update(int64_t done, int64_t total) {
+  if (!terminal_) return;
+  const double ms = timer_.elapsed_ms();
+  if (ms - last_ms_ < 200 && done < total) return;
+  last_ms_ = ms;
+  const double rate = ms > 0 ? done * 1000.0 / ms : 0.0;
+  const std::string eta =
+      rate > 0 && total > done ? train::clock_text((total - done) / rate) : std::string("-");
+  std::fprintf(stderr, "\r\033[K%s %lld/%lld %s, %.0f %s/s, ETA %s", label_.c_str(),
+               static_cast<long long>(done), static_cast<long long>(total), unit_.c_str(), rate,
+               unit_.c_str(), eta.c_str());
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void TerminalProgress::finish() {
+  if (!shown_) return;
+  std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+  shown_ = false;
+}
+
+}  // namespace tinylm::cli

@@ -1,0 +1,66 @@
+#pragma once
+// What every subcommand shares beyond its flags: the exit-code scheme (docs/cli.md), the
+// bundled data files, the progress line on a terminal, and reading text from a file or stdin.
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "tinylm/core/timer.h"
+
+namespace tinylm::cli {
+
+// Exit codes, the same for every command (docs/cli.md).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRuntime = 1;  // a file, a model, the data or the machine failed
+inline constexpr int kExitUsage = 2;    // the command line is wrong; nothing was done
+// Training stopped by SIGINT / SIGTERM (128 + the signal, as shells report it) after it saved
+// a checkpoint.
+inline constexpr int kExitInterrupted = 130;
+inline constexpr int kExitTerminated = 143;
+
+// A wrong command line found by a command's own checks (flag values that conflict, ...):
+// main prints it as one line and exits with kExitUsage.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Ends the command with this exit code after it has printed what it had to say.
+struct ExitRequest {
+  int code;
+};
+
+// The bundled data directory's file `name` (e.g. "names.txt", "gpt2"): ./data (a checkout),
+// <prefix>/share/tinylm beside an installed binary, or the source tree the binary was built
+// from. Throws, naming the places tried, when none has it.
+std::string bundled_data_path(const std::string& name);
+
+// `path` itself when it exists; a missing relative "data/X" is the bundled X (so the README's
+// examples work from any directory); anything else as given (its reader names it).
+std::string resolve_data_path(const std::string& path);
+
+// Reads all of `path`, or stdin when path is "-".
+std::string read_text_input(const std::string& path);
+
+// True when stdin is not a terminal (something is piped or redirected in).
+bool stdin_is_piped();
+
+// One line on stderr rewritten in place, on a terminal only: "label done/total unit, rate
+// unit/s, ETA h:mm:ss". Piped, it prints nothing at all. At most a few updates a second.
+class TerminalProgress {
+ public:
+  TerminalProgress(std::string label, std::string unit);
+  ~TerminalProgress();
+  void update(int64_t done, int64_t total);
+  void finish();  // clears the line
+
+ private:
+  std::string label_, unit_;
+  bool terminal_;
+  bool shown_ = false;
+  Timer timer_;
+  double last_ms_ = -1e9;
+};
+
+}  // namespace tinylm::cli

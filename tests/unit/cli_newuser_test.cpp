@@ -1,0 +1,257 @@
+// The CLI as a new user meets it (issue 18), every case run from a directory outside the
+// checkout: bundled data found from anywhere, model kinds detected from the file, exit codes,
+// "did you mean", help, input from files and stdin, the train-gpt2 grid, interrupted training
+// that saves a checkpoint, --init-from's tokenizer, --version and bash completion.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "test_util.h"
+
+namespace tinylm {
+namespace {
+
+namespace fs = std::filesystem;
+
+int count_lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
+
+class CliNewUser : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir;
+    fs::create_directories(dir_->path() / "work");
+    // A small GPT-2 (made by init), a small EvermindLM run (with its tokenizer).
+    init_ = new test::CommandResult(in_dir("init --arch gpt2 --preset small-test --out gpt2"));
+    test::write_text(
+        file("corpus.txt"),
+        test::read_text(test::source_path("data/tinyshakespeare.txt")).substr(0, 20000));
+    evermind_ = new test::CommandResult(
+        in_dir("train --arch evermind --data ../corpus.txt --vocab-size 300 --seq-len 32 "
+               "--d-model 16 --steps 20 --seed 5 --threads 1 --out ev"));
+  }
+  static void TearDownTestSuite() {
+    delete init_;
+    delete evermind_;
+    delete dir_;
+  }
+  static std::string file(const std::string& name) { return dir_->file(name); }
+  static std::string work(const std::string& name) { return dir_->file("work/" + name); }
+  // Runs tinylm in DIR/work, a directory outside the checkout, with a shell command line.
+  static test::CommandResult in_dir(const std::string& args) {
+    return test::run_shell("cd " + dir_->file("work") + " && " + TINYLM_CLI_PATH + " " + args);
+  }
+  // The same with something on stdin: `{ printf ... | tinylm ARGS; }`.
+  static test::CommandResult piped(const std::string& input_cmd, const std::string& args) {
+    return test::run_shell("cd " + dir_->file("work") + " && { " + input_cmd + " | " +
+                           TINYLM_CLI_PATH + " " + args + "; }");
+  }
+  void SetUp() override {
+    ASSERT_EQ(init_->exit_code, 0) << init_->err;
+    ASSERT_EQ(evermind_->exit_code, 0) << evermind_->err;
+  }
+  static test::TempDir* dir_;
+  static test::CommandResult* init_;
+  static test::CommandResult* evermind_;
+};
+test::TempDir* CliNewUser::dir_ = nullptr;
+test::CommandResult* CliNewUser::init_ = nullptr;
+test::CommandResult* CliNewUser::evermind_ = nullptr;
+
+void expect_error(const test::CommandResult& r, int code, const std::string& phrase) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << r.err << "\n  lacks: " << phrase;
+}
+
+TEST_F(CliNewUser, BundledDataIsFoundFromAnyDirectory) {
+  const test::CommandResult r = in_dir("microgpt --steps 2 --samples 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("num docs: 32033\n", 0), 0u) << r.out;
+  // The README's data/... paths too.
+  const test::CommandResult t = in_dir("tokenize --file data/names.txt --grid 2x3");
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("\"ids\""), std::string::npos) << t.out;
+}
+
+TEST_F(CliNewUser, ExitCodesAndSuggestions) {
+  expect_error(in_dir("train-gpt2 --model gpt2 --tokens x.json --step 10"), 2, "--steps");
+  expect_error(in_dir("generate --model gpt2 --promt hi"), 2, "did you mean --prompt");
+  expect_error(in_dir("--bogus"), 2, "unknown flag --bogus");
+  expect_error(in_dir("genrate --model gpt2"), 2, "did you mean 'generate'");
+  expect_error(in_dir("perplexity --model gpt2"), 2, "--file");                   // missing flag
+  expect_error(in_dir("generate --model gpt2 --max-tokens x"), 2, "max-tokens");  // bad value
+  expect_error(in_dir("generate --model gpt2 --prompt hi --max-tokens -1"), 2, "--max-tokens");
+  expect_error(in_dir("generate --model missing --prompt hi"), 1, "missing");  // runtime
+  expect_error(in_dir("help nosuch"), 2, "nosuch");
+  // A usage error prints nothing on stdout, not even the prompt.
+  EXPECT_EQ(in_dir("generate --model gpt2 --prompt hi --max-tokens -1").out, "");
+  const test::CommandResult top = in_dir("help");
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_NE(top.out.find("perplexity"), std::string::npos);
+  EXPECT_NE(top.out.find("Exit codes"), std::string::npos);
+  const test::CommandResult sub = in_dir("help generate");
+  EXPECT_EQ(sub.exit_code, 0);
+  EXPECT_NE(sub.out.find("--prompt-file"), std::string::npos);
+  EXPECT_EQ(sub.out, in_dir("generate --help").out);
+}
+
+TEST_F(CliNewUser, ModelKindIsReadFromTheFile) {
+  const std::string evl = test::source_path("tests/fixtures/evl/tiny_f32.evl");
+  expect_error(in_dir("perplexity --model " + evl + " --file ../corpus.txt"), 1,
+               "this is an EvermindLM checkpoint (EVL0); perplexity expects GPT-2");
+  expect_error(in_dir("generate --arch gpt2 --model " + evl + " --prompt hi"), 1,
+               "this is an EvermindLM checkpoint (EVL0), but --arch gpt2 expects GPT-2");
+  expect_error(in_dir("generate --arch evermind --model gpt2 --prompt hi"), 1,
+               "this is a GPT-2 model directory, but --arch evermind expects EvermindLM");
+  ASSERT_EQ(in_dir("microgpt --steps 1 --samples 0 --save micro.safetensors").exit_code, 0);
+  expect_error(in_dir("generate --model micro.safetensors --prompt hi"), 1,
+               "this is a microgpt checkpoint");
+  test::write_text(work("junk.bin"), "not a model at all, not at all");
+  expect_error(in_dir("generate --model junk.bin --prompt hi"), 1, "not a model file");
+  // config.json means its directory; a weights file and a run directory work too.
+  for (const char* model : {"gpt2/config.json", "gpt2/model.safetensors", "gpt2"}) {
+    const test::CommandResult r =
+        in_dir(std::string("generate --model ") + model + " --prompt Hi --max-tokens 2");
+    EXPECT_EQ(r.exit_code, 0) << model << ": " << r.err;
+    EXPECT_EQ(r.out.rfind("Hi", 0), 0u) << r.out;
+  }
+  // EvermindLM without --arch, from the run directory: samples by default, reports tokens/s.
+  const test::CommandResult ev = in_dir("generate --model ev --prompt First --max-tokens 12");
+  EXPECT_EQ(ev.exit_code, 0) << ev.err;
+  EXPECT_NE(ev.err.find("tok/s"), std::string::npos) << ev.err;
+  EXPECT_EQ(ev.err.find("bytes"), std::string::npos) << ev.err;
+  const test::CommandResult seed2 =
+      in_dir("generate --model ev --prompt First --max-tokens 12 --seed 2");
+  const test::CommandResult greedy =
+      in_dir("generate --model ev --prompt First --max-tokens 12 --temperature 0");
+  ASSERT_EQ(seed2.exit_code, 0) << seed2.err;
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  EXPECT_EQ(ev.out, in_dir("generate --model ev --prompt First --max-tokens 12").out);
+  EXPECT_TRUE(ev.out != seed2.out || ev.out != greedy.out) << "not sampling by default";
+}
+
+TEST_F(CliNewUser, TextFromFilesAndStdin) {
+  EXPECT_EQ(piped("printf 'Hello world'", "tokenize").out, "15496 995\n");
+  test::write_text(work("hello.txt"), "Hello world");
+  EXPECT_EQ(in_dir("tokenize --file hello.txt").out, "15496 995\n");
+  EXPECT_EQ(piped("printf '15496 995'", "tokenize --decode").out, "Hello world\n");
+  expect_error(in_dir("tokenize"), 2, "no text");  // stdin is /dev/null here: nothing piped?
+}
+
+TEST_F(CliNewUser, GeneratePromptsFromFilesAndStdin) {
+  test::write_text(work("prompt.txt"), "Once upon");
+  const test::CommandResult file_r =
+      in_dir("generate --model gpt2 --prompt-file prompt.txt --max-tokens 3");
+  ASSERT_EQ(file_r.exit_code, 0) << file_r.err;
+  EXPECT_EQ(file_r.out, in_dir("generate --model gpt2 --prompt 'Once upon' --max-tokens 3").out);
+  EXPECT_EQ(piped("printf 'Once upon'", "generate --model gpt2 --max-tokens 3").out, file_r.out);
+  test::write_text(work("prompts.txt"), "Once upon\nThe cat \"sat\"\n");
+  const test::CommandResult many = in_dir(
+      "generate --model gpt2 --prompts prompts.txt --samples 2 --max-tokens 3 --temperature 1");
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  std::istringstream lines(many.out);
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 4u) << many.out;
+  EXPECT_EQ(rows[0]["prompt"], "Once upon");
+  EXPECT_EQ(rows[2]["prompt"], "The cat \"sat\"");
+  EXPECT_EQ(rows[1]["sample"], 1);
+  EXPECT_EQ(rows[0]["tokens"], 3);
+  EXPECT_TRUE(rows[0]["text"].is_string());
+  expect_error(in_dir("generate --model gpt2 --prompt a --prompts prompts.txt"), 2, "one of");
+}
+
+TEST_F(CliNewUser, TokenizeMakesTheTrainGpt2Grid) {
+  const test::CommandResult grid = in_dir("tokenize --file ../corpus.txt --grid 4x65");
+  ASSERT_EQ(grid.exit_code, 0) << grid.err;
+  const nlohmann::json j = nlohmann::json::parse(grid.out);
+  ASSERT_EQ(j["ids"].size(), 4u);
+  for (const auto& row : j["ids"]) EXPECT_EQ(row.size(), 65u);
+  test::write_text(work("grid.json"), grid.out);
+  expect_error(in_dir("tokenize --grid 4x65 tiny"), 1, "the grid needs 260");
+  expect_error(in_dir("tokenize --grid 4by65 tiny"), 2, "--grid");
+  const test::CommandResult r =
+      in_dir("train-gpt2 --model gpt2 --tokens grid.json --steps 2 --metrics-out m.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step   2  loss "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" ms"), std::string::npos) << "timings belong on stderr: " << r.out;
+  EXPECT_NE(r.err.find("ms/step"), std::string::npos) << r.err;
+}
+
+TEST_F(CliNewUser, InterruptedTrainingSavesACheckpointAndSaysWhere) {
+  // A long microgpt run, stopped by SIGINT once its first steps are logged.
+  const std::string script =
+      std::string(TINYLM_CLI_PATH) +
+      " train --arch microgpt --data data/names.txt --steps 1000000 --out run & pid=$!; "
+      "for i in $(seq 100); do [ -s run/metrics.jsonl ] && break; sleep 0.1; done; "
+      "kill -INT $pid; wait $pid";
+  const test::CommandResult r = test::run_shell("cd " + work("") + " && { " + script + "; }");
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_NE(r.err.find("interrupted at step"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tinylm train --resume run"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(work("run/latest/train_state.bin")));
+  // SIGTERM the same way, 143.
+  const std::string term =
+      std::string(TINYLM_CLI_PATH) +
+      " train --arch microgpt --data data/names.txt --steps 1000000 --out run2 & pid=$!; "
+      "for i in $(seq 100); do [ -s run2/metrics.jsonl ] && break; sleep 0.1; done; "
+      "kill -TERM $pid; wait $pid";
+  const test::CommandResult t = test::run_shell("cd " + work("") + " && { " + term + "; }");
+  EXPECT_EQ(t.exit_code, 143) << t.err;
+  EXPECT_TRUE(fs::exists(work("run2/latest/train_state.bin")));
+}
+
+TEST_F(CliNewUser, InitFromUsesTheModelsTokenizerAndRefusesWithoutOne) {
+  const test::CommandResult ok = in_dir(
+      "train --init-from ev --data ../corpus.txt --seq-len 32 --steps 2 --threads 1 --out ev2");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.err.find("saved with the model"), std::string::npos) << ok.err;
+  EXPECT_EQ(test::read_text(work("ev2/tokenizer.json")),
+            test::read_text(work("ev/latest/model.tokenizer.json")));
+  fs::copy_file(work("ev/latest/model.evl"), work("lonely.evl"));
+  expect_error(in_dir("train --init-from lonely.evl --data ../corpus.txt --out ev3"), 1,
+               "no tokenizer saved with the model");
+  EXPECT_FALSE(fs::exists(work("ev3/run.json")));
+  // delta export of the whole retrained model: says so.
+  const test::CommandResult d = in_dir(
+      "delta export --base ev/latest/model.evl --model ev2/latest/model.evl --eps 0 --out u.evd");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find(" rows"), std::string::npos) << d.out;
+  if (fs::file_size(work("u.evd")) >= fs::file_size(work("ev2/latest/model.evl"))) {
+    EXPECT_NE(d.err.find("not smaller than the model"), std::string::npos) << d.err;
+  }
+}
+
+TEST_F(CliNewUser, VersionAndCompletion) {
+  const test::CommandResult v = in_dir("--version");
+  ASSERT_EQ(v.exit_code, 0);
+  std::istringstream lines(v.out);
+  std::vector<std::string> l;
+  for (std::string s; std::getline(lines, s);) l.push_back(s);
+  ASSERT_GE(l.size(), 5u) << v.out;
+  EXPECT_EQ(l[0].rfind("tinylm ", 0), 0u);
+  EXPECT_EQ(l[1].rfind("kernels: ", 0), 0u);  // scripts read lines 2 and 3
+  EXPECT_EQ(l[2].rfind("mpi: ", 0), 0u);
+  EXPECT_EQ(l[3].rfind("commit: ", 0), 0u);
+  EXPECT_EQ(l[4].rfind("compiler: ", 0), 0u);
+  const test::CommandResult c = in_dir("completion bash");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("complete -o filenames -F _tinylm tinylm"), std::string::npos);
+  EXPECT_NE(c.out.find("--prompt-file"), std::string::npos);
+  test::write_text(work("completion.bash"), c.out);
+  EXPECT_EQ(test::run_shell("bash -n " + work("completion.bash")).exit_code, 0);
+  // The completion offers the commands after "tinylm".
+  const test::CommandResult words =
+      test::run_shell("bash -c 'source " + work("completion.bash") +
+                      "; COMP_WORDS=(tinylm gen); COMP_CWORD=1; _tinylm; echo ${COMPREPLY[@]}'");
+  EXPECT_EQ(words.out, "generate\n");
+}
+
+}  // namespace
+}  // namespace tinylm
