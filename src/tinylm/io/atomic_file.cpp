@@ -1,31 +1,86 @@
 #include "tinylm/io/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <random>
 
 #include "tinylm/core/error.h"
+#include "tinylm/io/temp_name.h"
+#include "tinylm/io/text_file.h"
 
 namespace tinylm::io {
 
-AtomicFile::AtomicFile(std::string path)
-    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
-  f_ = std::fopen(tmp_.c_str(), "wb");
-  if (!f_) fail(path_, ": cannot write: ", std::strerror(errno));
+namespace {
+
+constexpr size_t kWritebackChunk = size_t{32} << 20;
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Opens a new file PATH.tmp.<pid>.<random> that did not exist before: O_EXCL refuses any
+// existing name (a symlink included, dangling or not), O_NOFOLLOW as well. Returns the fd and
+// sets tmp; -1 with errno set when it cannot be created.
+int create_temp_file(const std::string& path, std::string& tmp) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    tmp = temp_name(path + ".tmp.");
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+}  // namespace
+
+std::string temp_name(const std::string& prefix) {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                          (static_cast<uint64_t>(::getpid()) << 32));
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string name = prefix + std::to_string(::getpid()) + ".";
+  uint64_t r = rng();
+  for (int i = 0; i < 12; ++i, r >>= 4) name += kHex[r & 15];
+  return name;
+}
+
+bool pid_is_gone(const std::string& digits) {
+  if (digits.empty() || digits.size() > 9) return false;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return false;
+  }
+  const long pid = std::stol(digits);
+  if (pid <= 0 || pid == ::getpid()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  check(!path_.empty() && path_.back() != '/', path_, ": cannot write: not a file name");
+  const int fd = create_temp_file(path_, tmp_);
+  if (fd < 0) fail(path_, ": cannot write: ", std::strerror(errno));
+  f_ = ::fdopen(fd, "wb");
+  if (!f_) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp_.c_str());
+    fail(path_, ": cannot write: ", std::strerror(err));
+  }
 }
 
 AtomicFile::~AtomicFile() {
   if (f_) {
     std::fclose(f_);
-    std::remove(tmp_.c_str());
+    ::unlink(tmp_.c_str());
   }
-}
-
-namespace {
-constexpr size_t kWritebackChunk = size_t{32} << 20;
 }
 
 void AtomicFile::write(std::span<const std::byte> bytes) {
@@ -59,10 +114,80 @@ void AtomicFile::commit() {
   f_ = nullptr;
   if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int e = ok ? errno : err;
-    std::remove(tmp_.c_str());
+    ::unlink(tmp_.c_str());
     fail(path_, ": cannot write: ", std::strerror(e));
   }
   fsync_path(parent_dir(path_));  // the rename itself is only durable once the directory is
+  remove_stale_temporaries(path_);
+}
+
+void write_file_atomic(const std::string& path, std::span<const std::byte> bytes) {
+  AtomicFile f(path);
+  f.write(bytes);
+  f.commit();
+}
+
+void copy_file_atomic(const std::string& from, const std::string& to) {
+  const std::string bytes = read_file(from);
+  write_file_atomic(to, std::as_bytes(std::span(bytes.data(), bytes.size())));
+}
+
+int remove_stale_temporaries(const std::string& path) {
+  const std::string dir = parent_dir(path), base = base_name(path);
+  if (base.empty()) return 0;
+  const std::string tmp_prefix = base + ".tmp.", staging_prefix = "." + base + ".staging.";
+  std::vector<std::string> stale;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      for (const std::string& prefix : {tmp_prefix, staging_prefix}) {
+        if (!name.starts_with(prefix)) continue;
+        // <pid> or <pid>.<suffix> (the first form is what older versions wrote).
+        const std::string rest = name.substr(prefix.size());
+        const size_t dot = rest.find('.');
+        if (dot == rest.size() - 1) continue;
+        if (pid_is_gone(rest.substr(0, dot))) stale.push_back(dir + "/" + name);
+      }
+    }
+    ::closedir(d);
+  }
+  int removed = 0;
+  for (const std::string& p : stale) {
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0) continue;
+    std::error_code ec;
+    if (S_ISDIR(st.st_mode)) {
+      // Only staging directories (tmp files are never directories we made).
+      if (base_name(p).starts_with(staging_prefix) &&
+          std::filesystem::remove_all(p, ec) != static_cast<std::uintmax_t>(-1) && !ec)
+        ++removed;
+    } else if (::unlink(p.c_str()) == 0) {
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+void probe_output(const std::string& path, uint64_t expected_bytes) {
+  check(!path.empty(), "output path is empty");
+  struct stat st;
+  if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    fail(path, ": is a directory; give a file name to write");
+  const std::string dir = parent_dir(path);
+  if (::stat(dir.c_str(), &st) != 0)
+    fail(path, ": cannot write: directory ", dir, ": ", std::strerror(errno));
+  check(S_ISDIR(st.st_mode), path, ": cannot write: ", dir, " is not a directory");
+  std::string tmp;
+  const int fd = create_temp_file(path, tmp);
+  if (fd < 0) fail(path, ": cannot write: ", std::strerror(errno));
+  ::close(fd);
+  ::unlink(tmp.c_str());
+  if (expected_bytes == 0) return;
+  struct statvfs fs;
+  if (::statvfs(dir.c_str(), &fs) != 0) return;  // cannot tell: the write itself will say
+  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  check(free_bytes >= expected_bytes, path, ": needs about ", (expected_bytes + 999999) / 1000000,
+        " MB, but ", dir, " has only ", free_bytes / 1000000, " MB free");
 }
 
 void fsync_path(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "tinylm/core/error.h"
+#include "tinylm/io/atomic_file.h"
 #include "tinylm/io/crc32.h"
 #include "tinylm/io/evl_checkpoint.h"
 #include "tinylm/io/text_file.h"
@@ -27,7 +28,7 @@ BpeTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunReque
   if (!resume || !fs::exists(path)) {
     if (!c.tokenizer.empty()) {
       BpeTokenizer::from_tokenizer_json(c.tokenizer);  // validates before copying
-      fs::copy_file(c.tokenizer, path, fs::copy_options::overwrite_existing);
+      io::copy_file_atomic(c.tokenizer, path);
     } else {
       std::string text;
       for (const std::string& f : data_files(c)) text += read_text_source(f);
