@@ -2,7 +2,8 @@
 # Quick start, part 2: install what is missing, check the formatting, build, and run every
 # test: optimized (release) once per kernel level this CPU supports (generic always, then
 # AVX2 and AVX-512 where the CPU has them), then under AddressSanitizer + UndefinedBehavior
-# Sanitizer (dev, clang) at the best level, with every fuzz target run over its seed corpus.
+# Sanitizer (dev, clang) at the best level, with every fuzz target run over its seed corpus,
+# then every fuzz target for about 20 s (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -26,3 +27,11 @@ echo "== sanitizer build (clang, ASan + UBSan): tests and fuzz seeds"
 cmake --preset dev >/dev/null
 cmake --build build/dev -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset dev -j "$jobs"
+
+# Every fuzz target for a short fixed budget over its stored corpus, so a change that crashes
+# a parser cannot land (scripts/fuzz.sh runs them longer by hand; TINYLM_FUZZ_SECONDS=0 skips).
+fuzz_seconds=${TINYLM_FUZZ_SECONDS:-20}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "== fuzzing (${fuzz_seconds} s per target, sanitizer build)"
+  UBSAN_OPTIONS=print_stacktrace=1 scripts/fuzz.sh --build build/dev --seconds "$fuzz_seconds"
+fi
