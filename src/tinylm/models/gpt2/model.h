@@ -60,7 +60,10 @@ class Model {
   void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                bool all_logits = false);
   // The same, with the logits of positions first_row .. tokens.size() - 1 only
-  // ((tokens.size() - first_row, vocab) values): perplexity scores only part of a window.
+  // ((tokens.size() - first_row, vocab) values): perplexity scores only part of a window. An
+  // f32 model's head of many rows runs as a library GEMM (kernels/matmul/gemm.h: tolerance
+  // contract, the same bytes for the same inputs and threads), so these logits match
+  // forward's within rounding, not bit for bit.
   void forward_rows(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                     int64_t first_row);
 
