@@ -104,26 +104,33 @@ struct Generator {
   }
 };
 
-Generator load_generator(const GenerateFlags& f, ModelKind kind, const std::string& path) {
+// The tokenizer first: the prompts are checked before the (slow, chatty) weights load.
+Generator load_tokenizer_of(const GenerateFlags& f, ModelKind kind, const std::string& path) {
   Generator g;
   g.kind = kind;
   if (kind == ModelKind::gpt2) {
     g.tok.emplace(load_tokenizer(f.model.tokenizer, path));
-    Gpt2Flags flags = f.model;
-    flags.model = path;
-    g.gpt2.emplace(load_model(flags));
-    g.context = g.gpt2->config().n_positions;
     return g;
   }
   if (f.model.dtype != "f32")
     throw UsageError("--dtype " + f.model.dtype + ": EvermindLM generates in f32");
-  set_num_threads(f.model.threads);
   g.tok.emplace(load_evermind_tokenizer(f.model.tokenizer, path));
+  return g;
+}
+
+void load_weights(Generator& g, const GenerateFlags& f, const std::string& path) {
+  if (g.kind == ModelKind::gpt2) {
+    Gpt2Flags flags = f.model;
+    flags.model = path;
+    g.gpt2.emplace(load_model(flags));
+    g.context = g.gpt2->config().n_positions;
+    return;
+  }
+  set_num_threads(f.model.threads);
   Timer load;
   g.evermind.emplace(load_evermind(path, 2));
   std::fprintf(stderr, "loaded %s: %zu parameters (f32) in %.1f ms\n", path.c_str(),
                g.evermind->params().size(), load.elapsed_ms());
-  return g;
 }
 
 // The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin.
@@ -161,9 +168,14 @@ void run_generate(GenerateFlags& f) {
     if (f.top_k->count() == 0 && f.temperature->count() == 0) f.gen.sampling.top_k = kEvermindTopK;
   }
   const std::vector<std::string> prompts = read_prompts(f);
-  Generator g = load_generator(f, d.kind, d.path);
+  Generator g = load_tokenizer_of(f, d.kind, d.path);
   std::vector<std::vector<int>> ids;
   for (const std::string& p : prompts) ids.push_back(g.encode(f, p));
+  load_weights(g, f, d.path);
+  for (const std::vector<int>& v : ids) {  // now against the model's context
+    check(g.context == 0 || static_cast<int64_t>(v.size()) <= g.context, "the prompt has ",
+          v.size(), " tokens, more than the model's context of ", g.context);
+  }
 
   Generator::Stats total;
   const bool json = !f.prompts_file.empty();
