@@ -77,6 +77,27 @@ TEST_F(CliNewUser, BundledDataIsFoundFromAnyDirectory) {
   const test::CommandResult t = in_dir("tokenize --file data/names.txt --grid 2x3");
   EXPECT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("\"ids\""), std::string::npos) << t.out;
+  // perplexity too; piped, its stderr has the summary and no progress line.
+  const test::CommandResult p =
+      in_dir("perplexity --model gpt2 --file data/names.txt --limit 100 --context 32");
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(p.out.rfind("tokens 100, scored 99, mean NLL ", 0), 0u) << p.out;
+  EXPECT_NE(p.err.find("tok/s"), std::string::npos) << p.err;
+  EXPECT_EQ(p.err.find('\r'), std::string::npos) << p.err;
+}
+
+// On a terminal (script(1) gives the command one), a progress line: done/total, rate, ETA.
+TEST_F(CliNewUser, ProgressLineOnATerminalOnly) {
+  if (test::run_shell("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
+  const std::string cmd = std::string(TINYLM_CLI_PATH) +
+                          " perplexity --model gpt2 --file data/names.txt --limit 400 "
+                          "--context 16 >/dev/null";
+  const test::CommandResult tty =
+      test::run_shell("cd " + work("") + " && script -qec '" + cmd + "' /dev/null");
+  ASSERT_EQ(tty.exit_code, 0) << tty.out;
+  EXPECT_NE(tty.out.find("\r\033[Kperplexity "), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("/399 tokens, "), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("ETA"), std::string::npos) << tty.out;
 }
 
 TEST_F(CliNewUser, ExitCodesAndSuggestions) {
@@ -189,7 +210,7 @@ TEST_F(CliNewUser, InterruptedTrainingSavesACheckpointAndSaysWhere) {
   const std::string script =
       std::string(TINYLM_CLI_PATH) +
       " train --arch microgpt --data data/names.txt --steps 1000000 --out run & pid=$!; "
-      "for i in $(seq 100); do [ -s run/metrics.jsonl ] && break; sleep 0.1; done; "
+      "for i in $(seq 600); do [ -s run/metrics.jsonl ] && break; sleep 0.1; done; "
       "kill -INT $pid; wait $pid";
   const test::CommandResult r = test::run_shell("cd " + work("") + " && { " + script + "; }");
   EXPECT_EQ(r.exit_code, 130) << r.err;
@@ -200,7 +221,7 @@ TEST_F(CliNewUser, InterruptedTrainingSavesACheckpointAndSaysWhere) {
   const std::string term =
       std::string(TINYLM_CLI_PATH) +
       " train --arch microgpt --data data/names.txt --steps 1000000 --out run2 & pid=$!; "
-      "for i in $(seq 100); do [ -s run2/metrics.jsonl ] && break; sleep 0.1; done; "
+      "for i in $(seq 600); do [ -s run2/metrics.jsonl ] && break; sleep 0.1; done; "
       "kill -TERM $pid; wait $pid";
   const test::CommandResult t = test::run_shell("cd " + work("") + " && { " + term + "; }");
   EXPECT_EQ(t.exit_code, 143) << t.err;
