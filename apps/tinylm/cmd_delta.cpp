@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "tinylm/core/error.h"
+#include "tinylm/io/atomic_file.h"
 #include "tinylm/io/evl_checkpoint.h"
 #include "tinylm/io/evl_delta.h"
 
@@ -30,6 +31,7 @@ void register_delta(CLI::App& app) {
   ex->add_option("--out", f->out, "Delta file to write")->required();
   ex->callback([f] {
     check(f->eps >= 0.0f, "--eps must be non-negative");
+    io::probe_output(f->out);
     const io::EvlCheckpoint base = io::load_evl(f->base);
     const io::EvlCheckpoint current = io::load_evl(f->model, base.config);
     const io::EvlDeltaSummary s = io::export_evl_delta(f->out, base, current.params, f->eps);
@@ -59,6 +61,9 @@ void register_delta(CLI::App& app) {
   ap->add_option("--precision", f->precision, "Weights of the written checkpoint: f32 or f16")
       ->capture_default_str();
   ap->callback([f] {
+    std::error_code ec;
+    const auto base_bytes = std::filesystem::file_size(f->base, ec);
+    io::probe_output(f->out, ec ? 0 : base_bytes);
     const uint64_t rows = io::apply_evl_delta_to_file(f->base, f->delta, f->out,
                                                       io::parse_evl_precision(f->precision));
     std::printf("%s: %llu rows applied\n", f->out.c_str(), static_cast<unsigned long long>(rows));

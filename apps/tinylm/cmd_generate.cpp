@@ -54,8 +54,11 @@ struct Generator {
 
   std::vector<int> encode(const GenerateFlags& f, const std::string& text) const {
     std::vector<int> ids = tok->encode(text, f.allow_special || kind == ModelKind::evermind);
-    if (ids.empty() && kind == ModelKind::evermind && tok->eot_id()) ids = {*tok->eot_id()};
-    if (ids.empty()) throw UsageError("the prompt is empty");
+    if (ids.empty()) throw UsageError("the prompt is empty");  // EvermindLM too (issue 17)
+    if (kind == ModelKind::evermind && f.gen.max_tokens > generate::kEvermindMaxNewTokens) {
+      throw UsageError(cat("--max-tokens ", f.gen.max_tokens, ": EvermindLM generates at most ",
+                           generate::kEvermindMaxNewTokens, " tokens"));
+    }
     if (context > 0 && static_cast<int64_t>(ids.size()) > context) {
       fail("the prompt has ", ids.size(), " tokens, more than the model's context of ", context);
     }

@@ -6,6 +6,7 @@
 #include "gpt2_common.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
+#include "tinylm/io/staged_dir.h"
 #include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_init.h"
 
@@ -28,15 +29,22 @@ void register_init(CLI::App& app) {
   cmd->add_option("--out", f->out, "Output directory")->required();
   cmd->add_option("--seed", f->seed, "Initialisation seed")->capture_default_str();
   cmd->add_option("--tokenizer", f->tokenizer, "Tokenizer to copy (default: data/gpt2)");
-  cmd->add_option("--threads", f->threads, "Threads (default: all cores)");
+  cmd->add_option("--threads", f->threads, "Threads (default: all cores)")
+      ->check(CLI::Range(1, max_threads()));
   cmd->callback([f] {
     set_num_threads(f->threads);
     Timer timer;
     const gpt2::Config config = gpt2::preset(f->preset);
+    // The directory is written whole or not at all (io/staged_dir.h): checked before the
+    // work, staged beside --out, renamed into place. An earlier init's directory is replaced.
+    const std::vector<std::string> files = {"config.json", "model.safetensors", "tokenizer.json"};
+    io::check_staged_target(f->out, files, train::gpt2_saved_bytes(config));
     const std::vector<float> params = train::init_gpt2_params(config, f->seed);
     const BpeTokenizer tok = load_tokenizer(f->tokenizer, "");
-    train::save_gpt2(f->out, config, params);
-    tok.save_tokenizer_json((std::filesystem::path(f->out) / "tokenizer.json").string());
+    io::StagedDir out(f->out, files);
+    train::save_gpt2(out.path(), config, params);
+    tok.save_tokenizer_json(out.file("tokenizer.json"));
+    out.commit();
     std::printf("wrote %s: GPT-2 %s, %zu parameters\n", f->out.c_str(), f->preset.c_str(),
                 params.size());
     std::fprintf(stderr, "init %.0f ms\n", timer.elapsed_ms());

@@ -48,7 +48,8 @@ void register_microgpt(CLI::App& app) {
       "--load", opt->load_path,
       "Start from a saved model instead of the random init (then --steps defaults to 0)");
   cmd->add_option("--threads", *threads,
-                  "Threads (microgpt's shapes are too small to split: it runs on one)");
+                  "Threads (microgpt's shapes are too small to split: it runs on one)")
+      ->check(CLI::Range(1, max_threads()));
   cmd->callback([=] {
     set_num_threads(*threads);
     opt->engine = microgpt::parse_engine(*engine);

@@ -16,6 +16,7 @@
 #include "gpt2_common.h"
 #include "model_kind.h"
 #include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
 #include "tinylm/train/comm.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
@@ -214,6 +215,7 @@ void register_train(CLI::App& app) {
     // No defaults shown per flag: they depend on --arch (the footer lists them).
     f->options[name] = std::is_same_v<V, bool> ? cmd->add_flag(flag, value, help)
                                                : cmd->add_option(flag, value, help);
+    if (flag == "--threads") f->options[name]->check(CLI::Range(1, max_threads()));
   });
   cmd->footer(defaults_table());
   cmd->callback([f] { run(*f); });

@@ -75,6 +75,13 @@ void run(const Flags& f) {
   // Under mpirun every process trains its shards; the first one prints and writes.
   const bool root = comm.root();
   set_num_threads(f.threads);
+  // Outputs are checked before any training: an unwritable path fails now, not after it.
+  if (root && !f.metrics_out.empty()) io::probe_output(f.metrics_out);
+  if (root && !f.save_weights.empty()) {
+    std::error_code ec;
+    const auto weights = std::filesystem::file_size(model_path, ec);  // a directory: unknown
+    io::probe_output(f.save_weights, ec ? 0 : weights);
+  }
 
   train::Gpt2Checkpoint ck = train::load_gpt2(model_path, f.config);
   check(ck.lm_head.empty(), model_path,
@@ -212,7 +219,8 @@ void register_train_gpt2(CLI::App& app) {
                   "Data-parallel replicas, each on its shard of the batch (1, 2 or 4; default 1)");
   cmd->add_option("--compute-dtype", f->compute,
                   "f32 | bf16 | f16 (f16 adds dynamic loss scaling)");
-  cmd->add_option("--threads", f->threads, "Threads (default: all cores)");
+  cmd->add_option("--threads", f->threads, "Threads (default: all cores)")
+      ->check(CLI::Range(1, max_threads()));
   cmd->callback([f] { run(*f); });
 }
 

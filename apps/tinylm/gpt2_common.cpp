@@ -24,7 +24,8 @@ void Gpt2Flags::add_to(CLI::App* cmd) {
   cmd->add_option("--dtype", dtype, "Weights and KV cache: f32, bf16 or f16")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))
       ->capture_default_str();
-  cmd->add_option("--threads", threads, "Threads (default: all cores)");
+  cmd->add_option("--threads", threads, "Threads (default: all cores)")
+      ->check(CLI::Range(1, max_threads()));
 }
 
 std::string default_vocab_dir() {

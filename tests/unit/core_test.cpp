@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "test_util.h"
 #include "tinylm/core/arena.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
@@ -452,11 +454,23 @@ TEST_F(ParallelFor, RegionPassesItsTeamAndRunsInlineWhenNested) {
   });
 }
 
-TEST_F(ParallelFor, NonPositiveThreadCountMeansAllCores) {
+// 0 is the flags' default (all cores); a negative or huge count is an error, not a silent
+// "all cores" or a crash inside the OpenMP runtime.
+TEST_F(ParallelFor, ZeroThreadsMeansAllCoresAndOtherCountsAreBounded) {
   set_num_threads(0);
   EXPECT_EQ(num_threads(), omp_get_num_procs());
-  set_num_threads(-3);
-  EXPECT_EQ(num_threads(), omp_get_num_procs());
+  EXPECT_GE(max_threads(), 8);
+  EXPECT_LE(max_threads(), kMaxThreadsCap);
+  EXPECT_GE(max_threads(), std::min(4 * omp_get_num_procs(), kMaxThreadsCap));
+  set_num_threads(max_threads());
+  EXPECT_EQ(num_threads(), max_threads());
+  for (const int64_t bad :
+       {int64_t{-1}, int64_t{-3}, int64_t{max_threads()} + 1, int64_t{100000}, int64_t{1} << 40}) {
+    test::expect_error([&] { set_num_threads(bad); }, {"--threads", "must be in 1.."});
+    test::expect_error([&] { check_threads(bad, "--jobs"); }, {"--jobs"});
+  }
+  test::expect_error([&] { check_threads(0); }, {"--threads 0"});
+  EXPECT_EQ(num_threads(), max_threads());  // a refused count changes nothing
 }
 
 }  // namespace

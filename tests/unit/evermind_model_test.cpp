@@ -528,9 +528,12 @@ TEST(EvermindGenerate, TextThroughATokenizer) {
   const auto ids = generate::generate(m, std::vector<int>{'H', 'i'}, o);
   EXPECT_EQ(text, sanitize_utf8(tok.decode(ids.tokens)));
   EXPECT_EQ(tok.encode(" to"), (std::vector<int>{256, 'o'}));
-  // An empty prompt starts from <|endoftext|>.
-  EXPECT_EQ(generate::generate_text(m, tok, "", o),
-            sanitize_utf8(tok.decode(generate::generate(m, std::vector<int>{257}, o).tokens)));
+  // An empty prompt is refused, as GPT-2 refuses one; so are too many new tokens.
+  test::expect_error([&] { generate::generate_text(m, tok, "", o); }, {"prompt is empty"});
+  generate::EvermindGenerateOptions many = o;
+  many.max_new_tokens = generate::kEvermindMaxNewTokens + 1;
+  test::expect_error([&] { generate::generate_text(m, tok, "Hi", many); }, {"max-tokens"});
+  test::expect_error([&] { generate::generate(m, std::vector<int>{'H'}, many); }, {"max-tokens"});
   EXPECT_FALSE(text.empty());
 }
 

@@ -246,12 +246,13 @@ TEST(EvlCheckpoint, ErrorsSayWhatIsWrong) {
   expect_error([&] { io::decode_evl(sealed(8, 6), "m.evl"); },
                {"m.evl: 796 bytes", "is 812 bytes", "truncated"});
   expect_error([&] { io::decode_evl(sealed(8, 4), "m.evl"); }, {"is 780 bytes", "trailing bytes"});
-  // Every shape field at its maximum: the size arithmetic overflows and is caught.
+  // Every shape field at its maximum: refused by the configuration's ceilings
+  // (docs/limits.md) before any size is computed from it.
   std::vector<std::byte> huge(good.begin(), good.end() - io::kEvlTrailerBytes);
   for (size_t at = 8; at < 32; ++at) huge[at] = std::byte{0xff};
   io::append_evl_trailer(huge);
   expect_error([&] { io::decode_evl(huge, "m.evl"); },
-               {"m.evl: header describes a model too large"});
+               {"m.evl: invalid configuration in header", "implausibly large"});
 
   std::vector<std::byte> flipped = good;
   flipped[100] ^= std::byte{1};
@@ -301,9 +302,9 @@ TEST(EvlCheckpoint, WriterRejectsBadInputAndLeavesTheOldFile) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);  // no temp left
 
   evermind::Config wide = tiny_config();
-  wide.vocab_size = int64_t{1} << 32;  // valid, but the header field is a u32
+  wide.vocab_size = int64_t{1} << 32;  // the header field is a u32; the ceiling comes first
   expect_error([&] { io::encode_evl(wide, {}, EvlPrecision::f32); },
-               {"vocab_size 4294967296 does not fit"});
+               {"vocab_size 4294967296 is implausibly large"});
   expect_error([&] { io::save_evl(dir.file("no/such/dir.evl"), tiny_config(), base); },
                {"cannot write"});
   expect_error([&] { io::encode_evl(tiny_config(), base, static_cast<EvlPrecision>(7)); },

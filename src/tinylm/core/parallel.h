@@ -10,8 +10,19 @@
 
 namespace tinylm {
 
-// Sets the number of threads kernels use; n <= 0 means all cores.
-void set_num_threads(int n);
+// The most threads a --threads flag may ask for: 4 x the cores (at least 8, at most
+// kMaxThreadsCap). More than that only oversubscribes the cores, and huge counts crash the
+// OpenMP runtime (each thread reserves a stack).
+inline constexpr int kMaxThreadsCap = 1024;
+int max_threads();
+
+// Throws Error unless 1 <= n <= max_threads(), naming `flag`: what an explicit --threads N
+// must be.
+void check_threads(int64_t n, const char* flag = "--threads");
+
+// Sets the number of threads kernels use: 0 means all cores (the flags' default); any other
+// value must pass check_threads.
+void set_num_threads(int64_t n);
 int num_threads();
 
 // The grain for parallel_for over items of `work` elementary operations each: a range only

@@ -14,8 +14,12 @@ EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<c
                                 const EvermindGenerateOptions& options,
                                 const std::function<bool(int)>& on_token) {
   check(!prompt.empty(), "evermind generate: the prompt needs at least one token");
-  check(options.max_new_tokens >= 0, "evermind generate: max_new_tokens must be >= 0 (got ",
+  check(options.max_new_tokens >= 0 && options.max_new_tokens <= kEvermindMaxNewTokens,
+        "evermind generate: max-tokens must be in 0..", kEvermindMaxNewTokens, " (got ",
         options.max_new_tokens, ")");
+  check(static_cast<int64_t>(prompt.size()) <= kEvermindMaxPromptTokens,
+        "evermind generate: the prompt has ", prompt.size(), " tokens, more than ",
+        kEvermindMaxPromptTokens);
   check(options.stop_token < model.config().vocab_size, "evermind generate: stop token ",
         options.stop_token, " is outside the vocabulary [0, ", model.config().vocab_size, ")");
   SamplingOptions sampling;
@@ -56,19 +60,32 @@ EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<c
   return result;
 }
 
-std::string generate_text(const evermind::Model<float>& model, const BpeTokenizer& tokenizer,
-                          std::string_view prompt, const EvermindGenerateOptions& options,
-                          const std::function<void(std::string_view)>& on_text) {
+std::vector<int> prompt_ids(const evermind::Model<float>& model, const BpeTokenizer& tokenizer,
+                            std::string_view prompt, const EvermindGenerateOptions& options) {
   check(tokenizer.vocab_size() <= model.config().vocab_size, "evermind generate: the tokenizer's ",
         tokenizer.vocab_size(), " tokens do not fit the model's vocabulary of ",
         model.config().vocab_size);
+  check(!prompt.empty(), "generate: the prompt is empty (give at least one token)");
+  check(static_cast<int64_t>(prompt.size()) <= 16 * kEvermindMaxPromptTokens,
+        "evermind generate: the prompt has ", prompt.size(), " bytes, more than ",
+        16 * kEvermindMaxPromptTokens);
   std::vector<int> ids = tokenizer.encode(prompt, true);
-  if (ids.empty()) {
-    const std::optional<int> eot = tokenizer.eot_id();
-    check(eot.has_value(),
-          "evermind generate: empty prompt and the tokenizer has no <|endoftext|> to start from");
-    ids.push_back(*eot);
-  }
+  check(!ids.empty(), "generate: the prompt is empty (give at least one token)");
+  check(static_cast<int64_t>(ids.size()) <= kEvermindMaxPromptTokens,
+        "evermind generate: the prompt has ", ids.size(), " tokens, more than ",
+        kEvermindMaxPromptTokens);
+  check(options.max_new_tokens >= 0 && options.max_new_tokens <= kEvermindMaxNewTokens,
+        "evermind generate: max-tokens must be in 0..", kEvermindMaxNewTokens, " (got ",
+        options.max_new_tokens, ")");
+  check(options.stop_token < model.config().vocab_size, "evermind generate: stop token ",
+        options.stop_token, " is outside the vocabulary [0, ", model.config().vocab_size, ")");
+  return ids;
+}
+
+std::string generate_text(const evermind::Model<float>& model, const BpeTokenizer& tokenizer,
+                          std::string_view prompt, const EvermindGenerateOptions& options,
+                          const std::function<void(std::string_view)>& on_text) {
+  const std::vector<int> ids = prompt_ids(model, tokenizer, prompt, options);
   StreamDecoder stream(tokenizer);
   std::string text;
   const auto emit = [&](const std::string& piece) {

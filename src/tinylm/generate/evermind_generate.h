@@ -14,8 +14,12 @@
 
 namespace tinylm::generate {
 
+// Ceilings (docs/limits.md): EvermindLM has no context end, so these bound a run instead.
+inline constexpr int64_t kEvermindMaxNewTokens = int64_t{1} << 20;
+inline constexpr int64_t kEvermindMaxPromptTokens = int64_t{1} << 20;
+
 struct EvermindGenerateOptions {
-  int64_t max_new_tokens = 128;
+  int64_t max_new_tokens = 128;  // 0..kEvermindMaxNewTokens
   // <= 0: greedy (the highest logit, ties to the lowest id). > 0: a draw from
   // softmax(logits / temperature): Python's random.Random(seed).choices(range(V), weights)
   // over the tokens in id order; with top_k / top_p set, generate::Sampler's draw over
@@ -38,9 +42,16 @@ EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<c
                                 const EvermindGenerateOptions& options,
                                 const std::function<bool(int)>& on_token = {});
 
-// Text in, text out: the prompt is encoded with `tokenizer` (special tokens allowed) and
-// the new tokens decoded; on_text receives the text as it becomes complete UTF-8.
-// An empty prompt starts from the tokenizer's <|endoftext|> when it has one.
+// The prompt's ids (encoded with `tokenizer`, special tokens allowed) after every check
+// generate_text makes: the tokenizer fits the model, the prompt is not empty (as with GPT-2)
+// and within kEvermindMaxPromptTokens, the options are in range. Throws a one-line Error, so
+// a caller can check before it prints anything.
+std::vector<int> prompt_ids(const evermind::Model<float>& model, const BpeTokenizer& tokenizer,
+                            std::string_view prompt, const EvermindGenerateOptions& options);
+
+// Text in, text out: the prompt is encoded with `tokenizer` (special tokens allowed; see
+// prompt_ids) and the new tokens decoded; on_text receives the text as it becomes complete
+// UTF-8.
 std::string generate_text(const evermind::Model<float>& model, const BpeTokenizer& tokenizer,
                           std::string_view prompt, const EvermindGenerateOptions& options,
                           const std::function<void(std::string_view)>& on_text = {});

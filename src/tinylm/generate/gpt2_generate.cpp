@@ -9,13 +9,21 @@
 
 namespace tinylm::generate {
 
-GenerateResult generate(gpt2::Model& model, std::span<const int> prompt,
-                        const GenerateOptions& options, const std::function<bool(int)>& on_token) {
-  const gpt2::Config& c = model.config();
+void check_generate_inputs(const gpt2::Config& c, std::span<const int> prompt,
+                           const GenerateOptions& options) {
   check(!prompt.empty(), "generate: the prompt is empty (give at least one token)");
   check(options.max_tokens >= 0, "generate: max-tokens must be >= 0");
   check(static_cast<int64_t>(prompt.size()) <= c.n_positions, "generate: the prompt has ",
         prompt.size(), " tokens, more than the model's context of ", c.n_positions);
+  check(options.eos_id < c.vocab_size, "generate: end-of-text id ", options.eos_id,
+        " is outside the vocabulary of ", c.vocab_size);
+  options.sampling.validate();
+}
+
+GenerateResult generate(gpt2::Model& model, std::span<const int> prompt,
+                        const GenerateOptions& options, const std::function<bool(int)>& on_token) {
+  const gpt2::Config& c = model.config();
+  check_generate_inputs(c, prompt, options);
   Sampler sampler(options.sampling);
   GenerateResult result;
   const int capacity =

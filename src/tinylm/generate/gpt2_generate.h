@@ -24,6 +24,12 @@ struct GenerateResult {
   double prefill_ms = 0, decode_ms = 0;
 };
 
+// Throws generate()'s one-line Error for a prompt or options it would refuse (an empty
+// prompt, more tokens than the model's context, negative max_tokens, the eos id or sampling
+// options out of range), so a caller can check before it prints anything.
+void check_generate_inputs(const gpt2::Config& config, std::span<const int> prompt,
+                           const GenerateOptions& options);
+
 // Calls on_token(id) for each generated token as it is produced; returning false stops.
 GenerateResult generate(gpt2::Model& model, std::span<const int> prompt,
                         const GenerateOptions& options,

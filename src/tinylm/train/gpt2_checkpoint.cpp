@@ -233,6 +233,11 @@ void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<con
                         {{"format", "pt"}});
 }
 
+uint64_t gpt2_saved_bytes(const gpt2::Config& config) {
+  const uint64_t P = static_cast<uint64_t>(config.n_positions);
+  return 4 * (gpt2::param_layout(config).size() + static_cast<uint64_t>(config.n_layer) * P * P);
+}
+
 void save_gpt2_weights_like(const std::string& source, const std::string& out,
                             const gpt2::Config& config, std::span<const float> params) {
   const ParamLayout layout = gpt2::param_layout(config);

@@ -3,6 +3,7 @@
 // model.safetensors (or a sharded model.safetensors.index.json), tensor names with or without
 // the "transformer." prefix. The attention-mask buffers (attn.bias, attn.masked_bias) are not
 // parameters and are skipped; lm_head.weight is used when present and different from wte.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
 // Writes DIR/config.json and DIR/model.safetensors (F32, Hugging Face names without prefix,
 // plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P]), atomically file by file.
 void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params);
+
+// About how many bytes save_gpt2 writes for `config` (F32 weights and the mask buffers), for
+// checking the free space before the work.
+uint64_t gpt2_saved_bytes(const gpt2::Config& config);
 
 // Writes `params` (param_layout order) to `out` in the layout of the single safetensors file
 // `source`: the same tensor names (prefixed or not), dtypes (F32/F16/BF16, rounded to nearest

@@ -57,11 +57,19 @@ bool all_finite(std::span<const T> x) {
   return true;
 }
 
+// An explicit --threads must be 1..max_threads(); only the default (not given) means all
+// cores, so --threads 0 is refused rather than silently read as "all".
+void check_given_threads(const json& given) {
+  const auto it = given.find("threads");
+  if (it != given.end() && it->is_number_integer()) check_threads(it->get<int64_t>());
+}
+
 // The configuration of a fresh run: the architecture's defaults, then the given flags.
 RunConfig fresh_config(const json& given) {
   check(given.contains("arch") && given["arch"].is_string(), "--arch is required");
   RunConfig c = defaults_for(given["arch"].get<std::string>());
   merge_json(c, given, "the command line");
+  check_given_threads(given);
   validate(c);
   return c;
 }
@@ -76,6 +84,7 @@ RunConfig resumed_config(const RunDir& dir, const json& given) {
   merge_json(c, stored, path);
   check_resume_flags(c, given);
   merge_json(c, given, "the command line");
+  check_given_threads(given);
   validate(c);
   return c;
 }

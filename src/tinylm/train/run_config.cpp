@@ -1,9 +1,13 @@
 #include "tinylm/train/run_config.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <type_traits>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/models/evermind/config.h"
 
 namespace tinylm::train {
 
@@ -104,7 +108,7 @@ void validate(const RunConfig& c) {
         "--eval-every and --save-every must be >= 0, --log-every >= 1");
   check(c.eval_batches >= 0, "--eval-batches must be >= 0");
   check(c.keep >= 1, "--keep must be >= 1 (got ", c.keep, ")");
-  check(c.threads >= 0, "--threads must be >= 0");
+  if (c.threads != 0) check_threads(c.threads);  // 0: all cores (the default)
   check(std::isfinite(c.lr) && c.lr >= 0.0, "--lr must be finite and >= 0 (got ", c.lr, ")");
   check(c.dropout >= 0.0 && c.dropout < 1.0, "--dropout must be in [0, 1) (got ", c.dropout, ")");
   check(c.arch == "gpt2" || (c.compute == "f32" && c.dropout == 0.0),
@@ -113,6 +117,46 @@ void validate(const RunConfig& c) {
         "--mixed-precision and --checkpoint-activations apply to --arch evermind only");
   check(c.arch != "microgpt" || (c.batch == 1 && c.accum == 1),
         "--arch microgpt trains one document per step: --batch and --accum must be 1");
+  validate_sizes(c);
+}
+
+void validate_sizes(const RunConfig& c) {
+  check(c.seq_len <= RunLimits::seq_len, "--seq-len ", c.seq_len, " is implausibly large (at most ",
+        RunLimits::seq_len, "; see docs/limits.md)");
+  check(c.batch <= RunLimits::rows && c.accum <= RunLimits::rows && c.devices <= RunLimits::rows,
+        "--batch, --accum and --devices must each be at most ", RunLimits::rows,
+        " (see docs/limits.md)");
+  check(c.batch * c.seq_len <= RunLimits::batch_tokens,
+        "--batch x --seq-len = ", c.batch * c.seq_len,
+        " tokens per micro-batch is implausibly many (at most ", RunLimits::batch_tokens,
+        "; see docs/limits.md)");
+  if (c.arch != "evermind" || !c.init_from.empty()) return;
+  // A fresh EvermindLM: its shape, before the tokenizer is trained or anything is written.
+  evermind::Config e;
+  e.vocab_size = c.tokenizer.empty() ? c.vocab_size : 1;  // a given tokenizer's is checked on load
+  e.d_model = c.d_model;
+  e.n_layers = c.n_layer;
+  e.conv_kernel = c.conv_kernel;
+  e.hidden_dim = c.hidden_dim > 0 ? c.hidden_dim : 2 * c.d_model;
+  e.n_experts = c.n_experts;
+  e.top_k = c.top_k;
+  check(!c.tokenizer.empty() || c.vocab_size >= 257, "--vocab-size ", c.vocab_size,
+        " is too small (the 256 bytes and <|endoftext|> need 257)");
+  check(c.hidden_dim >= 0, "--hidden-dim must be >= 0 (0: 2 x --d-model; got ", c.hidden_dim, ")");
+  try {
+    evermind::validate(e);
+  } catch (const Error& err) {
+    fail("--arch evermind shape: ", err.what());
+  }
+  // Parameters, gradients and two optimizer moments, in f32: refused when they alone would
+  // not fit in this machine's memory, rather than failing in the allocator.
+  const double need = 16.0 * static_cast<double>(evermind::param_count(e));
+  const double have = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                      static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  check(have <= 0 || need <= have, "--arch evermind shape: ", evermind::param_count(e),
+        " parameters need about ", static_cast<int64_t>(need / 1e9 + 1),
+        " GB for weights, gradients and optimizer moments; this machine has ",
+        static_cast<int64_t>(have / 1e9), " GB");
 }
 
 }  // namespace tinylm::train

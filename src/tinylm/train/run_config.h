@@ -115,7 +115,21 @@ void merge_json(RunConfig& c, const nlohmann::ordered_json& j, const std::string
 // given flags as JSON); a fixed field that differs is an Error naming the flag.
 void check_resume_flags(const RunConfig& stored, const nlohmann::ordered_json& given);
 
-// Checks values and combinations for the architecture (one-line Errors naming the flag).
+// Ceilings on the sizes a run allocates from (docs/limits.md).
+struct RunLimits {
+  static constexpr int64_t seq_len = int64_t{1} << 20;
+  static constexpr int64_t rows = int64_t{1} << 16;          // --batch, --accum, --devices
+  static constexpr int64_t batch_tokens = int64_t{1} << 24;  // --batch x --seq-len
+};
+
+// Checks values and combinations for the architecture (one-line Errors naming the flag),
+// validate_sizes() included.
 void validate(const RunConfig& c);
+
+// The sizes: sequence and batch ceilings, and a fresh EvermindLM's whole shape
+// (evermind::validate's ceilings, and its parameters, gradients and moments within this
+// machine's memory), so a bad shape is refused before a tokenizer is trained or a file
+// written.
+void validate_sizes(const RunConfig& c);
 
 }  // namespace tinylm::train

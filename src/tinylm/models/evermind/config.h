@@ -18,8 +18,24 @@ struct Config {
   uint64_t seed = 0;
 };
 
+// Plausibility ceilings (docs/limits.md): far above any model this engine trains on a CPU,
+// low enough that no product of them overflows and a typo (--d-model 1000000) is an error
+// before anything is allocated, trained or written, not a std::bad_alloc or hours of work.
+struct Limits {
+  static constexpr int64_t vocab_size = int64_t{1} << 20;  // 1,048,576 tokens
+  static constexpr int64_t d_model = 16384;
+  static constexpr int64_t n_layers = 512;
+  static constexpr int64_t conv_kernel = 1024;
+  static constexpr int64_t hidden_dim = 65536;
+  static constexpr int64_t n_experts = 256;
+  static constexpr int64_t params = int64_t{1} << 31;  // 2.1 G parameters (8 GiB in f32)
+};
+
+// The parameter count of a config whose sizes are within Limits (no overflow).
+int64_t param_count(const Config& config);
+
 // Throws tinylm::Error naming the first invalid field (vocab ≤ 0, non-positive sizes,
-// top_k outside 1..n_experts).
+// top_k outside 1..n_experts, a size above its Limits ceiling, too many parameters in all).
 void validate(const Config& config);
 
 // The canonical parameter order (also the EVL0 checkpoint order), shapes [rows, cols]:

@@ -1,0 +1,325 @@
+// Hostile input through the CLI: malformed files and flag values. Each case must end in one
+// line on stderr and a non-zero exit (not a crash), with no output file created or changed.
+// Covers issue 17's list: unbounded --threads, EvermindLM shapes without ceilings, outputs
+// found unwritable only after the work, symlinks planted at temporary names, and the
+// malformed files the fuzz corpora hold.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "test_util.h"
+#include "tinylm/models/evermind/config.h"
+
+namespace tinylm {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_cli;
+
+// Every file under root (path relative to root -> size and hash of its contents; symlinks
+// as "-> target").
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> out;
+  if (!fs::exists(fs::symlink_status(root))) return out;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::end(it); ++it) {
+    const std::string rel = fs::relative(it->path(), root).string();
+    const fs::file_status st = it->symlink_status();
+    if (fs::is_symlink(st))
+      out[rel] = "-> " + fs::read_symlink(it->path()).string();
+    else if (fs::is_regular_file(st)) {
+      const std::string bytes = test::read_text(it->path().string());
+      out[rel] = std::to_string(bytes.size()) + " bytes, hash " +
+                 std::to_string(std::hash<std::string>{}(bytes));
+    } else
+      out[rel + "/"] = "";
+  }
+  return out;
+}
+
+// Runs args; expects a one-line error containing `phrase`, a non-zero exit that is not a
+// signal, and `watched` exactly as before.
+void expect_refused(const std::string& args, const std::string& phrase, const fs::path& watched) {
+  const auto before = snapshot(watched);
+  const test::CommandResult r = run_cli(args);
+  EXPECT_NE(r.exit_code, 0) << args;
+  EXPECT_LT(r.exit_code, 128) << "crashed: " << args << "\n" << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\nstderr: " << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << args << "\nstderr: " << r.err;
+  EXPECT_EQ(snapshot(watched), before) << args << ": files changed";
+}
+
+class HostileInput : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir;
+    const test::CommandResult r =
+        run_cli("init --preset small-test --threads 1 --out " + file("model"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    test::write_text(
+        file("corpus.txt"),
+        test::read_text(test::source_path("data/tinyshakespeare.txt")).substr(0, 4000));
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string file(const std::string& name) { return dir_->file(name); }
+  static test::TempDir* dir_;
+};
+test::TempDir* HostileInput::dir_ = nullptr;
+
+const std::string kTinyModel = "tests/fixtures/gpt2/tiny/model.safetensors";
+const std::string kTokens = "tests/fixtures/gpt2/train/tokens.json";
+
+TEST_F(HostileInput, ThreadCountsOutsideTheBoundAreRefusedBeforeAnyWork) {
+  test::TempDir out;
+  const std::string model = " --model " + file("model");
+  const std::string commands[] = {
+      "generate" + model + " --prompt hi --max-tokens 2",
+      "perplexity" + model + " --file " + file("corpus.txt"),
+      "init --preset small-test --out " + out.file("init"),
+      "train-gpt2 --model " + test::source_path(kTinyModel) + " --tokens " +
+          test::source_path(kTokens) + " --steps 1 --metrics-out " + out.file("m.json"),
+      "train --arch gpt2 --preset small-test --data " + file("corpus.txt") +
+          " --steps 1 --seq-len 16 --out " + out.file("run"),
+      "microgpt --data " + test::source_path("data/names.txt") + " --steps 1 --samples 0 --save " +
+          out.file("mg.safetensors"),
+  };
+  for (const std::string& cmd : commands) {
+    for (const char* threads : {"100000", "0", "-1", "1000000000000"})
+      expect_refused(cmd + " --threads " + threads, "--threads", out.path());
+  }
+  EXPECT_TRUE(fs::is_empty(out.path()));
+}
+
+TEST_F(HostileInput, EvermindShapesAboveTheCeilingsAreRefusedBeforeAnythingIsWritten) {
+  test::TempDir out;
+  const std::string train = "train --arch evermind --threads 1 --steps 1 --data " +
+                            file("corpus.txt") + " --out " + out.file("run");
+  for (const auto& [flags, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {"--d-model 1000000", "d_model"},
+           {"--hidden-dim 1000000000", "hidden_dim"},
+           {"--n-layer 100000", "n_layers"},
+           {"--experts 100000", "n_experts"},
+           {"--experts 256 --hidden-dim 65536 --d-model 16384", "parameters"},
+           {"--vocab-size 100000000", "vocab_size"},
+           {"--vocab-size 100", "--vocab-size"},
+           {"--hidden-dim -5", "--hidden-dim"},
+           {"--seq-len 100000000", "--seq-len"},
+           {"--batch 100000", "--batch"},
+           {"--batch 4096 --seq-len 65536", "tokens per micro-batch"},
+       }) {
+    expect_refused(train + " " + flags, phrase, out.path());
+  }
+  EXPECT_TRUE(fs::is_empty(out.path()));  // no run directory, no tokenizer trained into one
+}
+
+TEST_F(HostileInput, UnwritableOutputsAreFoundBeforeTraining) {
+  test::TempDir out;
+  fs::create_directory(out.file("a_dir"));
+  const std::string base = "train-gpt2 --threads 1 --steps 2 --model " +
+                           test::source_path(kTinyModel) + " --tokens " +
+                           test::source_path(kTokens);
+  for (const auto& [flags, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {" --save-weights " + out.file("missing/w.safetensors"), "missing/w.safetensors"},
+           {" --metrics-out " + out.file("a_dir"), "is a directory"},
+           {" --metrics-out " + out.file("m.json") + " --save-weights " + out.file("a_dir"),
+            "is a directory"},
+           {" --metrics-out /proc/m.json", "/proc/m.json"},
+       }) {
+    const auto before = snapshot(out.path());
+    const test::CommandResult r = run_cli(base + flags);
+    EXPECT_NE(r.exit_code, 0) << flags;
+    EXPECT_LT(r.exit_code, 128) << flags;
+    EXPECT_EQ(r.out.find("step"), std::string::npos) << flags << ": trained first\n" << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << flags << "\n" << r.err;
+    EXPECT_EQ(snapshot(out.path()), before) << flags;
+  }
+}
+
+TEST_F(HostileInput, InitWritesItsDirectoryWholeAndNeverOverOtherFiles) {
+  test::TempDir out;
+  const std::string init = "init --preset small-test --threads 1 --out ";
+  // A directory holding something init does not write is refused and left alone.
+  fs::create_directory(out.file("notes"));
+  test::write_text(out.file("notes/todo.txt"), "mine");
+  expect_refused(init + out.file("notes"), "todo.txt", out.path());
+  expect_refused(init + out.file("no/such/parent/m"), "cannot write", out.path());
+  test::write_text(out.file("plain"), "a file");
+  expect_refused(init + out.file("plain"), "not a directory", out.path());
+  // An earlier init's directory is replaced whole; nothing is left beside it.
+  ASSERT_EQ(run_cli(init + out.file("m")).exit_code, 0);
+  const test::CommandResult again = run_cli(init + out.file("m") + " --seed 3");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(out.path())) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"m", "notes", "plain"}));
+  EXPECT_EQ(snapshot(out.file("m")).size(), 3u);
+}
+
+TEST_F(HostileInput, SymlinksPlantedAtTemporaryNamesDoNotRedirectAWrite) {
+  test::TempDir out;
+  const std::string evl = test::source_path("tests/fuzz/corpus/evl_checkpoint/valid_tiny_f32.evl");
+  const std::string delta = out.file("out.evd"), victim = out.file("victim.txt");
+  test::write_text(victim, "precious");
+  // The names `<out>.tmp.<pid>` of the next pids, where the child's pid will fall.
+  const pid_t me = ::getpid();
+  for (pid_t p = me + 1; p < me + 3000; ++p)
+    fs::create_symlink("victim.txt", delta + ".tmp." + std::to_string(p));
+  const std::string export_to = "delta export --base " + evl + " --model " + evl + " --out ";
+  const test::CommandResult r = run_cli(export_to + delta);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_text(victim), "precious");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(victim)));
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(delta)));
+  // The delta is what an export into a clean directory writes.
+  test::TempDir clean;
+  ASSERT_EQ(run_cli(export_to + clean.file("out.evd")).exit_code, 0);
+  EXPECT_EQ(test::read_text(delta), test::read_text(clean.file("out.evd")));
+}
+
+TEST_F(HostileInput, MalformedFilesAreOneLineErrorsAndWriteNothing) {
+  test::TempDir out;
+  // A model directory with a broken config.json, a junk safetensors, a junk tokenizer.json.
+  fs::create_directory(out.file("bad_config"));
+  fs::copy_file(file("model/model.safetensors"), out.file("bad_config/model.safetensors"));
+  test::write_text(out.file("bad_config/config.json"), "{\"vocab_size\": 50257, \"n_embd\": ");
+  test::write_text(out.file("junk.safetensors"), std::string("\x10\0\0\0\0\0\0\0{}garbage", 18));
+  test::write_text(out.file("junk_tokenizer.json"),
+                   "{\"model\": {\"type\": \"BPE\", \"vocab\": 3}}");
+  test::write_text(out.file("grid.json"), "{\"ids\": [[1, 2, \"x\"]]}");
+  test::write_text(out.file("huge_config.json"),
+                   "{\"vocab_size\": 2000000000, \"n_positions\": 1024, \"n_embd\": 65536, "
+                   "\"n_layer\": 12, \"n_head\": 12}");
+  const std::string grid_run = "train-gpt2 --threads 1 --steps 1 --model " +
+                               test::source_path(kTinyModel) + " --metrics-out " +
+                               out.file("m.json") + " --save-weights " + out.file("w.safetensors");
+  for (const auto& [args, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {"generate --model " + out.file("bad_config") + " --prompt hi", "config.json"},
+           {"generate --model " + out.file("junk.safetensors") + " --config " +
+                file("model/config.json") + " --prompt hi",
+            "junk.safetensors"},
+           {"generate --model " + file("model") + " --tokenizer " +
+                out.file("junk_tokenizer.json") + " --prompt hi",
+            "junk_tokenizer.json"},
+           {"generate --model " + file("model/model.safetensors") + " --config " +
+                out.file("huge_config.json") + " --prompt hi",
+            "huge_config.json"},
+           {grid_run + " --tokens " + out.file("grid.json"), "grid.json"},
+           {grid_run + " --tokens " + out.file("junk.safetensors"), "junk.safetensors"},
+       }) {
+    expect_refused(args, phrase, out.path());
+  }
+  EXPECT_FALSE(fs::exists(out.file("m.json")));
+  EXPECT_FALSE(fs::exists(out.file("w.safetensors")));
+}
+
+// EvermindLM refuses an empty prompt as GPT-2 does, and has a ceiling on --max-tokens (it
+// has no context end); both before the prompt is echoed.
+TEST_F(HostileInput, EvermindPromptsAndLengthsAreCheckedBeforeAnythingIsPrinted) {
+  const test::CommandResult trained = run_cli(
+      "train --arch evermind --threads 1 --steps 1 --vocab-size 300 --seq-len 16 "
+      "--d-model 8 --eval-batches 1 --data " +
+      file("corpus.txt") + " --out " + file("evermind"));
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const std::string generate = "generate --threads 1 --model " + file("evermind/latest/model.evl");
+  ASSERT_EQ(run_cli(generate + " --prompt Hi --max-tokens 2").exit_code, 0);
+  for (const auto& [flags, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {" --prompt ''", "prompt is empty"},
+           {" --prompt Hi --max-tokens 2000000", "--max-tokens"},
+       }) {
+    const test::CommandResult r = run_cli(generate + flags);
+    EXPECT_NE(r.exit_code, 0) << flags;
+    EXPECT_LT(r.exit_code, 128) << flags;
+    EXPECT_EQ(r.out, "") << flags;
+    // One error line (stderr also carries the load's timing line).
+    const std::string last = r.err.substr(r.err.rfind('\n', r.err.size() - 2) + 1);
+    EXPECT_EQ(last.rfind("tinylm: error: ", 0), 0u) << flags << "\n" << r.err;
+    EXPECT_EQ(r.err.find("error"), r.err.size() - last.size() + 8) << flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << flags << "\n" << r.err;
+  }
+}
+
+// The stored fuzz corpora's invalid files (tests/fuzz/corpus/*/invalid_*), through the
+// commands that read them: refused in one line, nothing written.
+TEST_F(HostileInput, TheFuzzCorporasInvalidFilesAreRefusedByTheCli) {
+  test::TempDir out;
+  const std::string corpus = test::source_path("tests/fuzz/corpus/");
+  const std::string good = corpus + "evl_checkpoint/valid_tiny_f32.evl";
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(corpus + "evl_checkpoint")) {
+    if (!e.path().filename().string().starts_with("invalid_")) continue;
+    const std::string bad = e.path().string();
+    expect_refused(
+        "delta export --base " + bad + " --model " + good + " --out " + out.file("d.evd"),
+        e.path().filename().string(), out.path());
+    expect_refused(
+        "delta export --base " + good + " --model " + bad + " --out " + out.file("d.evd"),
+        e.path().filename().string(), out.path());
+    ++cases;
+  }
+  for (const auto& e : fs::directory_iterator(corpus + "evl_delta")) {
+    if (!e.path().filename().string().starts_with("invalid_")) continue;
+    expect_refused("delta apply --base " + good + " --delta " + e.path().string() + " --out " +
+                       out.file("m.evl"),
+                   "", out.path());
+    ++cases;
+  }
+  for (const auto& e : fs::directory_iterator(corpus + "tokenizer_json")) {
+    if (!e.path().filename().string().starts_with("invalid_")) continue;
+    expect_refused("tokenize --tokenizer " + e.path().string() + " hello", "", out.path());
+    ++cases;
+  }
+  EXPECT_GE(cases, 10);
+  EXPECT_TRUE(fs::is_empty(out.path()));
+}
+
+// The ceilings themselves: each size at its ceiling passes, one above is refused naming the
+// field, and the parameter count the total is checked against is the layout's.
+TEST(EvermindLimits, EachSizeHasACeilingAndTheTotalIsBounded) {
+  using L = evermind::Limits;
+  evermind::Config small;
+  small.vocab_size = 300;
+  small.d_model = 8;
+  small.hidden_dim = 16;
+  small.n_layers = 2;
+  small.n_experts = 3;
+  small.top_k = 2;
+  small.conv_kernel = 4;
+  EXPECT_EQ(evermind::param_count(small),
+            static_cast<int64_t>(evermind::param_layout(small).size()));
+  struct Field {
+    int64_t evermind::Config::*member;
+    int64_t limit;
+    const char* name;
+  };
+  for (const Field& f : {Field{&evermind::Config::vocab_size, L::vocab_size, "vocab_size"},
+                         Field{&evermind::Config::d_model, L::d_model, "d_model"},
+                         Field{&evermind::Config::n_layers, L::n_layers, "n_layers"},
+                         Field{&evermind::Config::conv_kernel, L::conv_kernel, "conv_kernel"},
+                         Field{&evermind::Config::hidden_dim, L::hidden_dim, "hidden_dim"},
+                         Field{&evermind::Config::n_experts, L::n_experts, "n_experts"}}) {
+    evermind::Config c = small;
+    c.*f.member = f.limit;
+    evermind::validate(c);  // at the ceiling (these small other sizes keep the total low)
+    EXPECT_EQ(evermind::param_count(c), static_cast<int64_t>(evermind::param_layout(c).size()))
+        << f.name;
+    c.*f.member = f.limit + 1;
+    test::expect_error([&] { evermind::validate(c); }, {f.name, "implausibly large"});
+    c.*f.member = int64_t{1} << 40;
+    test::expect_error([&] { evermind::validate(c); }, {f.name, "implausibly large"});
+  }
+  evermind::Config big = small;  // every size within its ceiling, too many in all
+  big.d_model = 4096;
+  big.hidden_dim = 16384;
+  big.n_experts = 16;
+  big.n_layers = 8;
+  test::expect_error([&] { evermind::validate(big); }, {"parameters", "implausibly many"});
+}
+
+}  // namespace
+}  // namespace tinylm
