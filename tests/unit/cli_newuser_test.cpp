@@ -247,6 +247,21 @@ TEST_F(CliNewUser, InitFromUsesTheModelsTokenizerAndRefusesWithoutOne) {
   if (fs::file_size(work("u.evd")) >= fs::file_size(work("ev2/latest/model.evl"))) {
     EXPECT_NE(d.err.find("not smaller than the model"), std::string::npos) << d.err;
   }
+  // An f16 copy of an f32 model changes nearly every row: a delta twice the f16 file's size.
+  const std::string evl = test::source_path("tests/fixtures/evl/");
+  const test::CommandResult big = in_dir("delta export --base " + evl + "tiny_f32.evl --model " +
+                                         evl + "tiny_f16.evl --eps 0 --out big.evd");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  const auto delta_bytes = fs::file_size(work("big.evd"));
+  const auto model_bytes = fs::file_size(evl + "tiny_f16.evl");
+  ASSERT_GE(delta_bytes, model_bytes);
+  EXPECT_NE(big.out.find(" rows"), std::string::npos) << big.out;
+  EXPECT_NE(big.err.find("warning: the delta (" + std::to_string(delta_bytes) + " bytes"),
+            std::string::npos)
+      << big.err;
+  EXPECT_NE(big.err.find("is not smaller than the model (" + std::to_string(model_bytes)),
+            std::string::npos)
+      << big.err;
 }
 
 TEST_F(CliNewUser, VersionAndCompletion) {
