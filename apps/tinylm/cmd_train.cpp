@@ -144,6 +144,12 @@ void run(TrainFlags& f) {
                        (std::filesystem::exists(init / "vocab.json") ||
                         std::filesystem::exists(init / "encoder.json"));
       given["tokenizer"] = own ? init.string() : default_vocab_dir();
+      if (!own && !f.config.init_from.empty()) {
+        std::fprintf(stderr,
+                     "tokenizer: the bundled GPT-2 vocabulary (%s has no vocab.json or "
+                     "encoder.json; pass --tokenizer DIR for another)\n",
+                     f.config.init_from.c_str());
+      }
     }
   }
   train::RunRequest request;
