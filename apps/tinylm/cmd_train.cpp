@@ -30,10 +30,11 @@ const std::map<std::string, std::string> kHelp = {
     {"data", "Training text: UTF-8 files, or directories of them"},
     {"init-from",
      "Start from these weights: a GPT-2 (Hugging Face) directory, an EVL0 checkpoint, a "
-     "microgpt safetensors"},
+     "microgpt safetensors, a run directory (its kind sets --arch)"},
     {"tokenizer",
      "gpt2: vocabulary directory (default: the --init-from directory's, else the bundled one); "
-     "evermind: a tokenizer.json (default: train a BPE on --data)"},
+     "evermind: a tokenizer.json (default: the one saved with --init-from's model, else "
+     "train a BPE on --data)"},
     {"preset", "gpt2 fresh model: 124M, mini or small-test"},
     {"n-layer", "microgpt/evermind layers"},
     {"n-head", "microgpt attention heads"},
