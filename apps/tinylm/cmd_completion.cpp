@@ -72,7 +72,10 @@ void register_completion(CLI::App& app) {
       "completion", "Print a shell completion script: tinylm completion bash >> ~/.bashrc");
   cmd->add_option("shell", *shell, "bash")->required()->check(CLI::IsMember({"bash"}));
   CLI::App* root = &app;
-  cmd->callback([root] { std::fputs(bash_completion(*root).c_str(), stdout); });
+  // The lambda keeps `shell` alive: CLI11 writes the parsed value through the reference.
+  cmd->callback([root, shell] {
+    if (*shell == "bash") std::fputs(bash_completion(*root).c_str(), stdout);
+  });
 }
 
 }  // namespace tinylm::cli
