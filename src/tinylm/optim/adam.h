@@ -3,6 +3,7 @@
 // the update itself is kernels/optim/adam.h's. A double run reproduces microgpt.py's floats
 // exactly (kernels::adam_update_exact); float computes each element in double. Weight decay,
 // when non-zero, is decoupled (AdamW): p -= lr * wd * p before the update.
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <type_traits>
@@ -46,12 +47,15 @@ class Adam {
     }
   }
 
-  // One update at 1-based step t with learning rate lr (schedules live with the caller).
-  // Zeroes grads afterwards, ready for the next accumulation.
-  void step(std::span<T> params, std::span<T> grads, double lr, int64_t t) {
+  // One update at 1-based step t with learning rate lr (schedules live with the caller) of
+  // the elements [begin, end) (by default all). Zeroes their gradients afterwards, ready for
+  // the next accumulation.
+  void step(std::span<T> params, std::span<T> grads, double lr, int64_t t, size_t begin = 0,
+            size_t end = SIZE_MAX) {
     check(params.size() == m_.size() && grads.size() == m_.size(),
           "[Adam::step] parameter/gradient size does not match the optimizer state");
     check(t >= 1, "[Adam::step] step count must start at 1");
+    end = std::min(end, m_.size());
     kernels::AdamStep s{lr,
                         config_.beta1,
                         config_.beta2,
@@ -61,9 +65,10 @@ class Adam {
                         0.0};
     // Element-wise, so updating segment by segment gives the bits of one whole pass.
     for (const Segment& seg : segments_) {
+      const size_t b = std::max(seg.begin, begin), e = std::min(seg.end, end);
+      if (b >= e) continue;
       s.decay = seg.decays ? lr * config_.weight_decay : 0.0;
-      const size_t b = seg.begin;
-      const int64_t n = static_cast<int64_t>(seg.end - seg.begin);
+      const int64_t n = static_cast<int64_t>(e - b);
       if constexpr (std::is_same_v<T, double>) {
         kernels::adam_update_exact(params.data() + b, grads.data() + b, m_.data() + b,
                                    v_.data() + b, scratch_.data() + b, needs_pow_.data() + b, n, s);

@@ -13,8 +13,12 @@
 
 namespace tinylm::optim {
 
-namespace detail {
+// The fixed chunks the passes split the buffer into. A part of the buffer that starts at a
+// multiple of kGradChunk has the same chunks as the whole there, so its partial norms are the
+// whole's (a data-parallel process takes its part this way: train/comm.h).
 constexpr int64_t kGradChunk = 1 << 16;
+
+namespace detail {
 
 // fn(chunk, begin, count) over [0, n) in chunks of kGradChunk, threads splitting the chunks.
 template <class Fn>
@@ -26,15 +30,16 @@ void for_chunks(size_t n, Fn&& fn) {
   });
 }
 
+}  // namespace detail
+
 inline size_t chunk_count(size_t n) {
   return (n + static_cast<size_t>(kGradChunk) - 1) / static_cast<size_t>(kGradChunk);
 }
-}  // namespace detail
 
 // g *= factor (skipped when factor is 1); returns whether every result is finite.
 template <class T>
 bool scale_and_check(std::span<T> grads, double factor) {
-  std::vector<uint8_t> finite(detail::chunk_count(grads.size()), 1);
+  std::vector<uint8_t> finite(chunk_count(grads.size()), 1);
   const T f = static_cast<T>(factor);
   detail::for_chunks(grads.size(), [&](int64_t c, size_t begin, size_t count) {
     bool ok = true;
@@ -47,18 +52,36 @@ bool scale_and_check(std::span<T> grads, double factor) {
   return std::all_of(finite.begin(), finite.end(), [](uint8_t ok) { return ok != 0; });
 }
 
-// ||g||_2, accumulated in double per chunk, chunks summed in order.
+// The squared norm of each chunk of grads, accumulated in double, into out[0 ..
+// chunk_count(grads.size())).
 template <class T>
-double global_norm(std::span<const T> grads) {
-  std::vector<double> partial(detail::chunk_count(grads.size()), 0.0);
+void chunk_square_norms(std::span<const T> grads, double* out) {
   detail::for_chunks(grads.size(), [&](int64_t c, size_t begin, size_t count) {
     double s = 0.0;
     for (size_t i = begin; i < begin + count; ++i) s += static_cast<double>(grads[i]) * grads[i];
-    partial[static_cast<size_t>(c)] = s;
+    out[c] = s;
   });
+}
+
+// The norm from every chunk's squared norm, summed in chunk order.
+inline double norm_of_chunks(std::span<const double> squares) {
   double sum = 0.0;
-  for (const double p : partial) sum += p;
+  for (const double p : squares) sum += p;
   return std::sqrt(sum);
+}
+
+// ||g||_2.
+template <class T>
+double global_norm(std::span<const T> grads) {
+  std::vector<double> squares(chunk_count(grads.size()), 0.0);
+  chunk_square_norms(grads, squares.data());
+  return norm_of_chunks(squares);
+}
+
+// Scales grads to max_norm when their norm exceeds it (g *= max_norm / (norm + 1e-6)).
+template <class T>
+void clip_to(std::span<T> grads, double norm, double max_norm) {
+  if (max_norm > 0.0 && norm > max_norm) scale_and_check(grads, max_norm / (norm + 1e-6));
 }
 
 // Clips to max_norm when the norm exceeds it (g *= max_norm / (norm + 1e-6)); returns the
@@ -66,7 +89,7 @@ double global_norm(std::span<const T> grads) {
 template <class T>
 double clip_global_norm(std::span<T> grads, double max_norm) {
   const double norm = global_norm(std::span<const T>(grads));
-  if (max_norm > 0.0 && norm > max_norm) scale_and_check(grads, max_norm / (norm + 1e-6));
+  clip_to(grads, norm, max_norm);
   return norm;
 }
 

@@ -24,12 +24,6 @@ Comm g_world;
 #if defined(TINYLM_HAVE_MPI)
 bool g_mpi = false;
 
-// Chunk q of n values split into `parts` nearly equal chunks: [lo, hi).
-std::pair<size_t, size_t> chunk(size_t n, int q, int parts) {
-  const size_t p = static_cast<size_t>(parts), i = static_cast<size_t>(q);
-  return {n * i / p, n * (i + 1) / p};
-}
-
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -90,71 +84,113 @@ void Comm::barrier() const {
 #endif
 }
 
+Comm::Part Comm::part(size_t n, size_t unit, int q) const {
+  const size_t units = (n + unit - 1) / unit, p = static_cast<size_t>(size_);
+  const size_t i = static_cast<size_t>(q);
+  return {std::min(n, units * i / p * unit), std::min(n, units * (i + 1) / p * unit)};
+}
+
 template <class T>
-void Comm::mean_in_shard_order(std::span<const T* const> parts, T* out, size_t n) const {
-  const int64_t local = static_cast<int64_t>(parts.size());
-  const T shards = static_cast<T>(local * size_);
-  if (size_ == 1) {
-    parallel_for(0, static_cast<int64_t>(n), grain_for(local), [&](int64_t i) {
-      T sum = parts[0][i];
-      for (int64_t s = 1; s < local; ++s) sum += parts[static_cast<size_t>(s)][i];
-      out[i] = sum / shards;
-    });
-    return;
-  }
-#if defined(TINYLM_HAVE_MPI)
-  const double t0 = now_s();
-  const MPI_Datatype type = std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
+void Comm::reduce_scatter_mean(std::span<const T* const> parts, T* out, size_t n, size_t unit,
+                               size_t begin, size_t end) const {
   const size_t D = parts.size();
-  // Send: for each process q, chunk q of each of my shards. Receive: my chunk of every shard,
-  // from process p's shards in order, so the receive buffer is in global shard order.
-  std::vector<int> send_counts(static_cast<size_t>(size_)), send_offsets(send_counts.size()),
-      recv_counts(send_counts.size()), recv_offsets(send_counts.size());
-  const auto [my_lo, my_hi] = chunk(n, rank_, size_);
-  const size_t mine = my_hi - my_lo;
-  // One device: its gradient is already laid out chunk by chunk, so it is sent where it is.
-  const bool direct = D == 1;
-  send_.resize(direct ? 0 : D * n * sizeof(T));
-  recv_.resize(static_cast<size_t>(size_) * D * mine * sizeof(T));
-  T* send = reinterpret_cast<T*>(send_.data());
-  T* recv = reinterpret_cast<T*>(recv_.data());
-  size_t at = 0;
-  for (int q = 0; q < size_; ++q) {
-    const auto [lo, hi] = chunk(n, q, size_);
-    send_offsets[static_cast<size_t>(q)] = static_cast<int>(direct ? lo : at);
-    for (size_t j = 0; j < D && !direct; ++j) {
-      std::memcpy(send + at, parts[j] + lo, (hi - lo) * sizeof(T));
-      at += hi - lo;
-    }
-    send_counts[static_cast<size_t>(q)] = static_cast<int>(D * (hi - lo));
-    recv_counts[static_cast<size_t>(q)] = static_cast<int>(D * mine);
-    recv_offsets[static_cast<size_t>(q)] = static_cast<int>(static_cast<size_t>(q) * D * mine);
-  }
-  check(D * n <= static_cast<size_t>(std::numeric_limits<int>::max()), "MPI: a gradient of ", n,
-        " values on ", D, " devices is too large for one exchange");
-  check_mpi(MPI_Alltoallv(direct ? parts[0] : send, send_counts.data(), send_offsets.data(), type,
-                          recv, recv_counts.data(), recv_offsets.data(), type, MPI_COMM_WORLD),
-            "MPI_Alltoallv");
   const size_t total = static_cast<size_t>(size_) * D;
-  // My chunk's means go straight to its place in out (the exchange above has sent what was
-  // there, should out be a device's gradient), and every process's chunk is gathered in place.
-  T* sums = out + my_lo;
-  parallel_for(0, static_cast<int64_t>(mine), grain_for(static_cast<int64_t>(total)),
+  const T shards = static_cast<T>(total);
+  // This process's elements of [begin, end).
+  const auto within = [&](int q) {
+    const Part p = part(n, unit, q);
+    const size_t lo = std::clamp(p.begin, begin, end), hi = std::clamp(p.end, begin, end);
+    return Part{lo, std::max(lo, hi)};
+  };
+  const Part mine = within(rank_);
+  const size_t count = mine.end - mine.begin;
+  const T* recv = nullptr;
+#if defined(TINYLM_HAVE_MPI)
+  if (size_ > 1) {
+    const double t0 = now_s();
+    const MPI_Datatype type = std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
+    check(D * n <= static_cast<size_t>(std::numeric_limits<int>::max()), "MPI: a gradient of ", n,
+          " values on ", D, " devices is too large for one exchange");
+    // Send to process q its elements of each of my shards; receive my elements of every shard,
+    // process p's shards in order, so the receive buffer is in global shard order. One device's
+    // gradient is sent from where it lies.
+    const bool direct = D == 1;
+    std::vector<int> send_counts(static_cast<size_t>(size_)), send_offsets(send_counts.size()),
+        recv_counts(send_counts.size()), recv_offsets(send_counts.size());
+    send_.resize(direct ? 0 : D * (end - begin) * sizeof(T));
+    recv_.resize(total * count * sizeof(T));
+    T* send = reinterpret_cast<T*>(send_.data());
+    size_t at = 0;
+    for (int q = 0; q < size_; ++q) {
+      const Part theirs = within(q);
+      const size_t c = theirs.end - theirs.begin, k = static_cast<size_t>(q);
+      send_offsets[k] = static_cast<int>(direct ? theirs.begin : at);
+      for (size_t j = 0; j < D && !direct; ++j) {
+        std::memcpy(send + at, parts[j] + theirs.begin, c * sizeof(T));
+        at += c;
+      }
+      send_counts[k] = static_cast<int>(D * c);
+      recv_counts[k] = static_cast<int>(D * count);
+      recv_offsets[k] = static_cast<int>(k * D * count);
+    }
+    check_mpi(
+        MPI_Alltoallv(direct ? parts[0] : send, send_counts.data(), send_offsets.data(), type,
+                      recv_.data(), recv_counts.data(), recv_offsets.data(), type, MPI_COMM_WORLD),
+        "MPI_Alltoallv");
+    recv = reinterpret_cast<const T*>(recv_.data());
+    comm_s_ += now_s() - t0;
+  }
+#endif
+  // Where shard s's values of my elements are: after an exchange in its receive buffer, else
+  // in this process's shards themselves. The exchange has already sent what was in out,
+  // should out be a device's gradient.
+  std::vector<const T*> shard(total);
+  for (size_t s = 0; s < total; ++s) shard[s] = recv ? recv + s * count : parts[s] + mine.begin;
+  T* sums = out + mine.begin;
+  parallel_for(0, static_cast<int64_t>(count), grain_for(static_cast<int64_t>(total)),
                [&](int64_t i) {
-                 T sum = recv[i];
-                 for (size_t s = 1; s < total; ++s) sum += recv[s * mine + static_cast<size_t>(i)];
+                 T sum = shard[0][i];
+                 for (size_t s = 1; s < total; ++s) sum += shard[s][i];
                  sums[i] = sum / shards;
                });
+}
+
+template <class T>
+void Comm::all_gather_parts(T* data, size_t n, size_t unit) const {
+  if (size_ == 1) return;
+#if defined(TINYLM_HAVE_MPI)
+  const double t0 = now_s();
+  check(n <= static_cast<size_t>(std::numeric_limits<int>::max()), "MPI: ", n,
+        " values are too many for one exchange");
+  std::vector<int> counts(static_cast<size_t>(size_)), offsets(counts.size());
   for (int q = 0; q < size_; ++q) {
-    const auto [lo, hi] = chunk(n, q, size_);
-    recv_counts[static_cast<size_t>(q)] = static_cast<int>(hi - lo);
-    recv_offsets[static_cast<size_t>(q)] = static_cast<int>(lo);
+    const Part p = part(n, unit, q);
+    counts[static_cast<size_t>(q)] = static_cast<int>(p.end - p.begin);
+    offsets[static_cast<size_t>(q)] = static_cast<int>(p.begin);
   }
-  check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, recv_counts.data(),
-                           recv_offsets.data(), type, MPI_COMM_WORLD),
+  const MPI_Datatype type = std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
+  check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), offsets.data(),
+                           type, MPI_COMM_WORLD),
             "MPI_Allgatherv");
   comm_s_ += now_s() - t0;
+#else
+  (void)data;
+  (void)n;
+  (void)unit;
 #endif
+}
+
+bool Comm::all_of(bool mine) const {
+  int v = mine ? 1 : 0;
+#if defined(TINYLM_HAVE_MPI)
+  if (size_ > 1) {
+    const double t0 = now_s();
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    comm_s_ += now_s() - t0;
+  }
+#endif
+  return v != 0;
 }
 
 std::vector<double> Comm::all_gather(std::span<const double> mine) const {
@@ -175,7 +211,11 @@ std::vector<double> Comm::all_gather(std::span<const double> mine) const {
 
 double Comm::take_comm_seconds() { return std::exchange(comm_s_, 0.0); }
 
-template void Comm::mean_in_shard_order(std::span<const float* const>, float*, size_t) const;
-template void Comm::mean_in_shard_order(std::span<const double* const>, double*, size_t) const;
+template void Comm::reduce_scatter_mean(std::span<const float* const>, float*, size_t, size_t,
+                                        size_t, size_t) const;
+template void Comm::reduce_scatter_mean(std::span<const double* const>, double*, size_t, size_t,
+                                        size_t, size_t) const;
+template void Comm::all_gather_parts(float*, size_t, size_t) const;
+template void Comm::all_gather_parts(double*, size_t, size_t) const;
 
 }  // namespace tinylm::train

@@ -4,9 +4,10 @@
 // cut into S = processes x devices shards; process r holds shards r*D .. r*D+D-1.
 //
 // Sums over shards are taken in shard order by tinylm itself, never by MPI_Allreduce (whose
-// order depends on the algorithm Open MPI picks): each process receives one chunk of every
-// shard's gradient (MPI_Alltoall), sums the chunks in shard order and shares its sums
-// (MPI_Allgatherv). The result is the same bits however the shards are spread.
+// order depends on the algorithm Open MPI picks): each process receives its part of every
+// shard's gradient (MPI_Alltoallv) and sums them in shard order; it updates the parameters of
+// its part alone, and the parts are then shared (MPI_Allgatherv). The result is the same bits
+// however the shards are spread.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -33,11 +34,27 @@ class Comm {
 
   void barrier() const;
 
-  // parts[j]: this process's shard j gradient (n values each, shards in order). Writes the
-  // mean over all processes' shards, summed in global shard order, into out (n values; it may
-  // be parts[0]) on every process.
+  // The part of n values that process q reduces and updates: whole units of `unit` values
+  // (the last one may be short) split as evenly as the units allow, in rank order.
+  struct Part {
+    size_t begin = 0, end = 0;
+  };
+  Part part(size_t n, size_t unit, int q) const;
+  Part my_part(size_t n, size_t unit) const { return part(n, unit, rank_); }
+
+  // parts[j]: this process's shard j gradient (n values each, shards in order). Writes into
+  // out's elements of my_part(n, unit) that lie in [begin, end) the mean over all processes'
+  // shards, summed in global shard order (out may be parts[0]; its other elements are left as
+  // they are). Every process calls it with the same range.
   template <class T>
-  void mean_in_shard_order(std::span<const T* const> parts, T* out, size_t n) const;
+  void reduce_scatter_mean(std::span<const T* const> parts, T* out, size_t n, size_t unit,
+                           size_t begin, size_t end) const;
+  // Every process's part of data (n values, parts as part(n, unit, q)) to every process, in
+  // place.
+  template <class T>
+  void all_gather_parts(T* data, size_t n, size_t unit) const;
+  // Whether `mine` is true on every process.
+  bool all_of(bool mine) const;
 
   // Every process's values (the same count on each), concatenated in rank order.
   std::vector<double> all_gather(std::span<const double> mine) const;

@@ -63,8 +63,8 @@ std::vector<uint8_t> decay_mask(const ParamLayout& layout, DecayScope scope) {
 }  // namespace
 
 template <class T>
-TrainLoop<T>::TrainLoop(Trainable<T>& model, StepData& data, LoopOptions options)
-    : model_(model), data_(data), options_(options), scaler_(options.scaler) {
+TrainLoop<T>::TrainLoop(Trainable<T>& model, StepData& data, LoopOptions options, const Comm& comm)
+    : model_(model), data_(data), comm_(comm), options_(options), scaler_(options.scaler) {
   check(options.steps >= 0, "--steps must be >= 0 (got ", options.steps, ")");
   check(options.lr.lr >= 0.0 && std::isfinite(options.lr.lr), "--lr must be finite and >= 0 (got ",
         options.lr.lr, ")");
@@ -123,9 +123,13 @@ StepRecord TrainLoop<T>::step_once() {
   r.loss = l.loss;
   r.objective = l.objective;
   r.step_tokens = l.tokens;
-  std::span<T> grads = model_.grads();
-  const bool finite =
+  const size_t n = model_.grads().size();
+  const Comm::Part part = comm_.my_part(n, optim::kGradChunk);
+  std::span<T> grads = model_.grads().subspan(part.begin, part.end - part.begin);
+  // Every process takes part in the check, whatever its own part holds.
+  const bool mine_finite =
       std::isfinite(l.objective) && optim::scale_and_check(grads, 1.0 / r.loss_scale);
+  const bool finite = comm_.all_of(mine_finite);
   const bool apply = options_.loss_scaling ? scaler_.update(finite) : finite;
   state_.step = s + 1;
   state_.tokens_seen += l.tokens;
@@ -139,19 +143,37 @@ StepRecord TrainLoop<T>::step_once() {
           "). Lower --lr or set --clip and start again");
   } else {
     state_.bad_steps_in_a_row = 0;
-    if (options_.clip > 0.0) r.grad_norm = optim::clip_global_norm(grads, options_.clip);
-    ++state_.applied_steps;
-    if (adam_) {
-      adam_->step(model_.params(), grads, r.lr, state_.applied_steps);
-    } else {
-      optim::sgd_update(model_.params(), std::span<const T>(grads), r.lr);
+    if (options_.clip > 0.0) {
+      // The chunks' squared norms of every part, in chunk order: the whole's norm.
+      std::vector<double> squares(optim::chunk_count(n));
+      optim::chunk_square_norms(std::span<const T>(grads),
+                                squares.data() + part.begin / optim::kGradChunk);
+      comm_.all_gather_parts(squares.data(), squares.size(), 1);
+      r.grad_norm = optim::norm_of_chunks(squares);
+      optim::clip_to(grads, *r.grad_norm, options_.clip);
     }
+    ++state_.applied_steps;
+    const std::span<T> params = model_.params();
+    if (adam_) {
+      adam_->step(params, model_.grads(), r.lr, state_.applied_steps, part.begin, part.end);
+    } else {
+      optim::sgd_update(params.subspan(part.begin, grads.size()), std::span<const T>(grads), r.lr);
+    }
+    comm_.all_gather_parts(params.data(), n, optim::kGradChunk);
   }
   state_.loss_scale = scaler_.scale();
   state_.scaler_good_in_a_row = scaler_.good_steps_in_a_row();
   state_.scaler_skipped = scaler_.skipped_steps();
   if (!options_.loss_scaling) state_.loss_scale = 1.0;
   return r;
+}
+
+template <class T>
+void TrainLoop<T>::share_moments() {
+  if (!adam_) return;
+  const size_t n = adam_->first_moment().size();
+  comm_.all_gather_parts(adam_->first_moment().data(), n, optim::kGradChunk);
+  comm_.all_gather_parts(adam_->second_moment().data(), n, optim::kGradChunk);
 }
 
 template <class T>
@@ -200,6 +222,7 @@ void TrainLoop<T>::run(const LoopHooks& hooks) {
     state_.elapsed_s = elapsed0 + clock.elapsed_ms() / 1e3;
     if (hooks.on_checkpoint &&
         ((options_.save_every > 0 && s % options_.save_every == 0) || last || stop)) {
+      share_moments();
       hooks.on_checkpoint(s);
     }
     if (stop) return;

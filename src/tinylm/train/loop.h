@@ -5,7 +5,10 @@
 //   skipped (the loss scale halves) -> global-norm clipping -> AdamW (decay on the chosen
 //   parameter kinds) or SGD at the schedule's learning rate.
 // Evaluation every eval_every steps over fixed validation batches, tracking the best value;
-// checkpoints through a hook every save_every steps and at the end. Everything that decides
+// checkpoints through a hook every save_every steps and at the end. Under MPI each process
+// unscales, clips and updates its part of the parameters (Comm::my_part: the part whose
+// gradient Replicas reduced for it), with the norm and the finite check taken over all the
+// parts, and the parts are then shared. Everything that decides
 // the next step is in LoopState and the optimizer's moments, so a run restored from them
 // continues bit for bit as if it had never stopped.
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include "tinylm/optim/adam.h"
 #include "tinylm/optim/loss_scaler.h"
 #include "tinylm/optim/schedule.h"
+#include "tinylm/train/comm.h"
 #include "tinylm/train/loop_state.h"
 #include "tinylm/train/trainable.h"
 
@@ -81,11 +85,14 @@ struct LoopHooks {
 template <class T>
 class TrainLoop {
  public:
-  TrainLoop(Trainable<T>& model, StepData& data, LoopOptions options);
+  TrainLoop(Trainable<T>& model, StepData& data, LoopOptions options,
+            const Comm& comm = Comm::world());
 
   // Continues a saved run: its state and moments (empty moments for SGD).
   void restore(const LoopState& state, std::span<const T> m, std::span<const T> v);
   const LoopState& state() const { return state_; }
+  // The moments: under MPI each process keeps its part up to date, and they are made whole
+  // on every process for on_checkpoint.
   std::span<const T> first_moment() const;
   std::span<const T> second_moment() const;
 
@@ -97,10 +104,12 @@ class TrainLoop {
 
  private:
   StepRecord step_once();
+  void share_moments();
   void evaluate_and_report(const LoopHooks& hooks);
 
   Trainable<T>& model_;
   StepData& data_;
+  const Comm& comm_;
   LoopOptions options_;
   std::optional<optim::Adam<T>> adam_;
   optim::LossScaler scaler_;

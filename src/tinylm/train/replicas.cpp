@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tinylm/core/error.h"
+#include "tinylm/optim/grad_ops.h"
 
 namespace tinylm::train {
 
@@ -69,10 +70,12 @@ StepLoss Replicas<T>::forward_backward(const Rows& rows, int64_t micro_rows, dou
         return r.forward_backward(part, part_rows, grad_scale, seed, step);
       });
   if (shards() > 1) {
-    // The mean of all shards' gradients, summed in shard order, into replica 0's buffer.
+    // The mean of all shards' gradients, summed in shard order, into replica 0's buffer: the
+    // part of it this process updates (the loop's).
     std::vector<const T*> parts;
     for (int64_t j = 0; j < devices(); ++j) parts.push_back(replica(j).grads().data());
-    comm_.mean_in_shard_order<T>(parts, grads().data(), grads().size());
+    const size_t n = grads().size();
+    comm_.reduce_scatter_mean<T>(parts, grads().data(), n, optim::kGradChunk, 0, n);
   }
   return out;
 }

@@ -2,12 +2,12 @@
 // Data parallelism (`--devices N`, and over MPI processes): N replicas of a model in this
 // process, each training on its shard of every micro-batch. The batch is split on axis 0 into
 // S = processes x N equal shards; this process trains shards rank*N .. rank*N+N-1 (train/comm.h).
-// The loop sees one Trainable whose parameters are replica 0's (the same on every process:
-// every process takes the same optimizer step from the same gradient). The gradient is the
-// mean of the S shards' gradients, summed in shard order, and each shard's forward and
-// backward give the same bits on any number of threads (kernels/matmul/gemm.h says where), so
-// a step's result depends on the number of shards alone, not on how they are spread over
-// processes. Against one shard it differs only by floating-point summation order.
+// The loop sees one Trainable whose parameters are replica 0's (the same on every process).
+// The gradient is the mean of the S shards' gradients, summed in shard order; under MPI each
+// process is given its part of it (Comm::my_part), which the loop updates and shares, and each
+// shard's forward and backward give the same bits on any number of threads (kernels/matmul/gemm.h
+// says where), so a step's result depends on the number of shards alone, not on how they are spread
+// over processes. Against one shard it differs only by floating-point summation order.
 //
 // The shards run one after another, each on all the process's threads: on a CPU the replicas
 // share the cores, and a larger product per shard uses them better than shards side by side.
