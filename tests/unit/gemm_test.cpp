@@ -289,10 +289,10 @@ TEST(GemmF32, DeterministicForFixedThreadCount) {
 
 // The same bytes on any number of threads: threads take parts of M or N, never of K, also
 // where a dimension is too narrow for every thread (the long-K shapes of a small shard's
-// weight gradient) and at thread counts that do not divide the sizes. Where the level does not
-// promise it (oneDNN's AVX2 kernels), the parts still agree within float32 rounding.
+// weight gradient), at thread counts that do not divide the sizes, and at the avx2 level, whose
+// oneDNN kernels depend on the block size (768 x 768 x 128 TN: whole on one thread, in halves
+// on two).
 TEST(GemmF32, SameBytesOnAnyNumberOfThreads) {
-  const bool bits = gemm_same_bits_on_any_threads();
   const int saved = num_threads();
   for (auto [ta, tb, M, N, K] :
        {std::tuple{kYes, kNo, 96, 200, 4096}, std::tuple{kNo, kNo, 64, 130, 2048},
@@ -310,15 +310,10 @@ TEST(GemmF32, SameBytesOnAnyNumberOfThreads) {
           gemm(ta, tb, M, N, K, 1.0f, Ab.data(), p.lda(), Bb.data(), p.ldb(), 0.0f, C.data(), N);
         else
           gemm(ta, tb, M, N, K, 1.0f, A.data(), p.lda(), B.data(), p.ldb(), 0.0f, C.data(), N);
-        if (threads > 1 && bits) {
+        if (threads > 1) {
           EXPECT_EQ(std::memcmp(one.data(), got.data(), one.size() * sizeof(float)), 0)
               << "threads=" << threads << " bf16=" << bf16 << " M=" << M << " N=" << N
               << " K=" << K;
-        } else if (threads > 1) {
-          for (size_t i = 0; i < one.size(); ++i) {
-            ASSERT_NEAR(got[i], one[i], 1e-5 * std::sqrt(static_cast<double>(K)))
-                << "threads=" << threads << " bf16=" << bf16 << " [" << i << "]";
-          }
         }
       }
     }

@@ -51,12 +51,13 @@ void Comm::init(int* argc, char*** argv) {
   // plain process that never touches MPI.
   if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMI_SIZE")) return;
   int provided = 0;
-  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   // An error on any rank ends the whole run (MPI_Abort) rather than leaving the others
   // waiting in a collective.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_world.rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &g_world.size_);
+  g_world.overlaps_ = provided >= MPI_THREAD_SERIALIZED;
   g_mpi = true;
 #else
   (void)argc;
@@ -107,7 +108,6 @@ void Comm::reduce_scatter_mean(std::span<const T* const> parts, T* out, size_t n
   const T* recv = nullptr;
 #if defined(TINYLM_HAVE_MPI)
   if (size_ > 1) {
-    const double t0 = now_s();
     const MPI_Datatype type = std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
     check(D * n <= static_cast<size_t>(std::numeric_limits<int>::max()), "MPI: a gradient of ", n,
           " values on ", D, " devices is too large for one exchange");
@@ -138,7 +138,6 @@ void Comm::reduce_scatter_mean(std::span<const T* const> parts, T* out, size_t n
                       recv_.data(), recv_counts.data(), recv_offsets.data(), type, MPI_COMM_WORLD),
         "MPI_Alltoallv");
     recv = reinterpret_cast<const T*>(recv_.data());
-    comm_s_ += now_s() - t0;
   }
 #endif
   // Where shard s's values of my elements are: after an exchange in its receive buffer, else

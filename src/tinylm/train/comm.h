@@ -28,6 +28,10 @@ class Comm {
   // Ends every process of the run at once (after one of them hit an error).
   [[noreturn]] static void abort(int code);
 
+  // Whether a second thread may make the MPI calls while this one does not (MPI granted
+  // MPI_THREAD_SERIALIZED): the gradient exchange then overlaps the backward.
+  bool overlaps() const { return overlaps_; }
+
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool root() const { return rank_ == 0; }
@@ -59,11 +63,14 @@ class Comm {
   // Every process's values (the same count on each), concatenated in rank order.
   std::vector<double> all_gather(std::span<const double> mine) const;
 
-  // Seconds spent in communication since the last call (reset by reading).
+  // Seconds the training thread spent waiting on communication since the last call (reset by
+  // reading). The collectives below count themselves; reduce_scatter_mean's callers add theirs.
   double take_comm_seconds();
+  void add_wait(double seconds) const { comm_s_ += seconds; }
 
  private:
   int rank_ = 0, size_ = 1;
+  bool overlaps_ = false;
   mutable double comm_s_ = 0;
   mutable std::vector<std::byte> send_, recv_;
 };

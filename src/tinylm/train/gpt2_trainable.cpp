@@ -38,7 +38,8 @@ StepLoss Gpt2Trainable::forward_backward(const Rows& rows, int64_t micro_rows, d
     const gpt2::DropoutKey key{seed, static_cast<uint64_t>(step * n + a + 1), rows.first_row};
     out.loss += trainer_.forward(params_, inputs_, targets_, key);
     trainer_.backward(grads_, static_cast<float>(grad_scale / static_cast<double>(n)),
-                      a == 0 ? gpt2::GradMode::overwrite : gpt2::GradMode::accumulate);
+                      a == 0 ? gpt2::GradMode::overwrite : gpt2::GradMode::accumulate,
+                      a == n - 1 ? grad_done_ : GradDone());
   }
   out.loss /= static_cast<double>(n);
   out.objective = out.loss;

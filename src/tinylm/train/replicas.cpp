@@ -1,8 +1,10 @@
 #include "tinylm/train/replicas.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/timer.h"
 #include "tinylm/optim/grad_ops.h"
 
 namespace tinylm::train {
@@ -14,6 +16,10 @@ Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, Comm&
   for (const auto& r : replicas_) {
     check(r->params().size() == replicas_.front()->params().size(),
           "replicas: the devices' models differ in size");
+  }
+  if (comm_.size() > 1 && comm_.overlaps() && !std::getenv("TINYLM_NO_OVERLAP")) {
+    exchange_ = std::make_unique<GradExchange<T>>(comm_);
+    replicas_.back()->report_grads([this](size_t begin, size_t end) { exchange_->done(begin, end); });
   }
 }
 
@@ -65,17 +71,22 @@ StepLoss Replicas<T>::each_shard(const Rows& rows, int64_t micro_rows, Pass&& pa
 template <class T>
 StepLoss Replicas<T>::forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale,
                                        uint64_t seed, int64_t step) {
+  // The mean of all shards' gradients, summed in shard order, into replica 0's buffer: the
+  // part of it this process updates (the loop's).
+  std::vector<const T*> parts;
+  for (int64_t j = 0; j < devices(); ++j) parts.push_back(replica(j).grads().data());
+  const size_t n = grads().size();
+  if (exchange_) exchange_->start(parts, grads().data(), n, optim::kGradChunk);
   const StepLoss out =
       each_shard(rows, micro_rows, [&](Trainable<T>& r, const Rows& part, int64_t part_rows) {
-        return r.forward_backward(part, part_rows, grad_scale, seed, step);
+        const StepLoss l = r.forward_backward(part, part_rows, grad_scale, seed, step);
+        if (exchange_ && &r == replicas_.back().get()) comm_.add_wait(exchange_->finish());
+        return l;
       });
-  if (shards() > 1) {
-    // The mean of all shards' gradients, summed in shard order, into replica 0's buffer: the
-    // part of it this process updates (the loop's).
-    std::vector<const T*> parts;
-    for (int64_t j = 0; j < devices(); ++j) parts.push_back(replica(j).grads().data());
-    const size_t n = grads().size();
+  if (shards() > 1 && !exchange_) {
+    const Timer waited;
     comm_.reduce_scatter_mean<T>(parts, grads().data(), n, optim::kGradChunk, 0, n);
+    comm_.add_wait(waited.elapsed_ms() / 1e3);
   }
   return out;
 }

@@ -9,6 +9,9 @@
 // says where), so a step's result depends on the number of shards alone, not on how they are spread
 // over processes. Against one shard it differs only by floating-point summation order.
 //
+// Under MPI the exchange runs on a thread of its own, bucket by bucket as the last replica's
+// backward completes them (train/grad_exchange.h).
+//
 // The shards run one after another, each on all the process's threads: on a CPU the replicas
 // share the cores, and a larger product per shard uses them better than shards side by side.
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "tinylm/train/comm.h"
+#include "tinylm/train/grad_exchange.h"
 #include "tinylm/train/trainable.h"
 
 namespace tinylm::train {
@@ -29,6 +33,8 @@ class Replicas final : public Trainable<T> {
   // of batch / N rows). Their parameters are made equal to replica 0's before every pass.
   explicit Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas,
                     Comm& comm = Comm::world());
+  Replicas(const Replicas&) = delete;
+  Replicas& operator=(const Replicas&) = delete;
 
   std::string_view arch() const override { return replicas_.front()->arch(); }
   const ParamLayout& layout() const override { return replicas_.front()->layout(); }
@@ -55,6 +61,8 @@ class Replicas final : public Trainable<T> {
 
   std::vector<std::unique_ptr<Trainable<T>>> replicas_;
   Comm& comm_;
+  // Under MPI: the exchange, fed by the last replica's backward as it completes the gradient.
+  std::unique_ptr<GradExchange<T>> exchange_;
   std::vector<int32_t> shard_tokens_;
 };
 

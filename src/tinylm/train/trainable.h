@@ -4,8 +4,10 @@
 // family adapts its own model (train/gpt2_trainable.h, evermind_trainable.h,
 // microgpt_trainable.h); the loop (train/loop.h) does the rest the same way for all.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "tinylm/core/param_store.h"
 
@@ -32,6 +34,9 @@ struct StepLoss {
   int64_t tokens = 0;      // predicted positions
 };
 
+// fn(begin, end): grads()[begin, end) holds its final values for this step.
+using GradDone = std::function<void(size_t begin, size_t end)>;
+
 template <class T>
 class Trainable {
  public:
@@ -52,6 +57,15 @@ class Trainable {
 
   // Forward + backward floating-point operations per trained token; 0 when not modelled.
   virtual double flops_per_token() const { return 0.0; }
+
+  // Set: forward_backward reports parts of the gradient as its last micro-batch's backward
+  // completes them, so that a data-parallel exchange can start early (train/grad_exchange.h).
+  // A family that cannot report ignores it; its gradient is complete when forward_backward
+  // returns.
+  void report_grads(GradDone done) { grad_done_ = std::move(done); }
+
+ protected:
+  GradDone grad_done_;
 };
 
 }  // namespace tinylm::train

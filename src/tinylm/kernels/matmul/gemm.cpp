@@ -16,8 +16,8 @@
 // 600 -> 730). Small products run on the calling thread (kSerialMacs below). No thread ever
 // takes part of K: every element of C is one single-threaded oneDNN call's, whose sums do not
 // depend on where the block starts or how wide it is (tests/unit/gemm_test.cpp), so a product
-// gives the same bytes on any number of threads where oneDNN's kernels allow it (see
-// gemm_same_bits_on_any_threads in the header) — which a data-parallel run's shards need.
+// gives the same bytes on any number of threads — which a data-parallel run's shards need. At
+// the avx2 level the blocks are fixed (fixed_blocks below).
 #include "tinylm/kernels/matmul/gemm.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -146,32 +146,56 @@ dnnl_status_t serial(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float 
   return st;
 }
 
+// oneDNN's AVX2 sgemm chooses its kernel by the size of the block it is given (measured on
+// oneDNN 2.7: an M x 768 x 128 TN product gives other bits above about 400 rows than in parts
+// of 64), so at that level the split dimension is cut into blocks that depend on its size
+// alone, and the threads take whole blocks: the calls do not depend on the thread count. An
+// even number of blocks of at most 384 keeps two threads balanced; each block's call packs
+// the other operand again, which is what smaller blocks would cost.
+bool fixed_blocks() { return active_isa() == Isa::avx2; }
+int64_t fixed_block_count(int64_t n) { return 2 * ((n + 767) / 768); }
+
 // The whole product, threads as described at the top of the file.
 template <class T>
 dnnl_status_t run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A,
                   int64_t lda, const T* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (threads == 1) return backend(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const bool fixed = fixed_blocks();
+  if (threads == 1 && !fixed) return backend(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) < kSerialMacs) {
     return serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }
   const bool split_m = M >= N;
   const int64_t n = split_m ? M : N;
-  const int team = static_cast<int>(std::min<int64_t>(threads, n / kMinPart));
-  if (team <= 1) return serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  std::atomic<int> failed{dnnl_success};
-#pragma omp parallel num_threads(team)
-  {
-    const int t = omp_get_thread_num(), parts = omp_get_num_threads();
-    const int64_t lo = part_bound(n, t, parts), hi = part_bound(n, t + 1, parts);
-    dnnl_status_t st = dnnl_success;
-    if (hi > lo && split_m) {
-      st = backend(ta, tb, hi - lo, N, K, alpha, ta == Trans::No ? A + lo * lda : A + lo, lda, B,
-                   ldb, beta, C + lo * ldc, ldc);
-    } else if (hi > lo) {
-      st = backend(ta, tb, M, hi - lo, K, alpha, A, lda, tb == Trans::No ? B + lo : B + lo * ldb,
-                   ldb, beta, C + lo, ldc);
+  const int64_t parts = fixed ? fixed_block_count(n) : std::min<int64_t>(threads, n / kMinPart);
+  const int team = static_cast<int>(std::min<int64_t>(threads, parts));
+  if (parts <= 1) return serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  // Part p of the split dimension, on the calling thread.
+  const auto part = [&](int64_t p, bool alone) {
+    const int64_t lo = part_bound(n, static_cast<int>(p), static_cast<int>(parts));
+    const int64_t hi = part_bound(n, static_cast<int>(p + 1), static_cast<int>(parts));
+    if (hi <= lo) return dnnl_success;
+    using Call = dnnl_status_t (*)(Trans, Trans, int64_t, int64_t, int64_t, float, const T*,
+                                   int64_t, const T*, int64_t, float, float*, int64_t);
+    const Call call = alone ? Call(serial<T>) : Call(backend);
+    if (split_m) {
+      return call(ta, tb, hi - lo, N, K, alpha, ta == Trans::No ? A + lo * lda : A + lo, lda, B,
+                  ldb, beta, C + lo * ldc, ldc);
     }
+    return call(ta, tb, M, hi - lo, K, alpha, A, lda, tb == Trans::No ? B + lo : B + lo * ldb, ldb,
+                beta, C + lo, ldc);
+  };
+  std::atomic<int> failed{dnnl_success};
+  if (team <= 1) {
+    for (int64_t p = 0; p < parts; ++p) {
+      const dnnl_status_t st = part(p, true);
+      if (st != dnnl_success) failed.store(st);
+    }
+    return static_cast<dnnl_status_t>(failed.load());
+  }
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t p = 0; p < parts; ++p) {
+    const dnnl_status_t st = part(p, false);
     if (st != dnnl_success) failed.store(st);
   }
   return static_cast<dnnl_status_t>(failed.load());
@@ -198,8 +222,6 @@ bool bf16_gemm_available() {
 }  // namespace
 
 bool bf16_gemm_is_native() { return bf16_gemm_available(); }
-
-bool gemm_same_bits_on_any_threads() { return active_isa() != Isa::avx2; }
 
 void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

@@ -4,14 +4,15 @@
 //   C[M×N] = alpha · op(A)[M×K] · op(B)[K×N] + beta · C
 // op(X) is X or Xᵀ; lda/ldb/ldc are the row strides of the matrices as stored. Accumulation
 // is in float. Threading lives inside (OpenMP, tinylm::set_num_threads; called inside a
-// parallel region it runs on the calling thread). Same inputs and thread count give the same
-// bytes. beta = 0 ignores C's prior contents (NaNs included), and alpha = 0 or K = 0 leave A
-// and B unread, as BLAS does. Bad sizes or strides (ld < width) throw tinylm::Error.
-// Backed by oneDNN (gemm.cpp says why), whose JIT kernels pick their own instructions: at the
-// first product they are capped at the active level (TINYLM_ISA=avx2 gives AVX2 products).
+// parallel region it runs on the calling thread). Same inputs give the same bytes on any
+// number of threads (threads never split K; gemm.cpp says how). beta = 0 ignores C's prior contents
+// (NaNs included), and alpha = 0 or K = 0 leave A and B unread, as BLAS does. Bad sizes or strides
+// (ld < width) throw tinylm::Error. Backed by oneDNN (gemm.cpp says why), whose JIT kernels pick
+// their own instructions: at the first product they are capped at the active level (TINYLM_ISA=avx2
+// gives AVX2 products).
 //
 // Contract: tolerance. Results are held to PyTorch's within stated bounds, not to a fixed
-// summation order; they are still the same bytes for the same inputs and thread count. double
+// summation order; they are still the same bytes for the same inputs. double
 // is the reference (a plain triple loop), for finite-difference checks.
 #include <cstdint>
 
@@ -34,13 +35,5 @@ void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float alpha, cons
 // above widens both operands to f32 on every call; callers that multiply bf16 values often do
 // better rounding them into float buffers (cast.h's round_to_bf16) for the f32 gemm.
 bool bf16_gemm_is_native();
-
-// Whether a product gives the same bytes on any number of threads. Threads never split K, but
-// each computes its block of C with one oneDNN call, so this holds where oneDNN's sums do not
-// depend on the block's size: its SSE4.1 (generic level) and AVX-512 kernels. Its AVX2 sgemm
-// chooses its kernel by block size (measured on oneDNN 2.7: an M x 768 x 128 TN block gives
-// other bits above about 400 rows than in parts of 64), so at the avx2 level results are the
-// same bytes for a fixed thread count only.
-bool gemm_same_bits_on_any_threads();
 
 }  // namespace tinylm::kernels

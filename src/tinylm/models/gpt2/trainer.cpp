@@ -347,7 +347,8 @@ struct BasicTrainer<T>::Impl {
     return static_cast<T>(total / static_cast<double>(BT));
   }
 
-  void backward(std::span<T> grads_span, float loss_scale, bool accumulate_grads) {
+  void backward(std::span<T> grads_span, float loss_scale, bool accumulate_grads,
+                const GradDone& done) {
     check(have_forward, "gpt2 trainer: backward() needs a forward() first (once per forward)");
     check(grads_span.size() == layout.size(), "gpt2 trainer: ", grads_span.size(),
           " gradients given, the model has ", layout.size());
@@ -379,6 +380,9 @@ struct BasicTrainer<T>::Impl {
     const T* x_last = L > 0 ? layers.back().res3 : enc;
     kernels::layernorm_backward(dres, g + lnf_w, g + lnf_b, dln, x_last, params + lnf_w, lnf_mean,
                                 lnf_rstd, BT, C);
+    // The layout holds the embeddings, the blocks in order, then ln_f, each block contiguous.
+    const auto block_begin = [&](int64_t l) { return l < L ? blocks[static_cast<size_t>(l)].ln1_w : lnf_w; };
+    if (done) done(lnf_w, layout.size());
     for (int64_t l = L - 1; l >= 0; --l) {
       Layer& y = layers[static_cast<size_t>(l)];
       const BlockOffsets& o = blocks[static_cast<size_t>(l)];
@@ -413,10 +417,12 @@ struct BasicTrainer<T>::Impl {
       clear_small(g, o.ln1_b, C);
       kernels::layernorm_backward(dres, g + o.ln1_w, g + o.ln1_b, dln, x_in, params + o.ln1_w,
                                   y.ln1_mean, y.ln1_rstd, BT, C);
+      if (done) done(block_begin(l), block_begin(l + 1));
     }
     if (rate > 0.0f) kernels::dropout_backward(dres, dres, mask_enc, BT * C, rate);
     clear_small(g, wpe, static_cast<int64_t>(config.n_positions) * C);  // rows >= seq_len stay 0
     kernels::embedding_backward(g + wte, g + wpe, dres, inputs, BT, C, Tn);
+    if (done) done(0, block_begin(0));
     prof.backward_ms += timer.elapsed_ms();
   }
 
@@ -469,8 +475,9 @@ T BasicTrainer<T>::forward(std::span<const T> params, std::span<const int32_t> i
   return impl_->forward(params, inputs, targets, key);
 }
 template <class T>
-void BasicTrainer<T>::backward(std::span<T> grads, float loss_scale, GradMode mode) {
-  impl_->backward(grads, loss_scale, mode == GradMode::accumulate);
+void BasicTrainer<T>::backward(std::span<T> grads, float loss_scale, GradMode mode,
+                               const GradDone& done) {
+  impl_->backward(grads, loss_scale, mode == GradMode::accumulate, done);
 }
 template <class T>
 std::span<const T> BasicTrainer<T>::logits() const {

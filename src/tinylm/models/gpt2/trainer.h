@@ -29,6 +29,7 @@
 // BasicTrainer<double> is the same model in double precision (compute f32 only, plain-loop
 // matrix products): the reference that finite-difference tests check the backward against.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -56,6 +57,11 @@ struct DropoutKey {
 // backward(): add to the gradient buffer, or write it (no separate zeroing pass over all
 // gradients, which for 124M parameters is a 0.5 GB memory write per step).
 enum class GradMode : uint8_t { accumulate, overwrite };
+
+// Called by backward() with [begin, end) of the gradient buffer once those gradients are
+// complete, in the order the backward completes them (ln_f, the blocks from the last, then the
+// embeddings): a data-parallel caller starts sending them while the rest is computed.
+using GradDone = std::function<void(size_t begin, size_t end)>;
 
 // Cumulative wall-clock time per phase since construction or reset_profile().
 struct TrainerProfile {
@@ -93,7 +99,8 @@ class BasicTrainer {
   // Backward of the last forward: grads += d(loss_scale * loss) / d(params) (accumulate), or
   // grads = ... (overwrite: every element written, the previous contents ignored). Overwrites
   // the logits with their gradient (f32/f16) and so may run once per forward.
-  void backward(std::span<T> grads, float loss_scale = 1.0f, GradMode mode = GradMode::accumulate);
+  void backward(std::span<T> grads, float loss_scale = 1.0f, GradMode mode = GradMode::accumulate,
+                const GradDone& done = {});
 
   // (batch_size * seq_len, vocab_size) logits of the last forward, in f32 whatever the
   // compute type; valid until backward().
