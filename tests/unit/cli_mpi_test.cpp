@@ -49,8 +49,8 @@ nlohmann::json metrics_without_ms(const std::string& path) {
   return j;
 }
 
-std::string train_gpt2_args(int devices, const std::string& metrics) {
-  return "train-gpt2 --threads 1 --steps 3 --dropout 0.1 --model " +
+std::string train_gpt2_args(int devices, const std::string& metrics, int threads = 1) {
+  return "train-gpt2 --threads " + std::to_string(threads) + " --steps 3 --dropout 0.1 --model " +
          test::source_path("tests/fixtures/gpt2/tiny/model.safetensors") + " --tokens " +
          test::source_path("tests/fixtures/gpt2/train/tokens.json") + " --devices " +
          std::to_string(devices) + " --metrics-out " + metrics;
@@ -59,7 +59,8 @@ std::string train_gpt2_args(int devices, const std::string& metrics) {
 TEST(CliMpi, TrainGpt2SameBitsHoweverTheShardsAreSpread) {
   SKIP_WITHOUT_MPI();
   test::TempDir dir;
-  const test::CommandResult one = run_cli(train_gpt2_args(4, dir.file("1x4.json")));
+  // One process on two threads, the others on one each: the thread count changes nothing.
+  const test::CommandResult one = run_cli(train_gpt2_args(4, dir.file("1x4.json"), 2));
   ASSERT_EQ(one.exit_code, 0) << one.err;
   for (const auto& [processes, devices] : {std::pair{2, 2}, std::pair{4, 1}}) {
     const std::string name = std::to_string(processes) + "x" + std::to_string(devices);
