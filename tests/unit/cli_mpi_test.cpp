@@ -59,20 +59,22 @@ std::string train_gpt2_args(int devices, const std::string& metrics, int threads
 TEST(CliMpi, TrainGpt2SameBitsHoweverTheShardsAreSpread) {
   SKIP_WITHOUT_MPI();
   test::TempDir dir;
-  // One process on two threads, the others on one each: the thread count changes nothing.
-  const test::CommandResult one = run_cli(train_gpt2_args(4, dir.file("1x4.json"), 2));
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  for (const auto& [processes, devices] : {std::pair{2, 2}, std::pair{4, 1}}) {
-    const std::string name = std::to_string(processes) + "x" + std::to_string(devices);
-    const test::CommandResult r =
-        mpirun(processes, train_gpt2_args(devices, dir.file(name + ".json")));
-    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
-    // Only the first process prints: the same bytes (the times go to stderr).
-    EXPECT_EQ(r.out, one.out) << name;
-    EXPECT_EQ(metrics_without_ms(dir.file(name + ".json")),
-              metrics_without_ms(dir.file("1x4.json")))
-        << name;
-    EXPECT_EQ(metrics_without_ms(dir.file(name + ".json"))["devices"], 4);
+  for (const int shards : {2, 4}) {
+    // One process on two threads, the others on one each: the thread count changes nothing.
+    const std::string alone = dir.file("1x" + std::to_string(shards) + ".json");
+    const test::CommandResult one = run_cli(train_gpt2_args(shards, alone, 2));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    for (int processes = 2; processes <= shards; processes *= 2) {
+      const int devices = shards / processes;
+      const std::string name = std::to_string(processes) + "x" + std::to_string(devices);
+      const test::CommandResult r =
+          mpirun(processes, train_gpt2_args(devices, dir.file(name + ".json")));
+      ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+      // Only the first process prints: the same bytes (the times go to stderr).
+      EXPECT_EQ(r.out, one.out) << name;
+      EXPECT_EQ(metrics_without_ms(dir.file(name + ".json")), metrics_without_ms(alone)) << name;
+      EXPECT_EQ(metrics_without_ms(dir.file(name + ".json"))["devices"], shards);
+    }
   }
 }
 
