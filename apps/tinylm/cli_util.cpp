@@ -53,8 +53,13 @@ std::string read_text_input(const std::string& path) {
 
 bool stdin_is_piped() { return ::isatty(STDIN_FILENO) == 0; }
 
-TerminalProgress::TerminalProgress(std::string label, std::string unit)
-    : label_(std::move(label)), unit_(std::move(unit)), terminal_(::isatty(STDERR_FILENO) != 0) {}
+bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) != 0; }
+
+TerminalProgress::TerminalProgress(std::string label, std::string unit, double scale, bool enabled)
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      scale_(scale),
+      terminal_(enabled && ::isatty(STDERR_FILENO) != 0) {}
 
 TerminalProgress::~TerminalProgress() { finish(); }
 
@@ -66,9 +71,15 @@ void TerminalProgress::update(int64_t done, int64_t total) {
   const double rate = ms > 0 ? done * 1000.0 / ms : 0.0;
   const std::string eta =
       rate > 0 && total > done ? train::clock_text((total - done) / rate) : std::string("-");
-  std::fprintf(stderr, "\r\033[K%s %lld/%lld %s, %.0f %s/s, ETA %s", label_.c_str(),
-               static_cast<long long>(done), static_cast<long long>(total), unit_.c_str(), rate,
-               unit_.c_str(), eta.c_str());
+  if (scale_ == 1.0) {
+    std::fprintf(stderr, "\r\033[K%s %lld/%lld %s, %.0f %s/s, ETA %s", label_.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total), unit_.c_str(), rate,
+                 unit_.c_str(), eta.c_str());
+  } else {
+    std::fprintf(stderr, "\r\033[K%s %.1f/%.1f %s, %.1f %s/s, ETA %s", label_.c_str(),
+                 static_cast<double>(done) / scale_, static_cast<double>(total) / scale_,
+                 unit_.c_str(), rate / scale_, unit_.c_str(), eta.c_str());
+  }
   std::fflush(stderr);
   shown_ = true;
 }

@@ -46,17 +46,24 @@ std::string read_text_input(const std::string& path);
 // True when stdin is not a terminal (something is piped or redirected in).
 bool stdin_is_piped();
 
+// True when stdout is a terminal (the command's output shows as it is written).
+bool stdout_is_terminal();
+
 // One line on stderr rewritten in place, on a terminal only: "label done/total unit, rate
 // unit/s, ETA h:mm:ss". Piped, it prints nothing at all. At most a few updates a second.
+// With a scale, counts are shown divided by it with one decimal (scale 1e6, unit "MB": bytes
+// as "3.1/10.5 MB, 1.2 MB/s"). enabled = false: nothing even on a terminal (the command's own
+// output is already on it, say).
 class TerminalProgress {
  public:
-  TerminalProgress(std::string label, std::string unit);
+  TerminalProgress(std::string label, std::string unit, double scale = 1.0, bool enabled = true);
   ~TerminalProgress();
   void update(int64_t done, int64_t total);
   void finish();  // clears the line
 
  private:
   std::string label_, unit_;
+  double scale_;
   bool terminal_;
   bool shown_ = false;
   Timer timer_;

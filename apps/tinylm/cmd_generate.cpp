@@ -66,9 +66,11 @@ struct Generator {
   }
 
   // Generates after `prompt` (checked by encode), passing the new text to `sink` as it
-  // becomes complete UTF-8.
+  // becomes complete UTF-8; on_token(n) after each new token, n of them so far.
   Stats run(const GenerateFlags& f, const std::vector<int>& prompt, uint64_t seed,
-            const std::function<void(const std::string&)>& sink) {
+            const std::function<void(const std::string&)>& sink,
+            const std::function<void(int64_t)>& on_token) {
+    int64_t made = 0;
     Stats st;
     st.prompt_tokens = prompt.size();
     const int eos = f.ignore_eos ? -1 : tok->eot_id().value_or(-1);
@@ -79,6 +81,7 @@ struct Generator {
       g.eos_id = eos;
       const generate::GenerateResult r = generate::generate(*gpt2, prompt, g, [&](int id) {
         if (id != eos) sink(out.push(id));
+        on_token(++made);
         return true;
       });
       st.new_tokens = r.ids.size();
@@ -97,6 +100,7 @@ struct Generator {
       const generate::EvermindGenerateResult r =
           generate::generate(*evermind, prompt, g, [&](int id) {
             if (id != eos) sink(out.push(id));
+            on_token(++made);
             return true;
           });
       st.new_tokens = r.tokens.size();
@@ -183,14 +187,24 @@ void run_generate(GenerateFlags& f) {
   Generator::Stats total;
   const bool json = !f.prompts_file.empty();
   const bool many = prompts.size() * f.samples > 1;
-  TerminalProgress progress("generate", "completions");
+  // When the text goes to a file or a pipe, a terminal's stderr shows the tokens made out of
+  // all the completions' --max-tokens (one that stops early counts as complete). On a
+  // terminal the text itself shows as it comes.
+  TerminalProgress progress("generate", "tokens", 1.0, !stdout_is_terminal());
+  const int64_t per_completion = f.gen.max_tokens;
+  const int64_t all_tokens = static_cast<int64_t>(prompts.size()) * f.samples * per_completion;
+  int64_t completed = 0;
+  const auto on_token = [&](int64_t made) {
+    if (all_tokens > 0) progress.update(completed * per_completion + made, all_tokens);
+  };
   for (size_t i = 0; i < prompts.size(); ++i) {
     for (int s = 0; s < f.samples; ++s) {
       const uint64_t seed = f.gen.sampling.seed + static_cast<uint64_t>(s);
       Generator::Stats st;
       if (json) {
         std::string text;
-        st = g.run(f, ids[i], seed, [&](const std::string& piece) { text += piece; });
+        st = g.run(
+            f, ids[i], seed, [&](const std::string& piece) { text += piece; }, on_token);
         nlohmann::ordered_json line = {{"prompt", prompts[i]},
                                        {"sample", s},
                                        {"seed", seed},
@@ -204,10 +218,13 @@ void run_generate(GenerateFlags& f) {
         if (many && s > 0) std::fputs("\n", stdout);
         std::fputs(prompts[i].c_str(), stdout);
         std::fflush(stdout);
-        st = g.run(f, ids[i], seed, [](const std::string& piece) {
-          std::fwrite(piece.data(), 1, piece.size(), stdout);
-          std::fflush(stdout);
-        });
+        st = g.run(
+            f, ids[i], seed,
+            [](const std::string& piece) {
+              std::fwrite(piece.data(), 1, piece.size(), stdout);
+              std::fflush(stdout);
+            },
+            on_token);
         std::fputs("\n", stdout);
         std::fflush(stdout);
       }
@@ -216,11 +233,11 @@ void run_generate(GenerateFlags& f) {
       total.prefill_ms += st.prefill_ms;
       total.decode_ms += st.decode_ms;
       if (st.hit_context_end) {
+        progress.finish();
         std::fprintf(stderr, "stopped: reached the model's context of %d positions\n", g.context);
       }
-      if (json)
-        progress.update(static_cast<int64_t>(i * f.samples + s + 1),
-                        static_cast<int64_t>(prompts.size() * f.samples));
+      ++completed;
+      on_token(0);
     }
   }
   progress.finish();

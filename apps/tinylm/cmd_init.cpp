@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "gpt2_common.h"
 #include "tinylm/core/parallel.h"
@@ -39,7 +40,11 @@ void register_init(CLI::App& app) {
     // work, staged beside --out, renamed into place. An earlier init's directory is replaced.
     const std::vector<std::string> files = {"config.json", "model.safetensors", "tokenizer.json"};
     io::check_staged_target(f->out, files, train::gpt2_saved_bytes(config));
-    const std::vector<float> params = train::init_gpt2_params(config, f->seed);
+    TerminalProgress progress("init", "M parameters", 1e6);  // on a terminal only
+    const std::vector<float> params = train::init_gpt2_params(
+        config, f->seed,
+        [&progress](int64_t done, int64_t total) { progress.update(done, total); });
+    progress.finish();
     const BpeTokenizer tok = load_tokenizer(f->tokenizer, "");
     io::StagedDir out(f->out, files);
     train::save_gpt2(out.path(), config, params);

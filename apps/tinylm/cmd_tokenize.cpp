@@ -70,7 +70,14 @@ void register_tokenize(CLI::App& app) {
       std::fputs("\n", stdout);
       return;
     }
-    const std::vector<int> ids = tok.encode(text, f->allow_special);
+    // On a terminal, bytes encoded so far (the encoder reports every MB; the text is encoded
+    // whole, so the tokens are those of a run without progress).
+    TerminalProgress progress("tokenize", "MB", 1e6);
+    const std::vector<int> ids =
+        tok.encode(text, f->allow_special, [&progress](size_t done, size_t total) {
+          progress.update(static_cast<int64_t>(done), static_cast<int64_t>(total));
+        });
+    progress.finish();
     if (rows > 0) {
       const int64_t need = static_cast<int64_t>(rows) * cols;
       check(static_cast<int64_t>(ids.size()) >= need, "--grid ", f->grid, ": the text has ",

@@ -337,6 +337,36 @@ TEST(BpeEncode, SpecialTokensOnlyWhenAllowed) {
   EXPECT_EQ(t.decode(Ids{267}), "<|endoftext|>");
 }
 
+// Progress from inside the encoder: the same ids, reports at least `every` bytes apart at
+// piece ends, increasing, the last one the whole (repaired) text; special tokens too.
+TEST(BpeEncode, ProgressReportsBytesAndKeepsTheTokens) {
+  const BpeTokenizer t = full();
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += i % 7 == 0 ? " the<|endoftext|>\x80" : " the a the";
+  for (const bool special : {false, true}) {
+    std::vector<std::pair<size_t, size_t>> calls;
+    const Ids ids = t.encode(
+        text, special, [&](size_t done, size_t total) { calls.emplace_back(done, total); }, 100);
+    EXPECT_EQ(ids, t.encode(text, special));
+    const size_t total = sanitize_utf8(text).size();
+    ASSERT_GT(calls.size(), 5u);
+    EXPECT_EQ(calls.back(), std::make_pair(total, total));
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].second, total);
+      if (i > 0) {
+        EXPECT_GT(calls[i].first, calls[i - 1].first);
+      }
+      if (i + 1 < calls.size()) {
+        EXPECT_GE(calls[i].first, 100 * (i + 1));
+      }
+    }
+  }
+  size_t n = 0;
+  EXPECT_TRUE(
+      t.encode("", false, [&](size_t done, size_t total) { n += 1 + done + total; }).empty());
+  EXPECT_EQ(n, 1u);  // once, at the end
+}
+
 TEST(BpeEncode, AddedSpecialTokensFromTokenizerJson) {
   auto entries = full_vocab_entries();
   entries.emplace_back("<|pad|>", 268);

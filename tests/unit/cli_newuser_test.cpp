@@ -100,6 +100,40 @@ TEST_F(CliNewUser, ProgressLineOnATerminalOnly) {
   EXPECT_NE(tty.out.find("ETA"), std::string::npos) << tty.out;
 }
 
+// init, tokenize (and its --grid) and generate writing to a file keep a progress line on a
+// terminal too; piped, nothing. generate's text on a terminal is its own progress: no line.
+TEST_F(CliNewUser, InitTokenizeAndGenerateProgressOnATerminalOnly) {
+  if (test::run_shell("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
+  const auto on_tty = [](const std::string& args) {
+    return test::run_shell("cd " + work("") + " && script -qec '" + TINYLM_CLI_PATH + " " + args +
+                           "' /dev/null");
+  };
+  const auto expect_line = [](const test::CommandResult& r, const std::string& head,
+                              const std::string& counts) {
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("\r\033[K" + head + " "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(counts), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ETA"), std::string::npos) << r.out;
+  };
+  expect_line(on_tty("init --preset small-test --out gpt2-tty"), "init", " M parameters/s, ");
+  expect_line(on_tty("tokenize --file ../corpus.txt >/dev/null"), "tokenize", "/0.0 MB, ");
+  expect_line(on_tty("tokenize --file ../corpus.txt --grid 2x3 >/dev/null"), "tokenize", " MB/s");
+  expect_line(on_tty("generate --model gpt2 --prompt Hello --max-tokens 6 > gen.txt"), "generate",
+              "/6 tokens, ");
+  const test::CommandResult live = on_tty("generate --model gpt2 --prompt Hello --max-tokens 6");
+  EXPECT_EQ(live.exit_code, 0) << live.out;
+  EXPECT_EQ(live.out.find("\033[K"), std::string::npos) << live.out;
+  // Piped: nothing extra.
+  EXPECT_EQ(init_->err.find('\r'), std::string::npos) << init_->err;
+  const test::CommandResult t = in_dir("tokenize --file ../corpus.txt");
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(t.err, "");
+  const test::CommandResult g =
+      in_dir("generate --model gpt2 --prompt Hello --max-tokens 6 > gen.txt");
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(g.err.find('\r'), std::string::npos) << g.err;
+}
+
 TEST_F(CliNewUser, ExitCodesAndSuggestions) {
   expect_error(in_dir("train-gpt2 --model gpt2 --tokens x.json --step 10"), 2, "--steps");
   expect_error(in_dir("generate --model gpt2 --promt hi"), 2, "did you mean --prompt");

@@ -735,6 +735,11 @@ BpeTokenizer BpeTokenizer::from_directory(const std::string& dir) {
 }
 
 std::vector<int> BpeTokenizer::encode(std::string_view text, bool allow_special) const {
+  return encode(text, allow_special, nullptr);
+}
+
+std::vector<int> BpeTokenizer::encode(std::string_view text, bool allow_special,
+                                      const EncodeProgress& progress, size_t every) const {
   std::string repaired;
   if (!is_valid_utf8(text, nullptr)) {
     repaired = sanitize_utf8(text);
@@ -744,12 +749,22 @@ std::vector<int> BpeTokenizer::encode(std::string_view text, bool allow_special)
   std::vector<int> out;
   out.reserve(text.size() / 3 + 1);
   Scratch scratch;
+  every = std::max<size_t>(every, 1);
+  size_t next_report = every;
   const auto encode_plain = [&](std::string_view part) {
-    for_each_pretoken(
-        part, [&](std::string_view piece) { encode_piece(m, *cache_, piece, out, scratch); });
+    for_each_pretoken(part, [&](std::string_view piece) {
+      encode_piece(m, *cache_, piece, out, scratch);
+      if (!progress) return;
+      const size_t done = static_cast<size_t>(piece.data() - text.data()) + piece.size();
+      if (done >= next_report && done < text.size()) {
+        progress(done, text.size());
+        next_report = done - done % every + every;
+      }
+    });
   };
   if (!allow_special || m.specials.empty()) {
     encode_plain(text);
+    if (progress) progress(text.size(), text.size());
     return out;
   }
   // Split off the special tokens: at each step the leftmost occurrence, the longest there.
@@ -774,6 +789,7 @@ std::vector<int> BpeTokenizer::encode(std::string_view text, bool allow_special)
     pos = best + m.specials[best_k].first.size();
   }
   encode_plain(text.substr(pos));
+  if (progress) progress(text.size(), text.size());
   return out;
 }
 

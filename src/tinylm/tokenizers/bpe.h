@@ -8,6 +8,7 @@
 // non-overlapping occurrences left to right, until no adjacent pair has a rank.
 // Decoding maps the tokens' characters back to bytes.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -70,6 +71,14 @@ class BpeTokenizer {
   // recognized in the text; without it they are ordinary text. Thread-safe. Throws Error if
   // the text needs a byte whose token the vocabulary lacks.
   std::vector<int> encode(std::string_view text, bool allow_special = false) const;
+
+  // The same ids, reporting how far the encoder is: progress(bytes_done, bytes_total) each
+  // time the pre-tokenized pieces encoded so far pass another `every` bytes of the text, and
+  // once at the end (bytes_done == bytes_total). The bytes are the text's after the UTF-8
+  // repair. The text is encoded whole, as by encode: progress never moves a token boundary.
+  using EncodeProgress = std::function<void(size_t bytes_done, size_t bytes_total)>;
+  std::vector<int> encode(std::string_view text, bool allow_special, const EncodeProgress& progress,
+                          size_t every = size_t{1} << 20) const;
 
   // The bytes of the tokens, concatenated: not necessarily valid UTF-8 when the ids split a
   // character (see StreamDecoder). Throws Error on an id outside the vocabulary.

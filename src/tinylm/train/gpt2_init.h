@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "tinylm/models/gpt2/config.h"
@@ -11,6 +12,10 @@ namespace tinylm::train {
 // N(0, 0.02 / sqrt(2 n_layer)), LayerNorm gains 1 and biases 0, linear biases 0. Normals
 // come from a counter-based generator keyed by (seed, element index): the same seed gives
 // the same weights whatever the thread count.
-std::vector<float> init_gpt2_params(const gpt2::Config& config, uint64_t seed);
+// progress(done, total), when given, counts parameters set so far, about every million and
+// at the end; the values do not depend on it.
+std::vector<float> init_gpt2_params(
+    const gpt2::Config& config, uint64_t seed,
+    const std::function<void(int64_t done, int64_t total)>& progress = nullptr);
 
 }  // namespace tinylm::train
