@@ -81,6 +81,9 @@ const std::map<std::string, std::string> kHelp = {
     {"max-bad-steps", "Stop after this many non-finite steps in a row"},
     {"log-every", "Progress line every N steps when not on a terminal"},
     {"threads", "Threads (default: all cores)"},
+    {"overlap",
+     "Under mpirun, exchange gradients during the backward: auto (when a core is free for it), "
+     "on or off"},
 };
 
 std::atomic<bool> g_stop{false};

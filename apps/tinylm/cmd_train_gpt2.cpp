@@ -36,6 +36,7 @@ constexpr int kBatch = 4, kSeq = 64;
 struct Flags {
   std::string model, config, tokens, metrics_out, save_weights, compute = "f32";
   int steps = 20, threads = 0, devices = 1;
+  std::string overlap = "auto";
   double lr = 1e-4, dropout = 0.0;
   uint64_t seed = 0;
 };
@@ -93,9 +94,11 @@ void run(const Flags& f) {
 
   const gpt2::Config config = ck.config;
   // One replica per device, each on its shard of the batch (train/replicas.h).
-  train::Replicas<float> model(train::gpt2_replicas(
-      config, std::move(ck.params), {kBatch / shards, kSeq, static_cast<float>(f.dropout), compute},
-      f.devices));
+  train::Replicas<float> model(
+      train::gpt2_replicas(config, std::move(ck.params),
+                           {kBatch / shards, kSeq, static_cast<float>(f.dropout), compute},
+                           f.devices),
+      comm.overlap_exchange(train::parse_overlap(f.overlap), num_threads()));
   const bool f16 = compute == DType::f16;
   train::LoopOptions options;
   options.steps = f.steps;
@@ -221,6 +224,10 @@ void register_train_gpt2(CLI::App& app) {
                   "f32 | bf16 | f16 (f16 adds dynamic loss scaling)");
   cmd->add_option("--threads", f->threads, "Threads (default: all cores)")
       ->check(CLI::Range(1, max_threads()));
+  cmd->add_option("--overlap", f->overlap,
+                  "Under mpirun, exchange gradients during the backward: auto (when a core is "
+                  "free for it), on or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->callback([f] { run(*f); });
 }
 

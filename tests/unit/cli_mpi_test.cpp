@@ -49,8 +49,10 @@ nlohmann::json metrics_without_ms(const std::string& path) {
   return j;
 }
 
-std::string train_gpt2_args(int devices, const std::string& metrics, int threads = 1) {
-  return "train-gpt2 --threads " + std::to_string(threads) + " --steps 3 --dropout 0.1 --model " +
+std::string train_gpt2_args(int devices, const std::string& metrics, int threads = 1,
+                            const std::string& overlap = "auto") {
+  return "train-gpt2 --threads " + std::to_string(threads) + " --overlap " + overlap +
+         " --steps 3 --dropout 0.1 --model " +
          test::source_path("tests/fixtures/gpt2/tiny/model.safetensors") + " --tokens " +
          test::source_path("tests/fixtures/gpt2/train/tokens.json") + " --devices " +
          std::to_string(devices) + " --metrics-out " + metrics;
@@ -67,8 +69,10 @@ TEST(CliMpi, TrainGpt2SameBitsHoweverTheShardsAreSpread) {
     for (int processes = 2; processes <= shards; processes *= 2) {
       const int devices = shards / processes;
       const std::string name = std::to_string(processes) + "x" + std::to_string(devices);
-      const test::CommandResult r =
-          mpirun(processes, train_gpt2_args(devices, dir.file(name + ".json")));
+      // The exchange during the backward (2 processes) or after it (4): the same bits.
+      const test::CommandResult r = mpirun(
+          processes,
+          train_gpt2_args(devices, dir.file(name + ".json"), 1, processes == 2 ? "on" : "off"));
       ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
       // Only the first process prints: the same bytes (the times go to stderr).
       EXPECT_EQ(r.out, one.out) << name;
@@ -105,7 +109,7 @@ TEST(CliMpi, TrainOnTwoProcessesMatchesTwoDevicesAndResumesOnOne) {
   test::TempDir dir;
   const std::string alone = dir.file("alone"), spread = dir.file("spread");
   ASSERT_EQ(run_cli(train_args(alone, 2, 6)).exit_code, 0);
-  const test::CommandResult r = mpirun(2, train_args(spread, 1, 4));
+  const test::CommandResult r = mpirun(2, train_args(spread, 1, 4) + " --overlap on");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;  // the first process's
   EXPECT_NE(test::read_text(spread + "/metrics.jsonl").find("\"comm_s\":"), std::string::npos);

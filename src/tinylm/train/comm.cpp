@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -37,6 +38,20 @@ void check_mpi(int rc, const char* what) {
 
 Comm& Comm::world() { return g_world; }
 
+Overlap parse_overlap(std::string_view name) {
+  if (name == "auto") return Overlap::automatic;
+  if (name == "on") return Overlap::on;
+  if (name == "off") return Overlap::off;
+  fail("--overlap ", name, ": expected auto, on or off");
+}
+
+bool Comm::overlap_exchange(Overlap mode, int threads) const {
+  if (size_ == 1 || !overlaps_ || mode == Overlap::off) return false;
+  if (mode == Overlap::on) return true;
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores > 0 && static_cast<int64_t>(local_size_) * threads < static_cast<int64_t>(cores);
+}
+
 bool Comm::built_with_mpi() {
 #if defined(TINYLM_HAVE_MPI)
   return true;
@@ -58,6 +73,11 @@ void Comm::init(int* argc, char*** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_world.rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &g_world.size_);
   g_world.overlaps_ = provided >= MPI_THREAD_SERIALIZED;
+  MPI_Comm local;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+            "MPI_Comm_split_type");
+  MPI_Comm_size(local, &g_world.local_size_);
+  MPI_Comm_free(&local);
   g_mpi = true;
 #else
   (void)argc;

@@ -11,9 +11,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace tinylm::train {
+
+// Whether a data-parallel step exchanges its gradient on a thread of its own while the
+// backward runs (train/grad_exchange.h): auto does where a core is left for that thread.
+enum class Overlap : uint8_t { automatic, on, off };
+Overlap parse_overlap(std::string_view name);  // "auto" | "on" | "off"
 
 class Comm {
  public:
@@ -31,6 +37,11 @@ class Comm {
   // Whether a second thread may make the MPI calls while this one does not (MPI granted
   // MPI_THREAD_SERIALIZED): the gradient exchange then overlaps the backward.
   bool overlaps() const { return overlaps_; }
+
+  // The decision for `mode` with `threads` training threads per process: never in one
+  // process or without overlaps(); auto where the processes on this machine times their
+  // threads leave a core free (the exchange thread would otherwise take compute's).
+  bool overlap_exchange(Overlap mode, int threads) const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -70,6 +81,7 @@ class Comm {
 
  private:
   int rank_ = 0, size_ = 1;
+  int local_size_ = 1;  // processes on this machine
   bool overlaps_ = false;
   mutable double comm_s_ = 0;
   mutable std::vector<std::byte> send_, recv_;

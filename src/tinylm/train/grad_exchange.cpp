@@ -38,8 +38,8 @@ void GradExchange<T>::start(std::vector<const T*> parts, T* out, size_t n, size_
 
 template <class T>
 void GradExchange<T>::done(size_t begin, size_t end) {
-  check(begin <= end && end <= n_, "gradient exchange: range [", begin, ", ", end,
-        ") outside the ", n_, " values");
+  check(begin <= end && end <= n_, "gradient exchange: range [", begin, ", ", end, ") outside the ",
+        n_, " values");
   if (begin == end) return;
   const bool empty = pending_.begin == pending_.end;
   if (!empty && (end == pending_.begin || begin == pending_.end)) {

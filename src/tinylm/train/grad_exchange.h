@@ -47,8 +47,8 @@ class GradExchange {
   std::vector<const T*> parts_;
   T* out_ = nullptr;
   size_t n_ = 0, unit_ = 1;
-  Range pending_{};                // reported, not yet handed to the thread
-  std::vector<Range> reported_;    // this step's buckets, for what finish() adds
+  Range pending_{};              // reported, not yet handed to the thread
+  std::vector<Range> reported_;  // this step's buckets, for what finish() adds
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Range> queue_;

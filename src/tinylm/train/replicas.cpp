@@ -1,7 +1,6 @@
 #include "tinylm/train/replicas.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/timer.h"
@@ -10,16 +9,17 @@
 namespace tinylm::train {
 
 template <class T>
-Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, Comm& comm)
+Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, bool overlap, Comm& comm)
     : replicas_(std::move(replicas)), comm_(comm) {
   check(!replicas_.empty(), "replicas: at least one device is needed");
   for (const auto& r : replicas_) {
     check(r->params().size() == replicas_.front()->params().size(),
           "replicas: the devices' models differ in size");
   }
-  if (comm_.size() > 1 && comm_.overlaps() && !std::getenv("TINYLM_NO_OVERLAP")) {
+  if (overlap && comm_.size() > 1 && comm_.overlaps()) {
     exchange_ = std::make_unique<GradExchange<T>>(comm_);
-    replicas_.back()->report_grads([this](size_t begin, size_t end) { exchange_->done(begin, end); });
+    replicas_.back()->report_grads(
+        [this](size_t begin, size_t end) { exchange_->done(begin, end); });
   }
 }
 

@@ -9,8 +9,8 @@
 // says where), so a step's result depends on the number of shards alone, not on how they are spread
 // over processes. Against one shard it differs only by floating-point summation order.
 //
-// Under MPI the exchange runs on a thread of its own, bucket by bucket as the last replica's
-// backward completes them (train/grad_exchange.h).
+// Under MPI the exchange can run on a thread of its own, bucket by bucket as the last replica's
+// backward completes them (train/grad_exchange.h); otherwise it follows the backward.
 //
 // The shards run one after another, each on all the process's threads: on a CPU the replicas
 // share the cores, and a larger product per shard uses them better than shards side by side.
@@ -31,7 +31,8 @@ class Replicas final : public Trainable<T> {
  public:
   // replicas[s] trains shard s; all have the same layout (and are planned for micro-batches
   // of batch / N rows). Their parameters are made equal to replica 0's before every pass.
-  explicit Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas,
+  // overlap: exchange the gradient during the backward (Comm::overlap_exchange says when).
+  explicit Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, bool overlap = false,
                     Comm& comm = Comm::world());
   Replicas(const Replicas&) = delete;
   Replicas& operator=(const Replicas&) = delete;

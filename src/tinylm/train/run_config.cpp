@@ -8,6 +8,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/models/evermind/config.h"
+#include "tinylm/train/comm.h"
 
 namespace tinylm::train {
 
@@ -109,6 +110,7 @@ void validate(const RunConfig& c) {
   check(c.eval_batches >= 0, "--eval-batches must be >= 0");
   check(c.keep >= 1, "--keep must be >= 1 (got ", c.keep, ")");
   if (c.threads != 0) check_threads(c.threads);  // 0: all cores (the default)
+  parse_overlap(c.overlap);
   check(std::isfinite(c.lr) && c.lr >= 0.0, "--lr must be finite and >= 0 (got ", c.lr, ")");
   check(c.dropout >= 0.0 && c.dropout < 1.0, "--dropout must be in [0, 1) (got ", c.dropout, ")");
   check(c.arch == "gpt2" || (c.compute == "f32" && c.dropout == 0.0),

@@ -46,6 +46,7 @@ struct RunConfig {
   int64_t steps = 1000, eval_every = 100, eval_batches = 10, save_every = 500, keep = 2;
   int64_t max_bad_steps = 10, log_every = 1;
   int64_t threads = 0;
+  std::string overlap = "auto";  // auto | on | off: the gradient exchange during the backward
 
   // fn(name, member, kind): every field, in this order. `name` is the flag without "--",
   // with dashes ("val-fraction").
@@ -98,6 +99,7 @@ struct RunConfig {
     fn("max-bad-steps", c.max_bad_steps, C);
     fn("log-every", c.log_every, C);
     fn("threads", c.threads, C);
+    fn("overlap", c.overlap, C);
   }
 };
 

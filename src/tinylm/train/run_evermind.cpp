@@ -89,7 +89,8 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   options.max_rows = shard_rows(c) * c.accum;
   // One replica per device (the first trains `model` itself), each on its shard of the batch.
   std::vector<std::unique_ptr<evermind::Model<float>>> copies;
-  Replicas<float> trainable(evermind_replicas(*model, options, c.devices, copies));
+  Replicas<float> trainable(evermind_replicas(*model, options, c.devices, copies),
+                            overlap_exchange(c));
   std::fprintf(request.log,
                "evermind: %zu parameters (%lld layers, width %lld, %lld experts top-%lld), %lld "
                "training and %lld validation tokens%s\n",

@@ -79,7 +79,8 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   // One replica per device, each planned for its shard of the batch.
   const gpt2::TrainerOptions per_shard{static_cast<int>(shard_rows(c)), static_cast<int>(c.seq_len),
                                        static_cast<float>(c.dropout), parse_dtype(c.compute)};
-  Replicas<float> model(gpt2_replicas(config, std::move(params), per_shard, c.devices));
+  Replicas<float> model(gpt2_replicas(config, std::move(params), per_shard, c.devices),
+                        overlap_exchange(c));
   std::fprintf(request.log,
                "gpt2: %zu parameters (%d layers, %d heads, width %d), %lld training and %lld "
                "validation tokens%s\n",

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "tinylm/core/parallel.h"
 #include "tinylm/train/comm.h"
 #include "tinylm/train/loop.h"
 #include "tinylm/train/run.h"
@@ -44,6 +45,10 @@ RunSummary run_microgpt(const RunConfig& config, RunDir& dir, const RunRequest& 
 // The batch's shards (processes x devices) and the rows of each micro-batch one shard trains.
 inline int64_t run_shards(const RunConfig& c) { return Comm::world().size() * c.devices; }
 inline int64_t shard_rows(const RunConfig& c) { return c.batch / run_shards(c); }
+// Whether the run's gradient exchange overlaps the backward (--overlap).
+inline bool overlap_exchange(const RunConfig& c) {
+  return Comm::world().overlap_exchange(parse_overlap(c.overlap), num_threads());
+}
 
 // make() on the first process, then on the others once it is done: for a file in the run
 // directory that the first process writes and the others then find and read (tokens.bin,
