@@ -122,6 +122,19 @@ void validate(const RunConfig& c) {
   validate_sizes(c);
 }
 
+evermind::Config evermind_config(const RunConfig& c, int64_t vocab) {
+  evermind::Config e;
+  e.vocab_size = vocab;
+  e.d_model = c.d_model;
+  e.n_layers = c.n_layer;
+  e.conv_kernel = c.conv_kernel;
+  e.hidden_dim = c.hidden_dim > 0 ? c.hidden_dim : 2 * c.d_model;
+  e.n_experts = c.n_experts;
+  e.top_k = c.top_k;
+  e.seed = c.seed;
+  return e;
+}
+
 void validate_sizes(const RunConfig& c) {
   check(c.seq_len <= RunLimits::seq_len, "--seq-len ", c.seq_len, " is implausibly large (at most ",
         RunLimits::seq_len, "; see docs/limits.md)");
@@ -134,14 +147,8 @@ void validate_sizes(const RunConfig& c) {
         "; see docs/limits.md)");
   if (c.arch != "evermind" || !c.init_from.empty()) return;
   // A fresh EvermindLM: its shape, before the tokenizer is trained or anything is written.
-  evermind::Config e;
-  e.vocab_size = c.tokenizer.empty() ? c.vocab_size : 1;  // a given tokenizer's is checked on load
-  e.d_model = c.d_model;
-  e.n_layers = c.n_layer;
-  e.conv_kernel = c.conv_kernel;
-  e.hidden_dim = c.hidden_dim > 0 ? c.hidden_dim : 2 * c.d_model;
-  e.n_experts = c.n_experts;
-  e.top_k = c.top_k;
+  // A given tokenizer's vocabulary is checked on load.
+  const evermind::Config e = evermind_config(c, c.tokenizer.empty() ? c.vocab_size : 1);
   check(!c.tokenizer.empty() || c.vocab_size >= 257, "--vocab-size ", c.vocab_size,
         " is too small (the 256 bytes and <|endoftext|> need 257)");
   check(c.hidden_dim >= 0, "--hidden-dim must be >= 0 (0: 2 x --d-model; got ", c.hidden_dim, ")");

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tinylm/models/evermind/config.h"
+
 namespace tinylm::train {
 
 enum class FieldKind : uint8_t { fixed, cadence };
@@ -133,5 +135,8 @@ void validate(const RunConfig& c);
 // machine's memory), so a bad shape is refused before a tokenizer is trained or a file
 // written.
 void validate_sizes(const RunConfig& c);
+
+// A fresh EvermindLM's shape and seed from the run's flags, for a vocabulary of `vocab` tokens.
+evermind::Config evermind_config(const RunConfig& c, int64_t vocab);
 
 }  // namespace tinylm::train

@@ -61,16 +61,7 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
     const io::EvlCheckpoint ck = io::load_evl(from);
     model.emplace(ck.config, width, ck.params);
   } else {
-    evermind::Config config;
-    config.vocab_size = tok.vocab_size();
-    config.d_model = c.d_model;
-    config.n_layers = c.n_layer;
-    config.conv_kernel = c.conv_kernel;
-    config.hidden_dim = c.hidden_dim > 0 ? c.hidden_dim : 2 * c.d_model;
-    config.n_experts = c.n_experts;
-    config.top_k = c.top_k;
-    config.seed = c.seed;
-    model.emplace(config, width);
+    model.emplace(evermind_config(c, tok.vocab_size()), width);
   }
   const evermind::Config& config = model->config();
   check(tok.vocab_size() <= config.vocab_size, tokenizer_path, ": ", tok.vocab_size(),
