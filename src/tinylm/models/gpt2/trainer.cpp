@@ -381,7 +381,9 @@ struct BasicTrainer<T>::Impl {
     kernels::layernorm_backward(dres, g + lnf_w, g + lnf_b, dln, x_last, params + lnf_w, lnf_mean,
                                 lnf_rstd, BT, C);
     // The layout holds the embeddings, the blocks in order, then ln_f, each block contiguous.
-    const auto block_begin = [&](int64_t l) { return l < L ? blocks[static_cast<size_t>(l)].ln1_w : lnf_w; };
+    const auto block_begin = [&](int64_t l) {
+      return l < L ? blocks[static_cast<size_t>(l)].ln1_w : lnf_w;
+    };
     if (done) done(lnf_w, layout.size());
     for (int64_t l = L - 1; l >= 0; --l) {
       Layer& y = layers[static_cast<size_t>(l)];
