@@ -164,7 +164,8 @@ void Comm::reduce_scatter_mean(std::span<const T* const> parts, T* out, size_t n
   // in this process's shards themselves. The exchange has already sent what was in out,
   // should out be a device's gradient.
   std::vector<const T*> shard(total);
-  for (size_t s = 0; s < total; ++s) shard[s] = recv ? recv + s * count : parts[s] + mine.begin;
+  for (size_t s = 0; s < total; ++s)
+    shard[s] = size_ > 1 ? recv + s * count : parts[s] + mine.begin;
   T* sums = out + mine.begin;
   parallel_for(0, static_cast<int64_t>(count), grain_for(static_cast<int64_t>(total)),
                [&](int64_t i) {
