@@ -240,24 +240,22 @@ TEST_F(CliNewUser, TokenizeMakesTheTrainGpt2Grid) {
 }
 
 TEST_F(CliNewUser, InterruptedTrainingSavesACheckpointAndSaysWhere) {
-  // A long microgpt run, stopped by SIGINT once its first steps are logged.
-  const std::string script =
-      std::string(TINYLM_CLI_PATH) +
-      " train --arch microgpt --data data/names.txt --steps 1000000 --out run & pid=$!; "
-      "for i in $(seq 600); do [ -s run/metrics.jsonl ] && break; sleep 0.1; done; "
-      "kill -INT $pid; wait $pid";
-  const test::CommandResult r = test::run_shell("cd " + work("") + " && { " + script + "; }");
+  // A long microgpt run into `out`, stopped by `signal` once its first steps are logged.
+  const auto interrupted = [&](const std::string& out, const std::string& signal) {
+    const std::string script =
+        std::string(TINYLM_CLI_PATH) +
+        " train --arch microgpt --data data/names.txt --steps 1000000 --out " + out +
+        " & pid=$!; for i in $(seq 600); do [ -s " + out +
+        "/metrics.jsonl ] && break; sleep 0.1; done; kill -" + signal + " $pid; wait $pid";
+    return test::run_shell("cd " + work("") + " && { " + script + "; }");
+  };
+  const test::CommandResult r = interrupted("run", "INT");
   EXPECT_EQ(r.exit_code, 130) << r.err;
   EXPECT_NE(r.err.find("interrupted at step"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("tinylm train --resume run"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(work("run/latest/train_state.bin")));
   // SIGTERM the same way, 143.
-  const std::string term =
-      std::string(TINYLM_CLI_PATH) +
-      " train --arch microgpt --data data/names.txt --steps 1000000 --out run2 & pid=$!; "
-      "for i in $(seq 600); do [ -s run2/metrics.jsonl ] && break; sleep 0.1; done; "
-      "kill -TERM $pid; wait $pid";
-  const test::CommandResult t = test::run_shell("cd " + work("") + " && { " + term + "; }");
+  const test::CommandResult t = interrupted("run2", "TERM");
   EXPECT_EQ(t.exit_code, 143) << t.err;
   EXPECT_TRUE(fs::exists(work("run2/latest/train_state.bin")));
 }
