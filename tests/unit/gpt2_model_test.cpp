@@ -95,6 +95,58 @@ TEST_P(Gpt2Logits, KvCacheDecodingEqualsFullRecomputation) {
   });
 }
 
+// Continuous batching: sequences at different positions (different prompts, caches of
+// different capacities) step together in one forward_batch, and each row's logits are the
+// bits of that sequence stepping alone, at every level.
+TEST_P(Gpt2Logits, BatchedDecodingEqualsEachSequenceAlone) {
+  const DtypeCase p = GetParam();
+  Model m = load(p.weights, p.dtype);
+  const std::vector<int> tokens = ints(expected()["tokens"]);
+  const int64_t V = m.config().vocab_size;
+  const int n = static_cast<int>(tokens.size());
+  const int prompts[3] = {1, 4, 9};  // sequence s: a prefill of prompts[s] tokens, then steps
+  test::for_each_isa([&](kernels::Isa) {
+    std::vector<KvCache> alone, batched;
+    std::vector<float> one(V), all(3 * V);
+    for (int s = 0; s < 3; ++s) {
+      alone.push_back(m.new_cache(n - s));
+      batched.push_back(m.new_cache(n));
+      m.forward(std::span(tokens).first(prompts[s]), alone[s], one);
+      m.forward(std::span(tokens).first(prompts[s]), batched[s], one);
+    }
+    for (int step = 0; prompts[2] + step < n - 2; ++step) {
+      std::vector<int> next;
+      std::vector<KvCache*> caches;
+      for (int s = 0; s < 3; ++s) {
+        next.push_back(tokens[(prompts[s] + step) % n]);
+        caches.push_back(&batched[s]);
+      }
+      m.forward_batch(next, caches, all);
+      for (int s = 0; s < 3; ++s) {
+        m.forward(std::span(&next[s], 1), alone[s], one);
+        ASSERT_EQ(std::memcmp(one.data(), all.data() + s * V, V * sizeof(float)), 0)
+            << "sequence " << s << ", step " << step;
+        ASSERT_EQ(batched[s].length, alone[s].length);
+      }
+    }
+  });
+}
+
+TEST(Gpt2Batch, RefusesSharedOrFullCaches) {
+  Model m = load("model.safetensors", DType::f32);
+  const int64_t V = m.config().vocab_size;
+  KvCache a = m.new_cache(2), b = m.new_cache(1);
+  std::vector<float> logits(2 * V);
+  const int ids[2] = {1, 2};
+  KvCache* same[2] = {&a, &a};
+  EXPECT_THROW(m.forward_batch(ids, same, logits), Error);
+  m.forward(std::span(ids, 1), b, std::span(logits).first(V));
+  KvCache* full[2] = {&a, &b};
+  EXPECT_THROW(m.forward_batch(ids, full, logits), Error);
+  KvCache* one[1] = {&a};
+  EXPECT_THROW(m.forward_batch(ids, one, logits), Error);  // two tokens, one cache
+}
+
 // Every kernel of inference promises the same bits at every level: the full sequence's logits,
 // and those of a prefill followed by single steps, are the same bytes at every level.
 TEST_P(Gpt2Logits, SameLogitsAtEveryLevel) {

@@ -27,27 +27,14 @@ EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<c
   sampling.top_k = options.top_k;
   sampling.top_p = options.top_p;
   sampling.seed = options.seed;
-  Sampler sampler(sampling);  // validates top_k / top_p
-  // Plain temperature sampling skips the Sampler's sort of the whole vocabulary per token:
-  // random.Random(seed).choices(range(V), weights=exp((l - max) / temperature)).
-  const bool plain = sampling.temperature > 0.0 && sampling.top_k == 0 && sampling.top_p >= 1.0;
-  PyRandom rng(options.seed);
-  std::vector<double> weights(plain ? static_cast<size_t>(model.config().vocab_size) : 0);
-  const auto choose = [&](std::span<const float> l) {
-    if (!plain) return sampler.sample(l);
-    const float mx = *std::max_element(l.begin(), l.end());
-    for (size_t v = 0; v < l.size(); ++v) {
-      weights[v] = std::exp((static_cast<double>(l[v]) - mx) / sampling.temperature);
-    }
-    return static_cast<int>(rng.choices(weights));
-  };
+  EvermindSampler sampler(sampling, model.config().vocab_size);  // validates top_k / top_p
 
   evermind::Decoder<float> decoder(model);
   std::span<const float> logits;
   for (const int t : prompt) logits = decoder.step(t);
   EvermindGenerateResult result;
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
-    const int next = choose(logits);
+    const int next = sampler.sample(logits);
     const bool more = on_token ? on_token(next) : true;
     if (next == options.stop_token) {
       result.stopped = true;
@@ -58,6 +45,25 @@ EvermindGenerateResult generate(const evermind::Model<float>& model, std::span<c
     logits = decoder.step(next);
   }
   return result;
+}
+
+EvermindSampler::EvermindSampler(const SamplingOptions& options, int64_t vocab_size)
+    : options_(options),
+      sampler_(options),
+      rng_(options.seed),
+      plain_(options.temperature > 0.0 && options.top_k == 0 && options.top_p >= 1.0) {
+  if (plain_) weights_.resize(static_cast<size_t>(vocab_size));
+}
+
+int EvermindSampler::sample(std::span<const float> logits) {
+  if (!plain_) return sampler_.sample(logits);
+  check(logits.size() == weights_.size(), "evermind sampler: ", logits.size(),
+        " logits for a vocabulary of ", weights_.size());
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  for (size_t v = 0; v < logits.size(); ++v) {
+    weights_[v] = std::exp((static_cast<double>(logits[v]) - mx) / options_.temperature);
+  }
+  return static_cast<int>(rng_.choices(weights_));
 }
 
 std::vector<int> prompt_ids(const evermind::Model<float>& model, const BpeTokenizer& tokenizer,

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tinylm/generate/sampler.h"
 #include "tinylm/models/evermind/model.h"
 #include "tinylm/tokenizers/bpe.h"
 
@@ -29,6 +30,22 @@ struct EvermindGenerateOptions {
   double top_p = 1.0;   // 1: no nucleus cut
   uint64_t seed = 0;    // of the sampling RNG
   int stop_token = -1;  // generation ends when this token is drawn (it is not returned); < 0: none
+};
+
+// The choice of the next token described at EvermindGenerateOptions (options.temperature
+// >= 0; 0: greedy). Plain temperature sampling skips the Sampler's sort of the whole
+// vocabulary per token.
+class EvermindSampler {
+ public:
+  EvermindSampler(const SamplingOptions& options, int64_t vocab_size);
+  int sample(std::span<const float> logits);
+
+ private:
+  SamplingOptions options_;
+  Sampler sampler_;
+  PyRandom rng_;
+  bool plain_;
+  std::vector<double> weights_;
 };
 
 struct EvermindGenerateResult {

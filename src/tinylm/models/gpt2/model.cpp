@@ -31,6 +31,8 @@ struct Model::Impl {
   // head of many rows goes to the library GEMM (Model::forward_rows).
   virtual void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                        int64_t first_row, bool gemm_head) = 0;
+  virtual void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
+                             std::span<float> logits) = 0;
 };
 
 namespace {
@@ -190,13 +192,69 @@ struct TypedImpl final : Model::Impl {
                bool gemm_head) override {
     const Config& c = config;
     const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t C = c.n_embd, F = c.mlp_dim(), V = c.vocab_size, cap = cache.capacity;
+    const int64_t C = c.n_embd, V = c.vocab_size, cap = cache.capacity;
     const int64_t t0 = cache.length, t1 = t0 + n;
     check(n > 0, "gpt2: forward of zero tokens");
     check(t1 <= cap, "gpt2: ", t1, " positions exceed the cache capacity (", cap, ")");
     check(first >= 0 && first < n, "gpt2: first logits row ", first, " outside 0..", n - 1);
     check(logits.size() == static_cast<size_t>((n - first) * V), "gpt2: logits buffer of ",
           logits.size(), " values, expected ", (n - first) * V);
+    start(tokens);
+    k::embedding_forward(x.data(), ids.data(), wte, wpe, n, C, t0);  // wte[token] + wpe[position]
+    run_layers(n, [&](int64_t li) {
+      W* kl = keys_of(cache, li);
+      W* vl = values_of(cache, li);
+      for (int64_t r = 0; r < n; ++r) {
+        const float* row = qkv.data() + r * 3 * C;
+        k::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, cap, C);
+      }
+      k::attention_cached(att.data(), q.data(), kl, vl, t0, t1, cap, C, c.n_head);
+    });
+    cache.length = static_cast<int>(t1);
+    head(first, n - first, logits, gemm_head);
+  }
+
+  void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
+                     std::span<float> logits) override {
+    const Config& c = config;
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t C = c.n_embd, V = c.vocab_size;
+    check(n > 0, "gpt2: forward of zero tokens");
+    check(caches.size() == tokens.size(), "gpt2: ", tokens.size(), " tokens for ", caches.size(),
+          " caches");
+    check(logits.size() == static_cast<size_t>(n * V), "gpt2: logits buffer of ", logits.size(),
+          " values, expected ", n * V);
+    for (int64_t r = 0; r < n; ++r) {
+      const KvCache& cache = *caches[r];
+      check(cache.length < cache.capacity, "gpt2: batch row ", r, "'s cache is full (",
+            cache.capacity, " positions)");
+      for (int64_t s = 0; s < r; ++s)
+        check(caches[s] != caches[r], "gpt2: batch rows ", s, " and ", r, " share a cache");
+    }
+    start(tokens);
+    for (int64_t r = 0; r < n; ++r)
+      k::embedding_forward(x.data() + r * C, ids.data() + r, wte, wpe, 1, C, caches[r]->length);
+    run_layers(n, [&](int64_t li) {
+      for (int64_t r = 0; r < n; ++r) {
+        KvCache& cache = *caches[r];
+        const int64_t t = cache.length;
+        W* kl = keys_of(cache, li);
+        W* vl = values_of(cache, li);
+        const float* row = qkv.data() + r * 3 * C;
+        k::kv_store(kl, vl, row + C, row + 2 * C, t, cache.capacity, C);
+        k::attention_cached(att.data() + r * C, q.data() + r * C, kl, vl, t, t + 1, cache.capacity,
+                            C, c.n_head);
+      }
+    });
+    for (KvCache* cache : caches) ++cache->length;
+    head(0, n, logits, false);
+  }
+
+ private:
+  // Checks the ids and sizes the scratch for n = tokens.size() rows.
+  void start(std::span<const int> tokens) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t C = config.n_embd, F = config.mlp_dim(), V = config.vocab_size;
     for (int t : tokens)
       check(t >= 0 && t < V, "gpt2: token id ", t, " outside the vocabulary [0, ", V, ")");
     x.resize(n * C);
@@ -206,23 +264,31 @@ struct TypedImpl final : Model::Impl {
     att.resize(n * C);
     h.resize(n * F);
     ids.assign(tokens.begin(), tokens.end());
-    k::embedding_forward(x.data(), ids.data(), wte, wpe, n, C, t0);  // wte[token] + wpe[position]
-    W* kc = reinterpret_cast<W*>(cache.keys.data());
-    W* vc = reinterpret_cast<W*>(cache.values.data());
-    const int64_t key_block = C * k::kv_key_stride(cap);
+  }
+
+  W* keys_of(KvCache& cache, int64_t li) const {
+    return reinterpret_cast<W*>(cache.keys.data()) +
+           li * config.n_embd * k::kv_key_stride(cache.capacity);
+  }
+  W* values_of(KvCache& cache, int64_t li) const {
+    return reinterpret_cast<W*>(cache.values.data()) + li * cache.capacity * config.n_embd;
+  }
+
+  // The blocks over the n rows in x. attend(layer) stores the rows' keys and values (the
+  // second and third thirds of each qkv row) and writes att from q: the one step in which
+  // rows differ by the sequence they belong to.
+  template <class Attend>
+  void run_layers(int64_t n, const Attend& attend) {
+    const Config& c = config;
+    const int64_t C = c.n_embd, F = c.mlp_dim();
     const float eps = static_cast<float>(c.layer_norm_epsilon);
     for (int64_t li = 0; li < c.n_layer; ++li) {
       const Layer& l = layers[li];
-      W* kl = kc + li * key_block;
-      W* vl = vc + li * cap * C;
       k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln1_w, l.ln1_b, n, C, eps);
       k::matmul_in_out(qkv.data(), xn.data(), l.attn_w, l.attn_b, n, C, 3 * C, conv_layout);
-      for (int64_t r = 0; r < n; ++r) {
-        const float* row = qkv.data() + r * 3 * C;
-        std::memcpy(q.data() + r * C, row, C * sizeof(float));
-        k::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, cap, C);
-      }
-      k::attention_cached(att.data(), q.data(), kl, vl, t0, t1, cap, C, c.n_head);
+      for (int64_t r = 0; r < n; ++r)
+        std::memcpy(q.data() + r * C, qkv.data() + r * 3 * C, C * sizeof(float));
+      attend(li);
       k::matmul_in_out(xn.data(), att.data(), l.proj_w, l.proj_b, n, C, C, conv_layout);
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
       k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln2_w, l.ln2_b, n, C, eps);
@@ -231,10 +297,13 @@ struct TypedImpl final : Model::Impl {
       k::matmul_in_out(xn.data(), h.data(), l.fc_proj_w, l.fc_proj_b, n, F, C, conv_layout);
       for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
     }
-    cache.length = static_cast<int>(t1);
-    const int64_t rows = n - first;
+  }
+
+  // The final LayerNorm and the head over rows first .. first + rows - 1 of x.
+  void head(int64_t first, int64_t rows, std::span<float> logits, bool gemm_head) {
+    const int64_t C = config.n_embd, V = config.vocab_size;
     k::layernorm_forward(xn.data(), nullptr, nullptr, x.data() + first * C, lnf_w, lnf_b, rows, C,
-                         eps);
+                         static_cast<float>(config.layer_norm_epsilon));
     if constexpr (std::is_same_v<W, float>) {
       // Every row's logits (perplexity): the head is 30% of 124M's FLOPs per token, and the
       // library GEMM runs it at several times the streaming kernel's rate.
@@ -328,6 +397,11 @@ void Model::forward(std::span<const int> tokens, KvCache& cache, std::span<float
                     bool all_logits) {
   impl_->forward(tokens, cache, logits, all_logits ? 0 : static_cast<int64_t>(tokens.size()) - 1,
                  false);
+}
+
+void Model::forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
+                          std::span<float> logits) {
+  impl_->forward_batch(tokens, caches, logits);
 }
 
 void Model::forward_rows(std::span<const int> tokens, KvCache& cache, std::span<float> logits,

@@ -59,6 +59,13 @@ class Model {
   // values when all_logits, else the last position's (vocab).
   void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                bool all_logits = false);
+  // One token for each of several sequences: tokens[r] runs at position caches[r]->length of
+  // cache r (distinct caches, each with room for one more position), and logits receives
+  // (tokens.size(), vocab) values. The weights are read once for all rows, and each row's
+  // logits are the same bits as forward() of that token alone against its cache (continuous
+  // batching in the server relies on it).
+  void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
+                     std::span<float> logits);
   // The same, with the logits of positions first_row .. tokens.size() - 1 only
   // ((tokens.size() - first_row, vocab) values): perplexity scores only part of a window. An
   // f32 model's head of many rows runs as a library GEMM (kernels/matmul/gemm.h: tolerance

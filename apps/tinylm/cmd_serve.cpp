@@ -1,0 +1,160 @@
+// tinylm serve: an OpenAI-compatible HTTP server over a GPT-2 or EvermindLM model
+// (docs/serve.md). SIGINT / SIGTERM stop it cleanly: new generations are refused, those queued
+// or running finish and are answered, and it exits 0; a second signal ends it at once.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "evermind_common.h"
+#include "gpt2_common.h"
+#include "model_kind.h"
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/generate/decode_backend.h"
+#include "tinylm/serve/server.h"
+
+namespace tinylm::cli {
+
+namespace {
+
+struct ServeFlags {
+  std::string arch, name;
+  Gpt2Flags model;
+  serve::ServerOptions server;
+  int ctx = 0;
+  double max_body_mb = 1.0;
+};
+
+// Positions per request for an EvermindLM model, which has no context end of its own.
+constexpr int kEvermindDefaultContext = 4096;
+
+bool is_loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+void run_serve(ServeFlags& f) {
+  if (f.server.slots < 1 || f.server.slots > 256) throw UsageError("--slots must be in 1..256");
+  if (f.server.queue < 0 || f.server.queue > 4096) throw UsageError("--queue must be in 0..4096");
+  if (f.server.port < 0 || f.server.port > 65535) throw UsageError("--port must be in 0..65535");
+  if (!(f.server.timeout_s > 0)) throw UsageError("--timeout must be > 0 seconds");
+  if (!(f.max_body_mb > 0 && f.max_body_mb <= 1024)) throw UsageError("--max-body must be in (0, 1024] MB");
+  f.server.max_body = static_cast<size_t>(f.max_body_mb * 1e6);
+  if (f.server.api_key.empty()) {
+    if (const char* key = std::getenv("TINYLM_API_KEY")) f.server.api_key = key;
+  }
+  const DetectedModel d =
+      resolve_model("serve", f.model.model, f.arch, {ModelKind::gpt2, ModelKind::evermind});
+
+  // SIGINT and SIGTERM go to the thread below alone: blocked here, before any other thread
+  // (OpenMP's, the engine's, the HTTP pool's) exists and inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a signal
+
+  std::optional<BpeTokenizer> tok;
+  std::optional<gpt2::Model> gpt2;
+  std::optional<evermind::Model<float>> evermind;
+  std::unique_ptr<generate::DecodeBackend> backend;
+  serve::ModelInfo info;
+  if (d.kind == ModelKind::gpt2) {
+    tok.emplace(load_tokenizer(f.model.tokenizer, d.path));
+    Gpt2Flags flags = f.model;
+    flags.model = d.path;
+    gpt2.emplace(load_model(flags));
+    backend = generate::gpt2_backend(*gpt2);
+    info.context = gpt2->config().n_positions;
+  } else {
+    if (f.model.dtype != "f32")
+      throw UsageError("--dtype " + f.model.dtype + ": EvermindLM runs in f32");
+    tok.emplace(load_evermind_tokenizer(f.model.tokenizer, d.path));
+    set_num_threads(f.model.threads);
+    evermind.emplace(load_evermind(d.path, 2));
+    backend = generate::evermind_backend(*evermind);
+    info.context = kEvermindDefaultContext;
+    info.allow_special = true;  // as tinylm generate encodes EvermindLM prompts
+  }
+  if (f.ctx > 0) {
+    if (backend->context_limit() > 0 && f.ctx > backend->context_limit()) {
+      throw UsageError(cat("--ctx ", f.ctx, " is more than the model's context of ",
+                           backend->context_limit()));
+    }
+    info.context = f.ctx;
+  }
+  info.tokenizer = &*tok;
+  info.vocab_size = backend->vocab_size();
+  info.eos_id = tok->eot_id().value_or(-1);
+  info.id = !f.name.empty() ? f.name
+                            : std::filesystem::path(d.path).lexically_normal().filename().string();
+  if (info.id.empty() || info.id == ".") info.id = "tinylm";
+
+  serve::Server server(*backend, info, f.server);
+  const int port = server.bind();
+  if (!is_loopback(f.server.host) && f.server.api_key.empty()) {
+    std::fprintf(stderr,
+                 "tinylm serve: warning: listening on %s without --api-key: anyone who can reach "
+                 "this address can use the model\n",
+                 f.server.host.c_str());
+  }
+  std::thread signals_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "tinylm serve: %s: finishing the requests in progress\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+    std::thread second([&] {  // a second signal: stop now
+      int again = 0;
+      sigwait(&signals, &again);
+      std::_Exit(128 + again);
+    });
+    second.detach();
+    server.shutdown();
+  });
+  std::fprintf(stderr, "tinylm serve: model '%s', %d slots, %d positions per request\n",
+               info.id.c_str(), f.server.slots, info.context);
+  std::fprintf(stderr, "tinylm serve: listening on http://%s:%d\n", f.server.host.c_str(), port);
+  std::fflush(stderr);
+  server.run();
+  signals_thread.join();
+  std::fprintf(stderr, "tinylm serve: stopped\n");
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve a GPT-2 or EvermindLM model over an OpenAI-compatible HTTP API, with a web page");
+  cmd->add_option("--arch", f->arch, "gpt2 or evermind (default: what the --model file is)")
+      ->check(CLI::IsMember({"gpt2", "evermind"}));
+  f->model.add_to(cmd);
+  cmd->add_option("--host", f->server.host, "Address to listen on (loopback by default)")
+      ->capture_default_str();
+  cmd->add_option("--port", f->server.port, "Port (0: any free port)")->capture_default_str();
+  cmd->add_option("--api-key", f->server.api_key,
+                  "Require 'Authorization: Bearer KEY' (default: $TINYLM_API_KEY, else none)");
+  cmd->add_option("--slots", f->server.slots, "Generations at once (one batch)")
+      ->capture_default_str();
+  cmd->add_option("--queue", f->server.queue, "Generations waiting for a slot; past it: 429")
+      ->capture_default_str();
+  cmd->add_option("--ctx", f->ctx,
+                  "Positions per request, prompt + completion (default: the model's; EvermindLM "
+                  "4096)");
+  cmd->add_option("--timeout", f->server.timeout_s,
+                  "Seconds a request may take, queue included; then it ends as at max_tokens")
+      ->capture_default_str();
+  cmd->add_option("--max-body", f->max_body_mb, "Largest request body, in MB (past it: 413)")
+      ->capture_default_str();
+  cmd->add_option("--name", f->name, "The model's id in the API (default: the model's file name)");
+  cmd->callback([f] { run_serve(*f); });
+}
+
+}  // namespace tinylm::cli

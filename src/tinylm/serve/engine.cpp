@@ -1,0 +1,245 @@
+#include "tinylm/serve/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/serve/api_error.h"
+#include "tinylm/serve/stop_text.h"
+
+namespace tinylm::serve {
+
+bool Job::take(Delta& out, std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, wait, [&] {
+    return finished_ || !pending_.text.empty() || !pending_.logprobs.empty();
+  });
+  out.text += pending_.text;
+  for (TokenLogprob& lp : pending_.logprobs) out.logprobs.push_back(std::move(lp));
+  out.completion_tokens = pending_.completion_tokens;
+  pending_.text.clear();
+  pending_.logprobs.clear();
+  if (finished_) {
+    out.finish_reason = pending_.finish_reason;
+    read_finish_ = true;
+  }
+  return read_finish_;
+}
+
+void Job::publish(std::string_view text, const TokenLogprob* lp, int completion_tokens,
+                  const std::string& finish_reason) {
+  {
+    std::lock_guard lock(mu_);
+    pending_.text += text;
+    if (lp) pending_.logprobs.push_back(*lp);
+    pending_.completion_tokens = completion_tokens;
+    if (!finish_reason.empty()) {
+      pending_.finish_reason = finish_reason;
+      finished_ = true;
+    }
+  }
+  cv_.notify_all();
+}
+
+struct Engine::Slot {
+  std::shared_ptr<Job> job;
+  std::unique_ptr<generate::Sequence> seq;
+  std::unique_ptr<generate::TokenSampler> sampler;
+  std::optional<StreamDecoder> text;
+  StopText stop;
+  int generated = 0;
+  int next = 0;  // the token the next step feeds
+};
+
+Engine::Engine(generate::DecodeBackend& backend, const BpeTokenizer& tokenizer,
+               EngineOptions options, Metrics& metrics)
+    : backend_(backend), tokenizer_(tokenizer), options_(options), metrics_(metrics) {
+  check(options_.slots >= 1 && options_.queue >= 0, "serve: slots must be >= 1, queue >= 0");
+  for (int i = 0; i < options_.slots; ++i) slots_.push_back(std::make_unique<Slot>());
+  logits_.resize(static_cast<size_t>(options_.slots) * backend_.vocab_size());
+  // OpenMP's thread count is per thread: the engine's forwards use the caller's (--threads).
+  const int threads = num_threads();
+  thread_ = std::thread([this, threads] {
+    set_num_threads(threads);
+    run();
+  });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Engine::submit(std::span<const std::shared_ptr<Job>> jobs) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) throw ApiError(503, "server_error", "the server is shutting down");
+    const size_t room = static_cast<size_t>(options_.queue) + (options_.slots - running_);
+    if (queue_.size() + jobs.size() > room) {
+      throw ApiError(429, "rate_limit_error",
+                     cat("the server is busy: ", running_, " generations running and ",
+                         queue_.size(), " waiting (--slots ", options_.slots, ", --queue ",
+                         options_.queue, "); retry later"));
+    }
+    queue_.insert(queue_.end(), jobs.begin(), jobs.end());
+    metrics_.set_queue(static_cast<int>(queue_.size()));
+  }
+  cv_.notify_all();
+}
+
+void Engine::close() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+}
+
+void Engine::wait_idle() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
+}
+
+void Engine::run() {
+  std::vector<Slot*> fresh, batch;
+  std::vector<generate::Sequence*> seqs;
+  std::vector<int> tokens;
+  for (;;) {
+    fresh.clear();
+    {
+      std::unique_lock lock(mu_);
+      if (queue_.empty() && running_ == 0) {
+        idle_cv_.notify_all();
+        if (stopping_) return;
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        continue;
+      }
+      // Admit waiting choices into free slots, in arrival order.
+      for (auto& slot : slots_) {
+        if (queue_.empty()) break;
+        if (slot->job) continue;
+        slot->job = std::move(queue_.front());
+        queue_.pop_front();
+        ++running_;
+        fresh.push_back(slot.get());
+      }
+      metrics_.set_queue(static_cast<int>(queue_.size()));
+      metrics_.set_active(running_);
+    }
+    for (Slot* s : fresh) start(*s);
+    // One step for every running choice that is still wanted.
+    batch.clear();
+    seqs.clear();
+    tokens.clear();
+    for (auto& slot : slots_) {
+      if (!slot->job || !slot->seq) continue;
+      if (slot->job->cancelled()) {
+        metrics_.count_cancelled();
+        finish(*slot, {}, nullptr, "cancelled");
+        continue;
+      }
+      batch.push_back(slot.get());
+      seqs.push_back(slot->seq.get());
+      tokens.push_back(slot->next);
+    }
+    if (batch.empty()) continue;
+    const size_t V = static_cast<size_t>(backend_.vocab_size());
+    backend_.step(seqs, tokens, std::span(logits_).first(batch.size() * V));
+    for (size_t r = 0; r < batch.size(); ++r) {
+      advance(*batch[r], std::span<const float>(logits_).subspan(r * V, V));
+    }
+    metrics_.count_generated(static_cast<int64_t>(batch.size()));
+  }
+}
+
+void Engine::start(Slot& slot) {
+  const Job& job = *slot.job;
+  if (job.params.echo) slot.job->publish(job.prompt.text, nullptr, 0);
+  if (job.cancelled() || job.prompt.max_tokens == 0 || Clock::now() >= job.deadline) {
+    finish(slot, {}, nullptr, job.cancelled() ? "cancelled" : "length");
+    return;
+  }
+  const int n = static_cast<int>(job.prompt.ids.size());
+  const int limit = backend_.context_limit();
+  slot.seq = backend_.start(limit ? std::min(limit, n + job.prompt.max_tokens) : 0);
+  slot.sampler = backend_.sampler(job.params.sampling);
+  slot.text.emplace(tokenizer_);
+  slot.stop = StopText(job.params.stop);
+  slot.generated = 0;
+  const size_t V = static_cast<size_t>(backend_.vocab_size());
+  const std::span<float> logits = std::span(logits_).first(V);
+  backend_.prefill(*slot.seq, job.prompt.ids, logits);
+  metrics_.count_prompt_tokens(n);
+  metrics_.count_generated(1);
+  advance(slot, logits);
+}
+
+namespace {
+
+TokenLogprob logprob_of(std::span<const float> logits, int id, int alternatives) {
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (const float l : logits) sum += std::exp(static_cast<double>(l) - mx);
+  const double log_z = std::log(sum) + mx;
+  TokenLogprob lp;
+  lp.id = id;
+  lp.logprob = logits[id] - log_z;
+  if (alternatives > 0) {
+    std::vector<int> order(logits.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + alternatives, order.end(), [&](int a, int b) {
+      return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+    });
+    for (int i = 0; i < alternatives; ++i) lp.top.emplace_back(order[i], logits[order[i]] - log_z);
+  }
+  return lp;
+}
+
+}  // namespace
+
+void Engine::advance(Slot& slot, std::span<const float> logits) {
+  const Job& job = *slot.job;
+  std::optional<TokenLogprob> lp;
+  const int token = slot.sampler->sample(logits);
+  if (job.params.logprobs >= 0) lp = logprob_of(logits, token, job.params.logprobs);
+  ++slot.generated;
+  if (token == options_.eos_id) {
+    std::string rest = slot.stop.push(slot.text->finish());
+    finish(slot, rest + slot.stop.finish(), nullptr, "stop");
+    return;
+  }
+  std::string out = slot.stop.push(slot.text->push(token));
+  if (slot.stop.stopped()) {
+    finish(slot, std::move(out), lp ? &*lp : nullptr, "stop");
+    return;
+  }
+  if (slot.generated >= job.prompt.max_tokens || Clock::now() >= job.deadline) {
+    out += slot.stop.push(slot.text->finish());
+    const bool stopped = slot.stop.stopped();
+    out += slot.stop.finish();
+    finish(slot, std::move(out), lp ? &*lp : nullptr, stopped ? "stop" : "length");
+    return;
+  }
+  slot.next = token;
+  slot.job->publish(out, lp ? &*lp : nullptr, slot.generated);
+}
+
+void Engine::finish(Slot& slot, std::string text, const TokenLogprob* lp,
+                    const std::string& reason) {
+  slot.job->publish(text, lp, slot.generated, reason);
+  slot.seq.reset();
+  slot.sampler.reset();
+  slot.text.reset();
+  {
+    std::lock_guard lock(mu_);
+    slot.job.reset();
+    --running_;
+    metrics_.set_active(running_);
+  }
+}
+
+}  // namespace tinylm::serve

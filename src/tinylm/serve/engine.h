@@ -1,0 +1,118 @@
+#pragma once
+// Continuous batching. One thread owns the model: between steps it admits queued choices into
+// free slots and prefills their prompts; each step then advances every active choice by one
+// token in one forward over the batch (DecodeBackend::step reads the weights once for all of
+// them). A choice's tokens depend only on its prompt and its own seeded sampler, and the
+// backends' rows are the same bits alone or batched, so a request's text is the same whatever
+// runs beside it.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tinylm/generate/decode_backend.h"
+#include "tinylm/serve/metrics.h"
+#include "tinylm/serve/request.h"
+#include "tinylm/tokenizers/bpe.h"
+
+namespace tinylm::serve {
+
+using Clock = std::chrono::steady_clock;
+
+struct TokenLogprob {
+  int id = 0;
+  double logprob = 0;
+  std::vector<std::pair<int, double>> top;  // the most likely tokens, most likely first
+};
+
+// What a choice produced since it was last read.
+struct Delta {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  std::string finish_reason;  // set once, on the last delta: "stop" or "length"
+  int completion_tokens = 0;  // so far
+};
+
+// One choice of a request, shared by the HTTP thread that reads it and the engine that
+// writes it.
+class Job {
+ public:
+  Job(Prompt p, const GenParams& g, Clock::time_point end)
+      : prompt(std::move(p)), params(g), deadline(end) {}
+  const Prompt prompt;
+  const GenParams params;
+  const Clock::time_point deadline;  // generation ends here (finish_reason "length")
+
+  // Waits up to `wait` for news; moves it into `out` (appending text and logprobs). Returns
+  // true once the choice has finished and everything was read.
+  bool take(Delta& out, std::chrono::milliseconds wait);
+  // The client went away: the engine drops the choice at its next step.
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+  // Engine side.
+  void publish(std::string_view text, const TokenLogprob* lp, int completion_tokens,
+               const std::string& finish_reason = {});
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Delta pending_;
+  bool finished_ = false, read_finish_ = false;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct EngineOptions {
+  int slots = 4;             // choices generated at once
+  int queue = 64;            // choices waiting for a slot
+  int eos_id = -1;           // a sampled eos ends a choice ("stop"); -1: none
+};
+
+class Engine {
+ public:
+  Engine(generate::DecodeBackend& backend, const BpeTokenizer& tokenizer, EngineOptions options,
+         Metrics& metrics);
+  ~Engine();  // finishes what is queued and running, then stops the thread
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues all the choices of one request, or none: ApiError 429 when the queue lacks room
+  // for them, 503 after close().
+  void submit(std::span<const std::shared_ptr<Job>> jobs);
+  // Stops accepting; what is queued or running still finishes.
+  void close();
+  // Blocks until nothing is queued or running.
+  void wait_idle();
+
+ private:
+  struct Slot;
+  void run();
+  void admit(std::unique_lock<std::mutex>& lock);
+  void start(Slot& slot);
+  // Chooses the slot's next token from its logits and publishes the result.
+  void advance(Slot& slot, std::span<const float> logits);
+  void finish(Slot& slot, std::string text, const TokenLogprob* lp, const std::string& reason);
+
+  generate::DecodeBackend& backend_;
+  const BpeTokenizer& tokenizer_;
+  EngineOptions options_;
+  Metrics& metrics_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<float> logits_;
+
+  std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  int running_ = 0;  // slots in use
+  bool closed_ = false, stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tinylm::serve

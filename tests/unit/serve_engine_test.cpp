@@ -1,0 +1,214 @@
+// Continuous batching: a request's text is the same bits whether it runs alone or beside
+// others, and the same as `tinylm generate` (generate::generate) gives for its prompt and seed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+
+#include "test_util.h"
+#include "tinylm/generate/decode_backend.h"
+#include "tinylm/generate/evermind_generate.h"
+#include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/serve/api_error.h"
+#include "tinylm/serve/engine.h"
+#include "tinylm/train/gpt2_init.h"
+
+namespace tinylm::serve {
+namespace {
+
+using namespace std::chrono_literals;
+
+const BpeTokenizer& tokenizer() {
+  static const BpeTokenizer tok = BpeTokenizer::from_directory(test::source_path("data/gpt2"));
+  return tok;
+}
+
+gpt2::Model small_gpt2(DType dtype) {
+  const gpt2::Config c = gpt2::preset("small-test");
+  return gpt2::Model(c, train::init_gpt2_params(c, 3), dtype);
+}
+
+struct Case {
+  std::string prompt;
+  int max_tokens;
+  double temperature;
+  int top_k;
+  uint64_t seed;
+  std::vector<std::string> stop;
+};
+
+// Varied prompts, lengths and sampling, so the batch holds sequences at different positions
+// that start and finish at different steps.
+std::vector<Case> cases() {
+  return {{"Hello world", 24, 0.9, 0, 1, {}},
+          {"The quick brown fox jumps over the lazy dog", 9, 0.0, 0, 0, {}},
+          {"Once", 31, 1.2, 50, 2, {}},
+          {"In a land far away, there lived", 17, 0.7, 0, 3, {}},
+          {"A", 5, 1.0, 0, 4, {}},
+          {"Numbers: 1, 2, 3,", 28, 0.8, 10, 5, {}},
+          {"Stop here", 40, 1.0, 0, 6, {"e"}}};
+}
+
+Prompt prompt_of(const Case& c) {
+  Prompt p;
+  p.text = c.prompt;
+  p.ids = tokenizer().encode(c.prompt);
+  p.max_tokens = c.max_tokens;
+  return p;
+}
+
+GenParams params_of(const Case& c) {
+  GenParams g;
+  g.sampling.temperature = c.temperature;
+  g.sampling.top_k = c.top_k;
+  g.sampling.seed = c.seed;
+  g.stop = c.stop;
+  g.logprobs = 2;
+  return g;
+}
+
+struct Output {
+  std::string text, finish;
+  std::vector<TokenLogprob> logprobs;
+};
+
+Output collect(Job& job) {
+  Delta d;
+  while (!job.take(d, 50ms)) {
+  }
+  return {d.text, d.finish_reason, d.logprobs};
+}
+
+// Runs every case through one engine with `slots` slots; all submitted at once when
+// `together`, else one after another.
+std::vector<Output> serve_all(generate::DecodeBackend& backend, int slots, bool together,
+                              int eos) {
+  Metrics metrics(slots);
+  Engine engine(backend, tokenizer(), EngineOptions{slots, 64, eos}, metrics);
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<Output> out;
+  const auto deadline = Clock::now() + 1h;
+  for (const Case& c : cases()) {
+    jobs.push_back(std::make_shared<Job>(prompt_of(c), params_of(c), deadline));
+    if (!together) {
+      engine.submit(std::span(&jobs.back(), 1));
+      out.push_back(collect(*jobs.back()));
+    }
+  }
+  if (together) {
+    engine.submit(jobs);
+    for (auto& j : jobs) out.push_back(collect(*j));
+  }
+  return out;
+}
+
+void expect_same(const std::vector<Output>& a, const std::vector<Output>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].text, b[i].text) << "case " << i;
+    EXPECT_EQ(a[i].finish, b[i].finish) << "case " << i;
+    ASSERT_EQ(a[i].logprobs.size(), b[i].logprobs.size()) << "case " << i;
+    for (size_t t = 0; t < a[i].logprobs.size(); ++t) {
+      EXPECT_EQ(a[i].logprobs[t].id, b[i].logprobs[t].id);
+      EXPECT_EQ(a[i].logprobs[t].logprob, b[i].logprobs[t].logprob);  // the same bits
+    }
+  }
+}
+
+TEST(ServeEngine, Gpt2BatchedTextEqualsAloneAndGenerate) {
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    gpt2::Model model = small_gpt2(dtype);
+    auto backend = generate::gpt2_backend(model);
+    const std::vector<Output> alone = serve_all(*backend, 1, false, 50256);
+    const std::vector<Output> batched = serve_all(*backend, 4, true, 50256);
+    const std::vector<Output> wide = serve_all(*backend, 8, true, 50256);
+    expect_same(alone, batched);
+    expect_same(alone, wide);
+    // The CLI's decode loop, token by token, gives the same text.
+    const std::vector<Case> cs = cases();
+    for (size_t i = 0; i < cs.size(); ++i) {
+      if (!cs[i].stop.empty()) {
+        EXPECT_EQ(alone[i].finish, "stop");
+        continue;
+      }
+      generate::GenerateOptions o;
+      o.max_tokens = cs[i].max_tokens;
+      o.eos_id = 50256;
+      o.sampling = params_of(cs[i]).sampling;
+      const generate::GenerateResult r = generate::generate(model, tokenizer().encode(cs[i].prompt), o);
+      std::vector<int> ids = r.ids;
+      if (r.stopped_at_eos) ids.pop_back();
+      EXPECT_EQ(alone[i].text, sanitize_utf8(tokenizer().decode(ids))) << "case " << i;
+      EXPECT_EQ(alone[i].finish, r.stopped_at_eos ? "stop" : "length");
+    }
+  }
+}
+
+TEST(ServeEngine, EvermindBatchedTextEqualsAloneAndGenerate) {
+  evermind::Config c;
+  c.vocab_size = tokenizer().vocab_size();
+  c.d_model = 32;
+  c.hidden_dim = 64;
+  c.seed = 5;
+  const evermind::Model<float> model(c, 2);
+  auto backend = generate::evermind_backend(model);
+  const std::vector<Output> alone = serve_all(*backend, 1, false, -1);
+  expect_same(alone, serve_all(*backend, 4, true, -1));
+  const Case k = cases()[0];
+  generate::EvermindGenerateOptions o;
+  o.max_new_tokens = k.max_tokens;
+  o.temperature = k.temperature;
+  o.seed = k.seed;
+  EXPECT_EQ(alone[0].text, generate::generate_text(model, tokenizer(), k.prompt, o));
+}
+
+TEST(ServeEngine, QueueLimitAndClose) {
+  gpt2::Model model = small_gpt2(DType::f32);
+  auto backend = generate::gpt2_backend(model);
+  Metrics metrics(1);
+  Engine engine(*backend, tokenizer(), EngineOptions{1, 1, -1}, metrics);
+  const auto deadline = Clock::now() + 1h;
+  Case c = cases()[2];
+  std::vector<std::shared_ptr<Job>> three;
+  for (int i = 0; i < 3; ++i)
+    three.push_back(std::make_shared<Job>(prompt_of(c), params_of(c), deadline));
+  try {  // one slot + a queue of one: room for two
+    engine.submit(three);
+    FAIL() << "three choices accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 429);
+  }
+  engine.submit(std::span(three).first(2));
+  engine.close();
+  try {
+    engine.submit(std::span(three).last(1));
+    FAIL() << "accepted after close";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 503);
+  }
+  // What was accepted still finishes.
+  EXPECT_EQ(collect(*three[0]).finish, "length");
+  EXPECT_EQ(collect(*three[1]).finish, "length");
+}
+
+TEST(ServeEngine, CancelledAndExpiredChoicesEnd) {
+  gpt2::Model model = small_gpt2(DType::f32);
+  auto backend = generate::gpt2_backend(model);
+  Metrics metrics(2);
+  Engine engine(*backend, tokenizer(), EngineOptions{2, 4, -1}, metrics);
+  Case c = cases()[2];
+  c.max_tokens = 100;
+  auto cancelled = std::make_shared<Job>(prompt_of(c), params_of(c), Clock::now() + 1h);
+  auto expired = std::make_shared<Job>(prompt_of(c), params_of(c), Clock::now());
+  cancelled->cancel();
+  engine.submit(std::span(&cancelled, 1));
+  engine.submit(std::span(&expired, 1));
+  const Output e = collect(*expired);
+  EXPECT_EQ(e.finish, "length");  // the time limit ends it as max_tokens would
+  EXPECT_LT(e.text.size(), 100u);
+  engine.wait_idle();
+  EXPECT_NE(metrics.prometheus().find("tinylm_active_slots 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tinylm::serve

@@ -1,0 +1,191 @@
+// The server's request checks, stop sequences, chat template and key comparison: what a client
+// can send is refused with the parameter named before any work is queued.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "tinylm/serve/api_error.h"
+#include "tinylm/serve/chat_template.h"
+#include "tinylm/serve/request.h"
+#include "tinylm/serve/server.h"
+#include "tinylm/serve/stop_text.h"
+
+namespace tinylm::serve {
+namespace {
+
+const BpeTokenizer& gpt2_tokenizer() {
+  static const BpeTokenizer tok = BpeTokenizer::from_directory(test::source_path("data/gpt2"));
+  return tok;
+}
+
+ModelInfo info(int context = 32) {
+  ModelInfo m;
+  m.id = "tiny";
+  m.tokenizer = &gpt2_tokenizer();
+  m.vocab_size = 50257;
+  m.context = context;
+  m.eos_id = 50256;
+  return m;
+}
+
+// The parameter an invalid body is refused for, and its status.
+std::pair<int, std::string> refusal(const std::string& body, bool chat = false) {
+  try {
+    if (chat) {
+      parse_chat(body, info(), 7);
+    } else {
+      parse_completion(body, info(), 7);
+    }
+  } catch (const ApiError& e) {
+    return {e.status, e.param};
+  }
+  return {0, "accepted"};
+}
+
+TEST(ServeRequest, ParsesACompletionWithEveryField) {
+  const CompletionRequest r = parse_completion(
+      R"({"model":"tiny","prompt":"Hello world","max_tokens":5,"temperature":0.5,"top_p":0.9,
+          "top_k":40,"seed":-1,"stop":["\n","!"],"stream":true,"logprobs":2,"user":"x",
+          "frequency_penalty":0,"n":1})",
+      info(), 7);
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].ids, (std::vector<int>{15496, 995}));  // GPT-2's ids, as tiktoken gives
+  EXPECT_EQ(r.prompts[0].max_tokens, 5);
+  EXPECT_EQ(r.params.sampling.temperature, 0.5);
+  EXPECT_EQ(r.params.sampling.top_p, 0.9);
+  EXPECT_EQ(r.params.sampling.top_k, 40);
+  EXPECT_EQ(r.params.sampling.seed, ~uint64_t{0});  // -1 as two's complement
+  EXPECT_EQ(r.params.stop, (std::vector<std::string>{"\n", "!"}));
+  EXPECT_TRUE(r.params.stream);
+  EXPECT_EQ(r.params.logprobs, 2);
+}
+
+TEST(ServeRequest, DefaultsAreOpenAIs) {
+  const CompletionRequest r = parse_completion(R"({"prompt":"Hi"})", info(), 7);
+  EXPECT_EQ(r.params.max_tokens, 16);
+  EXPECT_EQ(r.params.sampling.temperature, 1.0);
+  EXPECT_EQ(r.params.sampling.seed, 7u);  // the server's random seed when none is given
+  EXPECT_FALSE(r.params.stream);
+  EXPECT_EQ(r.params.logprobs, -1);
+}
+
+TEST(ServeRequest, PromptsAsStringsListsAndTokenIds) {
+  const CompletionRequest r =
+      parse_completion(R"({"prompt":["a", [1, 2, 3], ""], "max_tokens": 4})", info(), 0);
+  ASSERT_EQ(r.prompts.size(), 3u);
+  EXPECT_EQ(r.prompts[1].ids, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(r.prompts[1].text, "\"#$");  // ids 1..3 decode to these bytes
+  EXPECT_EQ(r.prompts[2].ids, (std::vector<int>{50256}));  // empty: after end-of-text
+  const CompletionRequest ids = parse_completion(R"({"prompt":[464, 3290]})", info(), 0);
+  EXPECT_EQ(ids.prompts[0].ids, (std::vector<int>{464, 3290}));
+}
+
+TEST(ServeRequest, MaxTokensIsClampedToTheContext) {
+  const CompletionRequest r =
+      parse_completion(R"({"prompt":[1,2,3,4,5,6,7,8,9,10], "max_tokens": 1000})", info(16), 0);
+  EXPECT_EQ(r.prompts[0].max_tokens, 6);
+  // A prompt that fills the context leaves no room: refused, not cut.
+  std::string full = "[";
+  for (int i = 0; i < 32; ++i) full += (i ? ",1" : "1");
+  full += "]";
+  EXPECT_EQ(refusal(R"({"prompt":)" + full + "}"), std::make_pair(400, std::string("prompt")));
+  EXPECT_EQ(parse_completion(R"({"prompt":)" + full + R"(,"max_tokens":0,"echo":true})", info(), 0)
+                .prompts[0]
+                .max_tokens,
+            0);
+}
+
+TEST(ServeRequest, EveryBadParameterIsRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"prompt":"a","temperature":-0.1})", "temperature"},
+      {R"({"prompt":"a","temperature":2.5})", "temperature"},
+      {R"({"prompt":"a","temperature":"hot"})", "temperature"},
+      {R"({"prompt":"a","top_p":0})", "top_p"},
+      {R"({"prompt":"a","top_p":1.5})", "top_p"},
+      {R"({"prompt":"a","top_k":-1})", "top_k"},
+      {R"({"prompt":"a","top_k":1.5})", "top_k"},
+      {R"({"prompt":"a","max_tokens":-1})", "max_tokens"},
+      {R"({"prompt":"a","max_tokens":1e9})", "max_tokens"},
+      {R"({"prompt":"a","seed":1.5})", "seed"},
+      {R"({"prompt":"a","stop":""})", "stop"},
+      {R"({"prompt":"a","stop":["a","b","c","d","e"]})", "stop"},
+      {R"({"prompt":"a","stop":[1]})", "stop"},
+      {R"({"prompt":"a","stream":"yes"})", "stream"},
+      {R"({"prompt":"a","logprobs":6})", "logprobs"},
+      {R"({"prompt":"a","echo":true,"logprobs":1})", "echo"},
+      {R"({"prompt":"a","n":2})", "n"},
+      {R"({"prompt":"a","presence_penalty":0.5})", "presence_penalty"},
+      {R"({"prompt":"a","logit_bias":{"1":5}})", "logit_bias"},
+      {R"({"prompt":"a","suffix":"b"})", "suffix"},
+      {R"({"prompt":5})", "prompt"},
+      {R"({"prompt":[]})", "prompt"},
+      {R"({"prompt":[50257]})", "prompt"},
+      {R"({"prompt":[-1]})", "prompt"},
+      {R"({"prompt":[[1],{"a":1}]})", "prompt"},
+      {R"({"max_tokens":3})", "prompt"},
+      {R"([1,2])", ""},
+      {R"({"prompt":"a",)", ""},
+      {R"({"prompt":"a","prompt":"b"})", ""},  // a repeated key
+  };
+  for (const auto& [body, param] : cases) {
+    EXPECT_EQ(refusal(body), std::make_pair(400, param)) << body;
+  }
+  EXPECT_EQ(refusal(R"({"prompt":"a","model":"gpt-4"})"), std::make_pair(404, std::string("model")));
+}
+
+TEST(ServeRequest, ChatIsRenderedThroughTheTemplate) {
+  const CompletionRequest r = parse_chat(
+      R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],
+          "max_tokens":3})",
+      info(64), 0);
+  EXPECT_TRUE(r.chat);
+  EXPECT_EQ(r.prompts[0].text, "System: Be brief.\n\nUser: Hi\n\nAssistant:");
+  EXPECT_EQ(r.params.stop, kChatStops);
+  const CompletionRequest unlimited =
+      parse_chat(R"({"messages":[{"role":"user","content":"Hi"}]})", info(64), 0);
+  EXPECT_EQ(unlimited.prompts[0].max_tokens, 64 - static_cast<int>(unlimited.prompts[0].ids.size()));
+  EXPECT_EQ(refusal(R"({"messages":[]})", true), std::make_pair(400, std::string("messages")));
+  EXPECT_EQ(refusal(R"({"messages":[{"role":"robot","content":"x"}]})", true),
+            std::make_pair(400, std::string("messages")));
+  EXPECT_EQ(refusal(R"({"messages":[{"role":"user"}]})", true),
+            std::make_pair(400, std::string("messages")));
+  EXPECT_EQ(refusal(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", true),
+            std::make_pair(400, std::string("top_logprobs")));
+}
+
+TEST(ServeRequest, TokenizeAndDetokenizeBodies) {
+  EXPECT_EQ(parse_tokenize(R"({"content":"Hello world"})", info()),
+            (std::vector<int>{15496, 995}));
+  EXPECT_EQ(parse_detokenize(R"({"tokens":[15496, 995]})", info()), (std::vector<int>{15496, 995}));
+  EXPECT_THROW(parse_tokenize(R"({"content":1})", info()), ApiError);
+  EXPECT_THROW(parse_detokenize(R"({"tokens":[50257]})", info()), ApiError);
+  EXPECT_THROW(parse_detokenize(R"({"tokens":"1"})", info()), ApiError);
+}
+
+TEST(ServeStopText, HoldsBackWhatMayBecomeAStopSequence) {
+  StopText s({"\nUser:", "END"});
+  EXPECT_EQ(s.push("Hello"), "Hello");
+  EXPECT_EQ(s.push(" there\nUs"), " there");  // "\nUs" may start "\nUser:"
+  EXPECT_EQ(s.push("ually"), "\nUsually");     // it did not
+  EXPECT_EQ(s.push(" E"), " ");
+  EXPECT_EQ(s.push("NDING"), "");  // "END" is complete: the text ends before it
+  EXPECT_TRUE(s.stopped());
+  EXPECT_EQ(s.push("more"), "");
+  EXPECT_EQ(s.finish(), "");
+
+  StopText t({"\n\n"});
+  EXPECT_EQ(t.push("a\n"), "a");
+  EXPECT_EQ(t.finish(), "\n");  // the end of the text releases what was held
+  StopText none;
+  EXPECT_EQ(none.push("x"), "x");
+}
+
+TEST(ServeAuth, ConstantTimeEqual) {
+  EXPECT_TRUE(constant_time_equal("Bearer abc", "Bearer abc"));
+  EXPECT_FALSE(constant_time_equal("Bearer abc", "Bearer abd"));
+  EXPECT_FALSE(constant_time_equal("Bearer ab", "Bearer abc"));
+  EXPECT_FALSE(constant_time_equal("", "x"));
+  EXPECT_TRUE(constant_time_equal("", ""));
+}
+
+}  // namespace
+}  // namespace tinylm::serve
