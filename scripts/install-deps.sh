@@ -9,8 +9,10 @@ packages=(
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
+  libcpp-httplib-dev chromium nodejs
 )
-# clang builds the sanitizer build (tests and fuzz targets; its OpenMP is libomp); Open MPI
+# cpp-httplib is tinylm serve's HTTP layer; chromium and nodejs run the web page's browser test
+# (tests/browser). clang builds the sanitizer build (tests and fuzz targets; its OpenMP is libomp); Open MPI
 # runs training over several processes (mpirun; the tests start 2 and 4 locally). Extra
 # packages for the side-by-side benchmarks come with --bench-compare (--fuzz is still accepted,
 # and now adds nothing). The PyTorch peer gets OpenBLAS: with only Debian's reference libblas3

@@ -44,7 +44,8 @@ void run_serve(ServeFlags& f) {
   if (f.server.queue < 0 || f.server.queue > 4096) throw UsageError("--queue must be in 0..4096");
   if (f.server.port < 0 || f.server.port > 65535) throw UsageError("--port must be in 0..65535");
   if (!(f.server.timeout_s > 0)) throw UsageError("--timeout must be > 0 seconds");
-  if (!(f.max_body_mb > 0 && f.max_body_mb <= 1024)) throw UsageError("--max-body must be in (0, 1024] MB");
+  if (!(f.max_body_mb > 0 && f.max_body_mb <= 1024))
+    throw UsageError("--max-body must be in (0, 1024] MB");
   f.server.max_body = static_cast<size_t>(f.max_body_mb * 1e6);
   if (f.server.api_key.empty()) {
     if (const char* key = std::getenv("TINYLM_API_KEY")) f.server.api_key = key;
@@ -85,8 +86,8 @@ void run_serve(ServeFlags& f) {
   }
   if (f.ctx > 0) {
     if (backend->context_limit() > 0 && f.ctx > backend->context_limit()) {
-      throw UsageError(cat("--ctx ", f.ctx, " is more than the model's context of ",
-                           backend->context_limit()));
+      throw UsageError(
+          cat("--ctx ", f.ctx, " is more than the model's context of ", backend->context_limit()));
     }
     info.context = f.ctx;
   }
@@ -132,7 +133,8 @@ void run_serve(ServeFlags& f) {
 void register_serve(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "Serve a GPT-2 or EvermindLM model over an OpenAI-compatible HTTP API, with a web page");
+      "serve",
+      "Serve a GPT-2 or EvermindLM model over an OpenAI-compatible HTTP API, with a web page");
   cmd->add_option("--arch", f->arch, "gpt2 or evermind (default: what the --model file is)")
       ->check(CLI::IsMember({"gpt2", "evermind"}));
   f->model.add_to(cmd);

@@ -81,8 +81,7 @@ Output collect(Job& job) {
 
 // Runs every case through one engine with `slots` slots; all submitted at once when
 // `together`, else one after another.
-std::vector<Output> serve_all(generate::DecodeBackend& backend, int slots, bool together,
-                              int eos) {
+std::vector<Output> serve_all(generate::DecodeBackend& backend, int slots, bool together, int eos) {
   Metrics metrics(slots);
   Engine engine(backend, tokenizer(), EngineOptions{slots, 64, eos}, metrics);
   std::vector<std::shared_ptr<Job>> jobs;
@@ -135,7 +134,8 @@ TEST(ServeEngine, Gpt2BatchedTextEqualsAloneAndGenerate) {
       o.max_tokens = cs[i].max_tokens;
       o.eos_id = 50256;
       o.sampling = params_of(cs[i]).sampling;
-      const generate::GenerateResult r = generate::generate(model, tokenizer().encode(cs[i].prompt), o);
+      const generate::GenerateResult r =
+          generate::generate(model, tokenizer().encode(cs[i].prompt), o);
       std::vector<int> ids = r.ids;
       if (r.stopped_at_eos) ids.pop_back();
       EXPECT_EQ(alone[i].text, sanitize_utf8(tokenizer().decode(ids))) << "case " << i;

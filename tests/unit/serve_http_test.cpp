@@ -113,8 +113,7 @@ httplib::Result post(httplib::Client& c, const std::string& path, const std::str
 }
 
 // A POST whose response body is handed to on_data as it arrives.
-httplib::Result post_streaming(httplib::Client& c, const std::string& path,
-                               const std::string& body,
+httplib::Result post_streaming(httplib::Client& c, const std::string& path, const std::string& body,
                                const std::function<bool(const char*, size_t)>& on_data) {
   httplib::Request req;
   req.method = "POST";
@@ -203,7 +202,8 @@ TEST(ServeHttp, EveryEndpoint) {
   EXPECT_LE(lp["token_logprobs"][0].get<double>(), 0.0);
 
   // Chat, whole and streamed.
-  const std::string chat = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":6,"seed":3)";
+  const std::string chat =
+      R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":6,"seed":3)";
   r = post(c, "/v1/chat/completions", chat + "}");
   ASSERT_TRUE(r);
   const Json reply = Json::parse(r->body);
@@ -245,8 +245,7 @@ TEST(ServeHttp, EveryErrorStatus) {
   expect_error(post(c, "/v1/completions", R"({"prompt":"a","model":"gpt-4"})"), 404, "model");
   expect_error(c.Get("/v1/nothing"), 404);
   expect_error(c.Get("/v1/completions"), 404);  // POST only
-  expect_error(post(c, "/v1/completions", R"({"prompt":")" + std::string(5000, 'a') + "\"}"),
-               413);
+  expect_error(post(c, "/v1/completions", R"({"prompt":")" + std::string(5000, 'a') + "\"}"), 413);
   EXPECT_EQ(post(c, "/v1/completions", R"({"prompt":"a","max_tokens":2})")->status, 200);
 }
 
@@ -259,14 +258,14 @@ TEST(ServeHttp, FullServerAnswers429AndShutdownAnswers503) {
   std::string long_body;
   std::thread long_request([&] {
     httplib::Client c = s.client();
-    auto r = post_streaming(
-        c, "/v1/completions",
-        R"({"prompt":"x","max_tokens":1000,"temperature":1,"seed":1,"stream":true})",
-        [&](const char* data, size_t n) {
-          long_body.append(data, n);
-          first_chunk = true;
-          return true;
-        });
+    auto r =
+        post_streaming(c, "/v1/completions",
+                       R"({"prompt":"x","max_tokens":1000,"temperature":1,"seed":1,"stream":true})",
+                       [&](const char* data, size_t n) {
+                         long_body.append(data, n);
+                         first_chunk = true;
+                         return true;
+                       });
     ASSERT_TRUE(r);
   });
   while (!first_chunk) std::this_thread::sleep_for(1ms);
@@ -274,7 +273,8 @@ TEST(ServeHttp, FullServerAnswers429AndShutdownAnswers503) {
   expect_error(post(c, "/v1/completions", R"({"prompt":"y","max_tokens":1})"), 429);
   // Shutting down: new generations get 503, the running one finishes whole.
   std::thread stopper([&] { s.server().shutdown(); });
-  for (int i = 0; i < 1000 && c.Get("/health")->status != 503; ++i) std::this_thread::sleep_for(1ms);
+  for (int i = 0; i < 1000 && c.Get("/health")->status != 503; ++i)
+    std::this_thread::sleep_for(1ms);
   expect_error(post(c, "/v1/completions", R"({"prompt":"y","max_tokens":1})"), 503);
   long_request.join();
   stopper.join();
@@ -324,12 +324,13 @@ TEST(ServeHttp, LoadTestAnswersEqualAloneAndMemoryIsStable) {
   Running s(o);
   std::vector<std::string> bodies;
   for (int i = 0; i < 16; ++i) {
-    bodies.push_back(Json{{"prompt", "Request number " + std::to_string(i) + " says"},
-                          {"max_tokens", 8 + i % 5 * 4},
-                          {"temperature", i % 4 == 0 ? 0.0 : 0.9},
-                          {"top_k", i % 3 == 0 ? 20 : 0},
-                          {"seed", 100 + i}}
-                         .dump());
+    bodies.push_back(Json{
+        {"prompt", "Request number " + std::to_string(i) + " says"},
+        {"max_tokens", 8 + i % 5 * 4},
+        {"temperature", i % 4 == 0 ? 0.0 : 0.9},
+        {"top_k", i % 3 == 0 ? 20 : 0},
+        {"seed",
+         100 + i}}.dump());
   }
   std::vector<std::string> alone;
   {
@@ -358,8 +359,9 @@ TEST(ServeHttp, LoadTestAnswersEqualAloneAndMemoryIsStable) {
             ++failures;
             continue;
           }
-          const std::string text = stream ? parse_sse(r->body).text
-                                          : Json::parse(r->body)["choices"][0]["text"].get<std::string>();
+          const std::string text =
+              stream ? parse_sse(r->body).text
+                     : Json::parse(r->body)["choices"][0]["text"].get<std::string>();
           if (text != alone[i]) ++mismatches;
         }
       });
@@ -412,10 +414,10 @@ TEST(ServeCli, SigtermFinishesTheRequestAndExitsZero) {
     auto r = post_streaming(c, "/v1/completions",
                             R"({"prompt":"x","max_tokens":120,"stream":true,"seed":1})",
                             [&](const char* d, size_t n) {
-                      body.append(d, n);
-                      started = true;
-                      return true;
-                    });
+                              body.append(d, n);
+                              started = true;
+                              return true;
+                            });
     EXPECT_TRUE(r);
   });
   while (!started) std::this_thread::sleep_for(1ms);

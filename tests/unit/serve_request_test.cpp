@@ -73,7 +73,7 @@ TEST(ServeRequest, PromptsAsStringsListsAndTokenIds) {
       parse_completion(R"({"prompt":["a", [1, 2, 3], ""], "max_tokens": 4})", info(), 0);
   ASSERT_EQ(r.prompts.size(), 3u);
   EXPECT_EQ(r.prompts[1].ids, (std::vector<int>{1, 2, 3}));
-  EXPECT_EQ(r.prompts[1].text, "\"#$");  // ids 1..3 decode to these bytes
+  EXPECT_EQ(r.prompts[1].text, "\"#$");                    // ids 1..3 decode to these bytes
   EXPECT_EQ(r.prompts[2].ids, (std::vector<int>{50256}));  // empty: after end-of-text
   const CompletionRequest ids = parse_completion(R"({"prompt":[464, 3290]})", info(), 0);
   EXPECT_EQ(ids.prompts[0].ids, (std::vector<int>{464, 3290}));
@@ -129,7 +129,8 @@ TEST(ServeRequest, EveryBadParameterIsRefusedByName) {
   for (const auto& [body, param] : cases) {
     EXPECT_EQ(refusal(body), std::make_pair(400, param)) << body;
   }
-  EXPECT_EQ(refusal(R"({"prompt":"a","model":"gpt-4"})"), std::make_pair(404, std::string("model")));
+  EXPECT_EQ(refusal(R"({"prompt":"a","model":"gpt-4"})"),
+            std::make_pair(404, std::string("model")));
 }
 
 TEST(ServeRequest, ChatIsRenderedThroughTheTemplate) {
@@ -142,7 +143,8 @@ TEST(ServeRequest, ChatIsRenderedThroughTheTemplate) {
   EXPECT_EQ(r.params.stop, kChatStops);
   const CompletionRequest unlimited =
       parse_chat(R"({"messages":[{"role":"user","content":"Hi"}]})", info(64), 0);
-  EXPECT_EQ(unlimited.prompts[0].max_tokens, 64 - static_cast<int>(unlimited.prompts[0].ids.size()));
+  EXPECT_EQ(unlimited.prompts[0].max_tokens,
+            64 - static_cast<int>(unlimited.prompts[0].ids.size()));
   EXPECT_EQ(refusal(R"({"messages":[]})", true), std::make_pair(400, std::string("messages")));
   EXPECT_EQ(refusal(R"({"messages":[{"role":"robot","content":"x"}]})", true),
             std::make_pair(400, std::string("messages")));
@@ -153,8 +155,7 @@ TEST(ServeRequest, ChatIsRenderedThroughTheTemplate) {
 }
 
 TEST(ServeRequest, TokenizeAndDetokenizeBodies) {
-  EXPECT_EQ(parse_tokenize(R"({"content":"Hello world"})", info()),
-            (std::vector<int>{15496, 995}));
+  EXPECT_EQ(parse_tokenize(R"({"content":"Hello world"})", info()), (std::vector<int>{15496, 995}));
   EXPECT_EQ(parse_detokenize(R"({"tokens":[15496, 995]})", info()), (std::vector<int>{15496, 995}));
   EXPECT_THROW(parse_tokenize(R"({"content":1})", info()), ApiError);
   EXPECT_THROW(parse_detokenize(R"({"tokens":[50257]})", info()), ApiError);
@@ -165,7 +166,7 @@ TEST(ServeStopText, HoldsBackWhatMayBecomeAStopSequence) {
   StopText s({"\nUser:", "END"});
   EXPECT_EQ(s.push("Hello"), "Hello");
   EXPECT_EQ(s.push(" there\nUs"), " there");  // "\nUs" may start "\nUser:"
-  EXPECT_EQ(s.push("ually"), "\nUsually");     // it did not
+  EXPECT_EQ(s.push("ually"), "\nUsually");    // it did not
   EXPECT_EQ(s.push(" E"), " ");
   EXPECT_EQ(s.push("NDING"), "");  // "END" is complete: the text ends before it
   EXPECT_TRUE(s.stopped());

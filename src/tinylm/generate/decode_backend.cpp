@@ -92,7 +92,8 @@ class EvermindBackend final : public DecodeBackend {
     check(seqs.size() == tokens.size() && logits.size() == seqs.size() * V,
           "evermind: step sizes disagree");
     for (size_t r = 0; r < seqs.size(); ++r) {
-      const std::span<const float> l = static_cast<EvermindSequence*>(seqs[r])->decoder.step(tokens[r]);
+      const std::span<const float> l =
+          static_cast<EvermindSequence*>(seqs[r])->decoder.step(tokens[r]);
       std::copy(l.begin(), l.end(), logits.begin() + static_cast<std::ptrdiff_t>(r * V));
     }
   }

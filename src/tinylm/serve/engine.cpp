@@ -14,9 +14,8 @@ namespace tinylm::serve {
 
 bool Job::take(Delta& out, std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, wait, [&] {
-    return finished_ || !pending_.text.empty() || !pending_.logprobs.empty();
-  });
+  cv_.wait_for(lock, wait,
+               [&] { return finished_ || !pending_.text.empty() || !pending_.logprobs.empty(); });
   out.text += pending_.text;
   for (TokenLogprob& lp : pending_.logprobs) out.logprobs.push_back(std::move(lp));
   out.completion_tokens = pending_.completion_tokens;
@@ -207,7 +206,7 @@ void Engine::advance(Slot& slot, std::span<const float> logits) {
   const int token = slot.sampler->sample(logits);
   if (job.params.logprobs >= 0) lp = logprob_of(logits, token, job.params.logprobs);
   ++slot.generated;
-  if (token == options_.eos_id) {
+  if (token == options_.eos_id && !job.params.ignore_eos) {
     std::string rest = slot.stop.push(slot.text->finish());
     finish(slot, rest + slot.stop.finish(), nullptr, "stop");
     return;

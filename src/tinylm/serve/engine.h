@@ -70,9 +70,9 @@ class Job {
 };
 
 struct EngineOptions {
-  int slots = 4;             // choices generated at once
-  int queue = 64;            // choices waiting for a slot
-  int eos_id = -1;           // a sampled eos ends a choice ("stop"); -1: none
+  int slots = 4;    // choices generated at once
+  int queue = 64;   // choices waiting for a slot
+  int eos_id = -1;  // a sampled eos ends a choice ("stop"); -1: none
 };
 
 class Engine {

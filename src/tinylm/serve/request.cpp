@@ -68,10 +68,10 @@ void check_model(const Json& j, const ModelInfo& m) {
   if (!v) return;
   if (!v->is_string()) invalid("model", "'model' must be a string");
   if (v->get<std::string>() != m.id) {
-    throw ApiError(404, "invalid_request_error",
-                   cat("the model '", v->get<std::string>(), "' does not exist; this server has '",
-                       m.id, "'"),
-                   "model", "model_not_found");
+    throw ApiError(
+        404, "invalid_request_error",
+        cat("the model '", v->get<std::string>(), "' does not exist; this server has '", m.id, "'"),
+        "model", "model_not_found");
   }
 }
 
@@ -93,11 +93,12 @@ std::vector<int> token_ids(const Json& a, const ModelInfo& m, const char* key) {
   std::vector<int> ids;
   for (const Json& t : a) {
     if (!t.is_number_integer()) invalid(key, cat("'", key, "' token ids must be integers"));
-    const bool in_range = t.is_number_unsigned() ? t.get<uint64_t>() < uint64_t(m.vocab_size)
-                                                 : t.get<int64_t>() >= 0 &&
-                                                       t.get<int64_t>() < m.vocab_size;
+    const bool in_range = t.is_number_unsigned()
+                              ? t.get<uint64_t>() < uint64_t(m.vocab_size)
+                              : t.get<int64_t>() >= 0 && t.get<int64_t>() < m.vocab_size;
     if (!in_range)
-      invalid(key, cat("token id ", t.dump(), " is outside the vocabulary [0, ", m.vocab_size, ")"));
+      invalid(key,
+              cat("token id ", t.dump(), " is outside the vocabulary [0, ", m.vocab_size, ")"));
     ids.push_back(t.get<int>());
   }
   return ids;
@@ -113,8 +114,8 @@ Prompt text_prompt(const std::string& text, const ModelInfo& m) {
   }
   for (const int id : p.ids) {  // a tokenizer larger than the model's vocabulary
     if (id >= m.vocab_size)
-      invalid("prompt", cat("the text has token ", id, ", outside the model's vocabulary of ",
-                            m.vocab_size));
+      invalid("prompt",
+              cat("the text has token ", id, ", outside the model's vocabulary of ", m.vocab_size));
   }
   return p;
 }
@@ -184,11 +185,12 @@ GenParams common_params(const Json& j, uint64_t random_seed) {
   const Json* seed = field(j, "seed");
   if (seed && !seed->is_number_integer()) invalid("seed", "'seed' must be an integer");
   // Any integer JSON can hold: a negative one stands for its two's complement.
-  g.sampling.seed = !seed                       ? random_seed
+  g.sampling.seed = !seed                        ? random_seed
                     : seed->is_number_unsigned() ? seed->get<uint64_t>()
                                                  : static_cast<uint64_t>(seed->get<int64_t>());
   g.stop = stops(j);
   g.stream = boolean(j, "stream", false);
+  g.ignore_eos = boolean(j, "ignore_eos", false);
   if (const Json* o = field(j, "stream_options"); o && !o->is_object())
     invalid("stream_options", "'stream_options' must be an object");
   return g;
@@ -249,16 +251,15 @@ CompletionRequest parse_chat(std::string_view body, const ModelInfo& m, uint64_t
     }
     if (!content || !content->is_string())
       invalid("messages", "each message needs a 'content' string");
-    messages.push_back({*role == "developer" ? "system" : role->get<std::string>(),
-                        content->get<std::string>()});
+    messages.push_back(
+        {*role == "developer" ? "system" : role->get<std::string>(), content->get<std::string>()});
   }
   CompletionRequest r;
   r.chat = true;
   r.params = common_params(j, random_seed);
   const int64_t unlimited = 1 << 30;  // a chat reply runs to the end of the context by default
-  r.params.max_tokens = static_cast<int>(
-      integer(j, "max_completion_tokens", integer(j, "max_tokens", unlimited, 0, unlimited), 0,
-              unlimited));
+  r.params.max_tokens = static_cast<int>(integer(
+      j, "max_completion_tokens", integer(j, "max_tokens", unlimited, 0, unlimited), 0, unlimited));
   if (boolean(j, "logprobs", false)) {
     r.params.logprobs = static_cast<int>(integer(j, "top_logprobs", 0, 0, kMaxLogprobs));
   } else if (field(j, "top_logprobs")) {

@@ -15,12 +15,12 @@ namespace tinylm::serve {
 
 // What the parser needs to know about the served model.
 struct ModelInfo {
-  std::string id;               // the model's name in the API
+  std::string id;  // the model's name in the API
   const BpeTokenizer* tokenizer = nullptr;
-  int vocab_size = 0;           // of the model (ids must be below it)
-  int context = 0;              // positions per request: prompt + completion
-  int eos_id = -1;              // generation stops at it (-1: none)
-  bool allow_special = false;   // special tokens in prompt text are recognized
+  int vocab_size = 0;          // of the model (ids must be below it)
+  int context = 0;             // positions per request: prompt + completion
+  int eos_id = -1;             // generation stops at it (-1: none)
+  bool allow_special = false;  // special tokens in prompt text are recognized
 };
 
 // At most this many prompts in one request, and stop sequences per request.
@@ -35,6 +35,7 @@ struct GenParams {
   int logprobs = -1;  // alternatives per token to report; -1: no logprobs
   bool echo = false;
   bool stream = false;
+  bool ignore_eos = false;  // llama.cpp's extension: end-of-text does not end the choice
 };
 
 struct Prompt {

@@ -47,8 +47,8 @@ Json completion_logprobs(const ChoiceText& c, size_t first, const BpeTokenizer& 
     tops.push_back(top);
     offs.push_back(c.text_offsets[i]);
   }
-  return Json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops},
-              {"text_offset", offs}};
+  return Json{
+      {"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
 // Chat's logprobs: {content: [{token, logprob, bytes, top_logprobs: [...]}]}.
@@ -83,7 +83,8 @@ Json usage_body(const Usage& u) {
 }
 
 Json head_body(const ResponseHead& head, const char* object) {
-  return Json{{"id", head.id}, {"object", object}, {"created", head.created}, {"model", head.model}};
+  return Json{
+      {"id", head.id}, {"object", object}, {"created", head.created}, {"model", head.model}};
 }
 
 }  // namespace

@@ -35,9 +35,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::set<std::string> kEndpoints = {"/",        "/health",    "/metrics",
+const std::set<std::string> kEndpoints = {"/",          "/health",         "/metrics",
                                           "/v1/models", "/v1/completions", "/v1/chat/completions",
-                                          "/tokenize", "/detokenize"};
+                                          "/tokenize",  "/detokenize"};
 
 // How long the response writer waits on a choice before looking at the others, and how long
 // a quiet connection goes before a probe shows whether the client is still there.
@@ -128,16 +128,15 @@ struct Server::Impl {
       if (!res.body.empty()) return;
       if (res.status == 404) {
         reply_error(res, ApiError(404, "invalid_request_error",
-                                  cat("no endpoint ", req.method, " ", req.path), "",
-                                  "not_found"));
+                                  cat("no endpoint ", req.method, " ", req.path), "", "not_found"));
       } else if (res.status == 413) {
         reply_error(res, ApiError(413, "invalid_request_error",
                                   cat("the request body is larger than ", opt.max_body,
                                       " bytes (--max-body)"),
                                   "", "request_too_large"));
       } else {
-        reply_error(res, ApiError(res.status, "invalid_request_error",
-                                  cat("HTTP status ", res.status)));
+        reply_error(res,
+                    ApiError(res.status, "invalid_request_error", cat("HTTP status ", res.status)));
       }
     });
     http.set_exception_handler(
@@ -195,9 +194,8 @@ struct Server::Impl {
     g->head = {new_id(r.chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)),
                model.id, r.chat};
     g->stream = r.params.stream;
-    const auto deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(opt.timeout_s));
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(opt.timeout_s));
     for (const Prompt& p : r.prompts) {
       g->jobs.push_back(std::make_shared<Job>(p, r.params, deadline));
       g->usage.prompt_tokens += static_cast<int64_t>(p.ids.size());
@@ -217,8 +215,8 @@ struct Server::Impl {
       sink.done();
       return true;
     };
-    res.set_chunked_content_provider(g->stream ? "text/event-stream" : "application/json",
-                                     provider, done);
+    res.set_chunked_content_provider(g->stream ? "text/event-stream" : "application/json", provider,
+                                     done);
     if (g->stream) res.set_header("Cache-Control", "no-cache");
   }
 

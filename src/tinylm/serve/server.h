@@ -16,12 +16,12 @@ namespace tinylm::serve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;           // 0: any free port
-  std::string api_key;       // empty: no key needed
-  int slots = 4;             // generations at once
-  int queue = 64;            // generations waiting for a slot
-  double timeout_s = 600;    // per request: queue wait + generation
-  size_t max_body = 1 << 20; // bytes of a request body
+  int port = 8080;            // 0: any free port
+  std::string api_key;        // empty: no key needed
+  int slots = 4;              // generations at once
+  int queue = 64;             // generations waiting for a slot
+  double timeout_s = 600;     // per request: queue wait + generation
+  size_t max_body = 1 << 20;  // bytes of a request body
 };
 
 class Server {

@@ -1,0 +1,219 @@
+// tinylm serve under load: aggregate decode tokens/s of 1, 8 and 32 concurrent streams through
+// the HTTP server (continuous batching), against one stream, and one stream's decode rate and
+// time to first token against generate::generate's (what `tinylm generate` runs) in the same
+// process. Every request: a 16-token prompt, greedy, max_tokens new tokens, end-of-text
+// ignored. Medians over --reps rounds; the generate baseline is measured before and after the
+// server runs and its median taken over both.
+//
+//   bench_serve --model DIR [--dtype bf16] [--threads N] [--tokens 64] [--reps 3]
+//               [--streams 1,8,32]
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "bench_util.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/generate/decode_backend.h"
+#include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/serve/server.h"
+#include "tinylm/train/gpt2_checkpoint.h"
+
+using namespace tinylm;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct StreamTimes {
+  Clock::time_point start, first, end;
+  int chunks = 0;
+  bool ok = false;
+};
+
+// One streaming completion; the time its first text arrived and its end.
+StreamTimes stream_one(int port, const std::string& body) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(600, 0);
+  StreamTimes t;
+  t.start = Clock::now();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body;
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    if (t.chunks++ == 0) t.first = Clock::now();
+    (void)d;
+    (void)n;
+    return true;
+  };
+  const auto r = c.send(req);
+  t.end = Clock::now();
+  t.ok = r && r->status == 200;
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_dir, dtype = "bf16", streams_arg = "1,8,32";
+  int threads = 0, tokens = 64, reps = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--model") model_dir = v;
+    else if (a == "--dtype") dtype = v;
+    else if (a == "--threads") threads = std::stoi(v);
+    else if (a == "--tokens") tokens = std::stoi(v);
+    else if (a == "--reps") reps = std::stoi(v);
+    else if (a == "--streams") streams_arg = v;
+    else {
+      std::fprintf(stderr, "bench_serve: unknown flag %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (model_dir.empty()) {
+    std::fprintf(stderr, "usage: bench_serve --model DIR [--dtype bf16] [--threads N] "
+                         "[--tokens 64] [--reps 3] [--streams 1,8,32]\n");
+    return 2;
+  }
+  std::vector<int> streams;
+  std::stringstream ss(streams_arg);
+  for (std::string s; std::getline(ss, s, ',');) streams.push_back(std::stoi(s));
+  set_num_threads(threads);
+  std::printf("%s\n", bench::level_line().c_str());
+  gpt2::Model model = train::load_gpt2_model(model_dir, "", parse_dtype(dtype));
+  const std::filesystem::path dir(model_dir);
+  const BpeTokenizer tok = BpeTokenizer::from_directory(
+      std::filesystem::exists(dir / "tokenizer.json") ? dir.string()
+                                                      : std::string(TINYLM_SOURCE_DIR "/data/gpt2"));
+  std::vector<int> prompt = tok.encode(
+      "The history of the city begins with a small settlement on the banks of the river, where");
+  prompt.resize(16, prompt.back());
+  std::printf("GPT-2 %s, %d threads, 16-token prompt, %d new tokens, %d reps\n", dtype.c_str(),
+              num_threads(), tokens, reps);
+
+  std::vector<double> decode_tps, prefill_ms;
+  const auto baseline = [&] {
+    for (int r = 0; r < reps; ++r) {
+      generate::GenerateOptions o;
+      o.max_tokens = tokens;
+      const generate::GenerateResult g = generate::generate(model, prompt, o);
+      decode_tps.push_back((tokens - 1) * 1000.0 / g.decode_ms);
+      prefill_ms.push_back(g.prefill_ms);
+    }
+  };
+  baseline();  // (the first run warms pages and threads: its figures are dropped)
+  decode_tps.clear();
+  prefill_ms.clear();
+  baseline();
+
+  // The model alone: B sequences stepped together by forward_batch (what a server step runs),
+  // B tokens per step: the ceiling of the server's aggregate rate.
+  std::vector<std::pair<int, double>> model_rates;
+  for (const int n : streams) {
+    std::vector<gpt2::KvCache> caches;
+    std::vector<gpt2::KvCache*> ptrs;
+    std::vector<float> logits(static_cast<size_t>(n) * model.config().vocab_size);
+    for (int k = 0; k < n; ++k) caches.push_back(model.new_cache(16 + tokens));
+    for (auto& c : caches) {
+      model.forward(prompt, c, std::span(logits).first(model.config().vocab_size));
+      ptrs.push_back(&c);
+    }
+    const std::vector<int> next(n, prompt[0]);
+    std::vector<double> rate;
+    for (int t = 0; t < tokens; ++t) {
+      Timer timer;
+      model.forward_batch(next, ptrs, logits);
+      rate.push_back(n * 1000.0 / timer.elapsed_ms());
+    }
+    model_rates.emplace_back(n, median(rate));
+  }
+
+  auto backend = generate::gpt2_backend(model);
+  serve::ModelInfo info;
+  info.id = "bench";
+  info.tokenizer = &tok;
+  info.vocab_size = model.config().vocab_size;
+  info.context = model.config().n_positions;
+  info.eos_id = tok.eot_id().value_or(-1);
+  serve::ServerOptions o;
+  o.port = 0;
+  o.slots = *std::max_element(streams.begin(), streams.end());
+  o.queue = 64;
+  serve::Server server(*backend, info, o);
+  const int port = server.bind();
+  std::thread serving([&] { server.run(); });
+  const std::string body = nlohmann::json{{"prompt", prompt},
+                                          {"max_tokens", tokens},
+                                          {"temperature", 0},
+                                          {"ignore_eos", true},
+                                          {"stream", true}}
+                               .dump();
+  stream_one(port, body);  // warm-up: pages, threads, connections
+
+  struct Row {
+    int n;
+    double aggregate, ttft_ms, stream_decode;
+  };
+  std::vector<Row> rows;
+  for (const int n : streams) {
+    std::vector<double> agg, ttft, dec;
+    for (int r = 0; r < reps; ++r) {
+      std::vector<StreamTimes> times(n);
+      std::vector<std::thread> clients;
+      for (int k = 0; k < n; ++k) clients.emplace_back([&, k] { times[k] = stream_one(port, body); });
+      for (auto& c : clients) c.join();
+      Clock::time_point start = times[0].start, end = times[0].end;
+      for (const StreamTimes& t : times) {
+        if (!t.ok) {
+          std::fprintf(stderr, "bench_serve: a request failed\n");
+          return 1;
+        }
+        start = std::min(start, t.start);
+        end = std::max(end, t.end);
+      }
+      agg.push_back(n * tokens / seconds(start, end));
+      ttft.push_back(seconds(times[0].start, times[0].first) * 1000.0);
+      dec.push_back((tokens - 1) / seconds(times[0].first, times[0].end));
+    }
+    rows.push_back({n, median(agg), median(ttft), median(dec)});
+  }
+  server.shutdown();
+  serving.join();
+  baseline();
+
+  const double gen_tps = median(decode_tps), gen_prefill = median(prefill_ms);
+  std::printf("generate (same process): decode %.1f tok/s, prefill of 16 tokens %.1f ms\n",
+              gen_tps, gen_prefill);
+  std::printf("%8s %16s %12s %14s %10s\n", "streams", "aggregate tok/s", "vs 1 stream",
+              "first token ms", "vs prefill");
+  for (const auto& [n, rate] : model_rates) {
+    std::printf("model alone: %d sequences per forward_batch: %.1f tok/s (%.2fx one)\n", n,
+                rate, rate / model_rates.front().second);
+  }
+  const double one = rows.front().aggregate;
+  for (const Row& r : rows) {
+    std::printf("%8d %16.1f %11.2fx %14.1f %9.2fx\n", r.n, r.aggregate, r.aggregate / one,
+                r.ttft_ms, r.ttft_ms / gen_prefill);
+  }
+  std::printf("one stream through the server: decode %.1f tok/s = %.1f%% of generate's\n",
+              rows.front().stream_decode, 100.0 * rows.front().stream_decode / gen_tps);
+  return 0;
+}
