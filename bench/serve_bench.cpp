@@ -45,6 +45,7 @@ struct StreamTimes {
   Clock::time_point start, first, end;
   int chunks = 0;
   bool ok = false;
+  std::string why;  // when not ok
 };
 
 // One streaming completion; the time its first text arrived and its end.
@@ -67,6 +68,8 @@ StreamTimes stream_one(int port, const std::string& body) {
   const auto r = c.send(req);
   t.end = Clock::now();
   t.ok = r && r->status == 200;
+  if (!t.ok)
+    t.why = r ? "HTTP " + std::to_string(r->status) + " " + r->body : httplib::to_string(r.error());
   return t;
 }
 
@@ -77,20 +80,27 @@ int main(int argc, char** argv) {
   int threads = 0, tokens = 64, reps = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model") model_dir = v;
-    else if (a == "--dtype") dtype = v;
-    else if (a == "--threads") threads = std::stoi(v);
-    else if (a == "--tokens") tokens = std::stoi(v);
-    else if (a == "--reps") reps = std::stoi(v);
-    else if (a == "--streams") streams_arg = v;
+    if (a == "--model")
+      model_dir = v;
+    else if (a == "--dtype")
+      dtype = v;
+    else if (a == "--threads")
+      threads = std::stoi(v);
+    else if (a == "--tokens")
+      tokens = std::stoi(v);
+    else if (a == "--reps")
+      reps = std::stoi(v);
+    else if (a == "--streams")
+      streams_arg = v;
     else {
       std::fprintf(stderr, "bench_serve: unknown flag %s\n", a.c_str());
       return 2;
     }
   }
   if (model_dir.empty()) {
-    std::fprintf(stderr, "usage: bench_serve --model DIR [--dtype bf16] [--threads N] "
-                         "[--tokens 64] [--reps 3] [--streams 1,8,32]\n");
+    std::fprintf(stderr,
+                 "usage: bench_serve --model DIR [--dtype bf16] [--threads N] "
+                 "[--tokens 64] [--reps 3] [--streams 1,8,32]\n");
     return 2;
   }
   std::vector<int> streams;
@@ -100,9 +110,10 @@ int main(int argc, char** argv) {
   std::printf("%s\n", bench::level_line().c_str());
   gpt2::Model model = train::load_gpt2_model(model_dir, "", parse_dtype(dtype));
   const std::filesystem::path dir(model_dir);
-  const BpeTokenizer tok = BpeTokenizer::from_directory(
-      std::filesystem::exists(dir / "tokenizer.json") ? dir.string()
-                                                      : std::string(TINYLM_SOURCE_DIR "/data/gpt2"));
+  const BpeTokenizer tok =
+      BpeTokenizer::from_directory(std::filesystem::exists(dir / "tokenizer.json")
+                                       ? dir.string()
+                                       : std::string(TINYLM_SOURCE_DIR "/data/gpt2"));
   std::vector<int> prompt = tok.encode(
       "The history of the city begins with a small settlement on the banks of the river, where");
   prompt.resize(16, prompt.back());
@@ -160,12 +171,12 @@ int main(int argc, char** argv) {
   serve::Server server(*backend, info, o);
   const int port = server.bind();
   std::thread serving([&] { server.run(); });
-  const std::string body = nlohmann::json{{"prompt", prompt},
-                                          {"max_tokens", tokens},
-                                          {"temperature", 0},
-                                          {"ignore_eos", true},
-                                          {"stream", true}}
-                               .dump();
+  const std::string body = nlohmann::json{
+      {"prompt", prompt},
+      {"max_tokens", tokens},
+      {"temperature", 0},
+      {"ignore_eos", true},
+      {"stream", true}}.dump();
   stream_one(port, body);  // warm-up: pages, threads, connections
 
   struct Row {
@@ -178,13 +189,14 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) {
       std::vector<StreamTimes> times(n);
       std::vector<std::thread> clients;
-      for (int k = 0; k < n; ++k) clients.emplace_back([&, k] { times[k] = stream_one(port, body); });
+      for (int k = 0; k < n; ++k)
+        clients.emplace_back([&, k] { times[k] = stream_one(port, body); });
       for (auto& c : clients) c.join();
       Clock::time_point start = times[0].start, end = times[0].end;
       for (const StreamTimes& t : times) {
         if (!t.ok) {
-          std::fprintf(stderr, "bench_serve: a request failed\n");
-          return 1;
+          std::fprintf(stderr, "bench_serve: a request failed: %s\n", t.why.c_str());
+          std::_Exit(1);
         }
         start = std::min(start, t.start);
         end = std::max(end, t.end);
@@ -200,13 +212,13 @@ int main(int argc, char** argv) {
   baseline();
 
   const double gen_tps = median(decode_tps), gen_prefill = median(prefill_ms);
-  std::printf("generate (same process): decode %.1f tok/s, prefill of 16 tokens %.1f ms\n",
-              gen_tps, gen_prefill);
+  std::printf("generate (same process): decode %.1f tok/s, prefill of 16 tokens %.1f ms\n", gen_tps,
+              gen_prefill);
   std::printf("%8s %16s %12s %14s %10s\n", "streams", "aggregate tok/s", "vs 1 stream",
               "first token ms", "vs prefill");
   for (const auto& [n, rate] : model_rates) {
-    std::printf("model alone: %d sequences per forward_batch: %.1f tok/s (%.2fx one)\n", n,
-                rate, rate / model_rates.front().second);
+    std::printf("model alone: %d sequences per forward_batch: %.1f tok/s (%.2fx one)\n", n, rate,
+                rate / model_rates.front().second);
   }
   const double one = rows.front().aggregate;
   for (const Row& r : rows) {

@@ -37,8 +37,7 @@ void check_accepted(const serve::CompletionRequest& r) {
   for (const serve::Prompt& p : r.prompts) {
     require(!p.ids.empty());
     for (const int id : p.ids) require(id >= 0 && id < m.vocab_size);
-    require(p.max_tokens >= 0 &&
-            static_cast<int64_t>(p.ids.size()) + p.max_tokens <= m.context);
+    require(p.max_tokens >= 0 && static_cast<int64_t>(p.ids.size()) + p.max_tokens <= m.context);
   }
   r.params.sampling.validate();  // throwing here crashes: accepted options are valid
   require(r.params.stop.size() <= serve::kMaxStops + 2);  // + the chat template's two

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "tinylm/core/parallel.h"
 #include "tinylm/generate/decode_backend.h"
 #include "tinylm/serve/server.h"
 #include "tinylm/train/gpt2_init.h"
@@ -30,26 +31,33 @@ const BpeTokenizer& tokenizer() {
 }
 
 // small-test's shape with more positions (and width): a long generation keeps a request in
-// flight.
-gpt2::Model model_of(int positions, int width = 64) {
+// flight. A vocabulary of 1,024 (prompts as token ids below it) makes the head 50 times
+// cheaper, which the sanitizer build needs.
+gpt2::Model model_of(int positions, int width = 64, int vocab = 50257) {
   gpt2::Config c = gpt2::preset("small-test");
   c.n_positions = positions;
   c.n_embd = width;
+  c.vocab_size = vocab;
   return gpt2::Model(c, train::init_gpt2_params(c, 11), DType::f32);
 }
 
 // An in-process server on a free port, serving until destroyed.
 class Running {
  public:
-  explicit Running(ServerOptions o, int positions = 128, int width = 64)
-      : model_(model_of(positions, width)), backend_(generate::gpt2_backend(model_)) {
+  explicit Running(ServerOptions o, int positions = 128, int width = 64, int vocab = 50257)
+      : model_(model_of(positions, width, vocab)), backend_(generate::gpt2_backend(model_)) {
     info_.id = "small";
     info_.tokenizer = &tokenizer();
     info_.vocab_size = model_.config().vocab_size;
     info_.context = model_.config().n_positions;
     info_.eos_id = 50256;
     o.port = 0;
+    // One thread for the model: with more, each of a step's parallel regions waits for a
+    // worker the many client and connection threads of these tests keep off the cores.
+    const int threads = num_threads();
+    set_num_threads(1);
     server_ = std::make_unique<Server>(*backend_, info_, o);
+    set_num_threads(threads);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->run(); });
   }
@@ -253,14 +261,14 @@ TEST(ServeHttp, FullServerAnswers429AndShutdownAnswers503) {
   ServerOptions o;
   o.slots = 1;
   o.queue = 0;
-  Running s(o, 1024);
+  Running s(o, 1024, 64, 1024);
   std::atomic<bool> first_chunk{false};
   std::string long_body;
   std::thread long_request([&] {
     httplib::Client c = s.client();
     auto r =
         post_streaming(c, "/v1/completions",
-                       R"({"prompt":"x","max_tokens":1000,"temperature":1,"seed":1,"stream":true})",
+                       R"({"prompt":[7],"max_tokens":1000,"temperature":1,"seed":1,"stream":true})",
                        [&](const char* data, size_t n) {
                          long_body.append(data, n);
                          first_chunk = true;
@@ -270,12 +278,12 @@ TEST(ServeHttp, FullServerAnswers429AndShutdownAnswers503) {
   });
   while (!first_chunk) std::this_thread::sleep_for(1ms);
   httplib::Client c = s.client();
-  expect_error(post(c, "/v1/completions", R"({"prompt":"y","max_tokens":1})"), 429);
+  expect_error(post(c, "/v1/completions", R"({"prompt":[8],"max_tokens":1})"), 429);
   // Shutting down: new generations get 503, the running one finishes whole.
   std::thread stopper([&] { s.server().shutdown(); });
   for (int i = 0; i < 1000 && c.Get("/health")->status != 503; ++i)
     std::this_thread::sleep_for(1ms);
-  expect_error(post(c, "/v1/completions", R"({"prompt":"y","max_tokens":1})"), 503);
+  expect_error(post(c, "/v1/completions", R"({"prompt":[8],"max_tokens":1})"), 503);
   long_request.join();
   stopper.join();
   s.join();
@@ -285,16 +293,16 @@ TEST(ServeHttp, FullServerAnswers429AndShutdownAnswers503) {
 }
 
 TEST(ServeHttp, AClientThatGoesAwayCancelsItsGeneration) {
-  Running s({}, 1024, 256);
+  Running s({}, 1024, 256, 1024);
   {  // a streaming client that stops reading after the first event and hangs up
     httplib::Client c = s.client();
-    post_streaming(c, "/v1/completions", R"({"prompt":"x","max_tokens":1000,"stream":true})",
+    post_streaming(c, "/v1/completions", R"({"prompt":[7],"max_tokens":1000,"stream":true})",
                    [](const char*, size_t) { return false; });
   }
   {  // a client that gives up waiting for a whole response after 50 ms
     httplib::Client c = s.client();
     c.set_read_timeout(0, 50000);
-    post(c, "/v1/completions", R"({"prompt":"x","max_tokens":1000})");
+    post(c, "/v1/completions", R"({"prompt":[7],"max_tokens":1000})");
   }
   httplib::Client c = s.client();
   std::string metrics;

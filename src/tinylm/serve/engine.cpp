@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <optional>
 
@@ -129,7 +130,13 @@ void Engine::run() {
       metrics_.set_queue(static_cast<int>(queue_.size()));
       metrics_.set_active(running_);
     }
-    for (Slot* s : fresh) start(*s);
+    for (Slot* s : fresh) {
+      try {
+        start(*s);
+      } catch (const std::exception& e) {  // requests are checked first: this is a bug
+        fail_slot(*s, e);
+      }
+    }
     // One step for every running choice that is still wanted.
     batch.clear();
     seqs.clear();
@@ -147,7 +154,12 @@ void Engine::run() {
     }
     if (batch.empty()) continue;
     const size_t V = static_cast<size_t>(backend_.vocab_size());
-    backend_.step(seqs, tokens, std::span(logits_).first(batch.size() * V));
+    try {
+      backend_.step(seqs, tokens, std::span(logits_).first(batch.size() * V));
+    } catch (const std::exception& e) {
+      for (Slot* s : batch) fail_slot(*s, e);
+      continue;
+    }
     for (size_t r = 0; r < batch.size(); ++r) {
       advance(*batch[r], std::span<const float>(logits_).subspan(r * V, V));
     }
@@ -225,6 +237,11 @@ void Engine::advance(Slot& slot, std::span<const float> logits) {
   }
   slot.next = token;
   slot.job->publish(out, lp ? &*lp : nullptr, slot.generated);
+}
+
+void Engine::fail_slot(Slot& slot, const std::exception& e) {
+  std::fprintf(stderr, "tinylm serve: a generation failed: %s\n", e.what());
+  finish(slot, {}, nullptr, "error");
 }
 
 void Engine::finish(Slot& slot, std::string text, const TokenLogprob* lp,

@@ -36,7 +36,8 @@ struct TokenLogprob {
 struct Delta {
   std::string text;
   std::vector<TokenLogprob> logprobs;
-  std::string finish_reason;  // set once, on the last delta: "stop" or "length"
+  // Set once, on the last delta: "stop" or "length" ("error" if the model failed).
+  std::string finish_reason;
   int completion_tokens = 0;  // so far
 };
 
@@ -99,6 +100,8 @@ class Engine {
   // Chooses the slot's next token from its logits and publishes the result.
   void advance(Slot& slot, std::span<const float> logits);
   void finish(Slot& slot, std::string text, const TokenLogprob* lp, const std::string& reason);
+  // A backend that throws (never for a checked request) ends the choice with reason "error".
+  void fail_slot(Slot& slot, const std::exception& e);
 
   generate::DecodeBackend& backend_;
   const BpeTokenizer& tokenizer_;

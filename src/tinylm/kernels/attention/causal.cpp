@@ -255,6 +255,23 @@ void cached(float* out, const float* q, const W* keys, const W* values, int64_t 
   });
 }
 
+// One row of each of several sequences: threads split the (row, head) pairs, each computed as
+// cached() computes it.
+template <class W>
+void cached_rows(float* out, const float* q, const W* const* keys, const W* const* values,
+                 const int64_t* positions, const int64_t* capacities, int64_t rows, int64_t C,
+                 int64_t n_head) {
+  const int64_t D = C / n_head;
+  parallel_for(0, rows * n_head, 1, [&](int64_t task) {
+    const int64_t r = task / n_head, h = task % n_head, t = positions[r];
+    const int64_t ldk = kv_key_stride(capacities[r]);
+    thread_local AlignedVector<float> row;
+    row.resize(static_cast<size_t>(padded(t + 1)));
+    attend_row(out + r * C + h * D, nullptr, row.data(), q + r * C + h * D, keys[r] + h * D * ldk,
+               ldk, values[r] + h * D, C, t + 1, D, attention_scale(D));
+  });
+}
+
 }  // namespace
 
 void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
@@ -312,6 +329,21 @@ void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t,
               int64_t C) {
   store_kv(keys, values, k, v, t, capacity, C);
 }
+void attention_cached_rows(float* out, const float* q, const float* const* keys,
+                           const float* const* values, const int64_t* positions,
+                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
+  cached_rows(out, q, keys, values, positions, capacities, rows, C, n_head);
+}
+void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
+                           const Bf16* const* values, const int64_t* positions,
+                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
+  cached_rows(out, q, keys, values, positions, capacities, rows, C, n_head);
+}
+void attention_cached_rows(float* out, const float* q, const F16* const* keys,
+                           const F16* const* values, const int64_t* positions,
+                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
+  cached_rows(out, q, keys, values, positions, capacities, rows, C, n_head);
+}
 void attention_cached(float* out, const float* q, const float* keys, const float* values,
                       int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
   cached(out, q, keys, values, t0, t1, capacity, C, n_head);
@@ -347,7 +379,16 @@ TINYLM_LEVELS(
     void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values,
                           int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
     void attention_cached(float* out, const float* q, const F16* keys, const F16* values,
-                          int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head))
+                          int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+    void attention_cached_rows(float* out, const float* q, const float* const* keys,
+                               const float* const* values, const int64_t* positions,
+                               const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head);
+    void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
+                               const Bf16* const* values, const int64_t* positions,
+                               const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head);
+    void attention_cached_rows(float* out, const float* q, const F16* const* keys,
+                               const F16* const* values, const int64_t* positions,
+                               const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head))
 
 int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t C, int64_t n_head) {
   return B * n_head * task_scratch(T, C / n_head);
@@ -406,6 +447,24 @@ void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* 
 void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
                       int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
   TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, capacity, C, n_head);
+}
+void attention_cached_rows(float* out, const float* q, const float* const* keys,
+                           const float* const* values, const int64_t* positions,
+                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, capacities, rows, C,
+                  n_head);
+}
+void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
+                           const Bf16* const* values, const int64_t* positions,
+                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, capacities, rows, C,
+                  n_head);
+}
+void attention_cached_rows(float* out, const float* q, const F16* const* keys,
+                           const F16* const* values, const int64_t* positions,
+                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, capacities, rows, C,
+                  n_head);
 }
 
 }  // namespace tinylm::kernels

@@ -79,6 +79,9 @@ struct TypedImpl final : Model::Impl {
   // Scratch for one forward of up to `rows` positions, grown on demand.
   std::vector<float> x, xn, qkv, q, att, h;
   std::vector<int32_t> ids;
+  // forward_batch's rows: positions and capacities of their caches, one layer's cache pointers.
+  std::vector<int64_t> positions, capacities;
+  std::vector<const W*> layer_keys, layer_values;
 
   // Weights used in place (W = float only): pointers into memory that `owner` keeps alive.
   std::shared_ptr<const void> owner;
@@ -234,17 +237,25 @@ struct TypedImpl final : Model::Impl {
     start(tokens);
     for (int64_t r = 0; r < n; ++r)
       k::embedding_forward(x.data() + r * C, ids.data() + r, wte, wpe, 1, C, caches[r]->length);
+    positions.clear();
+    capacities.clear();
+    for (const KvCache* cache : caches) {
+      positions.push_back(cache->length);
+      capacities.push_back(cache->capacity);
+    }
     run_layers(n, [&](int64_t li) {
+      layer_keys.clear();
+      layer_values.clear();
       for (int64_t r = 0; r < n; ++r) {
-        KvCache& cache = *caches[r];
-        const int64_t t = cache.length;
-        W* kl = keys_of(cache, li);
-        W* vl = values_of(cache, li);
+        W* kl = keys_of(*caches[r], li);
+        W* vl = values_of(*caches[r], li);
         const float* row = qkv.data() + r * 3 * C;
-        k::kv_store(kl, vl, row + C, row + 2 * C, t, cache.capacity, C);
-        k::attention_cached(att.data() + r * C, q.data() + r * C, kl, vl, t, t + 1, cache.capacity,
-                            C, c.n_head);
+        k::kv_store(kl, vl, row + C, row + 2 * C, positions[r], capacities[r], C);
+        layer_keys.push_back(kl);
+        layer_values.push_back(vl);
       }
+      k::attention_cached_rows(att.data(), q.data(), layer_keys.data(), layer_values.data(),
+                               positions.data(), capacities.data(), n, C, c.n_head);
     });
     for (KvCache* cache : caches) ++cache->length;
     head(0, n, logits, false);
