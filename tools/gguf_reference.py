@@ -16,9 +16,14 @@ Output (tests/fixtures/gguf/):
     tokenizer/vocab.json, tokenizer/merges.txt   that tokenizer, for the Hugging Face side
     tiny_f32.gguf, tiny_f16.gguf, tiny_q8_0.gguf, tiny_q4_0.gguf
 
+With --corpus it writes instead the seed corpus of the fuzz_gguf target
+(tests/fuzz/corpus/gguf/, emptied first): a micro GPT-2 (1 layer of 32, 258 tokens) in each
+type, and broken variants of it.
+
 Usage (from the repository root):
     /usr/bin/python3 tools/gguf_reference.py            # write, then verify
     /usr/bin/python3 tools/gguf_reference.py --verify   # re-read and check, write nothing
+    /usr/bin/python3 tools/gguf_reference.py --corpus   # the fuzz seeds
 """
 
 import argparse
@@ -321,10 +326,64 @@ def verify(cfg, w):
     print("verified", ", ".join("tiny_%s.gguf" % f for f in FILE_TYPE))
 
 
+def gguf_bytes(kvs, tensors):
+    path = OUT / ".corpus.tmp"
+    write_gguf(path, kvs, tensors)
+    raw = path.read_bytes()
+    path.unlink()
+    return raw
+
+
+def write_corpus():
+    """Seeds for fuzz_gguf: a micro GPT-2 in every type, and broken copies of it."""
+    corpus = ROOT / "tests" / "fuzz" / "corpus" / "gguf"
+    corpus.mkdir(parents=True, exist_ok=True)
+    for old in corpus.iterdir():
+        old.unlink()
+    cfg = {"vocab_size": 258, "n_positions": 8, "n_embd": 32, "n_layer": 1, "n_head": 2,
+           "layer_norm_epsilon": 1e-5, "bos_token_id": 257, "eos_token_id": 257}
+    rng = np.random.default_rng(5)
+    C, V, P = 32, 258, 8
+    shapes = {"wte.weight": (V, C), "wpe.weight": (P, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
+    for hf, shape in (("ln_1", (C,)), ("attn.c_attn", (C, 3 * C)), ("attn.c_proj", (C, C)),
+                      ("ln_2", (C,)), ("mlp.c_fc", (C, 4 * C)), ("mlp.c_proj", (4 * C, C))):
+        shapes["h.0.%s.weight" % hf] = shape
+        shapes["h.0.%s.bias" % hf] = (shape[-1],)
+    w = {k: (rng.standard_normal(v) * 0.02).astype(np.float32) for k, v in shapes.items()}
+    valid = {}
+    for ftype in FILE_TYPE:
+        valid[ftype] = gguf_bytes(*build(ftype, cfg, w))
+        (corpus / ("valid_gpt2_%s.gguf" % ftype)).write_bytes(valid[ftype])
+    base = valid["q4_0"]
+    kvs, tensors = build("q4_0", cfg, w)
+    broken = {
+        "truncated": base[:len(base) // 2],
+        "huge_kv_count": base[:16] + struct.pack("<Q", 1 << 62) + base[24:],
+        "huge_tensor_count": base[:8] + struct.pack("<Q", 1 << 62) + base[16:],
+        "version_2": base[:4] + struct.pack("<I", 2) + base[8:],
+        "unknown_tensor_type": gguf_bytes(kvs, [(n, 12 if i == 0 else k, ne, d)
+                                                for i, (n, k, ne, d) in enumerate(tensors)]),
+        "duplicate_key": gguf_bytes(kvs + [kvs[0]], tensors),
+        "duplicate_tensor": gguf_bytes(kvs, tensors + [tensors[0]]),
+        "wrong_dims": gguf_bytes(kvs, [(n, k, list(reversed(ne)) if n == "blk.0.attn_qkv.weight"
+                                        else ne, d) for n, k, ne, d in tensors]),
+        "llama_architecture": gguf_bytes([("general.architecture", T_STRING, "llama")] + kvs[1:],
+                                         tensors),
+        "no_tensors": gguf_bytes(kvs, []),
+    }
+    for name, raw in broken.items():
+        (corpus / ("invalid_%s.gguf" % name)).write_bytes(raw)
+    print("wrote", len(valid) + len(broken), "seeds to", corpus.relative_to(ROOT))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--verify", action="store_true", help="check the files; write nothing")
+    ap.add_argument("--corpus", action="store_true", help="write the fuzz_gguf seed corpus")
     args = ap.parse_args()
+    if args.corpus:
+        write_corpus()
+        return 0
     cfg = json.loads((TINY / "config.json").read_text())
     w = read_safetensors(TINY / "model.safetensors")
     if not args.verify:

@@ -18,8 +18,8 @@ namespace tinylm::io {
 namespace {
 
 constexpr uint32_t kVersion = 3;
-constexpr uint32_t kMaxDims = 4;        // GGML_MAX_DIMS
-constexpr size_t kMaxTensorName = 63;   // GGML_MAX_NAME is 64 with the terminating NUL
+constexpr uint32_t kMaxDims = 4;       // GGML_MAX_DIMS
+constexpr size_t kMaxTensorName = 63;  // GGML_MAX_NAME is 64 with the terminating NUL
 constexpr uint64_t kMaxAlignment = 1 << 20;
 
 // Bytes of one scalar of a key/value type; 0 for string and array.
@@ -46,8 +46,7 @@ uint64_t scalar_bytes(GgufType t) {
 }
 
 bool is_int(GgufType t) {
-  return t != GgufType::f32 && t != GgufType::f64 && scalar_bytes(t) != 0 &&
-         t != GgufType::boolean;
+  return t != GgufType::f32 && t != GgufType::f64 && scalar_bytes(t) != 0 && t != GgufType::boolean;
 }
 bool is_signed(GgufType t) {
   return t == GgufType::i8 || t == GgufType::i16 || t == GgufType::i32 || t == GgufType::i64;
@@ -90,14 +89,46 @@ class Cursor {
 
 // ggml's names of the tensor types it defines, for the "unsupported type" error.
 const char* known_ggml_type(uint32_t t) {
-  static constexpr const char* kNames[] = {
-      "F32",     "F16",    "Q4_0",   "Q4_1",  "Q4_2 (removed)", "Q4_3 (removed)", "Q5_0",
-      "Q5_1",    "Q8_0",   "Q8_1",   "Q2_K",  "Q3_K",           "Q4_K",           "Q5_K",
-      "Q6_K",    "Q8_K",   "IQ2_XXS", "IQ2_XS", "IQ3_XXS",      "IQ1_S",          "IQ4_NL",
-      "IQ3_S",   "IQ2_S",  "IQ4_XS", "I8",    "I16",            "I32",            "I64",
-      "F64",     "IQ1_M",  "BF16",   "Q4_0_4_4 (removed)", "Q4_0_4_8 (removed)",
-      "Q4_0_8_8 (removed)", "TQ1_0", "TQ2_0", "IQ4_NL_4_4 (removed)", "IQ4_NL_4_8 (removed)",
-      "IQ4_NL_8_8 (removed)", "MXFP4"};
+  static constexpr const char* kNames[] = {"F32",
+                                           "F16",
+                                           "Q4_0",
+                                           "Q4_1",
+                                           "Q4_2 (removed)",
+                                           "Q4_3 (removed)",
+                                           "Q5_0",
+                                           "Q5_1",
+                                           "Q8_0",
+                                           "Q8_1",
+                                           "Q2_K",
+                                           "Q3_K",
+                                           "Q4_K",
+                                           "Q5_K",
+                                           "Q6_K",
+                                           "Q8_K",
+                                           "IQ2_XXS",
+                                           "IQ2_XS",
+                                           "IQ3_XXS",
+                                           "IQ1_S",
+                                           "IQ4_NL",
+                                           "IQ3_S",
+                                           "IQ2_S",
+                                           "IQ4_XS",
+                                           "I8",
+                                           "I16",
+                                           "I32",
+                                           "I64",
+                                           "F64",
+                                           "IQ1_M",
+                                           "BF16",
+                                           "Q4_0_4_4 (removed)",
+                                           "Q4_0_4_8 (removed)",
+                                           "Q4_0_8_8 (removed)",
+                                           "TQ1_0",
+                                           "TQ2_0",
+                                           "IQ4_NL_4_4 (removed)",
+                                           "IQ4_NL_4_8 (removed)",
+                                           "IQ4_NL_8_8 (removed)",
+                                           "MXFP4"};
   return t < std::size(kNames) ? kNames[t] : nullptr;
 }
 
@@ -117,9 +148,8 @@ std::string dims_str(const std::vector<uint64_t>& ne) {
 }  // namespace
 
 std::string_view gguf_type_name(GgufType t) {
-  static constexpr const char* kNames[] = {"u8",   "i8",     "u16",   "i16", "u32",
-                                           "i32",  "f32",    "bool",  "string", "array",
-                                           "u64",  "i64",    "f64"};
+  static constexpr const char* kNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                           "bool", "string", "array", "u64", "i64", "f64"};
   const auto i = static_cast<uint32_t>(t);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }
@@ -129,13 +159,9 @@ std::string ggml_type_name(uint32_t type) {
   return n ? n : "type " + std::to_string(type);
 }
 
-bool ggml_type_supported(uint32_t type) {
-  return type == 0 || type == 1 || type == 2 || type == 8;
-}
+bool ggml_type_supported(uint32_t type) { return type == 0 || type == 1 || type == 2 || type == 8; }
 
-uint64_t ggml_block_size(GgmlType t) {
-  return t == GgmlType::q4_0 || t == GgmlType::q8_0 ? 32 : 1;
-}
+uint64_t ggml_block_size(GgmlType t) { return t == GgmlType::q4_0 || t == GgmlType::q8_0 ? 32 : 1; }
 
 uint64_t ggml_block_bytes(GgmlType t) {
   switch (t) {
@@ -151,9 +177,7 @@ uint64_t ggml_block_bytes(GgmlType t) {
   return 0;
 }
 
-size_t GgufValue::size() const {
-  return std::max({ints.size(), floats.size(), strings.size()});
-}
+size_t GgufValue::size() const { return std::max({ints.size(), floats.size(), strings.size()}); }
 
 // ---------------------------------------------------------------------------------------------
 // Reading
@@ -283,8 +307,8 @@ void GgufFile::parse() {
     const std::string what = "tensor " + t.name;
     check(!tensor_index_.count(t.name), name, ": duplicate ", what);
     const uint32_t n_dims = c.u32(what + ": n_dims");
-    check(n_dims >= 1 && n_dims <= kMaxDims, name, ": ", what, ": ", n_dims,
-          " dimensions (1 to ", kMaxDims, " allowed)");
+    check(n_dims >= 1 && n_dims <= kMaxDims, name, ": ", what, ": ", n_dims, " dimensions (1 to ",
+          kMaxDims, " allowed)");
     for (uint32_t d = 0; d < n_dims; ++d) t.ne.push_back(c.u64(what + ": dimension"));
     const uint32_t type = c.u32(what + ": type");
     check(ggml_type_supported(type), name, ": ", what, ": unsupported tensor type ",
@@ -295,9 +319,8 @@ void GgufFile::parse() {
     const uint64_t block = ggml_block_size(t.type);
     check(t.ne[0] % block == 0, name, ": ", what, ": ", ggml_type_name(type), " rows of ", t.ne[0],
           " elements are not whole blocks of ", block);
-    bool ok = true;
     t.numel = 1;
-    t.bytes = t.ne[0] / block * ggml_block_bytes(t.type);
+    bool ok = mul_ok(t.ne[0] / block, ggml_block_bytes(t.type), t.bytes);
     for (uint32_t d = 0; d < n_dims; ++d) {
       ok = ok && t.ne[d] <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) &&
            mul_ok(t.numel, t.ne[d], t.numel) && (d == 0 || mul_ok(t.bytes, t.ne[d], t.bytes));
@@ -319,9 +342,11 @@ void GgufFile::parse() {
   for (const GgufTensor& t : tensors_) {
     check(t.offset % alignment_ == 0, name, ": tensor ", t.name, ": offset ", t.offset,
           " is not a multiple of the alignment ", alignment_);
-    check(t.offset <= data_.size() && t.bytes <= data_.size() - t.offset, name, ": tensor ",
-          t.name, ": bytes [", t.offset, ", ", t.offset + t.bytes, ") of the data section exceed "
-          "its ", data_.size(), " bytes (truncated file?)");
+    check(t.offset <= data_.size() && t.bytes <= data_.size() - t.offset, name, ": tensor ", t.name,
+          ": bytes [", t.offset, ", ", t.offset + t.bytes,
+          ") of the data section exceed "
+          "its ",
+          data_.size(), " bytes (truncated file?)");
   }
   std::vector<const GgufTensor*> by_offset;
   for (const GgufTensor& t : tensors_)
@@ -526,7 +551,9 @@ std::vector<std::byte> GgufWriter::header() const {
   return out;
 }
 
-uint64_t GgufWriter::padded(uint64_t n) const { return (n + alignment_ - 1) / alignment_ * alignment_; }
+uint64_t GgufWriter::padded(uint64_t n) const {
+  return (n + alignment_ - 1) / alignment_ * alignment_;
+}
 
 std::vector<std::byte> GgufWriter::bytes() const {
   std::vector<std::byte> out = header();

@@ -20,8 +20,8 @@ void put_f16(std::byte* p, float d) {
   p[1] = static_cast<std::byte>(h >> 8);
 }
 float get_f16(const std::byte* p) {
-  return f16_to_float(static_cast<uint16_t>(static_cast<uint16_t>(p[0]) |
-                                            static_cast<uint16_t>(p[1]) << 8));
+  return f16_to_float(
+      static_cast<uint16_t>(static_cast<uint16_t>(p[0]) | static_cast<uint16_t>(p[1]) << 8));
 }
 
 void quantize_q8_0(const float* x, std::byte* y) {

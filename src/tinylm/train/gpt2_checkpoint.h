@@ -29,8 +29,10 @@ Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_pat
 gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_path, DType dtype);
 
 // Writes DIR/config.json and DIR/model.safetensors (F32, Hugging Face names without prefix,
-// plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P]), atomically file by file.
-void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params);
+// plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P], and lm_head.weight when an untied
+// head [vocab, C] is given), atomically file by file.
+void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params,
+               std::span<const float> lm_head = {});
 
 // About how many bytes save_gpt2 writes for `config` (F32 weights and the mask buffers), for
 // checking the free space before the work.

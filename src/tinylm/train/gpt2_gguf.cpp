@@ -35,18 +35,18 @@ constexpr int32_t kTokenNormal = 1, kTokenControl = 3, kTokenUnused = 5;
 
 // One GPT-2 parameter and its place in the file.
 struct Mapped {
-  std::string gguf;                   // the GGUF tensor name
-  bool conv1d = false;                // stored [in, out] by HF, [out, in] in GGUF
-  bool keep_f32 = false;              // 1-D tensors and position_embd
-  std::vector<uint64_t> ne;           // GGUF dimensions
+  std::string gguf;          // the GGUF tensor name
+  bool conv1d = false;       // stored [in, out] by HF, [out, in] in GGUF
+  bool keep_f32 = false;     // 1-D tensors and position_embd
+  std::vector<uint64_t> ne;  // GGUF dimensions
 };
 
 Mapped map_param(const ParamEntry& e) {
   Mapped m;
   const std::string& n = e.name;
   static const std::pair<const char*, const char*> kBlock[] = {
-      {"ln_1.", "attn_norm."},        {"attn.c_attn.", "attn_qkv."}, {"attn.c_proj.", "attn_output."},
-      {"ln_2.", "ffn_norm."},         {"mlp.c_fc.", "ffn_up."},       {"mlp.c_proj.", "ffn_down."}};
+      {"ln_1.", "attn_norm."}, {"attn.c_attn.", "attn_qkv."}, {"attn.c_proj.", "attn_output."},
+      {"ln_2.", "ffn_norm."},  {"mlp.c_fc.", "ffn_up."},      {"mlp.c_proj.", "ffn_down."}};
   if (n == "wte.weight") {
     m.gguf = "token_embd.weight";
   } else if (n == "wpe.weight") {
@@ -119,8 +119,8 @@ void save_gpt2_gguf(const std::string& path, const gpt2::Config& config,
   check(params.size() == layout.size(), path, ": ", params.size(),
         " parameters, the configuration has ", layout.size());
   const size_t V = static_cast<size_t>(config.vocab_size), C = static_cast<size_t>(config.n_embd);
-  check(lm_head.empty() || lm_head.size() == V * C, path, ": the output head has ",
-        lm_head.size(), " values, expected ", V * C);
+  check(lm_head.empty() || lm_head.size() == V * C, path, ": the output head has ", lm_head.size(),
+        " values, expected ", V * C);
   check(static_cast<size_t>(tokenizer.vocab_size()) <= V, path, ": the tokenizer has ",
         tokenizer.vocab_size(), " tokens, more than the model's vocabulary of ", V);
 
@@ -282,7 +282,8 @@ BpeTokenizer load_gguf_tokenizer(const io::GgufFile& f) {
     check(types.ints.size() == tokens.size(), p, ": tokenizer.ggml.token_type has ",
           types.ints.size(), " entries for ", tokens.size(), " tokens");
     for (size_t i = 0; i < types.ints.size(); ++i) {
-      if (static_cast<int32_t>(types.ints[i]) == kTokenControl) specials.push_back(static_cast<int>(i));
+      if (static_cast<int32_t>(types.ints[i]) == kTokenControl)
+        specials.push_back(static_cast<int>(i));
     }
   }
   return BpeTokenizer::from_tokens(tokens, merges, specials, p);
