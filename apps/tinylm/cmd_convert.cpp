@@ -59,8 +59,8 @@ void register_convert(CLI::App& app) {
     std::string where;
     if (from_gguf) {
       const train::Gpt2Gguf g = train::load_gpt2_gguf(f->in);
-      const BpeTokenizer tok =
-          f->tokenizer.empty() ? train::load_gguf_tokenizer(f->in) : load_tokenizer(f->tokenizer, "");
+      const BpeTokenizer tok = f->tokenizer.empty() ? train::load_gguf_tokenizer(f->in)
+                                                    : load_tokenizer(f->tokenizer, "");
       const train::Gpt2Checkpoint& ck = g.checkpoint;
       if (to_gguf) {
         // GGUF to GGUF: the weights as loaded (dequantized), written in the type asked for.
@@ -84,8 +84,8 @@ void register_convert(CLI::App& app) {
       const BpeTokenizer tok = load_tokenizer(f->tokenizer, d.path);
       if (tok.vocab_size() > ck.config.vocab_size)
         throw UsageError("the tokenizer has " + std::to_string(tok.vocab_size()) +
-                         " tokens, more than the model's " +
-                         std::to_string(ck.config.vocab_size) + ": pass its own with --tokenizer");
+                         " tokens, more than the model's " + std::to_string(ck.config.vocab_size) +
+                         ": pass its own with --tokenizer");
       const io::GgmlType type = ggml_type_of(f->dtype);
       io::probe_output(f->out);
       train::save_gpt2_gguf(f->out, ck.config, ck.params, ck.lm_head, tok, type, f->name);

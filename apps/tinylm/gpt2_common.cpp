@@ -63,10 +63,7 @@ BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string&
 gpt2::Model load_model(const Gpt2Flags& flags) {
   set_num_threads(flags.threads);
   Timer timer;
-  gpt2::Model model =
-      train::is_gguf_file(flags.model)
-          ? train::load_gpt2_gguf_model(flags.model, parse_dtype(flags.dtype))
-          : train::load_gpt2_model(flags.model, flags.config, parse_dtype(flags.dtype));
+  gpt2::Model model = train::load_gpt2_model(flags.model, flags.config, parse_dtype(flags.dtype));
   std::fprintf(stderr, "loaded %s in %.0f ms: %.1f MB of %s weights, %d threads\n",
                flags.model.c_str(), timer.elapsed_ms(), model.weight_bytes() / 1e6,
                flags.dtype.c_str(), num_threads());

@@ -2,13 +2,14 @@
 // (truncations, huge counts, bad offsets, misalignment, unknown types, duplicates, overlaps)
 // are one-line errors naming the file and the problem. The malformed files are built byte by
 // byte here, from the format's specification, not by the writer under test.
+#include "tinylm/io/gguf.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
 
 #include "test_util.h"
-#include "tinylm/io/gguf.h"
 
 namespace tinylm::io {
 namespace {
@@ -115,9 +116,8 @@ TEST(Gguf, WriterRefusesWhatItCannotWrite) {
   w.add_u32("k", 1);
   test::expect_error([&] { w.add_u32("k", 2); }, {"duplicate key k"});
   const std::vector<float> v(33);
-  test::expect_error(
-      [&] { w.add_tensor("q", GgmlType::q8_0, {33}, std::as_bytes(std::span(v))); },
-      {"not whole blocks"});
+  test::expect_error([&] { w.add_tensor("q", GgmlType::q8_0, {33}, std::as_bytes(std::span(v))); },
+                     {"not whole blocks"});
   test::expect_error([&] { w.add_tensor("t", GgmlType::f32, {4}, std::as_bytes(std::span(v))); },
                      {"132 bytes of data for 16 bytes"});
   test::expect_error([] { GgufWriter bad(24); }, {"alignment 24"});

@@ -2,6 +2,8 @@
 // numpy Q8_0/Q4_0 quantizers) from the tiny safetensors fixture: they load, the f32 file gives
 // the safetensors model's logits bit for bit, tinylm writes the same bytes, and HF -> GGUF ->
 // HF gives the same tensors back.
+#include "tinylm/train/gpt2_gguf.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +16,6 @@
 #include "tinylm/io/gguf.h"
 #include "tinylm/models/gpt2/model.h"
 #include "tinylm/train/gpt2_checkpoint.h"
-#include "tinylm/train/gpt2_gguf.h"
 
 namespace tinylm {
 namespace {
@@ -138,7 +139,8 @@ TEST(Gpt2Gguf, TokenizerFromTheFileEqualsTheVocabularyFiles) {
 TEST(Gpt2Gguf, UntiedHeadRoundTrips) {
   train::Gpt2Checkpoint ck = tiny();
   ck.lm_head.resize(static_cast<size_t>(ck.config.vocab_size) * ck.config.n_embd);
-  for (size_t i = 0; i < ck.lm_head.size(); ++i) ck.lm_head[i] = 0.001f * static_cast<float>(i % 97);
+  for (size_t i = 0; i < ck.lm_head.size(); ++i)
+    ck.lm_head[i] = 0.001f * static_cast<float>(i % 97);
   test::TempDir dir;
   train::save_gpt2_gguf(dir.file("m.gguf"), ck.config, ck.params, ck.lm_head, tiny_tokenizer(),
                         io::GgmlType::f32);
@@ -180,7 +182,8 @@ TEST(Gpt2Gguf, ConvertRoundTripsThroughTheCli) {
                                               dir.file("t.txt") + " --context 8 --stride 4");
   EXPECT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("perplexity"), std::string::npos);
-  const test::CommandResult ids = test::run_cli("tokenize --tokenizer " + gguf("f16") + " 'the end'");
+  const test::CommandResult ids =
+      test::run_cli("tokenize --tokenizer " + gguf("f16") + " 'the end'");
   EXPECT_EQ(ids.exit_code, 0) << ids.err;
   EXPECT_EQ(ids.out, test::run_cli("tokenize" + tok + " 'the end'").out);
 }
@@ -203,10 +206,14 @@ TEST(Gpt2Gguf, ErrorsNameTheFileAndTheProblem) {
     const io::GgufFile f = io::GgufFile::open(gguf("f32"));
     io::GgufWriter w;
     for (const auto& [key, v] : f.metadata()) {
-      if (key == "gpt2.feed_forward_length") w.add_u32(key, 128);
-      else if (v.type == io::GgufType::string) w.add_string(key, v.strings[0]);
-      else if (v.type == io::GgufType::u32) w.add_u32(key, static_cast<uint32_t>(v.ints[0]));
-      else if (v.type == io::GgufType::f32) w.add_f32(key, static_cast<float>(v.floats[0]));
+      if (key == "gpt2.feed_forward_length")
+        w.add_u32(key, 128);
+      else if (v.type == io::GgufType::string)
+        w.add_string(key, v.strings[0]);
+      else if (v.type == io::GgufType::u32)
+        w.add_u32(key, static_cast<uint32_t>(v.ints[0]));
+      else if (v.type == io::GgufType::f32)
+        w.add_f32(key, static_cast<float>(v.floats[0]));
     }
     for (const io::GgufTensor& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, f.data(t));
     w.write(dir.file("ff.gguf"));

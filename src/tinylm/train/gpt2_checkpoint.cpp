@@ -9,6 +9,7 @@
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/io/text_file.h"
+#include "tinylm/train/gpt2_gguf.h"
 
 namespace tinylm::train {
 
@@ -117,6 +118,10 @@ const io::SafetensorsFile& file_of(const Resolved& r, const std::string& name) {
 }  // namespace
 
 Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path) {
+  if (is_gguf_file(model)) {
+    check(config_path.empty(), model, ": a GGUF file has its configuration inside; no --config");
+    return load_gpt2_gguf(model).checkpoint;
+  }
   const Resolved r = resolve(model, config_path);
   Gpt2Checkpoint ck;
   ck.config = r.config;
@@ -138,6 +143,10 @@ Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_pat
 }
 
 gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_path, DType dtype) {
+  if (is_gguf_file(model)) {
+    check(config_path.empty(), model, ": a GGUF file has its configuration inside; no --config");
+    return load_gpt2_gguf_model(model, dtype);
+  }
   if (dtype == DType::f32) {
     const Resolved r = resolve(model, config_path);
     // In place when every tensor (and a head, if any) is F32 and 4-byte aligned in the map.

@@ -211,7 +211,8 @@ gpt2::Config read_gpt2_gguf_config(const io::GgufFile& f) {
   }
   // Every tensor of the model, with the dimensions the metadata gives it, and nothing else.
   std::set<std::string> expected;
-  for (const ParamEntry& e : gpt2::param_layout(c).entries()) {
+  const ParamLayout layout = gpt2::param_layout(c);
+  for (const ParamEntry& e : layout.entries()) {
     const Mapped m = map_param(e);
     const io::GgufTensor* t = f.find_tensor(m.gguf);
     check(t != nullptr, p, ": no tensor ", m.gguf);
