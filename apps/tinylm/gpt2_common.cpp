@@ -22,8 +22,10 @@ void Gpt2Flags::add_to(CLI::App* cmd) {
   cmd->add_option("--tokenizer", tokenizer,
                   "tokenizer.json or a directory with tokenizer.json, vocab.json + merges.txt or "
                   "encoder.json + vocab.bpe (default: the model's, else data/gpt2)");
-  cmd->add_option("--dtype", dtype, "Weights and KV cache: f32, bf16 or f16")
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+  cmd->add_option("--dtype", dtype,
+                  "Weights: f32, bf16 or f16 (and the KV cache), or q8_0 / q4_0 (ggml's blocks, "
+                  "quantized at load; the KV cache stays f32)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0", "q4_0"}))
       ->capture_default_str();
   cmd->add_option("--threads", threads, "Threads (default: all cores)")
       ->check(CLI::Range(1, max_threads()));

@@ -14,6 +14,7 @@
 #include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/layernorm.h"
+#include "tinylm/models/gpt2/model_impl.h"
 
 namespace tinylm::gpt2 {
 
@@ -21,17 +22,6 @@ namespace k = tinylm::kernels;
 
 // From this many rows on, forward_rows's f32 head is a GEMM.
 constexpr int64_t kGemmHeadRows = 32;
-
-struct Model::Impl {
-  Config config;
-  DType dtype;
-  virtual ~Impl() = default;
-  virtual size_t weight_bytes() const = 0;
-  // logits receives the rows first_row .. tokens.size() - 1, (rows, vocab); gemm_head: an f32
-  // head of many rows goes to the library GEMM (Model::forward_rows).
-  virtual void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
-                       int64_t first_row, bool gemm_head) = 0;
-};
 
 namespace {
 
@@ -259,7 +249,7 @@ Model::Model(const Config& config, std::vector<float> params, DType dtype,
         "gpt2: lm_head has ", lm_head.size(), " values, expected vocab_size * n_embd");
   if (dtype == DType::f32) {
     impl_ = std::make_unique<TypedImpl<float>>(config, std::move(params), std::move(lm_head));
-    impl_->dtype = dtype;
+    impl_->dtype = impl_->cache_dtype = dtype;
     return;
   }
   const ParamLayout L = param_layout(config);
@@ -285,10 +275,15 @@ Model Model::from_reader(const Config& config, DType dtype, const TensorReader& 
     case DType::f16:
       m.impl_ = std::make_unique<TypedImpl<k::F16>>(config, read, untied_head);
       break;
+    case DType::q8_0:
+    case DType::q4_0:
+      m.impl_ = quant_impl_from_reader(config, dtype, read, untied_head);
+      return m;
     default:
-      fail("gpt2: unsupported dtype ", dtype_name(dtype), " (expected f32, bf16 or f16)");
+      fail("gpt2: unsupported dtype ", dtype_name(dtype),
+           " (expected f32, bf16, f16, q8_0 or q4_0)");
   }
-  m.impl_->dtype = dtype;
+  m.impl_->dtype = m.impl_->cache_dtype = dtype;
   return m;
 }
 
@@ -298,7 +293,16 @@ Model Model::from_f32_views(const Config& config,
   config.validate();
   Model m;
   m.impl_ = std::make_unique<TypedImpl<float>>(config, tensor, std::move(owner), lm_head);
-  m.impl_->dtype = DType::f32;
+  m.impl_->dtype = m.impl_->cache_dtype = DType::f32;
+  return m;
+}
+
+Model Model::from_quant_views(const Config& config, DType dtype,
+                              const std::function<TensorView(const std::string&)>& tensor,
+                              std::shared_ptr<const void> owner, bool untied_head) {
+  config.validate();
+  Model m;
+  m.impl_ = quant_impl_from_views(config, dtype, tensor, std::move(owner), untied_head);
   return m;
 }
 
@@ -318,7 +322,7 @@ KvCache Model::new_cache(int capacity) const {
   cache.capacity = capacity;
   // Keys transposed per head, each head's rows padded to a multiple of 16 positions
   // (kernels/attention/causal.h); values as rows.
-  const size_t per_layer = static_cast<size_t>(c.n_embd) * dtype_size(impl_->dtype);
+  const size_t per_layer = static_cast<size_t>(c.n_embd) * dtype_size(impl_->cache_dtype);
   cache.keys.resize(c.n_layer * per_layer * static_cast<size_t>(kernels::kv_key_stride(capacity)));
   cache.values.resize(c.n_layer * per_layer * static_cast<size_t>(capacity));
   return cache;
