@@ -9,7 +9,7 @@
 namespace tinylm::cli {
 
 struct Gpt2Flags {
-  std::string model, config, tokenizer, dtype = "f32";
+  std::string model, config, tokenizer, dtype;  // dtype empty: f32, or a quantized GGUF's own
   int threads = 0;
   void add_to(CLI::App* cmd);
 };

@@ -65,6 +65,10 @@ TEST(Gpt2Gguf, ReferenceFilesHaveTheConfigOfTheSafetensorsModel) {
     EXPECT_EQ(f.find_tensor("output.weight"), nullptr);  // tied
     EXPECT_EQ(f.find_tensor("position_embd.weight")->type, io::GgmlType::f32);
     EXPECT_EQ(f.find_tensor("blk.0.attn_norm.weight")->type, io::GgmlType::f32);
+    const io::GgmlType head = f.find_tensor("token_embd.weight")->type;
+    EXPECT_EQ(head, std::string(type) == "f32"   ? io::GgmlType::f32
+                    : std::string(type) == "f16" ? io::GgmlType::f16
+                                                 : io::GgmlType::q8_0);  // Q4_0's head too
   }
 }
 
@@ -109,6 +113,29 @@ TEST(Gpt2Gguf, QuantizedFilesLoadAndStayCloseToF32) {
     EXPECT_LT(max_diff, tol);
     EXPECT_GT(max_diff, 0.0);
   }
+}
+
+TEST(Gpt2Gguf, QuantizedFilesRunInPlace) {
+  const std::vector<int> tokens = fixture_tokens();
+  // Q8_0: the file's blocks are ggml's quantization of the safetensors weights, which is what a
+  // q8_0 model quantizes at load: the same logits bit for bit, without a copy of the weights.
+  gpt2::Model in_place = train::load_gpt2_gguf_model(gguf("q8_0"));
+  EXPECT_EQ(in_place.dtype(), DType::q8_0);
+  gpt2::Model at_load = train::load_gpt2_model(test::source_path(kTiny), "", DType::q8_0);
+  const std::vector<float> a = logits(in_place, tokens), b = logits(at_load, tokens);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  // Q4_0, its tied head Q8_0 in the file as in a q4_0 model quantized at load: the same again.
+  gpt2::Model q4 = train::load_gpt2_gguf_model(gguf("q4_0"));
+  EXPECT_EQ(q4.dtype(), DType::q4_0);
+  gpt2::Model q4_at_load = train::load_gpt2_model(test::source_path(kTiny), "", DType::q4_0);
+  const std::vector<float> e = logits(q4_at_load, tokens);
+  // And an f32 computation over the dequantized weights: within f32 rounding of the same file
+  // read as f32.
+  gpt2::Model q4_f32 = train::load_gpt2_gguf_model(gguf("q4_0"), DType::f32);
+  EXPECT_LT(q4.weight_bytes() * 4, q4_f32.weight_bytes());
+  const std::vector<float> c = logits(q4, tokens), d = logits(q4_f32, tokens);
+  EXPECT_EQ(std::memcmp(c.data(), e.data(), c.size() * 4), 0);
+  for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], d[i], 1e-4) << i;
 }
 
 TEST(Gpt2Gguf, TinylmWritesThePythonFilesByteForByte) {

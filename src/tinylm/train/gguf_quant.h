@@ -1,8 +1,8 @@
 #pragma once
 // The seam between GGUF checkpoints and ggml's block formats: rows of f32 into GGUF tensor
 // data of a given ggml type and back. F32 is copied, F16 rounded to nearest even; Q8_0 and
-// Q4_0 are ggml's reference quantizers (kernels/quant), so the same floats give the same bytes
-// as llama.cpp.
+// Q4_0 go through kernels/quant (ggml's reference quantizers), so the same floats give the same
+// bytes as llama.cpp.
 #include <cstddef>
 #include <cstdint>
 #include <span>

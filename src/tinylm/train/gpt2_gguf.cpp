@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "tinylm/core/error.h"
@@ -163,9 +164,13 @@ void save_gpt2_gguf(const std::string& path, const gpt2::Config& config,
 
   std::vector<std::vector<std::byte>> data;  // every tensor's bytes, alive until write()
   data.reserve(layout.entries().size() + 1);
+  // The output head (token_embd when tied) of a Q4_0 file is Q8_0: every logit goes through it,
+  // and llama.cpp's quantizer likewise gives it a wider type (Q6_K) than Q4_0.
+  const std::string head_name = lm_head.empty() ? "token_embd.weight" : "output.weight";
   const auto add = [&](const std::string& name, std::span<const float> values,
                        std::vector<uint64_t> ne, bool keep_f32) {
     io::GgmlType t = keep_f32 ? io::GgmlType::f32 : type;
+    if (t == io::GgmlType::q4_0 && name == head_name) t = io::GgmlType::q8_0;
     if (ne[0] % io::ggml_block_size(t) != 0) t = io::GgmlType::f16;  // as the converter falls back
     std::vector<std::byte>& bytes = data.emplace_back(ggml_bytes(t, values.size()));
     encode_ggml(t, values, bytes);
@@ -257,9 +262,57 @@ Gpt2Gguf load_gpt2_gguf(const std::string& path) {
   return out;
 }
 
-gpt2::Model load_gpt2_gguf_model(const std::string& path, DType dtype) {
+namespace {
+
+std::optional<DType> block_dtype(io::GgmlType t) {
+  if (t == io::GgmlType::q8_0) return DType::q8_0;
+  if (t == io::GgmlType::q4_0) return DType::q4_0;
+  return std::nullopt;
+}
+
+// Whether a `dtype` model can use the file's tensors in place (gpt2::Model::from_quant_views):
+// the layers' matrices in `dtype`, token_embd and output in a block type, the rest F32.
+bool usable_in_place(const io::GgufFile& f, const ParamLayout& layout, DType dtype) {
+  for (const ParamEntry& e : layout.entries()) {
+    const Mapped m = map_param(e);
+    const io::GgmlType t = f.find_tensor(m.gguf)->type;
+    if (m.conv1d                 ? block_dtype(t) != dtype
+        : e.name == "wte.weight" ? !block_dtype(t)
+                                 : t != io::GgmlType::f32)
+      return false;
+  }
+  const io::GgufTensor* out = f.find_tensor("output.weight");
+  return out == nullptr || block_dtype(out->type).has_value();
+}
+
+}  // namespace
+
+gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> dtype) {
+  {
+    const io::GgufFile f = io::GgufFile::open(path);
+    const gpt2::Config config = read_gpt2_gguf_config(f);
+    const std::optional<DType> file_blocks =
+        block_dtype(f.find_tensor("blk.0.attn_qkv.weight")->type);
+    if (!dtype) dtype = file_blocks.value_or(DType::f32);
+    const ParamLayout layout = gpt2::param_layout(config);
+    if (is_quantized(*dtype) && usable_in_place(f, layout, *dtype)) {
+      std::map<std::string, const io::GgufTensor*> by_hf_name;
+      for (const ParamEntry& e : layout.entries())
+        by_hf_name[e.name] = f.find_tensor(map_param(e).gguf);
+      const io::GgufTensor* head = f.find_tensor("output.weight");
+      if (head) by_hf_name["lm_head.weight"] = head;
+      // The weights are read at load rather than page by page during the first tokens.
+      for (const auto& [name, t] : by_hf_name) f.populate(*t);
+      const auto view = [&](const std::string& name) {
+        const io::GgufTensor* t = by_hf_name.at(name);
+        return gpt2::Model::TensorView{block_dtype(t->type).value_or(DType::f32),
+                                       f.data(*t).data()};
+      };
+      return gpt2::Model::from_quant_views(config, *dtype, view, f.owner(), head != nullptr);
+    }
+  }
   Gpt2Gguf g = load_gpt2_gguf(path);
-  return gpt2::Model(g.checkpoint.config, std::move(g.checkpoint.params), dtype,
+  return gpt2::Model(g.checkpoint.config, std::move(g.checkpoint.params), *dtype,
                      std::move(g.checkpoint.lm_head));
 }
 

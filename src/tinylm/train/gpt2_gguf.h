@@ -25,8 +25,9 @@ namespace tinylm::train {
 bool is_gguf_file(const std::string& path);
 
 // Writes `params` (gpt2::param_layout order, f32) with `tokenizer` as a GGUF file whose 2-D
-// weights (token_embd, the four matrices per block, output) are of `type`; a row that is not
-// whole blocks of a quantized type falls back to F16, as llama.cpp's converter does.
+// weights (token_embd, the four matrices per block, output) are of `type`, except that the
+// output head (token_embd when tied) of a Q4_0 file is Q8_0; a row that is not whole blocks of a
+// quantized type falls back to F16, as llama.cpp's converter does.
 // `lm_head`: an untied head [vocab, C], or empty. The tokenizer may have fewer tokens than the
 // model's vocabulary (the rest are written as "[PAD<i>]", unused), not more. Atomic.
 void save_gpt2_gguf(const std::string& path, const gpt2::Config& config,
@@ -46,9 +47,15 @@ Gpt2Gguf load_gpt2_gguf(const std::string& path);
 // The configuration only (from the metadata and token_embd), with every tensor checked.
 gpt2::Config read_gpt2_gguf_config(const io::GgufFile& file);
 
-// The model ready to run in `dtype` (f32, bf16 or f16). An F32 file gives logits bit-identical
-// to the safetensors model it was converted from.
-gpt2::Model load_gpt2_gguf_model(const std::string& path, DType dtype);
+// The model ready to run in `dtype`; without one, in the file's own type (q8_0 or q4_0 for a
+// quantized file, else f32). A q8_0/q4_0 model whose file holds its matrices in that type (and
+// the embedding in Q8_0 or Q4_0, the 1-D tensors and position_embd in F32, as llama.cpp writes
+// them) uses the blocks in place in the memory-mapped file; any other combination is read as
+// f32 (Conv1D weights transposed back to Hugging Face's layout) and converted, or quantized
+// from floats, at load. An F32 file gives logits bit-identical to the safetensors model it was
+// converted from.
+gpt2::Model load_gpt2_gguf_model(const std::string& path,
+                                 std::optional<DType> dtype = std::nullopt);
 
 // The byte-level BPE tokenizer of tokenizer.ggml.*: model "gpt2", pre-tokenizer "gpt-2" (or
 // none), tokens, merges; tokens of type CONTROL (3) are special.

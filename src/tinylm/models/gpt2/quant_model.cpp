@@ -29,9 +29,9 @@ bool is_matrix(const ParamEntry& e) { return e.shape.size() == 2 && e.name != "w
 // Every matrix's input width must be whole blocks.
 void check_widths(const Config& c, DType dtype) {
   check(is_quantized(dtype), "gpt2: ", dtype_name(dtype), " is not a quantized type");
-  check(c.n_embd % k::kQuantBlock == 0 && c.mlp_dim() % k::kQuantBlock == 0, "gpt2: ",
-        dtype_name(dtype), " needs n_embd (", c.n_embd, ") and the MLP width (", c.mlp_dim(),
-        ") to be multiples of ", k::kQuantBlock, ", the block size");
+  check(c.n_embd % k::kQuantBlock == 0 && c.mlp_dim() % k::kQuantBlock == 0,
+        "gpt2: ", dtype_name(dtype), " needs n_embd (", c.n_embd, ") and the MLP width (",
+        c.mlp_dim(), ") to be multiples of ", k::kQuantBlock, ", the block size");
 }
 
 struct QuantImpl final : Model::Impl {
@@ -151,8 +151,8 @@ struct QuantImpl final : Model::Impl {
       check(emb ? is_quantized(v.dtype) : v.dtype == dt, "gpt2: tensor ", name, " is ",
             dtype_name(v.dtype), ", expected ", emb ? "q8_0 or q4_0" : dtype_name(dt));
       const ParamEntry* e = L.find(name);
-      const int64_t numel = e ? static_cast<int64_t>(e->numel)
-                              : static_cast<int64_t>(c.vocab_size) * c.n_embd;
+      const int64_t numel =
+          e ? static_cast<int64_t>(e->numel) : static_cast<int64_t>(c.vocab_size) * c.n_embd;
       bytes += storage_bytes(v.dtype, numel);
       return Matrix{v.dtype, static_cast<const std::byte*>(v.data)};
     };
@@ -202,8 +202,8 @@ struct QuantImpl final : Model::Impl {
     float* vc = reinterpret_cast<float*>(cache.values.data());
     const int64_t key_block = C * k::kv_key_stride(cap);
     const float eps = static_cast<float>(c.layer_norm_epsilon);
-    const auto matmul = [&](float* y, const float* in, const Matrix& w, const float* b,
-                            int64_t nin, int64_t nout) {
+    const auto matmul = [&](float* y, const float* in, const Matrix& w, const float* b, int64_t nin,
+                            int64_t nout) {
       k::quant_matmul(w.dtype, y, in, w.data, b, n, nin, nout);
     };
     for (int64_t li = 0; li < c.n_layer; ++li) {
