@@ -205,22 +205,33 @@ TEST(Gpt2Quant, ErrorsForShapesAndTensorsThatCannotBeUsed) {
   const auto build = [&](const std::string& bad, Model::TensorView v) {
     (void)Model::from_quant_views(c, DType::q8_0, views(bad, v), nullptr);
   };
-  test::expect_error([&] { build("h.0.mlp.c_fc.weight", {DType::q4_0, blocks.data()}); },
-                     {"h.0.mlp.c_fc.weight", "q4_0", "expected q8_0"});
-  test::expect_error([&] { build("h.0.ln_1.bias", {DType::q8_0, blocks.data()}); },
-                     {"h.0.ln_1.bias", "expected f32"});
-  test::expect_error([&] { build("wte.weight", {DType::f16, blocks.data()}); },
-                     {"wte.weight", "f16"});
-  test::expect_error([&] { build("wpe.weight", {DType::f32, nullptr}); }, {"wpe.weight", "no data"});
   test::expect_error(
       [&] {
-        build("ln_f.weight",
-              {DType::f32, reinterpret_cast<const std::byte*>(p.data()) + 1});
+        build("h.0.mlp.c_fc.weight", {DType::q4_0, blocks.data()});
+      },
+      {"h.0.mlp.c_fc.weight", "q4_0", "expected q8_0"});
+  test::expect_error(
+      [&] {
+        build("h.0.ln_1.bias", {DType::q8_0, blocks.data()});
+      },
+      {"h.0.ln_1.bias", "expected f32"});
+  test::expect_error(
+      [&] {
+        build("wte.weight", {DType::f16, blocks.data()});
+      },
+      {"wte.weight", "f16"});
+  test::expect_error(
+      [&] {
+        build("wpe.weight", {DType::f32, nullptr});
+      },
+      {"wpe.weight", "no data"});
+  test::expect_error(
+      [&] {
+        build("ln_f.weight", {DType::f32, reinterpret_cast<const std::byte*>(p.data()) + 1});
       },
       {"ln_f.weight", "aligned"});
-  test::expect_error(
-      [&] { (void)Model::from_quant_views(c, DType::bf16, views("", {}), nullptr); },
-      {"bf16", "not a quantized type"});
+  test::expect_error([&] { (void)Model::from_quant_views(c, DType::bf16, views("", {}), nullptr); },
+                     {"bf16", "not a quantized type"});
 }
 
 }  // namespace

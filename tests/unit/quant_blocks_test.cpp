@@ -99,8 +99,7 @@ TEST(QuantBlocks, RoundTripErrorIsWithinHalfAStep) {
       for (int64_t j = 0; j < kQuantBlock; ++j) {
         const size_t i = static_cast<size_t>(b * 32 + j);
         const float bound = t == DType::q8_0 ? 0.5f + 127.0f / 2048 : 1.0f + 8.0f / 2048;
-        EXPECT_LE(std::abs(y[i] - x[i]), bound * step * 1.0001f)
-            << dtype_name(t) << " value " << i;
+        EXPECT_LE(std::abs(y[i] - x[i]), bound * step * 1.0001f) << dtype_name(t) << " value " << i;
       }
     }
   }

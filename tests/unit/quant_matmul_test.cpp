@@ -117,8 +117,7 @@ TEST(QuantMatmul, RejectsWidthsThatAreNotWholeBlocks) {
   test::expect_error([&] { quant_matmul(y.data(), x.data(), w.data(), nullptr, 1, 48, 2); },
                      {"48", "multiple of 32"});
   test::expect_error(
-      [&] { quant_matmul(DType::f16, y.data(), x.data(), w.data(), nullptr, 1, 32, 1); },
-      {"f16"});
+      [&] { quant_matmul(DType::f16, y.data(), x.data(), w.data(), nullptr, 1, 32, 1); }, {"f16"});
 }
 
 }  // namespace
