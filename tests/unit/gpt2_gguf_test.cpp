@@ -189,6 +189,13 @@ TEST(Gpt2Gguf, ConvertRoundTripsThroughTheCli) {
                                               dir.file("q.gguf") + tok + " --dtype q4_0");
   ASSERT_EQ(q.exit_code, 0) << q.err;
   EXPECT_TRUE(file_bytes(dir.file("q.gguf")) == file_bytes(gguf("q4_0")));
+  // GGUF to GGUF keeps the input's type by default, and requantizing dequantized blocks gives
+  // the same blocks (each block's extreme maps back to its scale): the same file again.
+  const test::CommandResult qq =
+      test::run_cli("convert " + gguf("q4_0") + " " + dir.file("qq.gguf"));
+  ASSERT_EQ(qq.exit_code, 0) << qq.err;
+  EXPECT_NE(qq.out.find("GGUF Q4_0"), std::string::npos) << qq.out;
+  EXPECT_TRUE(file_bytes(dir.file("qq.gguf")) == file_bytes(gguf("q4_0")));
   const test::CommandResult back =
       test::run_cli("convert " + dir.file("m.gguf") + " " + dir.file("hf"));
   ASSERT_EQ(back.exit_code, 0) << back.err;

@@ -241,7 +241,7 @@ Gpt2Gguf load_gpt2_gguf(const std::string& path) {
   ck.config = read_gpt2_gguf_config(f);
   const ParamLayout layout = gpt2::param_layout(ck.config);
   ck.params.resize(layout.size());
-  out.weight_type = f.find_tensor("token_embd.weight")->type;
+  out.weight_type = f.find_tensor("blk.0.attn_qkv.weight")->type;
   std::vector<float> tmp;
   for (const ParamEntry& e : layout.entries()) {
     const Mapped m = map_param(e);

@@ -40,7 +40,7 @@ void save_gpt2_gguf(const std::string& path, const gpt2::Config& config,
 // file says about itself.
 struct Gpt2Gguf {
   Gpt2Checkpoint checkpoint;
-  io::GgmlType weight_type = io::GgmlType::f32;  // the type of the file's 2-D weights (the first)
+  io::GgmlType weight_type = io::GgmlType::f32;  // the layers' matrices' (blk.0.attn_qkv's)
 };
 Gpt2Gguf load_gpt2_gguf(const std::string& path);
 
