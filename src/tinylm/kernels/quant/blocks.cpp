@@ -15,7 +15,8 @@ namespace {
 // ggml's GGML_FP32_TO_FP16: nearest even, overflow to inf, every NaN to sign | 0x7e00.
 uint16_t ggml_fp16(float f) {
   const uint32_t u = float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
   return float_to_f16(f);
 }
 
@@ -101,8 +102,12 @@ void dequantize_all(const Block* x, float* y, int64_t n) {
 
 }  // namespace
 
-void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) { quantize_all(x, y, n, "quantize_q8_0"); }
-void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) { quantize_all(x, y, n, "quantize_q4_0"); }
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  quantize_all(x, y, n, "quantize_q8_0");
+}
+void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+  quantize_all(x, y, n, "quantize_q4_0");
+}
 void dequantize(const BlockQ8_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
 void dequantize(const BlockQ4_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
 

@@ -166,6 +166,7 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
 template <class Block>
 void product(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
              int64_t nout) {
+  if (rows == 0) return;
   if (rows <= 2) return decode(y, x, w, b, rows, nin, nout);
   prefill(y, x, w, b, rows, nin, nout);
 }

@@ -13,15 +13,18 @@ TINYLM_LEVEL_BEGIN
 #if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
 // 16 int8 as floats.
 TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
-  const __m512i i = _mm512_maskz_cvtepi8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i i =
+      _mm512_maskz_cvtepi8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return {_mm512_maskz_cvtepi32_ps(kAll16, i)};
 }
 // 16 bytes of Q4_0 nibbles: (b & 15) - 8 in lo, (b >> 4) - 8 in hi.
 TINYLM_INLINE void widen_nibbles(const uint8_t* p, f32x16& lo, f32x16& hi) {
-  const __m512i b = _mm512_maskz_cvtepu8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i b =
+      _mm512_maskz_cvtepu8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m512i eight = _mm512_set1_epi32(8), fifteen = _mm512_set1_epi32(15);
   lo = {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_sub_epi32(_mm512_and_si512(b, fifteen), eight))};
-  hi = {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_sub_epi32(_mm512_maskz_srli_epi32(kAll16, b, 4), eight))};
+  hi = {_mm512_maskz_cvtepi32_ps(kAll16,
+                                 _mm512_sub_epi32(_mm512_maskz_srli_epi32(kAll16, b, 4), eight))};
 }
 TINYLM_INLINE float half_scale(const uint8_t* d) {
   uint16_t h;
