@@ -134,9 +134,9 @@ TEST(Gpt2Quant, InPlaceViewsEqualQuantizingAtLoad) {
       const ParamEntry& e = L.at(name);
       if (is_matrix(e)) {
         const DType mt = name == "wte.weight" ? quant_embedding_dtype(t) : t;
-        return {mt, storage->at(name).data()};
+        return {mt, storage->at(name).data(), storage->at(name).size()};
       }
-      return {DType::f32, ck.params.data() + e.offset};
+      return {DType::f32, ck.params.data() + e.offset, e.numel * sizeof(float)};
     };
     Model views = Model::from_quant_views(ck.config, t, tensor, storage);
     Model loaded(ck.config, ck.params, t);
@@ -198,36 +198,50 @@ TEST(Gpt2Quant, ErrorsForShapesAndTensorsThatCannotBeUsed) {
     return [&, bad, v](const std::string& name) -> Model::TensorView {
       if (name == bad) return v;
       const ParamEntry& e = L.at(name);
-      if (is_matrix(e)) return {DType::q8_0, blocks.data()};
-      return {DType::f32, p.data() + e.offset};
+      if (is_matrix(e)) return {DType::q8_0, blocks.data(), e.numel / 32 * 34};
+      return {DType::f32, p.data() + e.offset, e.numel * sizeof(float)};
     };
   };
   const auto build = [&](const std::string& bad, Model::TensorView v) {
     (void)Model::from_quant_views(c, DType::q8_0, views(bad, v), nullptr);
   };
+  const size_t fc_bytes = L.at("h.0.mlp.c_fc.weight").numel / 32 * 34;
+  EXPECT_NO_THROW(build("h.0.mlp.c_fc.weight", {DType::q8_0, blocks.data(), fc_bytes}));
   test::expect_error(
       [&] {
-        build("h.0.mlp.c_fc.weight", {DType::q4_0, blocks.data()});
+        build("h.0.mlp.c_fc.weight", {DType::q4_0, blocks.data(), 0});
       },
       {"h.0.mlp.c_fc.weight", "q4_0", "expected q8_0"});
   test::expect_error(
       [&] {
-        build("h.0.ln_1.bias", {DType::q8_0, blocks.data()});
+        build("h.0.mlp.c_fc.weight", {DType::q8_0, blocks.data(), fc_bytes - 34});
+      },
+      {"h.0.mlp.c_fc.weight", std::to_string(fc_bytes - 34) + " bytes given",
+       std::to_string(fc_bytes)});
+  test::expect_error(
+      [&] {
+        build("h.0.ln_2.weight", {DType::f32, p.data(), 4});
+      },
+      {"h.0.ln_2.weight", "4 bytes given", "128"});
+  test::expect_error(
+      [&] {
+        build("h.0.ln_1.bias", {DType::q8_0, blocks.data(), 34});
       },
       {"h.0.ln_1.bias", "expected f32"});
   test::expect_error(
       [&] {
-        build("wte.weight", {DType::f16, blocks.data()});
+        build("wte.weight", {DType::f16, blocks.data(), 2560});
       },
       {"wte.weight", "f16"});
   test::expect_error(
       [&] {
-        build("wpe.weight", {DType::f32, nullptr});
+        build("wpe.weight", {DType::f32, nullptr, 0});
       },
       {"wpe.weight", "no data"});
+  const auto* odd = reinterpret_cast<const std::byte*>(p.data()) + 1;
   test::expect_error(
       [&] {
-        build("ln_f.weight", {DType::f32, reinterpret_cast<const std::byte*>(p.data()) + 1});
+        build("ln_f.weight", {DType::f32, odd, 128});
       },
       {"ln_f.weight", "aligned"});
   test::expect_error([&] { (void)Model::from_quant_views(c, DType::bf16, views("", {}), nullptr); },

@@ -111,6 +111,13 @@ TEST(QuantMatmul, RowsAloneEqualRowsTogetherAtAnyThreadCount) {
   }
 }
 
+TEST(QuantMatmul, ZeroRowsWriteNothing) {
+  std::vector<float> x(64), y(3, 7.0f);
+  std::vector<BlockQ4_0> w(6);
+  quant_matmul(y.data(), x.data(), w.data(), nullptr, 0, 64, 3);
+  EXPECT_EQ(y, std::vector<float>(3, 7.0f));
+}
+
 TEST(QuantMatmul, RejectsWidthsThatAreNotWholeBlocks) {
   std::vector<float> x(48), y(2);
   std::vector<BlockQ8_0> w(4);

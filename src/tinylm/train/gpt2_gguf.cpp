@@ -305,8 +305,8 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> d
       for (const auto& [name, t] : by_hf_name) f.populate(*t);
       const auto view = [&](const std::string& name) {
         const io::GgufTensor* t = by_hf_name.at(name);
-        return gpt2::Model::TensorView{block_dtype(t->type).value_or(DType::f32),
-                                       f.data(*t).data()};
+        return gpt2::Model::TensorView{block_dtype(t->type).value_or(DType::f32), f.data(*t).data(),
+                                       f.data(*t).size()};
       };
       return gpt2::Model::from_quant_views(config, *dtype, view, f.owner(), head != nullptr);
     }

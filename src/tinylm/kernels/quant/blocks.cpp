@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
@@ -101,6 +102,15 @@ void dequantize_all(const Block* x, float* y, int64_t n) {
 }
 
 }  // namespace
+
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = f16_to_float(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table.data();
+}
 
 void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
   quantize_all(x, y, n, "quantize_q8_0");

@@ -45,6 +45,10 @@ inline float block_scale(const Block& b) {
   return f16_to_float(static_cast<uint16_t>(b.d[0] | (b.d[1] << 8)));
 }
 
+// Every fp16 value as float, indexed by its bits (f16_to_float, 256 KiB; built on first use):
+// the products read a block's scale with one load instead of a conversion (as ggml does).
+const float* f16_table();
+
 // n floats (a multiple of 32, else Error) into n / 32 blocks. Large arrays are split across
 // threads; the bytes do not depend on it.
 void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n);

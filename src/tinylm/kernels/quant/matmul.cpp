@@ -12,24 +12,26 @@ TINYLM_LEVEL_BEGIN
 
 namespace {
 
-// A block's 32 weights, q * d, as two vectors.
-TINYLM_INLINE void weights(const BlockQ8_0& b, f32x16& lo, f32x16& hi) {
-  const float d = half_scale(b.d);
+// A block's 32 weights, q * d, as two vectors (exact: q * d fits a float). The scale comes
+// from f16_table() (`table`); Q4_0's offset is folded into one fused multiply-add per vector,
+// (q - 8) * d = fma(q, d, -8 d), exact as well.
+TINYLM_INLINE void weights(const BlockQ8_0& b, const float* table, f32x16& lo, f32x16& hi) {
+  const f32x16 d = splat_scale(b.d, table);
   lo = widen_i8(b.qs) * d;
   hi = widen_i8(b.qs + kLanes) * d;
 }
-TINYLM_INLINE void weights(const BlockQ4_0& b, f32x16& lo, f32x16& hi) {
-  const float d = half_scale(b.d);
+TINYLM_INLINE void weights(const BlockQ4_0& b, const float* table, f32x16& lo, f32x16& hi) {
+  const f32x16 d = splat_scale(b.d, table), minus_8d = d * -8.0f;
   widen_nibbles(b.qs, lo, hi);
-  lo = lo * d;
-  hi = hi * d;
+  lo = fma(lo, d, minus_8d);
+  hi = fma(hi, d, minus_8d);
 }
 
 // Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each block's weights dequantized once
 // for the rows. w: the first output's row of blocks; nb blocks a row.
 template <int NR, int NO, class Block>
 TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t nin,
-                                  const Block* w, int64_t nb, const float* b) {
+                                  const Block* w, int64_t nb, const float* b, const float* table) {
   f32x16 a[NR][NO];  // (loops fully unrolled: the accumulators live in registers)
 #pragma GCC unroll 2
   for (int j = 0; j < NR; ++j) {
@@ -40,7 +42,7 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
 #pragma GCC unroll 4
     for (int o = 0; o < NO; ++o) {
       f32x16 lo, hi;
-      weights(w[o * nb + k], lo, hi);
+      weights(w[o * nb + k], table, lo, hi);
 #pragma GCC unroll 2
       for (int j = 0; j < NR; ++j) {
         const float* xj = x + j * nin + k * kQuantBlock;
@@ -64,6 +66,7 @@ void decode(float* y, const float* x, const Block* w, const float* b, int64_t ro
   const int64_t nb = nin / kQuantBlock;
   const int64_t row_bytes = nb * static_cast<int64_t>(sizeof(Block)), total = nout * row_bytes;
   const char* bytes = reinterpret_cast<const char*>(w);
+  const float* table = f16_table();
   parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
     for (int64_t o0 = g * kGroup; o0 < std::min(nout, (g + 1) * kGroup); o0 += kOuts) {
       const int64_t n = std::min(kOuts, nout - o0);
@@ -74,16 +77,16 @@ void decode(float* y, const float* x, const Block* w, const float* b, int64_t ro
       const float* bo = b ? b + o0 : nullptr;
       if (n == kOuts) {
         if (rows == 2) {
-          decode_outputs<2, kOuts>(y + o0, nout, x, nin, wo, nb, bo);
+          decode_outputs<2, kOuts>(y + o0, nout, x, nin, wo, nb, bo, table);
         } else {
-          decode_outputs<1, kOuts>(y + o0, nout, x, nin, wo, nb, bo);
+          decode_outputs<1, kOuts>(y + o0, nout, x, nin, wo, nb, bo, table);
         }
         continue;
       }
       for (int64_t o = 0; o < n; ++o) {
         for (int64_t r = 0; r < rows; ++r)
           decode_outputs<1, 1>(y + r * nout + o0 + o, nout, x + r * nin, nin, wo + o * nb, nb,
-                               bo ? bo + o : nullptr);
+                               bo ? bo + o : nullptr, table);
       }
     }
   });
@@ -138,6 +141,7 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
   // Rows per block: their inputs within ~768 KiB of L2.
   const int64_t row_block = std::clamp<int64_t>((int64_t{192} << 10) / nin, 16, 256);
   const int64_t nb = nin / kQuantBlock, ngroups = (nout + kGroup - 1) / kGroup;
+  const float* table = f16_table();
   parallel_for_balanced((rows + row_block - 1) / row_block * ngroups, [&](int64_t item) {
     const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
     const int64_t r0 = item / ngroups * row_block, nr = std::min(row_block, rows - r0);
@@ -147,7 +151,7 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
     for (int64_t o = o0; o < o1; ++o) {
       for (int64_t k = 0; k < nb; ++k) {
         f32x16 lo, hi;
-        weights(w[o * nb + k], lo, hi);
+        weights(w[o * nb + k], table, lo, hi);
         float* dst = wd + (o - o0) * nin + k * kQuantBlock;
         store(dst, lo);
         store(dst + kLanes, hi);
@@ -166,6 +170,7 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
 template <class Block>
 void product(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
              int64_t nout) {
+  if (rows == 0) return;
   if (rows <= 2) return decode(y, x, w, b, rows, nin, nout);
   prefill(y, x, w, b, rows, nin, nout);
 }

@@ -17,19 +17,18 @@ TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
       _mm512_maskz_cvtepi8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return {_mm512_maskz_cvtepi32_ps(kAll16, i)};
 }
-// 16 bytes of Q4_0 nibbles: (b & 15) - 8 in lo, (b >> 4) - 8 in hi.
+// 16 bytes of Q4_0 nibbles: b & 15 in lo, b >> 4 in hi (unsigned: the caller subtracts 8).
 TINYLM_INLINE void widen_nibbles(const uint8_t* p, f32x16& lo, f32x16& hi) {
   const __m512i b =
       _mm512_maskz_cvtepu8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  const __m512i eight = _mm512_set1_epi32(8), fifteen = _mm512_set1_epi32(15);
-  lo = {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_sub_epi32(_mm512_and_si512(b, fifteen), eight))};
-  hi = {_mm512_maskz_cvtepi32_ps(kAll16,
-                                 _mm512_sub_epi32(_mm512_maskz_srli_epi32(kAll16, b, 4), eight))};
+  lo = {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_and_si512(b, _mm512_set1_epi32(15)))};
+  hi = {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, b, 4))};
 }
-TINYLM_INLINE float half_scale(const uint8_t* d) {
+// table[d] in every lane: a broadcast load, no shuffle.
+TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
   uint16_t h;
   std::memcpy(&h, d, 2);
-  return _cvtsh_ss(h);
+  return {_mm512_maskz_broadcastss_ps(kAll16, _mm_load_ss(table + h))};
 }
 #elif TINYLM_LEVEL == TINYLM_LEVEL_AVX2
 TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
@@ -39,18 +38,18 @@ TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
 }
 TINYLM_INLINE void widen_nibbles(const uint8_t* p, f32x16& lo, f32x16& hi) {
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m128i mask = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
-  const __m128i l = _mm_sub_epi8(_mm_and_si128(b, mask), eight);
-  const __m128i h = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), mask), eight);
-  lo = {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(l)),
-        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(l, 8)))};
-  hi = {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h)),
-        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(h, 8)))};
+  const __m128i mask = _mm_set1_epi8(15);
+  const __m128i l = _mm_and_si128(b, mask), h = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+  lo = {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(l)),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(l, 8)))};
+  hi = {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(h)),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(h, 8)))};
 }
-TINYLM_INLINE float half_scale(const uint8_t* d) {
+TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
   uint16_t h;
   std::memcpy(&h, d, 2);
-  return _cvtsh_ss(h);
+  const __m256 v = _mm256_broadcast_ss(table + h);
+  return {v, v};
 }
 #else
 TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
@@ -61,14 +60,14 @@ TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
 TINYLM_INLINE void widen_nibbles(const uint8_t* p, f32x16& lo, f32x16& hi) {
   float l[16], h[16];
   for (int i = 0; i < 16; ++i) {
-    l[i] = static_cast<float>((p[i] & 15) - 8);
-    h[i] = static_cast<float>((p[i] >> 4) - 8);
+    l[i] = static_cast<float>(p[i] & 15);
+    h[i] = static_cast<float>(p[i] >> 4);
   }
   lo = load(l);
   hi = load(h);
 }
-TINYLM_INLINE float half_scale(const uint8_t* d) {
-  return f16_to_float(static_cast<uint16_t>(d[0] | (d[1] << 8)));
+TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
+  return splat(table[d[0] | (d[1] << 8)]);
 }
 #endif
 

@@ -70,10 +70,12 @@ class Model {
   // load (Conv1D weights transposed into ggml's layout first).
   static Model from_reader(const Config& config, DType dtype, const TensorReader& read,
                            bool untied_head);
-  // A tensor in memory: its type and its first byte.
+  // A tensor in memory: its type, its first byte, and how many bytes the caller has there
+  // (checked against the tensor's shape: storage_bytes(dtype, numel)).
   struct TensorView {
     DType dtype = DType::f32;
     const void* data = nullptr;
+    size_t bytes = 0;
   };
   // A quantized model (dtype q8_0 or q4_0) over tensors used in place, e.g. inside a
   // memory-mapped GGUF file kept alive by `owner`: nothing is copied. tensor(name) is called
@@ -82,8 +84,8 @@ class Model {
   //  - the layers' four matrices: `dtype` blocks in ggml's layout (the header above);
   //  - wte.weight and lm_head.weight: q8_0 or q4_0 blocks, vocab rows of n_embd / 32;
   //  - every other tensor (1-D, wpe): f32, 4-byte aligned.
-  // Blocks need no alignment. Throws Error for a null pointer, a wrong type or a shape whose
-  // widths are not multiples of 32.
+  // Blocks need no alignment. Throws Error naming the tensor for a null pointer, a wrong type, a
+  // byte count that does not match the shape, or widths that are not multiples of 32.
   static Model from_quant_views(const Config& config, DType dtype,
                                 const std::function<TensorView(const std::string&)>& tensor,
                                 std::shared_ptr<const void> owner, bool untied_head = false);

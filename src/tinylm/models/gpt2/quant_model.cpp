@@ -1,4 +1,5 @@
 // GPT-2 with q8_0 / q4_0 matrices (model.h's header states the layout and what stays f32).
+#include <cstdint>
 #include <cstring>
 #include <map>
 
@@ -140,29 +141,35 @@ struct QuantImpl final : Model::Impl {
     owner = std::move(keep_alive);
     check_widths(c, dt);
     const ParamLayout L = param_layout(c);
-    const auto view = [&](const std::string& name) {
+    const auto numel = [&](const std::string& name) {
+      const ParamEntry* e = L.find(name);  // (lm_head.weight is not in the layout)
+      return e ? static_cast<int64_t>(e->numel) : static_cast<int64_t>(c.vocab_size) * c.n_embd;
+    };
+    const auto view = [&](const std::string& name, bool quantized) {
       const Model::TensorView v = tensor(name);
       check(v.data != nullptr, "gpt2: tensor ", name, ": no data");
+      if (quantized) {
+        const bool emb = name == "wte.weight" || name == "lm_head.weight";
+        check(emb ? is_quantized(v.dtype) : v.dtype == dt, "gpt2: tensor ", name, " is ",
+              dtype_name(v.dtype), ", expected ", emb ? "q8_0 or q4_0" : dtype_name(dt));
+      } else {
+        check(v.dtype == DType::f32, "gpt2: tensor ", name, " is ", dtype_name(v.dtype),
+              ", expected f32");
+      }
+      const size_t want = storage_bytes(v.dtype, numel(name));
+      check(v.bytes == want, "gpt2: tensor ", name, ": ", v.bytes, " bytes given, its shape needs ",
+            want);
+      bytes += want;
       return v;
     };
     const auto matrix = [&](const std::string& name) {
-      const Model::TensorView v = view(name);
-      const bool emb = name == "wte.weight" || name == "lm_head.weight";
-      check(emb ? is_quantized(v.dtype) : v.dtype == dt, "gpt2: tensor ", name, " is ",
-            dtype_name(v.dtype), ", expected ", emb ? "q8_0 or q4_0" : dtype_name(dt));
-      const ParamEntry* e = L.find(name);
-      const int64_t numel =
-          e ? static_cast<int64_t>(e->numel) : static_cast<int64_t>(c.vocab_size) * c.n_embd;
-      bytes += storage_bytes(v.dtype, numel);
+      const Model::TensorView v = view(name, true);
       return Matrix{v.dtype, static_cast<const std::byte*>(v.data)};
     };
     const auto f32 = [&](const std::string& name) {
-      const Model::TensorView v = view(name);
-      check(v.dtype == DType::f32, "gpt2: tensor ", name, " is ", dtype_name(v.dtype),
-            ", expected f32");
+      const Model::TensorView v = view(name, false);
       check(reinterpret_cast<uintptr_t>(v.data) % alignof(float) == 0, "gpt2: tensor ", name,
             ": f32 data not 4-byte aligned");
-      bytes += L.at(name).numel * sizeof(float);
       return static_cast<const float*>(v.data);
     };
     bind(matrix, f32);
