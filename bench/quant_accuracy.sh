@@ -4,7 +4,8 @@
 #   perplexity  over the last BYTES bytes of tinyshakespeare, which lie inside the training
 #               run's validation split (the last 10% of the tokens); windows of the model's
 #               context, the default stride; each dtype's increase over f32
-#   greedy      8 prompts, GREEDY_TOKENS new tokens each at temperature 0; how many of the
+#   greedy      8 prompts (mid-sentence: a small model continues a line rather than start a
+#               play), GREEDY_TOKENS new tokens each at temperature 0; how many of the
 #               quantized completions are identical to f32's
 # Targets: perplexity within +1% (q8_0) and +10% (q4_0) of f32; q8_0's greedy text equal to
 # f32's on at least 6 of 8 prompts.
@@ -18,14 +19,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tail -c "$bytes" "$here/data/tinyshakespeare.txt" >"$tmp/heldout.txt"
 cat >"$tmp/prompts.txt" <<'EOF'
-ROMEO:
-JULIET:
-First Citizen:
-KING RICHARD III:
-To be, or not to be
-The king is dead, and
-O my good lord,
-Good morrow, sweet
+ROMEO: I will not
+What say you to
+My lord, the king
+I pray you, sir, let
+And if thou wilt
+Come, come, you
+The duke of
+Why, then the
 EOF
 "$tinylm" --version | sed -n 2p
 ppl() { sed -n 's/.*perplexity \([0-9.]*\).*/\1/p'; }
