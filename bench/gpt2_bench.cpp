@@ -1,11 +1,11 @@
 // GPT-2 inference speed on a 124M-shaped model with random weights saved as a Hugging Face
 // directory (what `tinylm init --preset 124M` writes): batch 1, a 16-token prompt, 64 new
-// tokens, for f32, bf16 and f16. Each dtype runs in a fresh process (this program re-executed
-// with --child) so that load time, the first forward (which pays the page faults on freshly
-// mapped or allocated memory) and peak memory are its own. Prints load ms, first-forward ms,
-// prefill and decode tokens/s (medians after a warm-up), the memory-bandwidth limit of
-// decode (measured read bandwidth / weight bytes per token) and the fraction of it reached,
-// and peak resident memory against weights + KV cache.
+// tokens, for f32, bf16, f16, q8_0 and q4_0 (quantized at load; --dtypes picks some). Each dtype
+// runs in a fresh process (this program re-executed with --child) so that load time, the first
+// forward (which pays the page faults on freshly mapped or allocated memory) and peak memory are
+// its own. Prints load ms, first-forward ms, prefill and decode tokens/s (medians after a warm-up),
+// the memory-bandwidth limit of decode (measured read bandwidth / weight bytes per token) and the
+// fraction of it reached, and peak resident memory against weights + KV cache.
 //
 // The read bandwidth of these shared virtual machines swings by 2x within seconds (other
 // tenants), so each timed generation is paired with a bandwidth probe run right before it,
@@ -154,9 +154,11 @@ int run_child(const std::string& dir, DType dt, int new_tokens, int reps) {
   };
   const double prefill = median(pre), decode = median(dec), bw = median(bws);
   const gpt2::Config& c = m.config();
-  const double kv = 2.0 * c.n_layer * static_cast<double>(kPrompt.size() + new_tokens) * c.n_embd *
-                    static_cast<double>(dtype_size(dt));
-  std::printf("%-5s %9.1f %8.1f %9.1f %9.1f %8.1f %7.1f %7.1f %6.0f%% %9.1f %9.1f %6.2f\n",
+  const double cache_bytes = is_quantized(dt) ? 4.0 : static_cast<double>(dtype_size(dt));
+  const double kv =
+      2.0 * c.n_layer * static_cast<double>(kPrompt.size() + new_tokens) * c.n_embd * cache_bytes;
+  std::printf("%-6s %-5s %9.1f %8.1f %9.1f %9.1f %8.1f %7.1f %7.1f %6.0f%% %9.1f %9.1f %6.2f\n",
+              std::string(kernels::isa_name(kernels::active_isa())).c_str(),
               std::string(dtype_name(dt)).c_str(), m.weight_bytes() / 1e6, load_ms, first_ms,
               kPrompt.size() * 1000.0 / prefill, 1000.0 / decode, bw, bw / weight_gb,
               100.0 * median(reached), (m.weight_bytes() + kv) / 1e6, peak / 1e6,
@@ -168,7 +170,7 @@ int run_child(const std::string& dir, DType dt, int new_tokens, int reps) {
 
 int main(int argc, char** argv) {
   int threads = 0, new_tokens = 64, reps = 5;
-  std::string preset = "124M", child, model_dir;
+  std::string preset = "124M", child, model_dir, dtypes = "f32,bf16,f16,q8_0,q4_0";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
       threads = std::atoi(argv[++i]);
@@ -178,12 +180,15 @@ int main(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--preset") && i + 1 < argc)
       preset = argv[++i];
+    else if (!std::strcmp(argv[i], "--dtypes") && i + 1 < argc)
+      dtypes = argv[++i];
     else if (!std::strcmp(argv[i], "--child") && i + 2 < argc) {
       child = argv[++i];
       model_dir = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--threads N] [--tokens N] [--reps N] [--preset 124M|small-test]\n",
+                   "usage: %s [--threads N] [--tokens N] [--reps N] [--preset 124M|small-test] "
+                   "[--dtypes f32,bf16,f16,q8_0,q4_0]\n",
                    argv[0]);
       return 2;
     }
@@ -206,12 +211,19 @@ int main(int argc, char** argv) {
       "tokens, "
       "medians of %d\n",
       bench::level_line().c_str(), preset.c_str(), num_threads(), kPrompt.size(), new_tokens, reps);
-  std::printf("%-5s %9s %8s %9s %9s %8s %7s %7s %7s %9s %9s %6s\n", "dtype", "weight MB", "load ms",
-              "1st fwd ms", "prefill/s", "decode/s", "GB/s", "limit/s", "reached", "w+kv MB",
-              "peak MB", "ratio");
+  std::printf("%-6s %-5s %9s %8s %9s %9s %8s %7s %7s %7s %9s %9s %6s\n", "level", "dtype",
+              "weight MB", "load ms", "1st fwd ms", "prefill/s", "decode/s", "GB/s", "limit/s",
+              "reached", "w+kv MB", "peak MB", "ratio");
   std::fflush(stdout);
   int rc = 0;
-  for (const char* dt : {"f32", "bf16", "f16"}) {
+  std::vector<std::string> list;
+  for (size_t a = 0; a <= dtypes.size();) {
+    const size_t b = std::min(dtypes.find(',', a), dtypes.size());
+    list.push_back(dtypes.substr(a, b - a));
+    (void)parse_dtype(list.back());  // a bad name fails here, not in every child
+    a = b + 1;
+  }
+  for (std::string& dt : list) {
     const std::string t = std::to_string(threads), n = std::to_string(new_tokens),
                       rp = std::to_string(reps);
     std::vector<std::string> args = {argv[0], "--child",  dt, dir,      "--threads",

@@ -25,8 +25,11 @@ std::string version_text() {
 
 namespace {
 
-// A bash completion script: commands after "tinylm", each command's flags after it, file
-// names for everything else.
+// The values --dtype takes (generate / perplexity, gpt2_common.cpp).
+constexpr const char* kDtypeValues = "f32 bf16 f16 q8_0 q4_0";
+
+// A bash completion script: commands after "tinylm", each command's flags after it, --dtype's
+// values after it, file names for everything else.
 std::string bash_completion(const CLI::App& app) {
   std::string commands = "help completion", cases;
   for (const CLI::App* sub : app.get_subcommands({})) {
@@ -54,6 +57,11 @@ std::string bash_completion(const CLI::App& app) {
          cases + "    help) words=\"" + commands +
          "\" ;;\n"
          "    *) words=\"\" ;;\n"
+         "  esac\n"
+         "  case \"${COMP_WORDS[COMP_CWORD-1]}\" in\n"
+         "    --dtype) COMPREPLY=($(compgen -W \"" +
+         std::string(kDtypeValues) +
+         "\" -- \"$cur\")); return ;;\n"
          "  esac\n"
          "  if [[ \"$cur\" == -* || \"${COMP_WORDS[1]}\" == help ]]; then\n"
          "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"

@@ -119,7 +119,7 @@ Generator load_tokenizer_of(const GenerateFlags& f, ModelKind kind, const std::s
     g.tok.emplace(load_tokenizer(f.model.tokenizer, path));
     return g;
   }
-  if (f.model.dtype != "f32")
+  if (!f.model.dtype.empty() && f.model.dtype != "f32")
     throw UsageError("--dtype " + f.model.dtype + ": EvermindLM generates in f32");
   g.tok.emplace(load_evermind_tokenizer(f.model.tokenizer, path));
   return g;

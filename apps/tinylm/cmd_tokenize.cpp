@@ -18,8 +18,9 @@ void register_tokenize(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Text to token ids (byte-level BPE), or ids to text with --decode");
-  cmd->add_option("--tokenizer", f->tokenizer,
-                  "tokenizer.json or a directory with tokenizer files (default: data/gpt2)");
+  cmd->add_option(
+      "--tokenizer", f->tokenizer,
+      "tokenizer.json, a directory with tokenizer files, or a .gguf (default: data/gpt2)");
   CLI::Option* text_opt = cmd->add_option(
       "text", f->text,
       "Text to encode, or ids separated by spaces or commas with --decode (default: --file, "

@@ -15,6 +15,7 @@ void register_train(CLI::App& app);
 void register_plot(CLI::App& app);
 void register_delta(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_convert(CLI::App& app);
 // tinylm completion bash: a completion script made from the registered commands and flags.
 void register_completion(CLI::App& app);
 

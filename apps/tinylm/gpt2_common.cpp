@@ -2,12 +2,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/train/gpt2_checkpoint.h"
+#include "tinylm/train/gpt2_gguf.h"
 
 namespace tinylm::cli {
 
@@ -15,15 +17,17 @@ namespace fs = std::filesystem;
 
 void Gpt2Flags::add_to(CLI::App* cmd) {
   cmd->add_option("--model", model,
-                  "Model directory (config.json + model.safetensors) or weights file")
+                  "Model directory (config.json + model.safetensors), weights file or .gguf")
       ->required();
   cmd->add_option("--config", config, "config.json, when not beside the weights");
   cmd->add_option("--tokenizer", tokenizer,
                   "tokenizer.json or a directory with tokenizer.json, vocab.json + merges.txt or "
                   "encoder.json + vocab.bpe (default: the model's, else data/gpt2)");
-  cmd->add_option("--dtype", dtype, "Weights and KV cache: f32, bf16 or f16")
-      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
-      ->capture_default_str();
+  cmd->add_option("--dtype", dtype,
+                  "Weights: f32, bf16 or f16 (and the KV cache), or q8_0 / q4_0 (ggml's blocks, "
+                  "quantized at load, or used in place from a GGUF of that type; the KV cache "
+                  "stays f32). Default: f32, or a Q8_0/Q4_0 GGUF's own type")
+      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0", "q4_0"}));
   cmd->add_option("--threads", threads, "Threads (default: all cores)")
       ->check(CLI::Range(1, max_threads()));
 }
@@ -46,9 +50,11 @@ std::string default_vocab_dir() {
 
 BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_dir) {
   if (!explicit_path.empty()) {
+    if (train::is_gguf_file(explicit_path)) return train::load_gguf_tokenizer(explicit_path);
     return fs::is_directory(explicit_path) ? BpeTokenizer::from_directory(explicit_path)
                                            : BpeTokenizer::from_tokenizer_json(explicit_path);
   }
+  if (train::is_gguf_file(model_dir)) return train::load_gguf_tokenizer(model_dir);
   const fs::path dir =
       fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
   for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json"}) {
@@ -60,10 +66,15 @@ BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string&
 gpt2::Model load_model(const Gpt2Flags& flags) {
   set_num_threads(flags.threads);
   Timer timer;
-  gpt2::Model model = train::load_gpt2_model(flags.model, flags.config, parse_dtype(flags.dtype));
+  std::optional<DType> dtype;
+  if (!flags.dtype.empty()) dtype = parse_dtype(flags.dtype);
+  gpt2::Model model =
+      train::is_gguf_file(flags.model)
+          ? train::load_gpt2_gguf_model(flags.model, dtype)
+          : train::load_gpt2_model(flags.model, flags.config, dtype.value_or(DType::f32));
   std::fprintf(stderr, "loaded %s in %.0f ms: %.1f MB of %s weights, %d threads\n",
                flags.model.c_str(), timer.elapsed_ms(), model.weight_bytes() / 1e6,
-               flags.dtype.c_str(), num_threads());
+               std::string(dtype_name(model.dtype())).c_str(), num_threads());
   return model;
 }
 

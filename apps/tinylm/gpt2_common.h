@@ -9,7 +9,7 @@
 namespace tinylm::cli {
 
 struct Gpt2Flags {
-  std::string model, config, tokenizer, dtype = "f32";
+  std::string model, config, tokenizer, dtype;  // dtype empty: f32, or a quantized GGUF's own
   int threads = 0;
   void add_to(CLI::App* cmd);
 };
@@ -18,8 +18,9 @@ struct Gpt2Flags {
 // under share/tinylm/gpt2); throws, naming the places tried, when there is none.
 std::string default_vocab_dir();
 
-// The tokenizer: --tokenizer (a tokenizer.json or a directory), else the model directory's
-// (when model_dir is not empty), else the vendored GPT-2 vocabulary.
+// The tokenizer: --tokenizer (a tokenizer.json, a directory or a .gguf), else the model's (a
+// .gguf's own, or its directory's, when model_dir is not empty), else the vendored GPT-2
+// vocabulary.
 BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_dir);
 
 // Loads the checkpoint and converts it to the requested dtype; prints load time, weight bytes

@@ -118,6 +118,7 @@ int run(int argc, char** argv) {
   tinylm::cli::register_plot(app);
   tinylm::cli::register_delta(app);
   tinylm::cli::register_serve(app);
+  tinylm::cli::register_convert(app);
   tinylm::cli::register_completion(app);
   std::vector<std::string> commands;
   for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "tinylm/core/error.h"
+#include "tinylm/io/gguf.h"
 
 namespace tinylm::cli {
 
@@ -16,7 +17,7 @@ namespace {
 const char* expected_text(ModelKind k) {
   switch (k) {
     case ModelKind::gpt2:
-      return "GPT-2 (a model directory or its model.safetensors; --arch gpt2)";
+      return "GPT-2 (a model directory, its model.safetensors, or a gpt2 .gguf; --arch gpt2)";
     case ModelKind::evermind:
       return "EvermindLM (an .evl checkpoint; --arch evermind)";
     case ModelKind::microgpt:
@@ -34,8 +35,18 @@ DetectedModel detect_file(const std::string& path) {
   if (!in.read(head, 8)) return d;
   if (std::memcmp(head, "0LVE", 4) == 0)
     return {ModelKind::evermind, path, "an EvermindLM checkpoint (EVL0)"};
-  if (std::memcmp(head, "GGUF", 4) == 0)
-    return {ModelKind::gguf, path, "a GGUF file (not supported yet)"};
+  if (std::memcmp(head, "GGUF", 4) == 0) {
+    // The architecture from the metadata; a file that does not parse goes to the GPT-2 loader,
+    // which says what is wrong with it.
+    try {
+      const io::GgufFile f = io::GgufFile::open(path);
+      const io::GgufValue* arch = f.find("general.architecture");
+      if (arch && arch->type == io::GgufType::string && arch->strings[0] != "gpt2")
+        return {ModelKind::gguf, path, "a GGUF model of architecture '" + arch->strings[0] + "'"};
+    } catch (const Error&) {
+    }
+    return {ModelKind::gpt2, path, "a GPT-2 GGUF file"};
+  }
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(head[i]);
   std::error_code ec;

@@ -7,10 +7,11 @@
 namespace tinylm::cli {
 
 enum class ModelKind {
-  gpt2,      // a Hugging Face GPT-2 directory, or a safetensors file with GPT-2's tensor names
+  gpt2,      // a Hugging Face GPT-2 directory, a safetensors file with GPT-2's tensor names, or
+             // a GGUF file of architecture gpt2
   evermind,  // an EVL0 checkpoint
   microgpt,  // a tinylm microgpt safetensors checkpoint
-  gguf,      // GGUF: recognised, not supported yet
+  gguf,      // a GGUF file of an architecture tinylm does not run (a gpt2 one is gpt2)
   unknown,   // none of these (the loader of the kind asked for reports why)
 };
 

@@ -47,17 +47,22 @@ TEST(CliGpt2, InitThenGenerateAndPerplexity) {
   EXPECT_EQ(
       run_cli("generate --model " + model + " --prompt 'The quick brown fox' --max-tokens 8").out,
       gen.out);
-  for (const char* dtype : {"bf16", "f16"}) {
-    EXPECT_EQ(
-        run_cli("generate --model " + model + " --prompt 'Hi' --max-tokens 4 --dtype " + dtype)
-            .exit_code,
-        0);
+  for (const char* dtype : {"bf16", "f16", "q8_0", "q4_0"}) {
+    const test::CommandResult r =
+        run_cli("generate --model " + model + " --prompt 'Hi' --max-tokens 4 --dtype " + dtype);
+    EXPECT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("of ") + dtype + " weights"), std::string::npos) << r.err;
   }
   test::write_text(dir.file("text.txt"), "It was the best of times, it was the worst of times.");
   const test::CommandResult ppl = run_cli("perplexity --model " + model + " --file " +
                                           dir.file("text.txt") + " --context 8 --stride 4");
   ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
   EXPECT_NE(ppl.out.find("perplexity"), std::string::npos);
+  const test::CommandResult ppl_q =
+      run_cli("perplexity --model " + model + " --file " + dir.file("text.txt") +
+              " --context 8 --stride 4 --dtype q4_0");
+  ASSERT_EQ(ppl_q.exit_code, 0) << ppl_q.err;
+  EXPECT_NE(ppl_q.out.find("perplexity"), std::string::npos);
 }
 
 TEST(CliGpt2, ErrorsAreOneLine) {
@@ -66,6 +71,8 @@ TEST(CliGpt2, ErrorsAreOneLine) {
        {std::string("generate --model ") + dir.file("none") + " --prompt hi",
         std::string("generate --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
             " --prompt hi --dtype f8",
+        std::string("generate --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
+            " --prompt hi --dtype q5_0",
         std::string("generate --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
             " --prompt hi --top-p 0",
         std::string("perplexity --model ") + test::source_path("tests/fixtures/gpt2/tiny") +

@@ -319,6 +319,11 @@ TEST_F(CliNewUser, VersionAndCompletion) {
       test::run_shell("bash -c 'source " + work("completion.bash") +
                       "; COMP_WORDS=(tinylm gen); COMP_CWORD=1; _tinylm; echo ${COMPREPLY[@]}'");
   EXPECT_EQ(words.out, "generate\n");
+  // And --dtype's values, the quantized ones included.
+  const test::CommandResult dtypes = test::run_shell(
+      "bash -c 'source " + work("completion.bash") +
+      "; COMP_WORDS=(tinylm generate --dtype q); COMP_CWORD=3; _tinylm; echo ${COMPREPLY[@]}'");
+  EXPECT_EQ(dtypes.out, "q8_0 q4_0\n");
 }
 
 }  // namespace

@@ -274,7 +274,13 @@ TEST_F(HostileInput, TheFuzzCorporasInvalidFilesAreRefusedByTheCli) {
     expect_refused("tokenize --tokenizer " + e.path().string() + " hello", "", out.path());
     ++cases;
   }
-  EXPECT_GE(cases, 10);
+  for (const auto& e : fs::directory_iterator(corpus + "gguf")) {
+    if (!e.path().filename().string().starts_with("invalid_")) continue;
+    expect_refused("convert " + e.path().string() + " " + out.file("hf"),
+                   e.path().filename().string(), out.path());
+    ++cases;
+  }
+  EXPECT_GE(cases, 20);
   EXPECT_TRUE(fs::is_empty(out.path()));
 }
 

@@ -1,5 +1,7 @@
 #include "tinylm/core/dtype.h"
 
+#include <cstdint>
+
 #include "tinylm/core/error.h"
 
 namespace tinylm {
@@ -16,8 +18,39 @@ size_t dtype_size(DType t) {
       return 4;
     case DType::f64:
       return 8;
+    case DType::q8_0:
+    case DType::q4_0:
+      fail("[dtype_size] ", dtype_name(t),
+           " is a block type with no size per element: use storage_bytes");
   }
   fail("[dtype_size] invalid dtype ", static_cast<int>(t));
+}
+
+bool is_quantized(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+
+int64_t dtype_block_size(DType t) { return is_quantized(t) ? 32 : 1; }
+
+size_t dtype_block_bytes(DType t) {
+  switch (t) {
+    case DType::q8_0:
+      return 2 + 32;  // fp16 scale + 32 int8
+    case DType::q4_0:
+      return 2 + 16;  // fp16 scale + 32 nibbles
+    default:
+      return dtype_size(t);
+  }
+}
+
+size_t storage_bytes(DType t, int64_t numel) {
+  const int64_t block = dtype_block_size(t);
+  check(numel >= 0, "[storage_bytes] negative element count ", numel);
+  check(numel % block == 0, "[storage_bytes] ", numel, " elements of ", dtype_name(t),
+        " are not a whole number of ", block, "-element blocks");
+  const auto blocks = static_cast<size_t>(numel / block);
+  const size_t bytes = dtype_block_bytes(t);
+  check(blocks <= SIZE_MAX / bytes, "[storage_bytes] ", numel, " elements of ", dtype_name(t),
+        " overflow a size");
+  return blocks * bytes;
 }
 
 std::string_view dtype_name(DType t) {
@@ -32,15 +65,20 @@ std::string_view dtype_name(DType t) {
       return "i32";
     case DType::f64:
       return "f64";
+    case DType::q8_0:
+      return "q8_0";
+    case DType::q4_0:
+      return "q4_0";
   }
   fail("[dtype_name] invalid dtype ", static_cast<int>(t));
 }
 
 DType parse_dtype(std::string_view name) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::f64}) {
+  for (DType t :
+       {DType::f32, DType::f16, DType::bf16, DType::i32, DType::f64, DType::q8_0, DType::q4_0}) {
     if (dtype_name(t) == name) return t;
   }
-  fail("unknown dtype '", name, "' (expected f32, f16, bf16, i32 or f64)");
+  fail("unknown dtype '", name, "' (expected f32, f16, bf16, i32, f64, q8_0 or q4_0)");
 }
 
 uint16_t float_to_f16(float f) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -717,6 +718,36 @@ BpeTokenizer BpeTokenizer::from_vocab_and_merges(const std::string& vocab_path,
                                     vocab_path, merges_path);
 }
 
+BpeTokenizer BpeTokenizer::from_tokens(std::span<const std::string> tokens,
+                                       std::span<const std::string> merges,
+                                       std::span<const int> special_ids, const std::string& name) {
+  check(tokens.size() <= static_cast<size_t>(std::numeric_limits<int>::max()), name, ": ",
+        tokens.size(), " tokens");
+  std::vector<VocabEntry> vocab;
+  vocab.reserve(tokens.size());
+  StringMap<int> seen;
+  seen.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto [it, inserted] = seen.emplace(tokens[i], static_cast<int>(i));
+    check(inserted, name, ": token ", quote_token(tokens[i]), " has the ids ", it->second, " and ",
+          i);
+    vocab.push_back({tokens[i], static_cast<int>(i)});
+  }
+  std::vector<AddedToken> added;
+  for (int id : special_ids) {
+    check(id >= 0 && static_cast<size_t>(id) < tokens.size(), name, ": special token id ", id,
+          " is outside the ", tokens.size(), " tokens");
+    added.push_back({tokens[static_cast<size_t>(id)], id, true});
+  }
+  std::vector<MergeEntry> parsed(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    check(split_merge(merges[i], parsed[i]), name, ": merge ", i,
+          ": expected two tokens separated by one space, got ", quote_token(merges[i]));
+    parsed[i].where = i;
+  }
+  return BpeTokenizer(build_model(vocab, added, parsed, name, name, "merge"));
+}
+
 BpeTokenizer BpeTokenizer::from_directory(const std::string& dir) {
   const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
   const auto exists = [&](const char* name) {
@@ -802,6 +833,13 @@ std::string BpeTokenizer::decode(std::span<const int> ids) const {
 int BpeTokenizer::vocab_size() const { return static_cast<int>(model_->tokens.size()); }
 
 int BpeTokenizer::num_merges() const { return static_cast<int>(model_->merges.size()); }
+
+std::string BpeTokenizer::merge(int rank) const {
+  check(rank >= 0 && static_cast<size_t>(rank) < model_->merges.size(), "merge rank ", rank,
+        " is outside the ", model_->merges.size(), " merges");
+  const auto [a, b] = model_->merges[static_cast<size_t>(rank)];
+  return model_->tokens[a] + " " + model_->tokens[b];
+}
 
 std::optional<int> BpeTokenizer::eot_id() const { return model_->eot; }
 

@@ -56,6 +56,13 @@ class BpeTokenizer {
                                                  const std::string& vocab_name,
                                                  const std::string& merges_name);
 
+  // A vocabulary given as lists (GGUF's tokenizer.ggml.tokens and .merges): token i has id i,
+  // merges are "a b" strings in rank order, special_ids the tokens to treat as special (as an
+  // added token marked special). Duplicate tokens are an Error naming `name`.
+  static BpeTokenizer from_tokens(std::span<const std::string> tokens,
+                                  std::span<const std::string> merges,
+                                  std::span<const int> special_ids, const std::string& name);
+
   // The first of DIR/tokenizer.json, DIR/vocab.json + DIR/merges.txt, DIR/encoder.json +
   // DIR/vocab.bpe that exists.
   static BpeTokenizer from_directory(const std::string& dir);
@@ -86,6 +93,8 @@ class BpeTokenizer {
 
   int vocab_size() const;
   int num_merges() const;
+  // Merge `rank` as "a b" (the two tokens as the vocabulary writes them).
+  std::string merge(int rank) const;
   // The id of <|endoftext|>, if the vocabulary has it.
   std::optional<int> eot_id() const;
   // A token as the vocabulary writes it (byte-level characters, e.g. "Ġthe").

@@ -9,6 +9,7 @@
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/io/text_file.h"
+#include "tinylm/train/gpt2_gguf.h"
 
 namespace tinylm::train {
 
@@ -117,6 +118,10 @@ const io::SafetensorsFile& file_of(const Resolved& r, const std::string& name) {
 }  // namespace
 
 Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path) {
+  if (is_gguf_file(model)) {
+    check(config_path.empty(), model, ": a GGUF file has its configuration inside; no --config");
+    return load_gpt2_gguf(model).checkpoint;
+  }
   const Resolved r = resolve(model, config_path);
   Gpt2Checkpoint ck;
   ck.config = r.config;
@@ -138,6 +143,10 @@ Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_pat
 }
 
 gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_path, DType dtype) {
+  if (is_gguf_file(model)) {
+    check(config_path.empty(), model, ": a GGUF file has its configuration inside; no --config");
+    return load_gpt2_gguf_model(model, dtype);
+  }
   if (dtype == DType::f32) {
     const Resolved r = resolve(model, config_path);
     // In place when every tensor (and a head, if any) is F32 and 4-byte aligned in the map.
@@ -207,10 +216,14 @@ gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_
   return gpt2::Model::from_reader(r.config, dtype, read, untied);
 }
 
-void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params) {
+void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params,
+               std::span<const float> lm_head) {
   const ParamLayout layout = gpt2::param_layout(config);
   check(params.size() == layout.size(), dir, ": ", params.size(),
         " parameters, the configuration has ", layout.size());
+  const Shape head_shape{config.vocab_size, config.n_embd};
+  check(lm_head.empty() || lm_head.size() == layout.at("wte.weight").numel, dir,
+        ": an output head of ", lm_head.size(), " values for ", shape_str(head_shape));
   std::error_code ec;
   fs::create_directories(dir, ec);
   check(!ec, dir, ": cannot create directory: ", ec.message());
@@ -228,6 +241,8 @@ void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<con
       tensors.push_back({h + "attn.bias", "F32", {1, 1, P, P}, std::as_bytes(std::span(mask))});
     }
   }
+  if (!lm_head.empty())
+    tensors.push_back({"lm_head.weight", "F32", head_shape, std::as_bytes(lm_head)});
   gpt2::write_config_json((fs::path(dir) / "config.json").string(), config);
   io::write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors,
                         {{"format", "pt"}});

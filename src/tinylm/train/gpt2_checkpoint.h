@@ -18,19 +18,22 @@ struct Gpt2Checkpoint {
   std::vector<float> lm_head;  // [vocab, C] when the file holds an untied head; else empty
 };
 
-// `model` is a directory (config.json + weights) or a .safetensors / .index.json file;
+// `model` is a directory (config.json + weights), a .safetensors / .index.json file, or a GGUF
+// file (train/gpt2_gguf.h: weights widened or dequantized to f32);
 // `config_path` overrides where config.json is read from. Every missing or mis-shaped tensor
 // is reported by name in one Error.
 Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path = "");
 
-// The model ready to run in `dtype`. An f32 model whose file already holds aligned F32
-// tensors uses them in place in the memory-mapped file (no copy, loads in milliseconds);
-// otherwise the weights are read and converted once.
+// The model ready to run in `dtype` (a GGUF file: load_gpt2_gguf_model). An f32 model whose file
+// already holds aligned F32 tensors uses them in place in the memory-mapped file (no copy, loads in
+// milliseconds); otherwise the weights are read and converted once.
 gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_path, DType dtype);
 
 // Writes DIR/config.json and DIR/model.safetensors (F32, Hugging Face names without prefix,
-// plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P]), atomically file by file.
-void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params);
+// plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P], and lm_head.weight when an untied
+// head [vocab, C] is given), atomically file by file.
+void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<const float> params,
+               std::span<const float> lm_head = {});
 
 // About how many bytes save_gpt2 writes for `config` (F32 weights and the mask buffers), for
 // checking the free space before the work.

@@ -14,6 +14,8 @@
 #include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/layernorm.h"
+#include "tinylm/models/gpt2/forward_pass.h"
+#include "tinylm/models/gpt2/model_impl.h"
 
 namespace tinylm::gpt2 {
 
@@ -21,19 +23,6 @@ namespace k = tinylm::kernels;
 
 // From this many rows on, forward_rows's f32 head is a GEMM.
 constexpr int64_t kGemmHeadRows = 32;
-
-struct Model::Impl {
-  Config config;
-  DType dtype;
-  virtual ~Impl() = default;
-  virtual size_t weight_bytes() const = 0;
-  // logits receives the rows first_row .. tokens.size() - 1, (rows, vocab); gemm_head: an f32
-  // head of many rows goes to the library GEMM (Model::forward_rows).
-  virtual void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
-                       int64_t first_row, bool gemm_head) = 0;
-  virtual void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
-                             std::span<float> logits) = 0;
-};
 
 namespace {
 
@@ -56,7 +45,8 @@ void convert_floats(const float* src, size_t n, DType to, void* out) {
 
 // The model for one storage type W (float, Bf16 or F16) of weights and KV cache.
 template <class W>
-struct TypedImpl final : Model::Impl {
+struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
+  using Model::Impl::config;
   struct Layer {
     const float *ln1_w, *ln1_b, *attn_b, *proj_b, *ln2_w, *ln2_b, *fc_b, *fc_proj_b;
     const W *attn_w, *proj_w, *fc_w, *fc_proj_w;
@@ -76,12 +66,6 @@ struct TypedImpl final : Model::Impl {
   // in the file otherwise (f32 gains nothing from tiles and is often used in place).
   k::Layout conv_layout = k::Layout::rows;
   size_t bytes = 0;
-  // Scratch for one forward of up to `rows` positions, grown on demand.
-  std::vector<float> x, xn, qkv, q, att, h;
-  std::vector<int32_t> ids;
-  // forward_batch's rows: positions and capacities of their caches, one layer's cache pointers.
-  std::vector<int64_t> positions, capacities;
-  std::vector<const W*> layer_keys, layer_values;
 
   // Weights used in place (W = float only): pointers into memory that `owner` keeps alive.
   std::shared_ptr<const void> owner;
@@ -191,140 +175,26 @@ struct TypedImpl final : Model::Impl {
 
   size_t weight_bytes() const override { return bytes; }
 
-  void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits, int64_t first,
-               bool gemm_head) override {
-    const Config& c = config;
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t C = c.n_embd, V = c.vocab_size, cap = cache.capacity;
-    const int64_t t0 = cache.length, t1 = t0 + n;
-    check(n > 0, "gpt2: forward of zero tokens");
-    check(t1 <= cap, "gpt2: ", t1, " positions exceed the cache capacity (", cap, ")");
-    check(first >= 0 && first < n, "gpt2: first logits row ", first, " outside 0..", n - 1);
-    check(logits.size() == static_cast<size_t>((n - first) * V), "gpt2: logits buffer of ",
-          logits.size(), " values, expected ", (n - first) * V);
-    start(tokens);
-    k::embedding_forward(x.data(), ids.data(), wte, wpe, n, C, t0);  // wte[token] + wpe[position]
-    run_layers(n, [&](int64_t li) {
-      W* kl = keys_of(cache, li);
-      W* vl = values_of(cache, li);
-      for (int64_t r = 0; r < n; ++r) {
-        const float* row = qkv.data() + r * 3 * C;
-        k::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, cap, C);
-      }
-      k::attention_cached(att.data(), q.data(), kl, vl, t0, t1, cap, C, c.n_head);
-    });
-    cache.length = static_cast<int>(t1);
-    head(first, n - first, logits, gemm_head);
+  // ForwardPass's storage calls.
+  void embed(float* out, const int32_t* token_ids, int64_t rows, int64_t first_position) const {
+    k::embedding_forward(out, token_ids, wte, wpe, rows, config.n_embd, first_position);
   }
-
-  void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
-                     std::span<float> logits) override {
-    const Config& c = config;
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t C = c.n_embd, V = c.vocab_size;
-    check(n > 0, "gpt2: forward of zero tokens");
-    check(caches.size() == tokens.size(), "gpt2: ", tokens.size(), " tokens for ", caches.size(),
-          " caches");
-    check(logits.size() == static_cast<size_t>(n * V), "gpt2: logits buffer of ", logits.size(),
-          " values, expected ", n * V);
-    for (int64_t r = 0; r < n; ++r) {
-      const KvCache& cache = *caches[r];
-      check(cache.length < cache.capacity, "gpt2: batch row ", r, "'s cache is full (",
-            cache.capacity, " positions)");
-      for (int64_t s = 0; s < r; ++s)
-        check(caches[s] != caches[r], "gpt2: batch rows ", s, " and ", r, " share a cache");
-    }
-    start(tokens);
-    for (int64_t r = 0; r < n; ++r)
-      k::embedding_forward(x.data() + r * C, ids.data() + r, wte, wpe, 1, C, caches[r]->length);
-    positions.clear();
-    capacities.clear();
-    for (const KvCache* cache : caches) {
-      positions.push_back(cache->length);
-      capacities.push_back(cache->capacity);
-    }
-    run_layers(n, [&](int64_t li) {
-      layer_keys.clear();
-      layer_values.clear();
-      for (int64_t r = 0; r < n; ++r) {
-        W* kl = keys_of(*caches[r], li);
-        W* vl = values_of(*caches[r], li);
-        const float* row = qkv.data() + r * 3 * C;
-        k::kv_store(kl, vl, row + C, row + 2 * C, positions[r], capacities[r], C);
-        layer_keys.push_back(kl);
-        layer_values.push_back(vl);
-      }
-      k::attention_cached_rows(att.data(), q.data(), layer_keys.data(), layer_values.data(),
-                               positions.data(), capacities.data(), n, C, c.n_head);
-    });
-    for (KvCache* cache : caches) ++cache->length;
-    head(0, n, logits, false);
+  void matmul(float* y, const float* in, const W* w, const float* b, int64_t rows, int64_t nin,
+              int64_t nout) const {
+    k::matmul_in_out(y, in, w, b, rows, nin, nout, conv_layout);
   }
-
- private:
-  // Checks the ids and sizes the scratch for n = tokens.size() rows.
-  void start(std::span<const int> tokens) {
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t C = config.n_embd, F = config.mlp_dim(), V = config.vocab_size;
-    for (int t : tokens)
-      check(t >= 0 && t < V, "gpt2: token id ", t, " outside the vocabulary [0, ", V, ")");
-    x.resize(n * C);
-    xn.resize(n * C);
-    qkv.resize(n * 3 * C);
-    q.resize(n * C);
-    att.resize(n * C);
-    h.resize(n * F);
-    ids.assign(tokens.begin(), tokens.end());
-  }
-
-  W* keys_of(KvCache& cache, int64_t li) const {
-    return reinterpret_cast<W*>(cache.keys.data()) +
-           li * config.n_embd * k::kv_key_stride(cache.capacity);
-  }
-  W* values_of(KvCache& cache, int64_t li) const {
-    return reinterpret_cast<W*>(cache.values.data()) + li * cache.capacity * config.n_embd;
-  }
-
-  // The blocks over the n rows in x. attend(layer) stores the rows' keys and values (the
-  // second and third thirds of each qkv row) and writes att from q: the one step in which
-  // rows differ by the sequence they belong to.
-  template <class Attend>
-  void run_layers(int64_t n, const Attend& attend) {
-    const Config& c = config;
-    const int64_t C = c.n_embd, F = c.mlp_dim();
-    const float eps = static_cast<float>(c.layer_norm_epsilon);
-    for (int64_t li = 0; li < c.n_layer; ++li) {
-      const Layer& l = layers[li];
-      k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln1_w, l.ln1_b, n, C, eps);
-      k::matmul_in_out(qkv.data(), xn.data(), l.attn_w, l.attn_b, n, C, 3 * C, conv_layout);
-      for (int64_t r = 0; r < n; ++r)
-        std::memcpy(q.data() + r * C, qkv.data() + r * 3 * C, C * sizeof(float));
-      attend(li);
-      k::matmul_in_out(xn.data(), att.data(), l.proj_w, l.proj_b, n, C, C, conv_layout);
-      for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
-      k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln2_w, l.ln2_b, n, C, eps);
-      k::matmul_in_out(h.data(), xn.data(), l.fc_w, l.fc_b, n, C, F, conv_layout);
-      k::gelu_forward(h.data(), h.data(), n * F);
-      k::matmul_in_out(xn.data(), h.data(), l.fc_proj_w, l.fc_proj_b, n, F, C, conv_layout);
-      for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
-    }
-  }
-
-  // The final LayerNorm and the head over rows first .. first + rows - 1 of x.
-  void head(int64_t first, int64_t rows, std::span<float> logits, bool gemm_head) {
+  void head(float* logits, const float* xn, int64_t rows, bool gemm_head) const {
     const int64_t C = config.n_embd, V = config.vocab_size;
-    k::layernorm_forward(xn.data(), nullptr, nullptr, x.data() + first * C, lnf_w, lnf_b, rows, C,
-                         static_cast<float>(config.layer_norm_epsilon));
     if constexpr (std::is_same_v<W, float>) {
       // Every row's logits (perplexity): the head is 30% of 124M's FLOPs per token, and the
       // library GEMM runs it at several times the streaming kernel's rate.
       if (gemm_head && rows >= kGemmHeadRows) {
-        k::gemm(k::Trans::No, k::Trans::Yes, rows, V, C, 1.0f, xn.data(), C, lm_head, C, 0.0f,
-                logits.data(), V);
+        k::gemm(k::Trans::No, k::Trans::Yes, rows, V, C, 1.0f, xn, C, lm_head, C, 0.0f, logits,
+                V);
         return;
       }
     }
-    k::matmul_out_in(logits.data(), xn.data(), lm_head, rows, C, V);
+    k::matmul_out_in(logits, xn, lm_head, rows, C, V);
   }
 };
 
@@ -339,7 +209,7 @@ Model::Model(const Config& config, std::vector<float> params, DType dtype,
         "gpt2: lm_head has ", lm_head.size(), " values, expected vocab_size * n_embd");
   if (dtype == DType::f32) {
     impl_ = std::make_unique<TypedImpl<float>>(config, std::move(params), std::move(lm_head));
-    impl_->dtype = dtype;
+    impl_->dtype = impl_->cache_dtype = dtype;
     return;
   }
   const ParamLayout L = param_layout(config);
@@ -365,10 +235,15 @@ Model Model::from_reader(const Config& config, DType dtype, const TensorReader& 
     case DType::f16:
       m.impl_ = std::make_unique<TypedImpl<k::F16>>(config, read, untied_head);
       break;
+    case DType::q8_0:
+    case DType::q4_0:
+      m.impl_ = quant_impl_from_reader(config, dtype, read, untied_head);
+      return m;
     default:
-      fail("gpt2: unsupported dtype ", dtype_name(dtype), " (expected f32, bf16 or f16)");
+      fail("gpt2: unsupported dtype ", dtype_name(dtype),
+           " (expected f32, bf16, f16, q8_0 or q4_0)");
   }
-  m.impl_->dtype = dtype;
+  m.impl_->dtype = m.impl_->cache_dtype = dtype;
   return m;
 }
 
@@ -378,7 +253,16 @@ Model Model::from_f32_views(const Config& config,
   config.validate();
   Model m;
   m.impl_ = std::make_unique<TypedImpl<float>>(config, tensor, std::move(owner), lm_head);
-  m.impl_->dtype = DType::f32;
+  m.impl_->dtype = m.impl_->cache_dtype = DType::f32;
+  return m;
+}
+
+Model Model::from_quant_views(const Config& config, DType dtype,
+                              const std::function<TensorView(const std::string&)>& tensor,
+                              std::shared_ptr<const void> owner, bool untied_head) {
+  config.validate();
+  Model m;
+  m.impl_ = quant_impl_from_views(config, dtype, tensor, std::move(owner), untied_head);
   return m;
 }
 
@@ -398,7 +282,7 @@ KvCache Model::new_cache(int capacity) const {
   cache.capacity = capacity;
   // Keys transposed per head, each head's rows padded to a multiple of 16 positions
   // (kernels/attention/causal.h); values as rows.
-  const size_t per_layer = static_cast<size_t>(c.n_embd) * dtype_size(impl_->dtype);
+  const size_t per_layer = static_cast<size_t>(c.n_embd) * dtype_size(impl_->cache_dtype);
   cache.keys.resize(c.n_layer * per_layer * static_cast<size_t>(kernels::kv_key_stride(capacity)));
   cache.values.resize(c.n_layer * per_layer * static_cast<size_t>(capacity));
   return cache;

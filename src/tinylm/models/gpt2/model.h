@@ -3,6 +3,25 @@
 // stored in the chosen dtype (f32, bf16 or f16); LayerNorm parameters, biases and every
 // accumulation stay f32. A prompt runs as one batched forward (matrix products); each new
 // token then runs alone against the cache.
+//
+// Quantized models (q8_0, q4_0: ggml's blocks, kernels/quant/blocks.h) keep their matrices in
+// ggml's layout, which is GGUF's bytes: a Hugging Face Conv1D weight (nin, nout) is stored
+// transposed, nout rows of nin / 32 blocks (blocks run along the input dimension); wte
+// (vocab, C) is vocab rows of C / 32 blocks. n_embd and the MLP width must be multiples of 32
+// (else Error). What stays higher precision, and why:
+//  - LayerNorm weights and biases, all biases: f32, as llama.cpp's converter keeps every 1-D
+//    tensor; they are 0.1% of the weights and feed every row unscaled.
+//  - wpe (the position embedding): f32, as llama.cpp keeps position_embd; read one row per
+//    token, so its bytes hardly count per token, and it is added to every activation.
+//  - the KV cache: f32 (computed activations, not weights; at GPT-2's lengths its bytes per
+//    token are small next to the weights').
+//  - wte, which is also the tied output head: in the model's type for q8_0 (as llama.cpp's
+//    convert_hf_to_gguf --outtype q8_0 writes it); q8_0 in a q4_0 model, see
+//    quant_embedding_dtype. llama.cpp's quantizer likewise gives a tied token_embd a wider type
+//    (Q6_K) in a Q4_0 file: every logit goes through it, and 4-bit head errors move the
+//    softmax of every token.
+// Activations are never quantized: each product is an f32 computation over the dequantized
+// weights (kernels/quant/matmul.h), so decode equals prefill bit for bit here too.
 #include <functional>
 #include <memory>
 #include <span>
@@ -13,6 +32,10 @@
 #include "tinylm/models/gpt2/config.h"
 
 namespace tinylm::gpt2 {
+
+// The type wte (and a tied head) gets when a model of `dtype` is quantized from floats: q8_0
+// for q8_0 and q4_0 models (model.h's header says why), else dtype.
+DType quant_embedding_dtype(DType dtype);
 
 // Keys and values of every layer for up to `capacity` positions.
 struct KvCache {
@@ -26,7 +49,8 @@ struct KvCache {
 class Model {
  public:
   // params: f32, flat, in param_layout(config) order; an f32 model keeps this very buffer
-  // (move it in to avoid a copy), a bf16/f16 model converts it and lets it go. lm_head: an
+  // (move it in to avoid a copy), a bf16/f16 model converts it and lets it go, a q8_0/q4_0
+  // model quantizes it. lm_head: an
   // untied output head [vocab, C], or empty when the head is wte (GPT-2's tying).
   Model(const Config& config, std::vector<float> params, DType dtype,
         std::vector<float> lm_head = {});
@@ -42,8 +66,29 @@ class Model {
       std::function<void(const std::string& name, DType dtype, void* out, size_t numel)>;
   // A model that owns its weights in `dtype`, each tensor read straight into place: loading
   // needs no f32 copy of the whole model.
+  // For q8_0 and q4_0, every tensor is read as f32 in Hugging Face's layout and quantized at
+  // load (Conv1D weights transposed into ggml's layout first).
   static Model from_reader(const Config& config, DType dtype, const TensorReader& read,
                            bool untied_head);
+  // A tensor in memory: its type, its first byte, and how many bytes the caller has there
+  // (checked against the tensor's shape: storage_bytes(dtype, numel)).
+  struct TensorView {
+    DType dtype = DType::f32;
+    const void* data = nullptr;
+    size_t bytes = 0;
+  };
+  // A quantized model (dtype q8_0 or q4_0) over tensors used in place, e.g. inside a
+  // memory-mapped GGUF file kept alive by `owner`: nothing is copied. tensor(name) is called
+  // for every name of param_layout, with Hugging Face's names (and "lm_head.weight" when
+  // untied_head); each view must be:
+  //  - the layers' four matrices: `dtype` blocks in ggml's layout (the header above);
+  //  - wte.weight and lm_head.weight: q8_0 or q4_0 blocks, vocab rows of n_embd / 32;
+  //  - every other tensor (1-D, wpe): f32, 4-byte aligned.
+  // Blocks need no alignment. Throws Error naming the tensor for a null pointer, a wrong type, a
+  // byte count that does not match the shape, or widths that are not multiples of 32.
+  static Model from_quant_views(const Config& config, DType dtype,
+                                const std::function<TensorView(const std::string&)>& tensor,
+                                std::shared_ptr<const void> owner, bool untied_head = false);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;

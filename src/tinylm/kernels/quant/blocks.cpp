@@ -1,0 +1,147 @@
+// The block formats are plain scalar code, the same at every level: compiled once.
+#include "tinylm/kernels/quant/blocks.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/cpu/level.h"
+
+#if TINYLM_LEVEL_ONCE
+namespace tinylm::kernels {
+namespace {
+
+// ggml's GGML_FP32_TO_FP16: nearest even, overflow to inf, every NaN to sign | 0x7e00.
+uint16_t ggml_fp16(float f) {
+  const uint32_t u = float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
+  return float_to_f16(f);
+}
+
+void store_scale(uint8_t (&d)[2], float scale) {
+  const uint16_t h = ggml_fp16(scale);
+  d[0] = static_cast<uint8_t>(h & 0xffu);
+  d[1] = static_cast<uint8_t>(h >> 8);
+}
+
+// C's (int8_t)f as ggml's x86 build computes it: cvttss2si (truncation; INT32_MIN for NaN and
+// values outside int32), then the low 8 bits.
+int8_t to_int8_x86(float f) {
+  int32_t i = std::numeric_limits<int32_t>::min();
+  if (f >= -2147483648.0f && f < 2147483648.0f) i = static_cast<int32_t>(f);
+  return static_cast<int8_t>(static_cast<uint8_t>(static_cast<uint32_t>(i) & 0xffu));
+}
+
+void quantize_block(const float* x, BlockQ8_0& y) {
+  float amax = 0.0f;
+  for (int64_t j = 0; j < kQuantBlock; ++j) {
+    const float a = std::fabs(x[j]);
+    amax = amax > a ? amax : a;  // ggml's MAX(amax, a), NaN behaviour included
+  }
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;  // (true for a NaN d, as in C)
+  store_scale(y.d, d);
+  for (int64_t j = 0; j < kQuantBlock; ++j) y.qs[j] = to_int8_x86(std::round(x[j] * id));
+}
+
+void quantize_block(const float* x, BlockQ4_0& y) {
+  float amax = 0.0f, max = 0.0f;
+  for (int64_t j = 0; j < kQuantBlock; ++j) {
+    if (amax < std::fabs(x[j])) {  // strict: the first of equal magnitudes wins
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_scale(y.d, d);
+  const auto nibble = [&](float v) -> uint8_t {
+    const int8_t q = to_int8_x86(v * id + 8.5f);  // f32 sum, then truncation
+    return static_cast<uint8_t>(q < 15 ? q : 15);
+  };
+  constexpr int64_t kHalf = kQuantBlock / 2;
+  for (int64_t j = 0; j < kHalf; ++j)
+    y.qs[j] = static_cast<uint8_t>(nibble(x[j]) | (nibble(x[j + kHalf]) << 4));
+}
+
+void dequantize_block(const BlockQ8_0& b, float* y) {
+  const float d = block_scale(b);
+  for (int64_t j = 0; j < kQuantBlock; ++j) y[j] = static_cast<float>(b.qs[j]) * d;
+}
+
+void dequantize_block(const BlockQ4_0& b, float* y) {
+  const float d = block_scale(b);
+  constexpr int64_t kHalf = kQuantBlock / 2;
+  for (int64_t j = 0; j < kHalf; ++j) {
+    y[j] = static_cast<float>((b.qs[j] & 15) - 8) * d;
+    y[j + kHalf] = static_cast<float>((b.qs[j] >> 4) - 8) * d;
+  }
+}
+
+int64_t whole_blocks(int64_t n, const char* what) {
+  check(n >= 0 && n % kQuantBlock == 0, "[", what, "] ", n,
+        " values are not a whole number of 32-value blocks");
+  return n / kQuantBlock;
+}
+
+template <class Block>
+void quantize_all(const float* x, Block* y, int64_t n, const char* what) {
+  const int64_t nb = whole_blocks(n, what);
+  parallel_for(0, nb, grain_for(kQuantBlock * 16),
+               [&](int64_t b) { quantize_block(x + b * kQuantBlock, y[b]); });
+}
+
+template <class Block>
+void dequantize_all(const Block* x, float* y, int64_t n) {
+  const int64_t nb = whole_blocks(n, "dequantize");
+  parallel_for(0, nb, grain_for(kQuantBlock * 4),
+               [&](int64_t b) { dequantize_block(x[b], y + b * kQuantBlock); });
+}
+
+}  // namespace
+
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = f16_to_float(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table.data();
+}
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  quantize_all(x, y, n, "quantize_q8_0");
+}
+void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+  quantize_all(x, y, n, "quantize_q4_0");
+}
+void dequantize(const BlockQ8_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
+void dequantize(const BlockQ4_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
+
+void quantize(DType t, const float* x, void* out, int64_t n) {
+  switch (t) {
+    case DType::q8_0:
+      return quantize_q8_0(x, static_cast<BlockQ8_0*>(out), n);
+    case DType::q4_0:
+      return quantize_q4_0(x, static_cast<BlockQ4_0*>(out), n);
+    default:
+      fail("[quantize] ", dtype_name(t), " is not a block type");
+  }
+}
+
+void dequantize(DType t, const void* in, float* y, int64_t n) {
+  switch (t) {
+    case DType::q8_0:
+      return dequantize(static_cast<const BlockQ8_0*>(in), y, n);
+    case DType::q4_0:
+      return dequantize(static_cast<const BlockQ4_0*>(in), y, n);
+    default:
+      fail("[dequantize] ", dtype_name(t), " is not a block type");
+  }
+}
+
+}  // namespace tinylm::kernels
+#endif

@@ -1,0 +1,65 @@
+#pragma once
+// ggml's quantized blocks, byte for byte as llama.cpp and GGUF store them: 32 weights share
+// one fp16 scale d.
+//   Q8_0 (34 bytes): d, then 32 int8 q; weight j = q[j] * d.
+//   Q4_0 (18 bytes): d, then 16 bytes qs; weight j = ((qs[j] & 15) - 8) * d and weight
+//                    j + 16 = ((qs[j] >> 4) - 8) * d for j < 16.
+// d is little-endian fp16 kept as two bytes, so blocks may sit at any address (inside a
+// memory-mapped file, 34-byte blocks are only 2-byte aligned, and GGUF promises nothing more).
+//
+// The quantizers are ggml's reference functions (quantize_row_q8_0_ref, quantize_row_q4_0_ref,
+// which llama.cpp uses to write files deterministically), so the same floats give the same
+// bytes:
+//   Q8_0: amax = max |x| (ggml's MAX macro: a NaN is kept until a later element replaces it),
+//         d = amax / 127, id = d != 0 ? 1 / d : 0, q = roundf(x * id) (halves away from zero).
+//   Q4_0: m = the first element of largest magnitude, with its sign; d = m / -8,
+//         id = d != 0 ? 1 / d : 0, q = min(15, trunc(x * id + 8.5)).
+//   The stored d is fp16(d) rounded to nearest even (a NaN becomes sign | 0x7e00, as ggml's
+//   converter writes it); id is computed from the f32 d, before that rounding.
+// Where ggml's C converts a float outside int8's range to int8 (NaN or inf among the inputs, or
+// an id that overflows for scales below ~1e-37) the result is undefined in C; we compute what
+// its x86 build does: cvttss2si to int32 (INT32_MIN for NaN and out-of-range values), then the
+// low 8 bits.
+#include <cstddef>
+#include <cstdint>
+
+#include "tinylm/core/dtype.h"
+
+namespace tinylm::kernels {
+
+constexpr int64_t kQuantBlock = 32;  // weights per block (QK8_0 = QK4_0 = 32)
+
+struct BlockQ8_0 {
+  uint8_t d[2];  // fp16 scale, little-endian
+  int8_t qs[kQuantBlock];
+};
+struct BlockQ4_0 {
+  uint8_t d[2];  // fp16 scale, little-endian
+  uint8_t qs[kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ8_0) == 34 && alignof(BlockQ8_0) == 1);
+static_assert(sizeof(BlockQ4_0) == 18 && alignof(BlockQ4_0) == 1);
+
+template <class Block>
+inline float block_scale(const Block& b) {
+  return f16_to_float(static_cast<uint16_t>(b.d[0] | (b.d[1] << 8)));
+}
+
+// Every fp16 value as float, indexed by its bits (f16_to_float, 256 KiB; built on first use):
+// the products read a block's scale with one load instead of a conversion (as ggml does).
+const float* f16_table();
+
+// n floats (a multiple of 32, else Error) into n / 32 blocks. Large arrays are split across
+// threads; the bytes do not depend on it.
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n);
+// n / 32 blocks into n floats (q * d, exact in f32).
+void dequantize(const BlockQ8_0* x, float* y, int64_t n);
+void dequantize(const BlockQ4_0* x, float* y, int64_t n);
+
+// The same on untyped storage, for t = q8_0 or q4_0 (else Error); `out`/`in` hold
+// storage_bytes(t, n) bytes.
+void quantize(DType t, const float* x, void* out, int64_t n);
+void dequantize(DType t, const void* in, float* y, int64_t n);
+
+}  // namespace tinylm::kernels

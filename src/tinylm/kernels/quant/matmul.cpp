@@ -1,0 +1,230 @@
+#include "tinylm/kernels/quant/matmul.h"
+
+#include <algorithm>
+
+#include "tinylm/core/aligned_vector.h"
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/quant/widen.h"
+
+TINYLM_LEVEL_BEGIN
+
+namespace {
+
+// A block's 32 weights, q * d, as two vectors (exact: q * d fits a float). The scale comes
+// from f16_table() (`table`); Q4_0's offset is folded into one fused multiply-add per vector,
+// (q - 8) * d = fma(q, d, -8 d), exact as well.
+TINYLM_INLINE void weights(const BlockQ8_0& b, const float* table, f32x16& lo, f32x16& hi) {
+  const f32x16 d = splat_scale(b.d, table);
+  lo = widen_i8(b.qs) * d;
+  hi = widen_i8(b.qs + kLanes) * d;
+}
+TINYLM_INLINE void weights(const BlockQ4_0& b, const float* table, f32x16& lo, f32x16& hi) {
+  const f32x16 d = splat_scale(b.d, table), minus_8d = d * -8.0f;
+  widen_nibbles(b.qs, lo, hi);
+  lo = fma(lo, d, minus_8d);
+  hi = fma(hi, d, minus_8d);
+}
+
+// Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each block's weights dequantized once
+// for the rows. w: the first output's row of blocks; nb blocks a row.
+template <int NR, int NO, class Block>
+TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t nin,
+                                  const Block* w, int64_t nb, const float* b, const float* table) {
+  f32x16 a[NR][NO];  // (loops fully unrolled: the accumulators live in registers)
+#pragma GCC unroll 2
+  for (int j = 0; j < NR; ++j) {
+#pragma GCC unroll 4
+    for (int o = 0; o < NO; ++o) a[j][o] = f32x16{};
+  }
+  for (int64_t k = 0; k < nb; ++k) {
+#pragma GCC unroll 4
+    for (int o = 0; o < NO; ++o) {
+      f32x16 lo, hi;
+      weights(w[o * nb + k], table, lo, hi);
+#pragma GCC unroll 2
+      for (int j = 0; j < NR; ++j) {
+        const float* xj = x + j * nin + k * kQuantBlock;
+        a[j][o] = fma(load(xj), lo, a[j][o]);
+        a[j][o] = fma(load(xj + kLanes), hi, a[j][o]);
+      }
+    }
+  }
+  for (int j = 0; j < NR; ++j) {
+    for (int o = 0; o < NO; ++o) y[j * ldy + o] = hsum(a[j][o]) + (b ? b[o] : 0.0f);
+  }
+}
+
+template <class Block>
+void decode(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
+            int64_t nout) {
+  // Outputs in groups of 64 from a ChunkQueue, four at a time: one sequential stream per
+  // thread, prefetched ahead as the f32 head is (stream.cpp says why). Each output has one
+  // thread, so any schedule gives the same result.
+  constexpr int64_t kOuts = 4, kGroup = 64, kPrefetchBytes = 16384, kLine = 64;
+  const int64_t nb = nin / kQuantBlock;
+  const int64_t row_bytes = nb * static_cast<int64_t>(sizeof(Block)), total = nout * row_bytes;
+  const char* bytes = reinterpret_cast<const char*>(w);
+  const float* table = f16_table();
+  parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
+    for (int64_t o0 = g * kGroup; o0 < std::min(nout, (g + 1) * kGroup); o0 += kOuts) {
+      const int64_t n = std::min(kOuts, nout - o0);
+      const int64_t from = o0 * row_bytes + kPrefetchBytes;
+      const int64_t to = std::min(from + n * row_bytes, total);
+      for (int64_t off = from; off < to; off += kLine) __builtin_prefetch(bytes + off);
+      const Block* wo = w + o0 * nb;
+      const float* bo = b ? b + o0 : nullptr;
+      if (n == kOuts) {
+        if (rows == 2) {
+          decode_outputs<2, kOuts>(y + o0, nout, x, nin, wo, nb, bo, table);
+        } else {
+          decode_outputs<1, kOuts>(y + o0, nout, x, nin, wo, nb, bo, table);
+        }
+        continue;
+      }
+      for (int64_t o = 0; o < n; ++o) {
+        for (int64_t r = 0; r < rows; ++r)
+          decode_outputs<1, 1>(y + r * nout + o0 + o, nout, x + r * nin, nin, wo + o * nb, nb,
+                               bo ? bo + o : nullptr, table);
+      }
+    }
+  });
+}
+
+// Prefill: a register tile of MR rows x NO outputs over dequantized weights, each output's
+// chain as decode computes it: 4 x 6 on AVX-512 (24 accumulators), 1 x 4 elsewhere.
+constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
+constexpr int kTileOuts = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 4;
+
+template <int MR, int NO>
+TINYLM_INLINE void tile(float* y, int64_t ldy, const float* x, int64_t nin, const float* w,
+                        const float* b) {
+  f32x16 a[MR][NO];  // (loops fully unrolled: the accumulators live in registers)
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) a[r][o] = f32x16{};
+  }
+  for (int64_t i = 0; i < nin; i += kLanes) {
+    f32x16 xv[MR];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) xv[r] = load(x + r * nin + i);
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) {
+      const f32x16 wo = load(w + o * nin + i);
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + (b ? b[o] : 0.0f);
+  }
+}
+
+template <int NO>
+void tile_rows(float* y, int64_t ldy, const float* x, int64_t nin, const float* w, int64_t nr,
+               const float* b) {
+  int64_t r = 0;
+  for (; r + kTileRows <= nr; r += kTileRows)
+    tile<kTileRows, NO>(y + r * ldy, ldy, x + r * nin, nin, w, b);
+  for (; r < nr; ++r) tile<1, NO>(y + r * ldy, ldy, x + r * nin, nin, w, b);
+}
+
+// Items of (a block of rows) x (a group of outputs), row blocks outermost so a thread walking
+// its share keeps the block's inputs in L2; the group's weights are dequantized once per item
+// into an L2 buffer that every row of the block then reads.
+template <class Block>
+void prefill(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
+             int64_t nout) {
+  constexpr int64_t kGroup = 4 * kTileOuts;
+  // Rows per block: their inputs within ~768 KiB of L2.
+  const int64_t row_block = std::clamp<int64_t>((int64_t{192} << 10) / nin, 16, 256);
+  const int64_t nb = nin / kQuantBlock, ngroups = (nout + kGroup - 1) / kGroup;
+  const float* table = f16_table();
+  parallel_for_balanced((rows + row_block - 1) / row_block * ngroups, [&](int64_t item) {
+    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
+    const int64_t r0 = item / ngroups * row_block, nr = std::min(row_block, rows - r0);
+    thread_local AlignedVector<float> scratch;  // grown once, then reused
+    scratch.resize(static_cast<size_t>(kGroup * nin));
+    float* wd = scratch.data();
+    for (int64_t o = o0; o < o1; ++o) {
+      for (int64_t k = 0; k < nb; ++k) {
+        f32x16 lo, hi;
+        weights(w[o * nb + k], table, lo, hi);
+        float* dst = wd + (o - o0) * nin + k * kQuantBlock;
+        store(dst, lo);
+        store(dst + kLanes, hi);
+      }
+    }
+    float* yb = y + r0 * nout;
+    const float* xb = x + r0 * nin;
+    int64_t o = o0;
+    for (; o + kTileOuts <= o1; o += kTileOuts)
+      tile_rows<kTileOuts>(yb + o, nout, xb, nin, wd + (o - o0) * nin, nr, b ? b + o : nullptr);
+    for (; o < o1; ++o)
+      tile_rows<1>(yb + o, nout, xb, nin, wd + (o - o0) * nin, nr, b ? b + o : nullptr);
+  });
+}
+
+template <class Block>
+void product(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
+             int64_t nout) {
+  if (rows == 0) return;
+  if (rows <= 2) return decode(y, x, w, b, rows, nin, nout);
+  prefill(y, x, w, b, rows, nin, nout);
+}
+
+}  // namespace
+
+void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  product(y, x, w, b, rows, nin, nout);
+}
+void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  product(y, x, w, b, rows, nin, nout);
+}
+
+TINYLM_LEVEL_END
+
+#if TINYLM_LEVEL_ONCE
+namespace tinylm::kernels {
+
+TINYLM_LEVELS(void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b,
+                                int64_t rows, int64_t nin, int64_t nout);
+              void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b,
+                                int64_t rows, int64_t nin, int64_t nout))
+
+namespace {
+void check_shape(int64_t rows, int64_t nin, int64_t nout) {
+  check(rows >= 0 && nout >= 0 && nin > 0 && nin % kQuantBlock == 0, "[quant_matmul] ", rows,
+        " rows of ", nin, " inputs to ", nout,
+        " outputs: the inputs must be a positive multiple of 32 (one block)");
+}
+}  // namespace
+
+void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  check_shape(rows, nin, nout);
+  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+}
+void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  check_shape(rows, nin, nout);
+  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+}
+void quant_matmul(DType t, float* y, const float* x, const void* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  switch (t) {
+    case DType::q8_0:
+      return quant_matmul(y, x, static_cast<const BlockQ8_0*>(w), b, rows, nin, nout);
+    case DType::q4_0:
+      return quant_matmul(y, x, static_cast<const BlockQ4_0*>(w), b, rows, nin, nout);
+    default:
+      fail("[quant_matmul] ", dtype_name(t), " is not a block type");
+  }
+}
+
+}  // namespace tinylm::kernels
+#endif

@@ -1,0 +1,74 @@
+#pragma once
+// Widening the integers of ggml's blocks to f32x16 (exact: small integers and fp16 scales are
+// floats without rounding), written per level beside kernels/cpu/vec.h.
+//
+// Include only from kernel sources, after kernels/cpu/vec.h.
+#include <cstdint>
+#include <cstring>
+
+#include "tinylm/kernels/cpu/vec.h"
+
+TINYLM_LEVEL_BEGIN
+
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
+// 16 int8 as floats.
+TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
+  const __m512i i =
+      _mm512_maskz_cvtepi8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return {_mm512_maskz_cvtepi32_ps(kAll16, i)};
+}
+// 16 bytes of Q4_0 nibbles: b & 15 in lo, b >> 4 in hi (unsigned: the caller subtracts 8).
+TINYLM_INLINE void widen_nibbles(const uint8_t* p, f32x16& lo, f32x16& hi) {
+  const __m512i b =
+      _mm512_maskz_cvtepu8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  lo = {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_and_si512(b, _mm512_set1_epi32(15)))};
+  hi = {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, b, 4))};
+}
+// table[d] in every lane: a broadcast load, no shuffle.
+TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
+  uint16_t h;
+  std::memcpy(&h, d, 2);
+  return {_mm512_maskz_broadcastss_ps(kAll16, _mm_load_ss(table + h))};
+}
+#elif TINYLM_LEVEL == TINYLM_LEVEL_AVX2
+TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)),
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8)))};
+}
+TINYLM_INLINE void widen_nibbles(const uint8_t* p, f32x16& lo, f32x16& hi) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i mask = _mm_set1_epi8(15);
+  const __m128i l = _mm_and_si128(b, mask), h = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+  lo = {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(l)),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(l, 8)))};
+  hi = {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(h)),
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(h, 8)))};
+}
+TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
+  uint16_t h;
+  std::memcpy(&h, d, 2);
+  const __m256 v = _mm256_broadcast_ss(table + h);
+  return {v, v};
+}
+#else
+TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
+  float f[16];
+  for (int i = 0; i < 16; ++i) f[i] = static_cast<float>(p[i]);
+  return load(f);
+}
+TINYLM_INLINE void widen_nibbles(const uint8_t* p, f32x16& lo, f32x16& hi) {
+  float l[16], h[16];
+  for (int i = 0; i < 16; ++i) {
+    l[i] = static_cast<float>(p[i] & 15);
+    h[i] = static_cast<float>(p[i] >> 4);
+  }
+  lo = load(l);
+  hi = load(h);
+}
+TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
+  return splat(table[d[0] | (d[1] << 8)]);
+}
+#endif
+
+TINYLM_LEVEL_END

@@ -1,0 +1,167 @@
+#pragma once
+// The forward pass every GPT-2 storage shares (model.cpp's f32/bf16/f16 matrices,
+// quant_model.cpp's q8_0/q4_0 blocks): one sequence's tokens against its cache (prefill and
+// decode), or one token for each of several sequences (continuous batching). The storage,
+// Derived, provides
+//   layers       each with ln1_w, ln1_b, attn_b, proj_b, ln2_w, ln2_b, fc_b, fc_proj_b (f32)
+//                and the matrices attn_w, proj_w, fc_w, fc_proj_w
+//   lnf_w, lnf_b
+//   embed(x, ids, rows, first_position)        wte[id] + wpe[position] for each row
+//   matmul(y, x, matrix, bias, rows, nin, nout) a Conv1D product (row-invariant)
+//   head(logits, xn, rows, gemm_head)           the output head
+// and KV is the cache's element type.
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "tinylm/core/error.h"
+#include "tinylm/kernels/activation/gelu.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/norm/layernorm.h"
+#include "tinylm/models/gpt2/model_impl.h"
+
+namespace tinylm::gpt2 {
+
+template <class Derived, class KV>
+struct ForwardPass : Model::Impl {
+  // Scratch for one forward of up to `rows` positions, grown on demand.
+  std::vector<float> x, xn, qkv, q, att, h;
+  std::vector<int32_t> ids;
+  // forward_batch's rows: positions and capacities of their caches, one layer's cache pointers.
+  std::vector<int64_t> positions, capacities;
+  std::vector<const KV*> layer_keys, layer_values;
+
+  void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits, int64_t first,
+               bool gemm_head) override {
+    const Config& c = config;
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t C = c.n_embd, V = c.vocab_size, cap = cache.capacity;
+    const int64_t t0 = cache.length, t1 = t0 + n;
+    check(n > 0, "gpt2: forward of zero tokens");
+    check(t1 <= cap, "gpt2: ", t1, " positions exceed the cache capacity (", cap, ")");
+    check(first >= 0 && first < n, "gpt2: first logits row ", first, " outside 0..", n - 1);
+    check(logits.size() == static_cast<size_t>((n - first) * V), "gpt2: logits buffer of ",
+          logits.size(), " values, expected ", (n - first) * V);
+    start(tokens);
+    self().embed(x.data(), ids.data(), n, t0);
+    run_layers(n, [&](int64_t li) {
+      KV* kl = keys_of(cache, li);
+      KV* vl = values_of(cache, li);
+      for (int64_t r = 0; r < n; ++r) {
+        const float* row = qkv.data() + r * 3 * C;
+        kernels::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, cap, C);
+      }
+      kernels::attention_cached(att.data(), q.data(), kl, vl, t0, t1, cap, C, c.n_head);
+    });
+    cache.length = static_cast<int>(t1);
+    final_norm(first, n - first);
+    self().head(logits.data(), xn.data(), n - first, gemm_head);
+  }
+
+  void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
+                     std::span<float> logits) override {
+    const Config& c = config;
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t C = c.n_embd, V = c.vocab_size;
+    check(n > 0, "gpt2: forward of zero tokens");
+    check(caches.size() == tokens.size(), "gpt2: ", tokens.size(), " tokens for ", caches.size(),
+          " caches");
+    check(logits.size() == static_cast<size_t>(n * V), "gpt2: logits buffer of ", logits.size(),
+          " values, expected ", n * V);
+    for (int64_t r = 0; r < n; ++r) {
+      const KvCache& cache = *caches[r];
+      check(cache.length < cache.capacity, "gpt2: batch row ", r, "'s cache is full (",
+            cache.capacity, " positions)");
+      for (int64_t s = 0; s < r; ++s)
+        check(caches[s] != caches[r], "gpt2: batch rows ", s, " and ", r, " share a cache");
+    }
+    start(tokens);
+    positions.clear();
+    capacities.clear();
+    for (int64_t r = 0; r < n; ++r) {
+      positions.push_back(caches[r]->length);
+      capacities.push_back(caches[r]->capacity);
+      self().embed(x.data() + r * C, ids.data() + r, 1, positions[r]);
+    }
+    run_layers(n, [&](int64_t li) {
+      layer_keys.clear();
+      layer_values.clear();
+      for (int64_t r = 0; r < n; ++r) {
+        KV* kl = keys_of(*caches[r], li);
+        KV* vl = values_of(*caches[r], li);
+        const float* row = qkv.data() + r * 3 * C;
+        kernels::kv_store(kl, vl, row + C, row + 2 * C, positions[r], capacities[r], C);
+        layer_keys.push_back(kl);
+        layer_values.push_back(vl);
+      }
+      kernels::attention_cached_rows(att.data(), q.data(), layer_keys.data(), layer_values.data(),
+                                     positions.data(), capacities.data(), n, C, c.n_head);
+    });
+    for (KvCache* cache : caches) ++cache->length;
+    final_norm(0, n);
+    self().head(logits.data(), xn.data(), n, false);
+  }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+
+  // Checks the ids and sizes the scratch for n = tokens.size() rows.
+  void start(std::span<const int> tokens) {
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t C = config.n_embd, F = config.mlp_dim(), V = config.vocab_size;
+    for (int t : tokens)
+      check(t >= 0 && t < V, "gpt2: token id ", t, " outside the vocabulary [0, ", V, ")");
+    x.resize(n * C);
+    xn.resize(n * C);
+    qkv.resize(n * 3 * C);
+    q.resize(n * C);
+    att.resize(n * C);
+    h.resize(n * F);
+    ids.assign(tokens.begin(), tokens.end());
+  }
+
+  KV* keys_of(KvCache& cache, int64_t li) const {
+    return reinterpret_cast<KV*>(cache.keys.data()) +
+           li * config.n_embd * kernels::kv_key_stride(cache.capacity);
+  }
+  KV* values_of(KvCache& cache, int64_t li) const {
+    return reinterpret_cast<KV*>(cache.values.data()) + li * cache.capacity * config.n_embd;
+  }
+
+  // The blocks over the n rows in x. attend(layer) stores the rows' keys and values (the
+  // second and third thirds of each qkv row) and writes att from q: the one step in which
+  // rows differ by the sequence they belong to.
+  template <class Attend>
+  void run_layers(int64_t n, const Attend& attend) {
+    namespace k = kernels;
+    const Config& c = config;
+    const int64_t C = c.n_embd, F = c.mlp_dim();
+    const float eps = static_cast<float>(c.layer_norm_epsilon);
+    Derived& d = self();
+    for (int64_t li = 0; li < c.n_layer; ++li) {
+      const auto& l = d.layers[li];
+      k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln1_w, l.ln1_b, n, C, eps);
+      d.matmul(qkv.data(), xn.data(), l.attn_w, l.attn_b, n, C, 3 * C);
+      for (int64_t r = 0; r < n; ++r)
+        std::memcpy(q.data() + r * C, qkv.data() + r * 3 * C, C * sizeof(float));
+      attend(li);
+      d.matmul(xn.data(), att.data(), l.proj_w, l.proj_b, n, C, C);
+      for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
+      k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln2_w, l.ln2_b, n, C, eps);
+      d.matmul(h.data(), xn.data(), l.fc_w, l.fc_b, n, C, F);
+      k::gelu_forward(h.data(), h.data(), n * F);
+      d.matmul(xn.data(), h.data(), l.fc_proj_w, l.fc_proj_b, n, F, C);
+      for (int64_t i = 0; i < n * C; ++i) x[i] += xn[i];
+    }
+  }
+
+  // The final LayerNorm of rows first .. first + rows - 1 of x into xn.
+  void final_norm(int64_t first, int64_t rows) {
+    const int64_t C = config.n_embd;
+    kernels::layernorm_forward(xn.data(), nullptr, nullptr, x.data() + first * C, self().lnf_w,
+                               self().lnf_b, rows, C,
+                               static_cast<float>(config.layer_norm_epsilon));
+  }
+};
+
+}  // namespace tinylm::gpt2

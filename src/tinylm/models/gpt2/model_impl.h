@@ -1,0 +1,34 @@
+#pragma once
+// What model.cpp and quant_model.cpp share: the interface of a model's storage and forward.
+#include <memory>
+#include <span>
+
+#include "tinylm/models/gpt2/model.h"
+
+namespace tinylm::gpt2 {
+
+struct Model::Impl {
+  Config config;
+  DType dtype;
+  DType cache_dtype;  // the KV cache's element type
+  virtual ~Impl() = default;
+  virtual size_t weight_bytes() const = 0;
+  // logits receives the rows first_row .. tokens.size() - 1, (rows, vocab); gemm_head: an f32
+  // head of many rows goes to the library GEMM (Model::forward_rows).
+  virtual void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
+                       int64_t first_row, bool gemm_head) = 0;
+  // One token for each of several sequences (Model::forward_batch).
+  virtual void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
+                             std::span<float> logits) = 0;
+};
+
+// q8_0 / q4_0 models (quant_model.cpp).
+std::unique_ptr<Model::Impl> quant_impl_from_reader(const Config& config, DType dtype,
+                                                    const Model::TensorReader& read,
+                                                    bool untied_head);
+std::unique_ptr<Model::Impl> quant_impl_from_views(
+    const Config& config, DType dtype,
+    const std::function<Model::TensorView(const std::string&)>& tensor,
+    std::shared_ptr<const void> owner, bool untied_head);
+
+}  // namespace tinylm::gpt2

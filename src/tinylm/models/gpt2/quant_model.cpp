@@ -1,0 +1,216 @@
+// GPT-2 with q8_0 / q4_0 matrices (model.h's header states the layout and what stays f32).
+#include <cstdint>
+#include <cstring>
+#include <map>
+
+#include "tinylm/core/error.h"
+#include "tinylm/kernels/activation/gelu.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/norm/layernorm.h"
+#include "tinylm/kernels/quant/blocks.h"
+#include "tinylm/kernels/quant/matmul.h"
+#include "tinylm/models/gpt2/forward_pass.h"
+#include "tinylm/models/gpt2/model_impl.h"
+
+namespace tinylm::gpt2 {
+
+namespace k = tinylm::kernels;
+
+DType quant_embedding_dtype(DType dtype) { return is_quantized(dtype) ? DType::q8_0 : dtype; }
+
+namespace {
+
+struct Matrix {
+  DType dtype = DType::q8_0;
+  const std::byte* data = nullptr;  // rows of blocks, ggml's layout
+};
+
+// Names and shapes: the layers' Conv1D weights (nin, nout), the 2-D tensors that are matrices.
+bool is_matrix(const ParamEntry& e) { return e.shape.size() == 2 && e.name != "wpe.weight"; }
+
+// Every matrix's input width must be whole blocks.
+void check_widths(const Config& c, DType dtype) {
+  check(is_quantized(dtype), "gpt2: ", dtype_name(dtype), " is not a quantized type");
+  check(c.n_embd % k::kQuantBlock == 0 && c.mlp_dim() % k::kQuantBlock == 0,
+        "gpt2: ", dtype_name(dtype), " needs n_embd (", c.n_embd, ") and the MLP width (",
+        c.mlp_dim(), ") to be multiples of ", k::kQuantBlock, ", the block size");
+}
+
+struct QuantImpl final : ForwardPass<QuantImpl, float> {
+  struct Layer {
+    const float *ln1_w, *ln1_b, *attn_b, *proj_b, *ln2_w, *ln2_b, *fc_b, *fc_proj_b;
+    Matrix attn_w, proj_w, fc_w, fc_proj_w;
+  };
+  // Owned storage (quantized at load), or views into memory that `owner` keeps alive.
+  std::vector<std::byte> blocks;
+  std::vector<float> small;
+  std::shared_ptr<const void> owner;
+  Matrix wte, lm_head;  // lm_head = wte when tied
+  const float *wpe = nullptr, *lnf_w = nullptr, *lnf_b = nullptr;
+  std::vector<Layer> layers;
+  size_t bytes = 0;
+
+  template <class MatrixFn, class SmallFn>
+  void bind(const MatrixFn& m, const SmallFn& f) {
+    wte = m("wte.weight");
+    lm_head = wte;
+    wpe = f("wpe.weight");
+    for (int i = 0; i < config.n_layer; ++i) {
+      const std::string p = "h." + std::to_string(i) + ".";
+      layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
+                        f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
+                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"),
+                        m(p + "attn.c_attn.weight"), m(p + "attn.c_proj.weight"),
+                        m(p + "mlp.c_fc.weight"), m(p + "mlp.c_proj.weight")});
+    }
+    lnf_w = f("ln_f.weight");
+    lnf_b = f("ln_f.bias");
+  }
+
+  // Quantized at load from f32 tensors in Hugging Face's layout.
+  QuantImpl(const Config& c, DType dt, const Model::TensorReader& read, bool untied_head) {
+    config = c;
+    dtype = dt;
+    cache_dtype = DType::f32;
+    check_widths(c, dt);
+    const DType emb = quant_embedding_dtype(dt);
+    const ParamLayout L = param_layout(c);
+    const auto type_of = [&](const std::string& name) {
+      return name == "wte.weight" || name == "lm_head.weight" ? emb : dt;
+    };
+    std::map<std::string, size_t> block_offset, small_offset;
+    size_t n_blocks = 0, n_small = 0;
+    for (const ParamEntry& e : L.entries()) {
+      if (is_matrix(e)) {
+        block_offset[e.name] = n_blocks;
+        n_blocks += storage_bytes(type_of(e.name), static_cast<int64_t>(e.numel));
+      } else {
+        small_offset[e.name] = n_small;
+        n_small += e.numel;
+      }
+    }
+    const size_t head_numel = static_cast<size_t>(c.vocab_size) * c.n_embd;
+    if (untied_head) {
+      block_offset["lm_head.weight"] = n_blocks;
+      n_blocks += storage_bytes(emb, static_cast<int64_t>(head_numel));
+    }
+    blocks.resize(n_blocks);
+    small.resize(n_small);
+    std::vector<float> f32, transposed;
+    const auto quantize_tensor = [&](const std::string& name, int64_t rows, int64_t cols,
+                                     bool conv1d) {
+      const auto numel = static_cast<size_t>(rows * cols);
+      f32.resize(numel);
+      read(name, DType::f32, f32.data(), numel);
+      const float* src = f32.data();
+      if (conv1d) {  // (nin, nout) -> (nout, nin): blocks along the inputs
+        transposed.resize(numel);
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t o = 0; o < cols; ++o) transposed[o * rows + i] = f32[i * cols + o];
+        }
+        src = transposed.data();
+      }
+      k::quantize(type_of(name), src, blocks.data() + block_offset.at(name),
+                  static_cast<int64_t>(numel));
+    };
+    for (const ParamEntry& e : L.entries()) {
+      if (is_matrix(e)) {
+        quantize_tensor(e.name, e.shape[0], e.shape[1], e.name != "wte.weight");
+      } else {
+        read(e.name, DType::f32, small.data() + small_offset.at(e.name), e.numel);
+      }
+    }
+    if (untied_head) quantize_tensor("lm_head.weight", c.vocab_size, c.n_embd, false);
+    bytes = blocks.size() + small.size() * sizeof(float);
+    bind(
+        [&](const std::string& n) {
+          return Matrix{type_of(n), blocks.data() + block_offset.at(n)};
+        },
+        [&](const std::string& n) -> const float* { return small.data() + small_offset.at(n); });
+    if (untied_head) lm_head = {emb, blocks.data() + block_offset.at("lm_head.weight")};
+  }
+
+  // In place.
+  QuantImpl(const Config& c, DType dt,
+            const std::function<Model::TensorView(const std::string&)>& tensor,
+            std::shared_ptr<const void> keep_alive, bool untied_head) {
+    config = c;
+    dtype = dt;
+    cache_dtype = DType::f32;
+    owner = std::move(keep_alive);
+    check_widths(c, dt);
+    const ParamLayout L = param_layout(c);
+    const auto numel = [&](const std::string& name) {
+      const ParamEntry* e = L.find(name);  // (lm_head.weight is not in the layout)
+      return e ? static_cast<int64_t>(e->numel) : static_cast<int64_t>(c.vocab_size) * c.n_embd;
+    };
+    const auto view = [&](const std::string& name, bool quantized) {
+      const Model::TensorView v = tensor(name);
+      check(v.data != nullptr, "gpt2: tensor ", name, ": no data");
+      if (quantized) {
+        const bool emb = name == "wte.weight" || name == "lm_head.weight";
+        check(emb ? is_quantized(v.dtype) : v.dtype == dt, "gpt2: tensor ", name, " is ",
+              dtype_name(v.dtype), ", expected ", emb ? "q8_0 or q4_0" : dtype_name(dt));
+      } else {
+        check(v.dtype == DType::f32, "gpt2: tensor ", name, " is ", dtype_name(v.dtype),
+              ", expected f32");
+      }
+      const size_t want = storage_bytes(v.dtype, numel(name));
+      check(v.bytes == want, "gpt2: tensor ", name, ": ", v.bytes, " bytes given, its shape needs ",
+            want);
+      bytes += want;
+      return v;
+    };
+    const auto matrix = [&](const std::string& name) {
+      const Model::TensorView v = view(name, true);
+      return Matrix{v.dtype, static_cast<const std::byte*>(v.data)};
+    };
+    const auto f32 = [&](const std::string& name) {
+      const Model::TensorView v = view(name, false);
+      check(reinterpret_cast<uintptr_t>(v.data) % alignof(float) == 0, "gpt2: tensor ", name,
+            ": f32 data not 4-byte aligned");
+      return static_cast<const float*>(v.data);
+    };
+    bind(matrix, f32);
+    if (untied_head) lm_head = matrix("lm_head.weight");
+  }
+
+  size_t weight_bytes() const override { return bytes; }
+
+  // ForwardPass's storage calls. wte[token] + wpe[position], wte's row dequantized.
+  void embed(float* out, const int32_t* token_ids, int64_t rows, int64_t first_position) const {
+    const int64_t C = config.n_embd;
+    const size_t wte_row = storage_bytes(wte.dtype, C);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* xr = out + r * C;
+      k::dequantize(wte.dtype, wte.data + static_cast<size_t>(token_ids[r]) * wte_row, xr, C);
+      const float* pr = wpe + (first_position + r) * C;
+      for (int64_t i = 0; i < C; ++i) xr[i] = xr[i] + pr[i];
+    }
+  }
+  void matmul(float* y, const float* in, const Matrix& w, const float* b, int64_t rows,
+              int64_t nin, int64_t nout) const {
+    k::quant_matmul(w.dtype, y, in, w.data, b, rows, nin, nout);
+  }
+  void head(float* logits, const float* xn, int64_t rows, bool) const {
+    k::quant_matmul(lm_head.dtype, logits, xn, lm_head.data, nullptr, rows, config.n_embd,
+                    config.vocab_size);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Model::Impl> quant_impl_from_reader(const Config& config, DType dtype,
+                                                    const Model::TensorReader& read,
+                                                    bool untied_head) {
+  return std::make_unique<QuantImpl>(config, dtype, read, untied_head);
+}
+
+std::unique_ptr<Model::Impl> quant_impl_from_views(
+    const Config& config, DType dtype,
+    const std::function<Model::TensorView(const std::string&)>& tensor,
+    std::shared_ptr<const void> owner, bool untied_head) {
+  return std::make_unique<QuantImpl>(config, dtype, tensor, std::move(owner), untied_head);
+}
+
+}  // namespace tinylm::gpt2

@@ -1,0 +1,260 @@
+// GPT-2 in GGUF against files written by tools/gguf_reference.py (its own GGUF writer and
+// numpy Q8_0/Q4_0 quantizers) from the tiny safetensors fixture: they load, the f32 file gives
+// the safetensors model's logits bit for bit, tinylm writes the same bytes, and HF -> GGUF ->
+// HF gives the same tensors back.
+#include "tinylm/train/gpt2_gguf.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "tinylm/core/dtype.h"
+#include "tinylm/io/gguf.h"
+#include "tinylm/models/gpt2/model.h"
+#include "tinylm/train/gpt2_checkpoint.h"
+
+namespace tinylm {
+namespace {
+
+const std::string kTiny = "tests/fixtures/gpt2/tiny";
+const std::string kGguf = "tests/fixtures/gguf";
+
+std::string gguf(const std::string& type) {
+  return test::source_path(kGguf + "/tiny_" + type + ".gguf");
+}
+train::Gpt2Checkpoint tiny() { return train::load_gpt2(test::source_path(kTiny)); }
+BpeTokenizer tiny_tokenizer() {
+  return BpeTokenizer::from_directory(test::source_path(kGguf + "/tokenizer"));
+}
+std::vector<int> fixture_tokens() {
+  const auto j =
+      nlohmann::json::parse(test::read_text(test::source_path(kTiny + "/expected.json")));
+  return j["tokens"].get<std::vector<int>>();
+}
+
+std::vector<float> logits(gpt2::Model& m, const std::vector<int>& tokens) {
+  gpt2::KvCache cache = m.new_cache(static_cast<int>(tokens.size()));
+  std::vector<float> out(tokens.size() * static_cast<size_t>(m.config().vocab_size));
+  m.forward(tokens, cache, out, /*all_logits=*/true);
+  return out;
+}
+
+std::vector<std::byte> file_bytes(const std::string& path) {
+  const std::string s = test::read_text(path);
+  const auto* p = reinterpret_cast<const std::byte*>(s.data());
+  return {p, p + s.size()};
+}
+
+TEST(Gpt2Gguf, ReferenceFilesHaveTheConfigOfTheSafetensorsModel) {
+  const train::Gpt2Checkpoint ck = tiny();
+  for (const char* type : {"f32", "f16", "q8_0", "q4_0"}) {
+    SCOPED_TRACE(type);
+    const io::GgufFile f = io::GgufFile::open(gguf(type));
+    const gpt2::Config c = train::read_gpt2_gguf_config(f);
+    EXPECT_EQ(c.vocab_size, ck.config.vocab_size);
+    EXPECT_EQ(c.n_positions, ck.config.n_positions);
+    EXPECT_EQ(c.n_embd, ck.config.n_embd);
+    EXPECT_EQ(c.n_layer, ck.config.n_layer);
+    EXPECT_EQ(c.n_head, ck.config.n_head);
+    EXPECT_EQ(c.mlp_dim(), ck.config.mlp_dim());
+    EXPECT_EQ(c.layer_norm_epsilon, 1e-5);  // the f32 in the file, read back as the decimal
+    EXPECT_EQ(f.find_tensor("output.weight"), nullptr);  // tied
+    EXPECT_EQ(f.find_tensor("position_embd.weight")->type, io::GgmlType::f32);
+    EXPECT_EQ(f.find_tensor("blk.0.attn_norm.weight")->type, io::GgmlType::f32);
+    const io::GgmlType head = f.find_tensor("token_embd.weight")->type;
+    EXPECT_EQ(head, std::string(type) == "f32"   ? io::GgmlType::f32
+                    : std::string(type) == "f16" ? io::GgmlType::f16
+                                                 : io::GgmlType::q8_0);  // Q4_0's head too
+  }
+}
+
+TEST(Gpt2Gguf, F32FileGivesTheSafetensorsLogitsBitForBit) {
+  const train::Gpt2Checkpoint ck = tiny();
+  const train::Gpt2Gguf g = train::load_gpt2_gguf(gguf("f32"));
+  ASSERT_EQ(g.checkpoint.params.size(), ck.params.size());
+  EXPECT_EQ(std::memcmp(g.checkpoint.params.data(), ck.params.data(), ck.params.size() * 4), 0);
+  EXPECT_TRUE(g.checkpoint.lm_head.empty());
+  gpt2::Model st = train::load_gpt2_model(test::source_path(kTiny), "", DType::f32);
+  gpt2::Model gg = train::load_gpt2_gguf_model(gguf("f32"), DType::f32);
+  const std::vector<int> tokens = fixture_tokens();
+  const std::vector<float> a = logits(st, tokens), b = logits(gg, tokens);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+}
+
+TEST(Gpt2Gguf, F16FileHoldsTheRoundedWeights) {
+  const train::Gpt2Checkpoint ck = tiny();
+  const train::Gpt2Gguf g = train::load_gpt2_gguf(gguf("f16"));
+  const ParamLayout layout = gpt2::param_layout(ck.config);
+  for (const ParamEntry& e : layout.entries()) {
+    const bool half = e.shape.size() == 2 && e.name != "wpe.weight";
+    for (size_t i = e.offset; i < e.offset + e.numel; ++i) {
+      const float want = half ? f16_to_float(float_to_f16(ck.params[i])) : ck.params[i];
+      ASSERT_EQ(g.checkpoint.params[i], want) << e.name;
+    }
+  }
+}
+
+TEST(Gpt2Gguf, QuantizedFilesLoadAndStayCloseToF32) {
+  const std::vector<int> tokens = fixture_tokens();
+  gpt2::Model f32 = train::load_gpt2_gguf_model(gguf("f32"), DType::f32);
+  const std::vector<float> ref = logits(f32, tokens);
+  // Logits have a standard deviation of about 0.16 (tests/fixtures/gpt2/README.md).
+  for (const auto& [type, tol] : {std::pair{"q8_0", 0.01}, std::pair{"q4_0", 0.1}}) {
+    SCOPED_TRACE(type);
+    gpt2::Model q = train::load_gpt2_gguf_model(gguf(type), DType::f32);
+    const std::vector<float> got = logits(q, tokens);
+    double max_diff = 0;
+    for (size_t i = 0; i < ref.size(); ++i)
+      max_diff = std::max(max_diff, static_cast<double>(std::abs(got[i] - ref[i])));
+    EXPECT_LT(max_diff, tol);
+    EXPECT_GT(max_diff, 0.0);
+  }
+}
+
+TEST(Gpt2Gguf, QuantizedFilesRunInPlace) {
+  const std::vector<int> tokens = fixture_tokens();
+  // Q8_0: the file's blocks are ggml's quantization of the safetensors weights, which is what a
+  // q8_0 model quantizes at load: the same logits bit for bit, without a copy of the weights.
+  gpt2::Model in_place = train::load_gpt2_gguf_model(gguf("q8_0"));
+  EXPECT_EQ(in_place.dtype(), DType::q8_0);
+  gpt2::Model at_load = train::load_gpt2_model(test::source_path(kTiny), "", DType::q8_0);
+  const std::vector<float> a = logits(in_place, tokens), b = logits(at_load, tokens);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  // Q4_0, its tied head Q8_0 in the file as in a q4_0 model quantized at load: the same again.
+  gpt2::Model q4 = train::load_gpt2_gguf_model(gguf("q4_0"));
+  EXPECT_EQ(q4.dtype(), DType::q4_0);
+  gpt2::Model q4_at_load = train::load_gpt2_model(test::source_path(kTiny), "", DType::q4_0);
+  const std::vector<float> e = logits(q4_at_load, tokens);
+  // And an f32 computation over the dequantized weights: within f32 rounding of the same file
+  // read as f32.
+  gpt2::Model q4_f32 = train::load_gpt2_gguf_model(gguf("q4_0"), DType::f32);
+  EXPECT_LT(q4.weight_bytes() * 4, q4_f32.weight_bytes());
+  const std::vector<float> c = logits(q4, tokens), d = logits(q4_f32, tokens);
+  EXPECT_EQ(std::memcmp(c.data(), e.data(), c.size() * 4), 0);
+  for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], d[i], 1e-4) << i;
+}
+
+TEST(Gpt2Gguf, TinylmWritesThePythonFilesByteForByte) {
+  const train::Gpt2Checkpoint ck = tiny();
+  const BpeTokenizer tok = tiny_tokenizer();
+  test::TempDir dir;
+  for (const auto& [name, type] :
+       {std::pair{"f32", io::GgmlType::f32}, std::pair{"f16", io::GgmlType::f16},
+        std::pair{"q8_0", io::GgmlType::q8_0}, std::pair{"q4_0", io::GgmlType::q4_0}}) {
+    SCOPED_TRACE(name);
+    const std::string out = dir.file(std::string(name) + ".gguf");
+    train::save_gpt2_gguf(out, ck.config, ck.params, {}, tok, type);
+    EXPECT_TRUE(file_bytes(out) == file_bytes(gguf(name)));
+  }
+}
+
+TEST(Gpt2Gguf, TokenizerFromTheFileEqualsTheVocabularyFiles) {
+  const BpeTokenizer a = train::load_gguf_tokenizer(gguf("f32"));
+  const BpeTokenizer b = tiny_tokenizer();
+  ASSERT_EQ(a.vocab_size(), 1000);
+  EXPECT_EQ(a.num_merges(), b.num_merges());
+  EXPECT_EQ(a.eot_id(), std::optional<int>(999));
+  const std::string text = "The quick brown fox, in the end, isn't there. <|endoftext|>\n\n  x";
+  EXPECT_EQ(a.encode(text, true), b.encode(text, true));
+  EXPECT_EQ(a.decode(a.encode(text)), text);
+}
+
+TEST(Gpt2Gguf, UntiedHeadRoundTrips) {
+  train::Gpt2Checkpoint ck = tiny();
+  ck.lm_head.resize(static_cast<size_t>(ck.config.vocab_size) * ck.config.n_embd);
+  for (size_t i = 0; i < ck.lm_head.size(); ++i)
+    ck.lm_head[i] = 0.001f * static_cast<float>(i % 97);
+  test::TempDir dir;
+  train::save_gpt2_gguf(dir.file("m.gguf"), ck.config, ck.params, ck.lm_head, tiny_tokenizer(),
+                        io::GgmlType::f32);
+  const io::GgufFile f = io::GgufFile::open(dir.file("m.gguf"));
+  ASSERT_NE(f.find_tensor("output.weight"), nullptr);
+  const train::Gpt2Gguf g = train::load_gpt2_gguf(dir.file("m.gguf"));
+  EXPECT_EQ(g.checkpoint.lm_head, ck.lm_head);
+  EXPECT_EQ(g.checkpoint.params, ck.params);
+}
+
+TEST(Gpt2Gguf, ConvertRoundTripsThroughTheCli) {
+  test::TempDir dir;
+  const std::string tok = " --tokenizer " + test::source_path(kGguf + "/tokenizer");
+  const test::CommandResult to =
+      test::run_cli("convert " + test::source_path(kTiny) + " " + dir.file("m.gguf") + tok);
+  ASSERT_EQ(to.exit_code, 0) << to.err;
+  EXPECT_TRUE(file_bytes(dir.file("m.gguf")) == file_bytes(gguf("f32")));
+  const test::CommandResult q = test::run_cli("convert " + test::source_path(kTiny) + " " +
+                                              dir.file("q.gguf") + tok + " --dtype q4_0");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_TRUE(file_bytes(dir.file("q.gguf")) == file_bytes(gguf("q4_0")));
+  // GGUF to GGUF keeps the input's type by default, and requantizing dequantized blocks gives
+  // the same blocks (each block's extreme maps back to its scale): the same file again.
+  const test::CommandResult qq =
+      test::run_cli("convert " + gguf("q4_0") + " " + dir.file("qq.gguf"));
+  ASSERT_EQ(qq.exit_code, 0) << qq.err;
+  EXPECT_NE(qq.out.find("GGUF Q4_0"), std::string::npos) << qq.out;
+  EXPECT_TRUE(file_bytes(dir.file("qq.gguf")) == file_bytes(gguf("q4_0")));
+  const test::CommandResult back =
+      test::run_cli("convert " + dir.file("m.gguf") + " " + dir.file("hf"));
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  const train::Gpt2Checkpoint a = tiny(), b = train::load_gpt2(dir.file("hf"));
+  EXPECT_EQ(b.params, a.params);
+  EXPECT_TRUE(b.lm_head.empty());
+  const BpeTokenizer t = BpeTokenizer::from_directory(dir.file("hf"));
+  EXPECT_EQ(t.vocab_size(), 1000);
+  EXPECT_EQ(t.encode("hello there"), tiny_tokenizer().encode("hello there"));
+  // The GGUF runs where a model directory runs: the same greedy text.
+  const std::string args = " --prompt 'the end of the' --max-tokens 12";
+  const test::CommandResult g1 = test::run_cli("generate --model " + gguf("f32") + args);
+  const test::CommandResult g2 = test::run_cli("generate --model " + dir.file("hf") + args);
+  ASSERT_EQ(g1.exit_code, 0) << g1.err;
+  EXPECT_EQ(g1.out, g2.out);
+  test::write_text(dir.file("t.txt"), "It was the best of times, it was the worst of times.");
+  const test::CommandResult p = test::run_cli("perplexity --model " + gguf("q8_0") + " --file " +
+                                              dir.file("t.txt") + " --context 8 --stride 4");
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("perplexity"), std::string::npos);
+  const test::CommandResult ids =
+      test::run_cli("tokenize --tokenizer " + gguf("f16") + " 'the end'");
+  EXPECT_EQ(ids.exit_code, 0) << ids.err;
+  EXPECT_EQ(ids.out, test::run_cli("tokenize" + tok + " 'the end'").out);
+}
+
+TEST(Gpt2Gguf, ErrorsNameTheFileAndTheProblem) {
+  test::TempDir dir;
+  // A GGUF that is not gpt2, and one whose tensor disagrees with the metadata.
+  {
+    io::GgufWriter w;
+    w.add_string("general.architecture", "llama");
+    w.write(dir.file("llama.gguf"));
+    test::expect_error([&] { train::load_gpt2_gguf(dir.file("llama.gguf")); },
+                       {"llama.gguf", "architecture 'llama'"});
+    const test::CommandResult r =
+        test::run_cli("generate --model " + dir.file("llama.gguf") + " --prompt x");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("architecture 'llama'"), std::string::npos) << r.err;
+  }
+  {
+    const io::GgufFile f = io::GgufFile::open(gguf("f32"));
+    io::GgufWriter w;
+    for (const auto& [key, v] : f.metadata()) {
+      if (key == "gpt2.feed_forward_length")
+        w.add_u32(key, 128);
+      else if (v.type == io::GgufType::string)
+        w.add_string(key, v.strings[0]);
+      else if (v.type == io::GgufType::u32)
+        w.add_u32(key, static_cast<uint32_t>(v.ints[0]));
+      else if (v.type == io::GgufType::f32)
+        w.add_f32(key, static_cast<float>(v.floats[0]));
+    }
+    for (const io::GgufTensor& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, f.data(t));
+    w.write(dir.file("ff.gguf"));
+    test::expect_error([&] { train::load_gpt2_gguf(dir.file("ff.gguf")); },
+                       {"ff.gguf", "blk.0.ffn_up.weight", "do not match the metadata"});
+  }
+}
+
+}  // namespace
+}  // namespace tinylm

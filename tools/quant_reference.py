@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""An independent numpy implementation of ggml's Q8_0 and Q4_0 blocks, and the fixture that
+tests/unit/quant_blocks_test.cpp compares tinylm's quantizer with, byte for byte.
+
+Written from the formats' definition (ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref and
+the block structs), not from tinylm's code:
+
+  Q8_0, 34 bytes: fp16 d (little-endian), 32 int8 q.   Weight j = q[j] * d.
+    amax = MAX(amax, |x|) over the block (C's MAX(a, b) = a > b ? a : b, so a NaN is kept
+    only until a later element replaces it); d = amax / 127; id = 1 / d if d != 0 else 0;
+    q = roundf(x * id), halves away from zero.
+  Q4_0, 18 bytes: fp16 d, 16 bytes qs; qs[j] = q[j] | q[j + 16] << 4. Weight = (q - 8) * d.
+    max = the first element of largest |x| (strict <), with its sign; d = max / -8;
+    id = 1 / d if d != 0 else 0; q = min(15, (int8_t)(x * id + 8.5)).
+  All arithmetic in float32; the stored d is float16(d), nearest even, a NaN written as
+  sign | 0x7e00.
+  Where C converts a float outside int8's range (NaN, inf, or an id that overflowed), ggml's
+  x86 build truncates to int32 with cvttss2si (INT32_MIN when out of range) and keeps the low
+  byte; this script does the same, so those edge blocks have defined expected bytes.
+
+Writes, under the output directory (default tests/fixtures/quant):
+  inputs.f32        the input floats (little-endian float32), a multiple of 32
+  q8_0.bin          their Q8_0 blocks       q8_0_dequant.f32   those blocks dequantized
+  q4_0.bin          their Q4_0 blocks       q4_0_dequant.f32   those blocks dequantized
+
+Usage: /usr/bin/python3 tools/quant_reference.py [--out DIR]
+"""
+import argparse
+import os
+
+import numpy as np
+
+F32 = np.float32
+QK = 32
+
+
+def fp16_bits(d):
+    """float32 -> IEEE half bits, nearest even; NaN -> sign | 0x7e00 (as ggml writes it)."""
+    d = F32(d)
+    sign = 0x8000 if np.signbit(d) else 0
+    if np.isnan(d):
+        return sign | 0x7E00
+    with np.errstate(over="ignore"):
+        h = np.array([d], dtype=np.float32).astype(np.float16)
+    return int(h.view(np.uint16)[0])
+
+
+def fp16_value(bits):
+    return F32(np.array([bits], dtype=np.uint16).view(np.float16)[0])
+
+
+def to_int8_x86(v):
+    """C's (int8_t)v as x86 computes it: truncate to int32 (INT32_MIN if NaN or outside), low
+    byte, as a signed value."""
+    v = F32(v)
+    if np.isfinite(v) and -2147483648.0 <= float(v) < 2147483648.0:
+        i = int(np.trunc(float(v)))
+    else:
+        i = -2147483648
+    b = i & 0xFF
+    return b - 256 if b >= 128 else b
+
+
+def roundf(v):
+    """C's roundf: nearest integer, halves away from zero (exact in float64 for a float32)."""
+    v = float(v)
+    if not np.isfinite(v):
+        return v
+    t = np.trunc(abs(v))
+    r = t + 1.0 if abs(v) - t >= 0.5 else t
+    return -r if v < 0 else r
+
+
+def quantize_q8_0(x):
+    out = bytearray()
+    with np.errstate(all="ignore"):
+        for blk in x.reshape(-1, QK):
+            amax = F32(0)
+            for v in blk:
+                a = F32(abs(v))
+                amax = amax if amax > a else a
+            d = F32(amax / F32(127))
+            idv = F32(F32(1) / d) if d != 0 or np.isnan(d) else F32(0)
+            out += fp16_bits(d).to_bytes(2, "little")
+            for v in blk:
+                q = to_int8_x86(F32(roundf(F32(v * idv))))
+                out += (q & 0xFF).to_bytes(1, "little")
+    return bytes(out)
+
+
+def quantize_q4_0(x):
+    out = bytearray()
+    with np.errstate(all="ignore"):
+        for blk in x.reshape(-1, QK):
+            amax, mx = F32(0), F32(0)
+            for v in blk:
+                if amax < abs(v):
+                    amax, mx = F32(abs(v)), F32(v)
+            d = F32(mx / F32(-8))
+            idv = F32(F32(1) / d) if d != 0 or np.isnan(d) else F32(0)
+            out += fp16_bits(d).to_bytes(2, "little")
+            qs = []
+            for v in blk:
+                q = to_int8_x86(F32(F32(v * idv) + F32(8.5)))
+                qs.append(min(15, q) & 0xFF)  # signed min, then the byte C stores
+            for j in range(QK // 2):
+                out += ((qs[j] | (qs[j + QK // 2] << 4)) & 0xFF).to_bytes(1, "little")
+    return bytes(out)
+
+
+def dequantize_q8_0(b):
+    y = []
+    for i in range(0, len(b), 34):
+        d = fp16_value(int.from_bytes(b[i:i + 2], "little"))
+        q = np.frombuffer(b[i + 2:i + 34], dtype=np.int8)
+        with np.errstate(all="ignore"):
+            y.extend(F32(int(v)) * d for v in q)
+    return np.array(y, dtype=np.float32)
+
+
+def dequantize_q4_0(b):
+    y = []
+    for i in range(0, len(b), 18):
+        d = fp16_value(int.from_bytes(b[i:i + 2], "little"))
+        qs = b[i + 2:i + 18]
+        with np.errstate(all="ignore"):
+            lo = [F32((v & 15) - 8) * d for v in qs]
+            hi = [F32((v >> 4) - 8) * d for v in qs]
+        y.extend(lo + hi)
+    return np.array(y, dtype=np.float32)
+
+
+def inputs():
+    rng = np.random.default_rng(20261202)
+    blocks = []
+
+    def add(vals):
+        v = np.asarray(vals, dtype=np.float32)
+        assert v.size == QK
+        blocks.append(v)
+
+    add(np.zeros(QK))                                    # Q4_0: d = 0 / -8 = -0.0
+    add(-np.zeros(QK))                                   # negative zeros
+    add(np.linspace(-1, 1, QK))                          # a ramp
+    # Q8_0 ties: amax 127 gives d = 1, id = 1, so k + 0.5 lands on a half.
+    add([127.0, -127.0] + [k + 0.5 for k in range(-15, 15)])
+    # Q4_0 ties: max -8 gives d = 1, id = 1: x + 8.5 hits integers and 16.5.
+    add([-8.0, 8.0, 7.5, -7.5, 0.5, -0.5, 1.5, -1.5] + [k * 0.25 for k in range(-12, 12)])
+    # Largest magnitude twice with both signs: the first one wins in Q4_0.
+    add([-3.0] + [0.1 * k for k in range(1, 30)] + [3.0, 2.0])
+    add([3.0] + [0.1 * k for k in range(1, 30)] + [-3.0, 2.0])
+    # Values whose x * id + 8.5 rounds up to an integer in float32.
+    add([8.0] + [np.nextafter(F32(-0.5), F32(0)) * k for k in range(1, 32)])
+    # Subnormal scales: d below float16's range (stored 0) but id finite.
+    add(rng.standard_normal(QK) * 1e-36)
+    # Subnormal inputs: id overflows to inf (ggml's undefined conversion; see the docstring).
+    add(rng.standard_normal(QK) * 1e-39)
+    # Large values: d beyond float16's range (stored inf), and near it.
+    add(rng.standard_normal(QK) * 1e10)
+    add(np.concatenate([[65504.0 * 127], rng.standard_normal(QK - 1) * 1e5]))
+    # NaN and inf: Q8_0's amax keeps a NaN only until a later element; Q4_0 never picks one.
+    add([5.0, np.nan, 1.0] + [0.25] * 29)
+    add([5.0] + [0.25] * 30 + [np.nan])
+    add([np.inf, -1.0, 0.5] + [0.0] * 29)
+    add([-np.inf, 2.0, np.nan] + [1.0] * 29)
+    add([np.nan] * QK)
+    # Ordinary weights at several scales.
+    for scale in (0.02, 0.1, 1.0, 3.0):
+        for _ in range(8):
+            add(rng.standard_normal(QK) * scale)
+    # A block where one outlier dominates.
+    add(np.concatenate([[40.0], rng.standard_normal(QK - 1) * 0.05]))
+    return np.concatenate(blocks).astype(np.float32)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="tests/fixtures/quant")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    x = inputs()
+    q8 = quantize_q8_0(x)
+    q4 = quantize_q4_0(x)
+    # Spot checks of the definition on blocks whose bytes are known by hand.
+    assert q8[:2] == b"\x00\x00" and q8[2:34] == bytes(32)
+    assert q4[:2] == b"\x00\x80" and q4[2:18] == bytes([0x88] * 16)  # d = -0.0, q = 8
+    tie = q8[3 * 34:4 * 34]
+    assert tie[:2] == b"\x00\x3c"  # d = 1.0
+    assert np.frombuffer(tie[4:6], dtype=np.int8).tolist() == [-15, -14]  # -14.5 -> -15
+    outputs = {
+        "inputs.f32": x.astype("<f4").tobytes(),
+        "q8_0.bin": q8,
+        "q8_0_dequant.f32": dequantize_q8_0(q8).astype("<f4").tobytes(),
+        "q4_0.bin": q4,
+        "q4_0_dequant.f32": dequantize_q4_0(q4).astype("<f4").tobytes(),
+    }
+    for name, data in outputs.items():
+        with open(os.path.join(args.out, name), "wb") as f:
+            f.write(data)
+    print(f"{x.size // QK} blocks written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
