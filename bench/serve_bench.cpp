@@ -195,7 +195,8 @@ int main(int argc, char** argv) {
       Clock::time_point start = times[0].start, end = times[0].end;
       for (const StreamTimes& t : times) {
         if (!t.ok) {
-          std::fprintf(stderr, "bench_serve: a request failed: %s\n", t.why.c_str());
+          std::fprintf(stderr, "bench_serve: a request of %d streams failed after %.1f s: %s\n", n,
+                       seconds(t.start, t.end), t.why.c_str());
           std::_Exit(1);
         }
         start = std::min(start, t.start);

@@ -1,6 +1,7 @@
 #include "tinylm/serve/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <ctime>
@@ -74,6 +75,7 @@ struct Server::Impl {
   Engine engine;
   httplib::Server http;
   std::atomic<int> in_flight{0};
+  int listen_fd = -1;
   std::atomic<bool> closing{false};
   std::mutex rng_mu;
   std::mt19937_64 rng{std::random_device{}()};
@@ -93,6 +95,14 @@ struct Server::Impl {
     http.set_read_timeout(10, 0);
     http.set_write_timeout(10, 0);
     http.set_keep_alive_timeout(2);
+    // httplib listens with a backlog of 5, so a burst of clients overflows the accept queue
+    // and some see their connection reset: the listening socket is kept here and given a
+    // backlog of 1,024 once bound.
+    http.set_socket_options([this](socket_t sock) {
+      const int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      listen_fd = sock;
+    });
     routes();
   }
 
@@ -288,6 +298,7 @@ int Server::bind() {
   }
   check(port > 0, "serve: cannot listen on ", o.host, ":", o.port,
         " (in use, or not an address of this machine)");
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, 1024);
   return port;
 }
 

@@ -183,18 +183,18 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
               int64_t nout) const {
     k::matmul_in_out(y, in, w, b, rows, nin, nout, conv_layout);
   }
-  void head(float* logits, const float* xn, int64_t rows, bool gemm_head) const {
+  void head(float* logits, const float* normed, int64_t rows, bool gemm_head) const {
     const int64_t C = config.n_embd, V = config.vocab_size;
     if constexpr (std::is_same_v<W, float>) {
       // Every row's logits (perplexity): the head is 30% of 124M's FLOPs per token, and the
       // library GEMM runs it at several times the streaming kernel's rate.
       if (gemm_head && rows >= kGemmHeadRows) {
-        k::gemm(k::Trans::No, k::Trans::Yes, rows, V, C, 1.0f, xn, C, lm_head, C, 0.0f, logits,
+        k::gemm(k::Trans::No, k::Trans::Yes, rows, V, C, 1.0f, normed, C, lm_head, C, 0.0f, logits,
                 V);
         return;
       }
     }
-    k::matmul_out_in(logits, xn, lm_head, rows, C, V);
+    k::matmul_out_in(logits, normed, lm_head, rows, C, V);
   }
 };
 

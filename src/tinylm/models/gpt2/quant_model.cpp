@@ -188,12 +188,12 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
       for (int64_t i = 0; i < C; ++i) xr[i] = xr[i] + pr[i];
     }
   }
-  void matmul(float* y, const float* in, const Matrix& w, const float* b, int64_t rows,
-              int64_t nin, int64_t nout) const {
+  void matmul(float* y, const float* in, const Matrix& w, const float* b, int64_t rows, int64_t nin,
+              int64_t nout) const {
     k::quant_matmul(w.dtype, y, in, w.data, b, rows, nin, nout);
   }
-  void head(float* logits, const float* xn, int64_t rows, bool) const {
-    k::quant_matmul(lm_head.dtype, logits, xn, lm_head.data, nullptr, rows, config.n_embd,
+  void head(float* logits, const float* normed, int64_t rows, bool) const {
+    k::quant_matmul(lm_head.dtype, logits, normed, lm_head.data, nullptr, rows, config.n_embd,
                     config.vocab_size);
   }
 };
