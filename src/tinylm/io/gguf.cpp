@@ -416,20 +416,7 @@ std::span<const std::byte> GgufFile::data(const GgufTensor& t) const {
 
 void GgufFile::populate(const GgufTensor& t) const {
   if (storage_->map.bytes().empty()) return;
-  const std::span<const std::byte> d = data(t);
-  if (d.empty()) return;
-  const long page_size = sysconf(_SC_PAGESIZE);
-  const uintptr_t page = static_cast<uintptr_t>(page_size > 0 ? page_size : 4096);
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(d.data()) / page * page;
-  const uintptr_t hi = reinterpret_cast<uintptr_t>(d.data() + d.size());
-#if defined(MADV_POPULATE_READ)
-  if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_READ) == 0) return;
-#endif
-  volatile std::byte sink{};
-  for (uintptr_t p = std::max(lo, reinterpret_cast<uintptr_t>(d.data())); p < hi;
-       p = (p / page + 1) * page)
-    sink = *reinterpret_cast<const std::byte*>(p);
-  (void)sink;
+  io::populate(data(t));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -51,6 +53,23 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 
 MappedFile::~MappedFile() {
   if (map_) ::munmap(map_, size_);
+}
+
+void populate(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const uintptr_t page = static_cast<uintptr_t>(page_size > 0 ? page_size : 4096);
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(bytes.data()) / page * page;
+  const uintptr_t hi = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
+#if defined(MADV_POPULATE_READ)
+  if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_READ) == 0) return;
+#endif
+  // Older kernels: touch a byte of every page the bytes cover.
+  volatile std::byte sink{};
+  for (uintptr_t p = std::max(lo, reinterpret_cast<uintptr_t>(bytes.data())); p < hi;
+       p = (p / page + 1) * page)
+    sink = *reinterpret_cast<const std::byte*>(p);
+  (void)sink;
 }
 
 }  // namespace tinylm::io

@@ -27,4 +27,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Faults in the pages under `bytes` (part of a mapping) now, so a later pass over them runs at
+// memory speed: madvise(MADV_POPULATE_READ) where the kernel has it, else a read of a byte of
+// every page.
+void populate(std::span<const std::byte> bytes);
+
 }  // namespace tinylm::io

@@ -61,21 +61,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
 
 void SafetensorsFile::populate(const SafetensorsEntry& e) const {
   if (storage_->map.bytes().empty()) return;
-  const std::span<const std::byte> t = bytes(e);
-  if (t.empty()) return;
-  const long page_size = sysconf(_SC_PAGESIZE);
-  const uintptr_t page = static_cast<uintptr_t>(page_size > 0 ? page_size : 4096);
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data()) / page * page;
-  const uintptr_t hi = reinterpret_cast<uintptr_t>(t.data() + t.size());
-#if defined(MADV_POPULATE_READ)
-  if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_READ) == 0) return;
-#endif
-  // Older kernels: touch a byte of every page the tensor covers.
-  volatile std::byte sink{};
-  for (uintptr_t p = std::max(lo, reinterpret_cast<uintptr_t>(t.data())); p < hi;
-       p = (p / page + 1) * page)
-    sink = *reinterpret_cast<const std::byte*>(p);
-  (void)sink;
+  io::populate(bytes(e));
 }
 
 SafetensorsFile SafetensorsFile::from_bytes(std::span<const std::byte> bytes,

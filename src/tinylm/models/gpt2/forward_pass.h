@@ -12,6 +12,7 @@
 // and KV is the cache's element type.
 #include <cstring>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tinylm/core/error.h"
@@ -163,5 +164,25 @@ struct ForwardPass : Model::Impl {
                                static_cast<float>(config.layer_norm_epsilon));
   }
 };
+
+// Points a storage's views at its tensors by their GPT-2 names: m(name) for the matrices (wte
+// and the layers' Conv1D weights), f(name) for the f32 tensors. The head is wte until the
+// storage says otherwise.
+template <class Storage, class MatrixFn, class SmallFn>
+void bind_tensors(Storage& s, const MatrixFn& m, const SmallFn& f) {
+  s.wte = m("wte.weight");
+  s.lm_head = s.wte;
+  s.wpe = f("wpe.weight");
+  for (int i = 0; i < s.config.n_layer; ++i) {
+    const std::string p = "h." + std::to_string(i) + ".";
+    s.layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
+                        f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
+                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"),
+                        m(p + "attn.c_attn.weight"), m(p + "attn.c_proj.weight"),
+                        m(p + "mlp.c_fc.weight"), m(p + "mlp.c_proj.weight")});
+  }
+  s.lnf_w = f("ln_f.weight");
+  s.lnf_b = f("ln_f.bias");
+}
 
 }  // namespace tinylm::gpt2

@@ -75,27 +75,9 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
     config = c;
     owner = std::move(keep_alive);
     bytes = param_layout(c).size() * sizeof(float);
-    bind(tensor, tensor);
+    bind_tensors(*this, tensor, tensor);
     lm_head = head ? head : wte;
     if (head) bytes += static_cast<size_t>(c.vocab_size) * c.n_embd * sizeof(float);
-  }
-
-  // Points the views at the tensors: w(name) for matrices (in W), f(name) for f32 tensors.
-  template <class MatrixFn, class SmallFn>
-  void bind(const MatrixFn& w, const SmallFn& f) {
-    wte = w("wte.weight");
-    lm_head = wte;
-    wpe = f("wpe.weight");
-    for (int i = 0; i < config.n_layer; ++i) {
-      const std::string p = "h." + std::to_string(i) + ".";
-      layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
-                        f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
-                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"),
-                        w(p + "attn.c_attn.weight"), w(p + "attn.c_proj.weight"),
-                        w(p + "mlp.c_fc.weight"), w(p + "mlp.c_proj.weight")});
-    }
-    lnf_w = f("ln_f.weight");
-    lnf_b = f("ln_f.bias");
   }
 
   // Weights owned by the model: the matrices (and wte) in W, the small tensors in f32, each
@@ -138,8 +120,9 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
       }
     }
     bytes = matrices.size() * sizeof(W) + small.size() * sizeof(float);
-    bind([&](const std::string& n) { return matrices.data() + matrix_offset.at(n); },
-         [&](const std::string& n) -> const float* { return small.data() + small_offset.at(n); });
+    bind_tensors(
+        *this, [&](const std::string& n) { return matrices.data() + matrix_offset.at(n); },
+        [&](const std::string& n) -> const float* { return small.data() + small_offset.at(n); });
     if (untied_head) {
       lm_head_storage.resize(static_cast<size_t>(c.vocab_size) * c.n_embd);
       read("lm_head.weight", wd, lm_head_storage.data(), lm_head_storage.size());
@@ -156,7 +139,7 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
     flat = std::move(params);
     bytes = flat.size() * sizeof(float);
     const auto at = [&](const std::string& n) { return flat.data() + L.at(n).offset; };
-    bind(at, at);
+    bind_tensors(*this, at, at);
     if (!head.empty()) {
       flat_head = std::move(head);
       bytes += flat_head.size() * sizeof(float);

@@ -50,23 +50,6 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
   std::vector<Layer> layers;
   size_t bytes = 0;
 
-  template <class MatrixFn, class SmallFn>
-  void bind(const MatrixFn& m, const SmallFn& f) {
-    wte = m("wte.weight");
-    lm_head = wte;
-    wpe = f("wpe.weight");
-    for (int i = 0; i < config.n_layer; ++i) {
-      const std::string p = "h." + std::to_string(i) + ".";
-      layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
-                        f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
-                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"),
-                        m(p + "attn.c_attn.weight"), m(p + "attn.c_proj.weight"),
-                        m(p + "mlp.c_fc.weight"), m(p + "mlp.c_proj.weight")});
-    }
-    lnf_w = f("ln_f.weight");
-    lnf_b = f("ln_f.bias");
-  }
-
   // Quantized at load from f32 tensors in Hugging Face's layout.
   QuantImpl(const Config& c, DType dt, const Model::TensorReader& read, bool untied_head) {
     config = c;
@@ -122,7 +105,8 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
     }
     if (untied_head) quantize_tensor("lm_head.weight", c.vocab_size, c.n_embd, false);
     bytes = blocks.size() + small.size() * sizeof(float);
-    bind(
+    bind_tensors(
+        *this,
         [&](const std::string& n) {
           return Matrix{type_of(n), blocks.data() + block_offset.at(n)};
         },
@@ -171,7 +155,7 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
             ": f32 data not 4-byte aligned");
       return static_cast<const float*>(v.data);
     };
-    bind(matrix, f32);
+    bind_tensors(*this, matrix, f32);
     if (untied_head) lm_head = matrix("lm_head.weight");
   }
 
