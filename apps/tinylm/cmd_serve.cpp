@@ -75,7 +75,7 @@ void run_serve(ServeFlags& f) {
     backend = generate::gpt2_backend(*gpt2);
     info.context = gpt2->config().n_positions;
   } else {
-    if (f.model.dtype != "f32")
+    if (!f.model.dtype.empty() && f.model.dtype != "f32")
       throw UsageError("--dtype " + f.model.dtype + ": EvermindLM runs in f32");
     tok.emplace(load_evermind_tokenizer(f.model.tokenizer, d.path));
     set_num_threads(f.model.threads);
