@@ -322,18 +322,30 @@ int64_t resident_kb() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 // 32 clients x 8 requests each, whole and streamed, 16 different requests among them: every
 // answer equals the same request served alone, none fails, and resident memory does not grow
-// from round to round.
+// from round to round. Prompts are token ids below the 1,024-token vocabulary.
 TEST(ServeHttp, LoadTestAnswersEqualAloneAndMemoryIsStable) {
   ServerOptions o;
   o.slots = 8;
   o.queue = 64;
-  Running s(o);
+  Running s(o, 128, 64, 1024);
   std::vector<std::string> bodies;
   for (int i = 0; i < 16; ++i) {
     bodies.push_back(Json{
-        {"prompt", "Request number " + std::to_string(i) + " says"},
+        {"prompt", {7 + i, 300 + 41 * i, 999 - 13 * i, 64}},
         {"max_tokens", 8 + i % 5 * 4},
         {"temperature", i % 4 == 0 ? 0.0 : 0.9},
         {"top_k", i % 3 == 0 ? 20 : 0},
@@ -381,7 +393,11 @@ TEST(ServeHttp, LoadTestAnswersEqualAloneAndMemoryIsStable) {
   }
   std::printf("resident memory after each round: %ld, %ld, %ld kB\n", static_cast<long>(rss[0]),
               static_cast<long>(rss[1]), static_cast<long>(rss[2]));
-  EXPECT_LT(rss[2], rss[0] + 16 * 1024) << "resident memory grew by more than 16 MB";
+  // AddressSanitizer keeps freed memory in quarantine, so resident memory says nothing there
+  // (its LeakSanitizer checks for leaks instead).
+  if (!kAddressSanitizer) {
+    EXPECT_LT(rss[2], rss[0] + 16 * 1024) << "resident memory grew by more than 16 MB";
+  }
 }
 
 // The CLI's server: ready line, a request, SIGTERM while a generation runs: the generation is

@@ -144,7 +144,6 @@ void Engine::run() {
     for (auto& slot : slots_) {
       if (!slot->job || !slot->seq) continue;
       if (slot->job->cancelled()) {
-        metrics_.count_cancelled();
         finish(*slot, {}, nullptr, "cancelled");
         continue;
       }
@@ -256,6 +255,8 @@ void Engine::finish(Slot& slot, std::string text, const TokenLogprob* lp,
     --running_;
     metrics_.set_active(running_);
   }
+  // Counted after the slot is free, so one who sees the count also sees the slot released.
+  if (reason == "cancelled") metrics_.count_cancelled();
 }
 
 }  // namespace tinylm::serve
