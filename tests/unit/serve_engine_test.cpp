@@ -75,7 +75,10 @@ struct Output {
 
 Output collect(Job& job) {
   Delta d;
-  while (!job.take(d, 50ms)) {
+  for (;;) {
+    const uint64_t seen = job.bell().rings();
+    if (job.take(d)) break;
+    job.bell().wait(seen, 50ms);
   }
   return {d.text, d.finish_reason, d.logprobs};
 }

@@ -13,10 +13,26 @@
 
 namespace tinylm::serve {
 
-bool Job::take(Delta& out, std::chrono::milliseconds wait) {
+void Bell::ring() {
+  {
+    std::lock_guard lock(mu_);
+    ++rings_;
+  }
+  cv_.notify_all();
+}
+
+uint64_t Bell::rings() {
+  std::lock_guard lock(mu_);
+  return rings_;
+}
+
+void Bell::wait(uint64_t seen, std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, wait,
-               [&] { return finished_ || !pending_.text.empty() || !pending_.logprobs.empty(); });
+  cv_.wait_for(lock, wait, [&] { return rings_ != seen; });
+}
+
+bool Job::take(Delta& out) {
+  std::lock_guard lock(mu_);
   out.text += pending_.text;
   for (TokenLogprob& lp : pending_.logprobs) out.logprobs.push_back(std::move(lp));
   out.completion_tokens = pending_.completion_tokens;
@@ -41,7 +57,7 @@ void Job::publish(std::string_view text, const TokenLogprob* lp, int completion_
       finished_ = true;
     }
   }
-  cv_.notify_all();
+  bell_->ring();
 }
 
 struct Engine::Slot {

@@ -41,19 +41,38 @@ struct Delta {
   int completion_tokens = 0;  // so far
 };
 
+// Rung whenever one of a request's choices has news, so the writer of a many-choice response
+// waits once for all of them instead of on each in turn.
+class Bell {
+ public:
+  void ring();
+  // Rings so far: read before taking news, then wait(seen) misses nothing taken after it.
+  uint64_t rings();
+  // Returns once the count differs from `seen`, or after `wait`.
+  void wait(uint64_t seen, std::chrono::milliseconds wait);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t rings_ = 0;
+};
+
 // One choice of a request, shared by the HTTP thread that reads it and the engine that
 // writes it.
 class Job {
  public:
-  Job(Prompt p, const GenParams& g, Clock::time_point end)
-      : prompt(std::move(p)), params(g), deadline(end) {}
+  Job(Prompt p, const GenParams& g, Clock::time_point end,
+      std::shared_ptr<Bell> bell = std::make_shared<Bell>())
+      : prompt(std::move(p)), params(g), deadline(end), bell_(std::move(bell)) {}
   const Prompt prompt;
   const GenParams params;
   const Clock::time_point deadline;  // generation ends here (finish_reason "length")
 
-  // Waits up to `wait` for news; moves it into `out` (appending text and logprobs). Returns
-  // true once the choice has finished and everything was read.
-  bool take(Delta& out, std::chrono::milliseconds wait);
+  // Moves the news into `out` (appending text and logprobs) without waiting. Returns true once
+  // the choice has finished and everything was read.
+  bool take(Delta& out);
+  // The bell this choice rings on news (shared by a request's choices).
+  Bell& bell() { return *bell_; }
   // The client went away: the engine drops the choice at its next step.
   void cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
@@ -64,10 +83,10 @@ class Job {
 
  private:
   std::mutex mu_;
-  std::condition_variable cv_;
   Delta pending_;
   bool finished_ = false, read_finish_ = false;
   std::atomic<bool> cancelled_{false};
+  std::shared_ptr<Bell> bell_;
 };
 
 struct EngineOptions {

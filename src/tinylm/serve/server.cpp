@@ -40,8 +40,8 @@ const std::set<std::string> kEndpoints = {"/",          "/health",         "/met
                                           "/v1/models", "/v1/completions", "/v1/chat/completions",
                                           "/tokenize",  "/detokenize"};
 
-// How long the response writer waits on a choice before looking at the others, and how long
-// a quiet connection goes before a probe shows whether the client is still there.
+// How long the response writer waits for news before looking again, and how long a quiet
+// connection goes before a probe shows whether the client is still there.
 constexpr auto kPoll = 20ms;
 // (A write to a closed connection fails only the second time, so the probe runs often.)
 constexpr auto kProbeEvery = 250ms;
@@ -206,8 +206,9 @@ struct Server::Impl {
     g->stream = r.params.stream;
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(opt.timeout_s));
+    const auto bell = std::make_shared<Bell>();
     for (const Prompt& p : r.prompts) {
-      g->jobs.push_back(std::make_shared<Job>(p, r.params, deadline));
+      g->jobs.push_back(std::make_shared<Job>(p, r.params, deadline, bell));
       g->usage.prompt_tokens += static_cast<int64_t>(p.ids.size());
     }
     g->choices.resize(g->jobs.size());
@@ -244,12 +245,14 @@ struct Server::Impl {
     std::vector<bool> done(n, false);
     size_t remaining = n;
     auto quiet_since = Clock::now();
+    Bell& bell = g.jobs.front()->bell();
     while (remaining > 0) {
       bool news = false;
+      const uint64_t seen = bell.rings();
       for (size_t i = 0; i < n; ++i) {
         if (done[i]) continue;
         Delta d;
-        const bool finished = g.jobs[i]->take(d, kPoll);
+        const bool finished = g.jobs[i]->take(d);
         if (d.text.empty() && d.logprobs.empty() && !finished) continue;
         news = true;
         const size_t first = g.choices[i].logprobs.size();
@@ -277,6 +280,7 @@ struct Server::Impl {
         quiet_since = now;
       }
       if (!sink.is_writable()) return false;
+      if (!news) bell.wait(seen, kPoll);
     }
     if (g.stream) return send("data: [DONE]\n\n");
     return send(dump(completion_body(g.head, g.choices, g.usage, tok)));
