@@ -24,6 +24,7 @@
 #include "tinylm/core/timer.h"
 #include "tinylm/generate/decode_backend.h"
 #include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/serve/engine.h"
 #include "tinylm/serve/server.h"
 #include "tinylm/train/gpt2_checkpoint.h"
 
@@ -164,6 +165,32 @@ int main(int argc, char** argv) {
   info.vocab_size = model.config().vocab_size;
   info.context = model.config().n_positions;
   info.eos_id = tok.eot_id().value_or(-1);
+  // The engine alone (no HTTP): one choice, greedy, its decode rate from its first news on.
+  std::vector<double> engine_tps;
+  {
+    serve::Metrics metrics(1);
+    serve::Engine engine(*backend, tok, serve::EngineOptions{1, 1, -1}, metrics);
+    serve::GenParams params;
+    params.max_tokens = tokens;
+    params.sampling.temperature = 0;
+    for (int r = 0; r <= reps; ++r) {  // (the first warms the engine's thread team: dropped)
+      const serve::Prompt p{prompt, "", tokens};
+      auto job =
+          std::make_shared<serve::Job>(p, params, serve::Clock::now() + std::chrono::hours(1));
+      engine.submit(std::span(&job, 1));
+      serve::Delta d;
+      Clock::time_point first{};
+      for (;;) {
+        const uint64_t seen = job->bell().rings();
+        const bool done = job->take(d);
+        if (first == Clock::time_point{} && d.completion_tokens > 0) first = Clock::now();
+        if (done) break;
+        job->bell().wait(seen, std::chrono::milliseconds(20));
+      }
+      if (r > 0) engine_tps.push_back((tokens - 1) / seconds(first, Clock::now()));
+    }
+  }
+
   serve::ServerOptions o;
   o.port = 0;
   o.slots = *std::max_element(streams.begin(), streams.end());
@@ -218,14 +245,18 @@ int main(int argc, char** argv) {
   std::printf("%8s %16s %12s %14s %10s\n", "streams", "aggregate tok/s", "vs 1 stream",
               "first token ms", "vs prefill");
   for (const auto& [n, rate] : model_rates) {
-    std::printf("model alone: %d sequences per forward_batch: %.1f tok/s (%.2fx one)\n", n, rate,
-                rate / model_rates.front().second);
+    std::printf(
+        "model alone: %d sequences per forward_batch: %.1f tok/s (%.2fx one, %.1f%% of "
+        "generate's decode per sequence)\n",
+        n, rate, rate / model_rates.front().second, 100.0 * rate / n / gen_tps);
   }
   const double one = rows.front().aggregate;
   for (const Row& r : rows) {
     std::printf("%8d %16.1f %11.2fx %14.1f %9.2fx\n", r.n, r.aggregate, r.aggregate / one,
                 r.ttft_ms, r.ttft_ms / gen_prefill);
   }
+  std::printf("one stream, the engine alone: decode %.1f tok/s = %.1f%% of generate's\n",
+              median(engine_tps), 100.0 * median(engine_tps) / gen_tps);
   std::printf("one stream through the server: decode %.1f tok/s = %.1f%% of generate's\n",
               rows.front().stream_decode, 100.0 * rows.front().stream_decode / gen_tps);
   return 0;

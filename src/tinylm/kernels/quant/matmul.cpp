@@ -12,19 +12,26 @@ TINYLM_LEVEL_BEGIN
 
 namespace {
 
-// A block's 32 weights, q * d, as two vectors (exact: q * d fits a float). The scale comes
-// from f16_table() (`table`); Q4_0's offset is folded into one fused multiply-add per vector,
-// (q - 8) * d = fma(q, d, -8 d), exact as well.
+// A block's 32 weights as two vectors: q * d for Q8_0, (q - 8) * d for Q4_0, as ggml
+// dequantizes them (exact: the products fit a float). The scale comes from f16_table().
 TINYLM_INLINE void weights(const BlockQ8_0& b, const float* table, f32x16& lo, f32x16& hi) {
   const f32x16 d = splat_scale(b.d, table);
   lo = widen_i8(b.qs) * d;
   hi = widen_i8(b.qs + kLanes) * d;
 }
 TINYLM_INLINE void weights(const BlockQ4_0& b, const float* table, f32x16& lo, f32x16& hi) {
-  const f32x16 d = splat_scale(b.d, table), minus_8d = d * -8.0f;
-  widen_nibbles(b.qs, lo, hi);
-  lo = fma(lo, d, minus_8d);
-  hi = fma(hi, d, minus_8d);
+  q4_weights(b.qs, splat_scale(b.d, table), lo, hi);
+}
+
+// Each output's row of blocks is its own sequential stream, prefetched kAhead bytes ahead one
+// cache line at a time (the line a block starts in, once): the hardware prefetchers alone
+// kept too few lines in flight for interleaved streams of 34- or 18-byte blocks.
+constexpr int64_t kAhead = 16384, kLine = 64;
+
+template <class Block>
+TINYLM_INLINE void prefetch_row(const Block* block) {
+  const char* p = reinterpret_cast<const char*>(block) + kAhead;
+  if ((reinterpret_cast<uintptr_t>(p) & (kLine - 1)) < sizeof(Block)) __builtin_prefetch(p, 0, 2);
 }
 
 // Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each block's weights dequantized once
@@ -41,6 +48,7 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
   for (int64_t k = 0; k < nb; ++k) {
 #pragma GCC unroll 4
     for (int o = 0; o < NO; ++o) {
+      prefetch_row(w + o * nb + k);
       f32x16 lo, hi;
       weights(w[o * nb + k], table, lo, hi);
 #pragma GCC unroll 2
@@ -59,20 +67,14 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
 template <class Block>
 void decode(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
             int64_t nout) {
-  // Outputs in groups of 64 from a ChunkQueue, four at a time: one sequential stream per
-  // thread, prefetched ahead as the f32 head is (stream.cpp says why). Each output has one
-  // thread, so any schedule gives the same result.
-  constexpr int64_t kOuts = 4, kGroup = 64, kPrefetchBytes = 16384, kLine = 64;
+  // Outputs in groups of 64 from a ChunkQueue, four at a time. Each output has one thread, so
+  // any schedule gives the same result.
+  constexpr int64_t kOuts = 4, kGroup = 64;
   const int64_t nb = nin / kQuantBlock;
-  const int64_t row_bytes = nb * static_cast<int64_t>(sizeof(Block)), total = nout * row_bytes;
-  const char* bytes = reinterpret_cast<const char*>(w);
   const float* table = f16_table();
   parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
     for (int64_t o0 = g * kGroup; o0 < std::min(nout, (g + 1) * kGroup); o0 += kOuts) {
       const int64_t n = std::min(kOuts, nout - o0);
-      const int64_t from = o0 * row_bytes + kPrefetchBytes;
-      const int64_t to = std::min(from + n * row_bytes, total);
-      for (int64_t off = from; off < to; off += kLine) __builtin_prefetch(bytes + off);
       const Block* wo = w + o0 * nb;
       const float* bo = b ? b + o0 : nullptr;
       if (n == kOuts) {

@@ -9,10 +9,10 @@
 //
 // Contract: row-invariant, and exactly an f32 product over the dequantized weights:
 //   y[r][o] = hsum(chain) + (b ? b[o] : 0), chain = fma(x[r][i..i+15], W'[o][i..i+15], chain)
-//   over i = 0, 16, 32, ... from zero, W' = q * d (exact in f32), hsum in vec.h's fixed order;
+//   over i = 0, 16, 32, ... from zero, W' = q * d for Q8_0 and (q - 8) * d for Q4_0 (exact in
+//   f32), hsum in vec.h's fixed order;
 // the bits that kernels/matmul/stream.h's f32 matmul_out_in gives on the dequantized matrix,
-// then the bias added (for finite scales: a Q4_0 block whose fp16 scale is inf dequantizes
-// here through fma(q, d, -8 d), NaN where (q - 8) * d would be inf). The same at every level, any
+// then the bias added. The same at every level, any
 // thread count, and for a row computed alone (decode) or among others (prefill), where each
 // dequantized block is reused across rows.
 #include <cstdint>
