@@ -42,13 +42,12 @@ TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
 }
 TINYLM_INLINE void q4_weights(const uint8_t* qs, f32x16 d, f32x16& lo, f32x16& hi) {
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i mask = _mm_set1_epi8(15);
-  const __m128i l = _mm_and_si128(b, mask), h = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
-  const __m256i eight = _mm256_set1_epi32(8);
-  // (q - 8) exactly as an integer, then one exact product.
+  const __m128i mask = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+  // q - 8 for all 32 weights as signed bytes, then widened and multiplied (exact).
+  const __m128i l = _mm_sub_epi8(_mm_and_si128(b, mask), eight);
+  const __m128i h = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), mask), eight);
   const auto half = [&](__m128i bytes) {
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(bytes), eight)),
-                         d.lo);
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), d.lo);
   };
   lo = {half(l), half(_mm_srli_si128(l, 8))};
   hi = {half(h), half(_mm_srli_si128(h, 8))};
