@@ -167,28 +167,33 @@ int main(int argc, char** argv) {
   info.eos_id = tok.eot_id().value_or(-1);
   // The engine alone (no HTTP): one choice, greedy, its decode rate from its first news on.
   std::vector<double> engine_tps;
-  {
+  {  // (its loop on this thread, as the server's: see serve::Engine::run)
     serve::Metrics metrics(1);
-    serve::Engine engine(*backend, tok, serve::EngineOptions{1, 1, -1}, metrics);
+    serve::Engine engine(*backend, tok, serve::EngineOptions{1, 1, -1, false}, metrics);
     serve::GenParams params;
     params.max_tokens = tokens;
     params.sampling.temperature = 0;
-    for (int r = 0; r <= reps; ++r) {  // (the first warms the engine's thread team: dropped)
-      const serve::Prompt p{prompt, "", tokens};
-      auto job =
-          std::make_shared<serve::Job>(p, params, serve::Clock::now() + std::chrono::hours(1));
-      engine.submit(std::span(&job, 1));
-      serve::Delta d;
-      Clock::time_point first{};
-      for (;;) {
-        const uint64_t seen = job->bell().rings();
-        const bool done = job->take(d);
-        if (first == Clock::time_point{} && d.completion_tokens > 0) first = Clock::now();
-        if (done) break;
-        job->bell().wait(seen, std::chrono::milliseconds(20));
+    std::thread client([&] {
+      for (int r = 0; r <= reps; ++r) {  // (the first warms up: dropped)
+        const serve::Prompt p{prompt, "", tokens};
+        auto job =
+            std::make_shared<serve::Job>(p, params, serve::Clock::now() + std::chrono::hours(1));
+        engine.submit(std::span(&job, 1));
+        serve::Delta d;
+        Clock::time_point first{};
+        for (;;) {
+          const uint64_t seen = job->bell().rings();
+          const bool done = job->take(d);
+          if (first == Clock::time_point{} && d.completion_tokens > 0) first = Clock::now();
+          if (done) break;
+          job->bell().wait(seen, std::chrono::milliseconds(20));
+        }
+        if (r > 0) engine_tps.push_back((tokens - 1) / seconds(first, Clock::now()));
       }
-      if (r > 0) engine_tps.push_back((tokens - 1) / seconds(first, Clock::now()));
-    }
+      engine.stop();
+    });
+    engine.run();
+    client.join();
   }
 
   serve::ServerOptions o;
@@ -197,46 +202,48 @@ int main(int argc, char** argv) {
   o.queue = 64;
   serve::Server server(*backend, info, o);
   const int port = server.bind();
-  std::thread serving([&] { server.run(); });
-  const std::string body = nlohmann::json{
-      {"prompt", prompt},
-      {"max_tokens", tokens},
-      {"temperature", 0},
-      {"ignore_eos", true},
-      {"stream", true}}.dump();
-  stream_one(port, body);  // warm-up: pages, threads, connections
-
+  // The server on this thread (it loaded the model: one OpenMP team), the clients on others.
   struct Row {
     int n;
     double aggregate, ttft_ms, stream_decode;
   };
   std::vector<Row> rows;
-  for (const int n : streams) {
-    std::vector<double> agg, ttft, dec;
-    for (int r = 0; r < reps; ++r) {
-      std::vector<StreamTimes> times(n);
-      std::vector<std::thread> clients;
-      for (int k = 0; k < n; ++k)
-        clients.emplace_back([&, k] { times[k] = stream_one(port, body); });
-      for (auto& c : clients) c.join();
-      Clock::time_point start = times[0].start, end = times[0].end;
-      for (const StreamTimes& t : times) {
-        if (!t.ok) {
-          std::fprintf(stderr, "bench_serve: a request of %d streams failed after %.1f s: %s\n", n,
-                       seconds(t.start, t.end), t.why.c_str());
-          std::_Exit(1);
+  std::thread driver([&] {
+    const std::string body = nlohmann::json{
+        {"prompt", prompt},
+        {"max_tokens", tokens},
+        {"temperature", 0},
+        {"ignore_eos", true},
+        {"stream", true}}.dump();
+    stream_one(port, body);  // warm-up: pages, threads, connections
+    for (const int n : streams) {
+      std::vector<double> agg, ttft, dec;
+      for (int r = 0; r < reps; ++r) {
+        std::vector<StreamTimes> times(n);
+        std::vector<std::thread> clients;
+        for (int k = 0; k < n; ++k)
+          clients.emplace_back([&, k] { times[k] = stream_one(port, body); });
+        for (auto& c : clients) c.join();
+        Clock::time_point start = times[0].start, end = times[0].end;
+        for (const StreamTimes& t : times) {
+          if (!t.ok) {
+            std::fprintf(stderr, "bench_serve: a request of %d streams failed after %.1f s: %s\n",
+                         n, seconds(t.start, t.end), t.why.c_str());
+            std::_Exit(1);
+          }
+          start = std::min(start, t.start);
+          end = std::max(end, t.end);
         }
-        start = std::min(start, t.start);
-        end = std::max(end, t.end);
+        agg.push_back(n * tokens / seconds(start, end));
+        ttft.push_back(seconds(times[0].start, times[0].first) * 1000.0);
+        dec.push_back((tokens - 1) / seconds(times[0].first, times[0].end));
       }
-      agg.push_back(n * tokens / seconds(start, end));
-      ttft.push_back(seconds(times[0].start, times[0].first) * 1000.0);
-      dec.push_back((tokens - 1) / seconds(times[0].first, times[0].end));
+      rows.push_back({n, median(agg), median(ttft), median(dec)});
     }
-    rows.push_back({n, median(agg), median(ttft), median(dec)});
-  }
-  server.shutdown();
-  serving.join();
+    server.shutdown();
+  });
+  server.run();
+  driver.join();
   baseline();
 
   const double gen_tps = median(decode_tps), gen_prefill = median(prefill_ms);

@@ -77,20 +77,21 @@ Engine::Engine(generate::DecodeBackend& backend, const BpeTokenizer& tokenizer,
   for (int i = 0; i < options_.slots; ++i) slots_.push_back(std::make_unique<Slot>());
   logits_.resize(static_cast<size_t>(options_.slots) * backend_.vocab_size());
   // OpenMP's thread count is per thread: the engine's forwards use the caller's (--threads).
-  const int threads = num_threads();
-  thread_ = std::thread([this, threads] {
-    set_num_threads(threads);
-    run();
-  });
+  threads_ = num_threads();
+  if (options_.own_thread) thread_ = std::thread([this] { run(); });
 }
 
 Engine::~Engine() {
+  stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::stop() {
   {
     std::lock_guard lock(mu_);
     closed_ = stopping_ = true;
   }
   cv_.notify_all();
-  thread_.join();
 }
 
 void Engine::submit(std::span<const std::shared_ptr<Job>> jobs) {
@@ -121,6 +122,7 @@ void Engine::wait_idle() {
 }
 
 void Engine::run() {
+  set_num_threads(threads_);
   std::vector<Slot*> fresh, batch;
   std::vector<generate::Sequence*> seqs;
   std::vector<int> tokens;

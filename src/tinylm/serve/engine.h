@@ -93,13 +93,15 @@ struct EngineOptions {
   int slots = 4;    // choices generated at once
   int queue = 64;   // choices waiting for a slot
   int eos_id = -1;  // a sampled eos ends a choice ("stop"); -1: none
+  // false: no thread of its own; the loop runs in run(), on the caller's thread.
+  bool own_thread = true;
 };
 
 class Engine {
  public:
   Engine(generate::DecodeBackend& backend, const BpeTokenizer& tokenizer, EngineOptions options,
          Metrics& metrics);
-  ~Engine();  // finishes what is queued and running, then stops the thread
+  ~Engine();  // finishes what is queued and running, then stops the loop
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -111,9 +113,16 @@ class Engine {
   // Blocks until nothing is queued or running.
   void wait_idle();
 
+  // Without an own thread: runs the loop on the calling thread until stop(). A server runs it
+  // on the thread that loaded the model, so the model's parallel regions all come from one
+  // thread: libgomp spins between regions only while its threads do not outnumber the cores,
+  // and a second thread starting regions made every region sleep and wake instead.
+  void run();
+  // Ends the loop once nothing is queued or running (as the destructor does).
+  void stop();
+
  private:
   struct Slot;
-  void run();
   void admit(std::unique_lock<std::mutex>& lock);
   void start(Slot& slot);
   // Chooses the slot's next token from its logits and publishes the result.
@@ -134,6 +143,7 @@ class Engine {
   std::deque<std::shared_ptr<Job>> queue_;
   int running_ = 0;  // slots in use
   bool closed_ = false, stopping_ = false;
+  int threads_;  // the constructing thread's thread count, for the loop's thread
   std::thread thread_;
 };
 

@@ -86,7 +86,7 @@ struct Server::Impl {
         model(m),
         opt(std::move(o)),
         metrics(opt.slots),
-        engine(b, *m.tokenizer, EngineOptions{opt.slots, opt.queue, m.eos_id}, metrics) {
+        engine(b, *m.tokenizer, EngineOptions{opt.slots, opt.queue, m.eos_id, false}, metrics) {
     // One thread per connection being answered: enough for every slot, the whole queue, and
     // the cheap endpoints beside them.
     const size_t threads = static_cast<size_t>(opt.slots + opt.queue + 8);
@@ -306,7 +306,14 @@ int Server::bind() {
   return port;
 }
 
-void Server::run() { impl_->http.listen_after_bind(); }
+void Server::run() {
+  std::thread http([this] {
+    impl_->http.listen_after_bind();
+    impl_->engine.stop();  // (also when listening failed: run() must not wait forever)
+  });
+  impl_->engine.run();
+  http.join();
+}
 
 void Server::shutdown() {
   impl_->closing = true;
@@ -314,6 +321,7 @@ void Server::shutdown() {
   impl_->engine.wait_idle();
   while (impl_->in_flight > 0) std::this_thread::sleep_for(10ms);
   impl_->http.stop();
+  impl_->engine.stop();
 }
 
 }  // namespace tinylm::serve

@@ -31,7 +31,9 @@ class Server {
   ~Server();
   // Binds the listening socket; returns the port (the chosen one when options.port is 0).
   int bind();
-  // Serves until shutdown() (from any thread); returns when every connection has ended.
+  // Serves until shutdown() (from any thread); returns when every connection has ended. The
+  // generations run on the calling thread (best the one that loaded the model: see
+  // Engine::run), connections on httplib's threads.
   void run();
   // Stops accepting generations (503), lets those queued or running finish and their
   // responses be written, then stops listening.
