@@ -467,13 +467,21 @@ void out_in_rows(float* y, const float* x, const W* w, int64_t rows, int64_t nin
                  int64_t body_end, const Tail& tail) {
   constexpr int64_t kRowBlock = 256, kGroup = 16 * kHeadTileOuts;
   const int64_t ngroups = (nout + kGroup - 1) / kGroup;
+  const int64_t slice = kHeadTileOuts * nin;  // elements
   parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
     const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
     const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
     int64_t o = o0;
-    for (; o + kHeadTileOuts <= o1; o += kHeadTileOuts)
+    for (; o + kHeadTileOuts <= o1; o += kHeadTileOuts) {
+      // With few rows (a server's batch) the weights stream past as in decode: the slice two
+      // ahead is prefetched (within the matrix) while this one is used.
+      if (o + 3 * kHeadTileOuts <= nout) {
+        const char* ahead = reinterpret_cast<const char*>(w + o * nin + 2 * slice);
+        for (size_t b = 0; b < slice * sizeof(W); b += 64) __builtin_prefetch(ahead + b);
+      }
       head_rows<kHeadTileOuts>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr,
                                body_end, tail);
+    }
     for (; o < o1; ++o)
       head_rows<1>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr, body_end, tail);
   });
