@@ -134,8 +134,8 @@ void tile_rows(float* y, int64_t ldy, const float* x, int64_t nin, const float* 
 }
 
 // Items of (a block of rows) x (a group of outputs), row blocks outermost so a thread walking
-// its share keeps the block's inputs in L2; the group's weights are dequantized once per item
-// into an L2 buffer that every row of the block then reads.
+// its share keeps the block's inputs in L2. Each tile's worth of outputs is dequantized into a
+// buffer (in L1 for GPT-2's 768 inputs) that every row of the block then reads.
 template <class Block>
 void prefill(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
              int64_t nout) {
@@ -148,24 +148,29 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
     const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
     const int64_t r0 = item / ngroups * row_block, nr = std::min(row_block, rows - r0);
     thread_local AlignedVector<float> scratch;  // grown once, then reused
-    scratch.resize(static_cast<size_t>(kGroup * nin));
+    scratch.resize(static_cast<size_t>(kTileOuts * nin));
     float* wd = scratch.data();
-    for (int64_t o = o0; o < o1; ++o) {
-      for (int64_t k = 0; k < nb; ++k) {
-        f32x16 lo, hi;
-        weights(w[o * nb + k], table, lo, hi);
-        float* dst = wd + (o - o0) * nin + k * kQuantBlock;
-        store(dst, lo);
-        store(dst + kLanes, hi);
-      }
-    }
     float* yb = y + r0 * nout;
     const float* xb = x + r0 * nin;
-    int64_t o = o0;
-    for (; o + kTileOuts <= o1; o += kTileOuts)
-      tile_rows<kTileOuts>(yb + o, nout, xb, nin, wd + (o - o0) * nin, nr, b ? b + o : nullptr);
-    for (; o < o1; ++o)
-      tile_rows<1>(yb + o, nout, xb, nin, wd + (o - o0) * nin, nr, b ? b + o : nullptr);
+    for (int64_t s = o0; s < o1; s += kTileOuts) {
+      const int64_t n = std::min<int64_t>(kTileOuts, o1 - s);
+      for (int64_t o = s; o < s + n; ++o) {
+        for (int64_t k = 0; k < nb; ++k) {
+          prefetch_row(w + o * nb + k);  // (the blocks come from memory, as in decode)
+          f32x16 lo, hi;
+          weights(w[o * nb + k], table, lo, hi);
+          float* dst = wd + (o - s) * nin + k * kQuantBlock;
+          store(dst, lo);
+          store(dst + kLanes, hi);
+        }
+      }
+      if (n == kTileOuts) {
+        tile_rows<kTileOuts>(yb + s, nout, xb, nin, wd, nr, b ? b + s : nullptr);
+        continue;
+      }
+      for (int64_t o = s; o < s + n; ++o)
+        tile_rows<1>(yb + o, nout, xb, nin, wd + (o - s) * nin, nr, b ? b + o : nullptr);
+    }
   });
 }
 
