@@ -23,9 +23,9 @@ TINYLM_INLINE void weights(const BlockQ4_0& b, const float* table, f32x16& lo, f
   q4_weights(b.qs, splat_scale(b.d, table), lo, hi);
 }
 
-// Each output's row of blocks is its own sequential stream, prefetched kAhead bytes ahead one
-// cache line at a time (the line a block starts in, once): the hardware prefetchers alone
-// kept too few lines in flight for interleaved streams of 34- or 18-byte blocks.
+// Each output's row of blocks is its own sequential stream, prefetched into L2 kAhead bytes ahead,
+// one cache line at a time (the line a block starts in, once): the hardware prefetchers alone kept
+// too few lines in flight for interleaved streams of 34- or 18-byte blocks.
 constexpr int64_t kAhead = 16384, kLine = 64;
 
 template <class Block>

@@ -12,9 +12,8 @@
 //   over i = 0, 16, 32, ... from zero, W' = q * d for Q8_0 and (q - 8) * d for Q4_0 (exact in
 //   f32), hsum in vec.h's fixed order;
 // the bits that kernels/matmul/stream.h's f32 matmul_out_in gives on the dequantized matrix,
-// then the bias added. The same at every level, any
-// thread count, and for a row computed alone (decode) or among others (prefill), where each
-// dequantized block is reused across rows.
+// then the bias added. The same at every level, any thread count, and for a row computed
+// alone (decode) or among others (prefill), where each dequantized block is reused across rows.
 #include <cstdint>
 
 #include "tinylm/core/dtype.h"
