@@ -322,7 +322,7 @@ template <Layout L, class W>
 void matmul_in_out_few(float* y, const float* x, const W* w, const float* b, int64_t rows,
                        int64_t nin, int64_t nout) {
   constexpr int64_t kGroup = 128;
-  // The group's tile two bands ahead is prefetched while this one is used.
+  // The group's tile two bands ahead is prefetched into L2 while this one is used.
   constexpr int64_t kAheadRows = 2 * kTile;
   parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
     const int64_t c0 = g * kGroup, width = std::min(kGroup, nout - c0);
@@ -344,7 +344,7 @@ void matmul_in_out_few(float* y, const float* x, const W* w, const float* b, int
           for (int k = 0; k < kTile; ++k) wt[k] = load(element<L>(w, nout, i + k, c0 + c));
           if (i + kAheadRows < nin) {
             for (int k = 0; k < kTile; ++k)
-              __builtin_prefetch(element<L>(w, nout, i + kAheadRows + k, c0 + c));
+              __builtin_prefetch(element<L>(w, nout, i + kAheadRows + k, c0 + c), 0, 2);
           }
           int64_t r = 0;
           for (; r + 8 <= rows; r += 8)
