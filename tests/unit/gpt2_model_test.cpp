@@ -132,6 +132,61 @@ TEST_P(Gpt2Logits, BatchedDecodingEqualsEachSequenceAlone) {
   });
 }
 
+// Several prompts prefilled in one forward_sequences (a server's admitted requests) give each
+// prompt's last logits and cache as forward() of that prompt alone: the next step of each
+// equals the alone sequence's too.
+TEST_P(Gpt2Logits, SequencesTogetherEqualEachAlone) {
+  const DtypeCase p = GetParam();
+  Model m = load(p.weights, p.dtype);
+  const std::vector<int> tokens = ints(expected()["tokens"]);
+  const int64_t V = m.config().vocab_size;
+  const int n = static_cast<int>(tokens.size());
+  const std::vector<int> lengths = {4, 1, 9};  // prompts: tokens[s .. s + lengths[s])
+  test::for_each_isa([&](kernels::Isa) {
+    std::vector<KvCache> alone, together;
+    std::vector<int> joined;
+    std::vector<KvCache*> caches;
+    std::vector<float> one(V), all(3 * V);
+    for (int s = 0; s < 3; ++s) {
+      alone.push_back(m.new_cache(n));
+      together.push_back(m.new_cache(n - s));
+      joined.insert(joined.end(), tokens.begin() + s, tokens.begin() + s + lengths[s]);
+    }
+    for (auto& c : together) caches.push_back(&c);
+    m.forward_sequences(joined, lengths, caches, all);
+    for (int s = 0; s < 3; ++s) {
+      m.forward(std::span(tokens).subspan(s, lengths[s]), alone[s], one);
+      ASSERT_EQ(std::memcmp(one.data(), all.data() + s * V, V * sizeof(float)), 0) << s;
+      ASSERT_EQ(together[s].length, lengths[s]);
+    }
+    std::vector<int> next = {tokens[n - 1], tokens[n - 2], tokens[n - 3]};
+    m.forward_batch(next, caches, all);
+    for (int s = 0; s < 3; ++s) {
+      m.forward(std::span(&next[s], 1), alone[s], one);
+      ASSERT_EQ(std::memcmp(one.data(), all.data() + s * V, V * sizeof(float)), 0) << s;
+    }
+  });
+}
+
+TEST(Gpt2Batch, SequencesRefuseBadLengths) {
+  Model m = load("model.safetensors", DType::f32);
+  const int64_t V = m.config().vocab_size;
+  KvCache a = m.new_cache(2), b = m.new_cache(4);
+  std::vector<float> logits(2 * V);
+  const int ids[4] = {1, 2, 3, 4};
+  KvCache* both[2] = {&a, &b};
+  const int empty[2] = {0, 4};
+  EXPECT_THROW(m.forward_sequences(ids, empty, both, logits), Error);  // a sequence of none
+  const int too_long[2] = {3, 1};
+  EXPECT_THROW(m.forward_sequences(ids, too_long, both, logits), Error);  // a's room is 2
+  const int short_sum[2] = {1, 1};
+  EXPECT_THROW(m.forward_sequences(ids, short_sum, both, logits), Error);  // 4 tokens for 2
+  const int fine[2] = {2, 2};
+  m.forward_sequences(ids, fine, both, logits);
+  EXPECT_EQ(a.length, 2);
+  EXPECT_EQ(b.length, 2);
+}
+
 TEST(Gpt2Batch, RefusesSharedOrFullCaches) {
   Model m = load("model.safetensors", DType::f32);
   const int64_t V = m.config().vocab_size;

@@ -9,6 +9,15 @@
 
 namespace tinylm::generate {
 
+void DecodeBackend::prefill_many(std::span<Sequence* const> seqs,
+                                 std::span<const std::span<const int>> prompts,
+                                 std::span<float> logits) {
+  check(seqs.size() == prompts.size(), "prefill_many: ", prompts.size(), " prompts for ",
+        seqs.size(), " sequences");
+  const size_t V = static_cast<size_t>(vocab_size());
+  for (size_t s = 0; s < seqs.size(); ++s) prefill(*seqs[s], prompts[s], logits.subspan(s * V, V));
+}
+
 namespace {
 
 class Gpt2Sequence final : public Sequence {
@@ -39,6 +48,22 @@ class Gpt2Backend final : public DecodeBackend {
     check(cache.length == 0, "gpt2: prefill of a sequence that already holds tokens");
     model_->forward(prompt, cache, logits);
   }
+  void prefill_many(std::span<Sequence* const> seqs, std::span<const std::span<const int>> prompts,
+                    std::span<float> logits) override {
+    check(seqs.size() == prompts.size(), "prefill_many: ", prompts.size(), " prompts for ",
+          seqs.size(), " sequences");
+    caches_.clear();
+    joined_.clear();
+    lengths_.clear();
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      gpt2::KvCache& cache = static_cast<Gpt2Sequence*>(seqs[s])->cache;
+      check(cache.length == 0, "gpt2: prefill of a sequence that already holds tokens");
+      caches_.push_back(&cache);
+      joined_.insert(joined_.end(), prompts[s].begin(), prompts[s].end());
+      lengths_.push_back(static_cast<int>(prompts[s].size()));
+    }
+    model_->forward_sequences(joined_, lengths_, caches_, logits);
+  }
   void step(std::span<Sequence* const> seqs, std::span<const int> tokens,
             std::span<float> logits) override {
     caches_.clear();
@@ -52,6 +77,7 @@ class Gpt2Backend final : public DecodeBackend {
  private:
   gpt2::Model* model_;
   std::vector<gpt2::KvCache*> caches_;
+  std::vector<int> joined_, lengths_;
 };
 
 class EvermindSequence final : public Sequence {

@@ -37,6 +37,11 @@ class DecodeBackend {
   // Runs the prompt (at least one token) into a fresh sequence; logits gets the last
   // position's (vocab_size()).
   virtual void prefill(Sequence& seq, std::span<const int> prompt, std::span<float> logits) = 0;
+  // Several prompts, each into a fresh sequence (distinct ones); logits gets
+  // (seqs.size(), vocab_size()): each prompt's last position, the bits prefill() gives it
+  // alone. GPT-2 runs them in one forward; by default they run one after another.
+  virtual void prefill_many(std::span<Sequence* const> seqs,
+                            std::span<const std::span<const int>> prompts, std::span<float> logits);
   // tokens[r] into seqs[r] (distinct sequences); logits gets (tokens.size(), vocab_size()).
   virtual void step(std::span<Sequence* const> seqs, std::span<const int> tokens,
                     std::span<float> logits) = 0;

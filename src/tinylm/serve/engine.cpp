@@ -148,13 +148,7 @@ void Engine::run() {
       metrics_.set_queue(static_cast<int>(queue_.size()));
       metrics_.set_active(running_);
     }
-    for (Slot* s : fresh) {
-      try {
-        start(*s);
-      } catch (const std::exception& e) {  // requests are checked first: this is a bug
-        fail_slot(*s, e);
-      }
-    }
+    prefill(fresh);
     // One step for every running choice that is still wanted.
     batch.clear();
     seqs.clear();
@@ -184,12 +178,12 @@ void Engine::run() {
   }
 }
 
-void Engine::start(Slot& slot) {
+bool Engine::start(Slot& slot) {
   const Job& job = *slot.job;
   if (job.params.echo) slot.job->publish(job.prompt.text, nullptr, 0);
   if (job.cancelled() || job.prompt.max_tokens == 0 || Clock::now() >= job.deadline) {
     finish(slot, {}, nullptr, job.cancelled() ? "cancelled" : "length");
-    return;
+    return false;
   }
   const int n = static_cast<int>(job.prompt.ids.size());
   const int limit = backend_.context_limit();
@@ -198,12 +192,52 @@ void Engine::start(Slot& slot) {
   slot.text.emplace(tokenizer_);
   slot.stop = StopText(job.params.stop);
   slot.generated = 0;
-  const size_t V = static_cast<size_t>(backend_.vocab_size());
-  const std::span<float> logits = std::span(logits_).first(V);
-  backend_.prefill(*slot.seq, job.prompt.ids, logits);
-  metrics_.count_prompt_tokens(n);
-  metrics_.count_generated(1);
-  advance(slot, logits);
+  return true;
+}
+
+void Engine::prefill(std::span<Slot* const> fresh) {
+  // The admitted prompts in groups of up to kPrefillRows tokens (a longer prompt alone), each
+  // group one forward over all its rows: the weights are read once for the group.
+  constexpr size_t kPrefillRows = 512;
+  std::vector<Slot*> group;
+  std::vector<generate::Sequence*> seqs;
+  std::vector<std::span<const int>> prompts;
+  size_t rows = 0;
+  const auto run_group = [&] {
+    const size_t V = static_cast<size_t>(backend_.vocab_size());
+    const std::span<float> logits = std::span(logits_).first(group.size() * V);
+    bool ok = !group.empty();
+    try {
+      if (ok) backend_.prefill_many(seqs, prompts, logits);
+    } catch (const std::exception& e) {  // requests are checked first: this is a bug
+      for (Slot* s : group) fail_slot(*s, e);
+      ok = false;
+    }
+    for (size_t i = 0; ok && i < group.size(); ++i) {
+      metrics_.count_prompt_tokens(static_cast<int64_t>(prompts[i].size()));
+      metrics_.count_generated(1);
+      advance(*group[i], logits.subspan(i * V, V));
+    }
+    group.clear();
+    seqs.clear();
+    prompts.clear();
+    rows = 0;
+  };
+  for (Slot* s : fresh) {
+    try {
+      if (!start(*s)) continue;
+    } catch (const std::exception& e) {
+      fail_slot(*s, e);
+      continue;
+    }
+    const std::span<const int> ids = s->job->prompt.ids;
+    if (!group.empty() && rows + ids.size() > kPrefillRows) run_group();
+    group.push_back(s);
+    seqs.push_back(s->seq.get());
+    prompts.push_back(ids);
+    rows += ids.size();
+  }
+  run_group();
 }
 
 namespace {

@@ -124,7 +124,11 @@ class Engine {
  private:
   struct Slot;
   void admit(std::unique_lock<std::mutex>& lock);
-  void start(Slot& slot);
+  // A fresh slot's sequence and sampler; false when the choice ended already (cancelled, past
+  // its deadline, nothing to generate).
+  bool start(Slot& slot);
+  // Starts the admitted slots and prefills their prompts, then takes each one's first token.
+  void prefill(std::span<Slot* const> fresh);
   // Chooses the slot's next token from its logits and publishes the result.
   void advance(Slot& slot, std::span<const float> logits);
   void finish(Slot& slot, std::string text, const TokenLogprob* lp, const std::string& reason);

@@ -1,7 +1,7 @@
 #pragma once
 // The forward pass every GPT-2 storage shares (model.cpp's f32/bf16/f16 matrices,
 // quant_model.cpp's q8_0/q4_0 blocks): one sequence's tokens against its cache (prefill and
-// decode), or one token for each of several sequences (continuous batching). The storage,
+// decode), or the tokens of several sequences against theirs (continuous batching). The storage,
 // Derived, provides
 //   layers       each with ln1_w, ln1_b, attn_b, proj_b, ln2_w, ln2_b, fc_b, fc_proj_b (f32)
 //                and the matrices attn_w, proj_w, fc_w, fc_proj_w
@@ -28,8 +28,10 @@ struct ForwardPass : Model::Impl {
   // Scratch for one forward of up to `rows` positions, grown on demand.
   std::vector<float> x, xn, qkv, q, att, h;
   std::vector<int32_t> ids;
-  // forward_batch's rows: positions and capacities of their caches, one layer's cache pointers.
+  // forward_sequences's rows: positions, their caches and capacities, one layer's cache
+  // pointers.
   std::vector<int64_t> positions, capacities;
+  std::vector<KvCache*> row_cache;
   std::vector<const KV*> layer_keys, layer_values;
 
   void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits, int64_t first,
@@ -59,48 +61,66 @@ struct ForwardPass : Model::Impl {
     self().head(logits.data(), xn.data(), n - first, gemm_head);
   }
 
-  void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
-                     std::span<float> logits) override {
+  void forward_sequences(std::span<const int> tokens, std::span<const int> lengths,
+                         std::span<KvCache* const> caches, std::span<float> logits) override {
     const Config& c = config;
     const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t ns = static_cast<int64_t>(caches.size());
     const int64_t C = c.n_embd, V = c.vocab_size;
-    check(n > 0, "gpt2: forward of zero tokens");
-    check(caches.size() == tokens.size(), "gpt2: ", tokens.size(), " tokens for ", caches.size(),
+    check(ns > 0, "gpt2: forward of zero sequences");
+    check(lengths.size() == caches.size(), "gpt2: ", lengths.size(), " lengths for ", caches.size(),
           " caches");
-    check(logits.size() == static_cast<size_t>(n * V), "gpt2: logits buffer of ", logits.size(),
-          " values, expected ", n * V);
-    for (int64_t r = 0; r < n; ++r) {
-      const KvCache& cache = *caches[r];
-      check(cache.length < cache.capacity, "gpt2: batch row ", r, "'s cache is full (",
-            cache.capacity, " positions)");
-      for (int64_t s = 0; s < r; ++s)
-        check(caches[s] != caches[r], "gpt2: batch rows ", s, " and ", r, " share a cache");
+    check(logits.size() == static_cast<size_t>(ns * V), "gpt2: logits buffer of ", logits.size(),
+          " values, expected ", ns * V);
+    int64_t total = 0;
+    for (int64_t s = 0; s < ns; ++s) {
+      const KvCache& cache = *caches[s];
+      check(lengths[s] >= 1, "gpt2: sequence ", s, " has no tokens");
+      check(cache.length + lengths[s] <= cache.capacity, "gpt2: sequence ", s, "'s ", lengths[s],
+            " tokens exceed its cache's room (", cache.capacity - cache.length, " positions)");
+      for (int64_t t = 0; t < s; ++t)
+        check(caches[t] != caches[s], "gpt2: sequences ", t, " and ", s, " share a cache");
+      total += lengths[s];
     }
+    check(total == n, "gpt2: ", n, " tokens for sequences of ", total);
     start(tokens);
     positions.clear();
     capacities.clear();
-    for (int64_t r = 0; r < n; ++r) {
-      positions.push_back(caches[r]->length);
-      capacities.push_back(caches[r]->capacity);
-      self().embed(x.data() + r * C, ids.data() + r, 1, positions[r]);
+    row_cache.clear();
+    for (int64_t s = 0; s < ns; ++s) {
+      for (int j = 0; j < lengths[s]; ++j) {
+        const int64_t r = static_cast<int64_t>(positions.size());
+        positions.push_back(caches[s]->length + j);
+        capacities.push_back(caches[s]->capacity);
+        row_cache.push_back(caches[s]);
+        self().embed(x.data() + r * C, ids.data() + r, 1, positions[r]);
+      }
     }
     run_layers(n, [&](int64_t li) {
       layer_keys.clear();
       layer_values.clear();
       for (int64_t r = 0; r < n; ++r) {
-        KV* kl = keys_of(*caches[r], li);
-        KV* vl = values_of(*caches[r], li);
+        KV* kl = keys_of(*row_cache[r], li);
+        KV* vl = values_of(*row_cache[r], li);
         const float* row = qkv.data() + r * 3 * C;
         kernels::kv_store(kl, vl, row + C, row + 2 * C, positions[r], capacities[r], C);
         layer_keys.push_back(kl);
         layer_values.push_back(vl);
       }
+      // Every row's key and value are stored first: a row attends up to its own position.
       kernels::attention_cached_rows(att.data(), q.data(), layer_keys.data(), layer_values.data(),
                                      positions.data(), capacities.data(), n, C, c.n_head);
     });
-    for (KvCache* cache : caches) ++cache->length;
-    final_norm(0, n);
-    self().head(logits.data(), xn.data(), n, false);
+    // Each sequence's last row moves up to row s (s <= that row: nothing is overwritten
+    // before it is read), then the final norm and the head over those ns rows.
+    int64_t last = -1;
+    for (int64_t s = 0; s < ns; ++s) {
+      caches[s]->length += lengths[s];
+      last += lengths[s];
+      if (last != s) std::memcpy(x.data() + s * C, x.data() + last * C, C * sizeof(float));
+    }
+    final_norm(0, ns);
+    self().head(logits.data(), xn.data(), ns, false);
   }
 
  private:

@@ -279,7 +279,13 @@ void Model::forward(std::span<const int> tokens, KvCache& cache, std::span<float
 
 void Model::forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
                           std::span<float> logits) {
-  impl_->forward_batch(tokens, caches, logits);
+  const std::vector<int> ones(tokens.size(), 1);
+  impl_->forward_sequences(tokens, ones, caches, logits);
+}
+
+void Model::forward_sequences(std::span<const int> tokens, std::span<const int> lengths,
+                              std::span<KvCache* const> caches, std::span<float> logits) {
+  impl_->forward_sequences(tokens, lengths, caches, logits);
 }
 
 void Model::forward_rows(std::span<const int> tokens, KvCache& cache, std::span<float> logits,

@@ -111,6 +111,13 @@ class Model {
   // batching in the server relies on it).
   void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
                      std::span<float> logits);
+  // Several sequences' tokens in one pass: the first lengths[0] of `tokens` run into caches[0]
+  // at its next positions, the next lengths[1] into caches[1], and so on (distinct caches,
+  // each length >= 1 and within its cache's room). logits receives (caches.size(), vocab): each
+  // sequence's last position, the same bits as forward() of its tokens alone (a server
+  // prefills the prompts it admits together this way).
+  void forward_sequences(std::span<const int> tokens, std::span<const int> lengths,
+                         std::span<KvCache* const> caches, std::span<float> logits);
   // The same, with the logits of positions first_row .. tokens.size() - 1 only
   // ((tokens.size() - first_row, vocab) values): perplexity scores only part of a window. An
   // f32 model's head of many rows runs as a library GEMM (kernels/matmul/gemm.h: tolerance

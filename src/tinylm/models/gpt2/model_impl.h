@@ -17,9 +17,10 @@ struct Model::Impl {
   // head of many rows goes to the library GEMM (Model::forward_rows).
   virtual void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                        int64_t first_row, bool gemm_head) = 0;
-  // One token for each of several sequences (Model::forward_batch).
-  virtual void forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
-                             std::span<float> logits) = 0;
+  // Several sequences' tokens, each sequence's last logits (Model::forward_sequences;
+  // forward_batch is the case of one token each).
+  virtual void forward_sequences(std::span<const int> tokens, std::span<const int> lengths,
+                                 std::span<KvCache* const> caches, std::span<float> logits) = 0;
 };
 
 // q8_0 / q4_0 models (quant_model.cpp).
