@@ -84,10 +84,12 @@ Output collect(Job& job) {
 }
 
 // Runs every case through one engine with `slots` slots; all submitted at once when
-// `together`, else one after another.
-std::vector<Output> serve_all(generate::DecodeBackend& backend, int slots, bool together, int eos) {
+// `together`, else one after another; admitted prompts prefilled together up to
+// `prefill_rows` tokens.
+std::vector<Output> serve_all(generate::DecodeBackend& backend, int slots, bool together, int eos,
+                              int prefill_rows = 512) {
   Metrics metrics(slots);
-  Engine engine(backend, tokenizer(), EngineOptions{slots, 64, eos}, metrics);
+  Engine engine(backend, tokenizer(), EngineOptions{slots, 64, eos, true, prefill_rows}, metrics);
   std::vector<std::shared_ptr<Job>> jobs;
   std::vector<Output> out;
   const auto deadline = Clock::now() + 1h;
@@ -125,8 +127,11 @@ TEST(ServeEngine, Gpt2BatchedTextEqualsAloneAndGenerate) {
     const std::vector<Output> alone = serve_all(*backend, 1, false, 1000);
     const std::vector<Output> batched = serve_all(*backend, 4, true, 1000);
     const std::vector<Output> wide = serve_all(*backend, 8, true, 1000);
+    // Prompts prefilled in groups of up to 8 tokens (the 9-token one alone).
+    const std::vector<Output> grouped = serve_all(*backend, 8, true, 1000, 8);
     expect_same(alone, batched);
     expect_same(alone, wide);
+    expect_same(alone, grouped);
     // The CLI's decode loop, token by token, gives the same text.
     const std::vector<Case> cs = cases();
     for (size_t i = 0; i < cs.size(); ++i) {

@@ -196,9 +196,9 @@ bool Engine::start(Slot& slot) {
 }
 
 void Engine::prefill(std::span<Slot* const> fresh) {
-  // The admitted prompts in groups of up to kPrefillRows tokens (a longer prompt alone), each
-  // group one forward over all its rows: the weights are read once for the group.
-  constexpr size_t kPrefillRows = 512;
+  // The admitted prompts in groups of up to options_.prefill_rows tokens, each group one
+  // forward over all its rows: the weights are read once for the group.
+  const size_t limit = static_cast<size_t>(options_.prefill_rows);
   std::vector<Slot*> group;
   std::vector<generate::Sequence*> seqs;
   std::vector<std::span<const int>> prompts;
@@ -231,7 +231,7 @@ void Engine::prefill(std::span<Slot* const> fresh) {
       continue;
     }
     const std::span<const int> ids = s->job->prompt.ids;
-    if (!group.empty() && rows + ids.size() > kPrefillRows) run_group();
+    if (!group.empty() && rows + ids.size() > limit) run_group();
     group.push_back(s);
     seqs.push_back(s->seq.get());
     prompts.push_back(ids);

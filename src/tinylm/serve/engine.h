@@ -95,6 +95,9 @@ struct EngineOptions {
   int eos_id = -1;  // a sampled eos ends a choice ("stop"); -1: none
   // false: no thread of its own; the loop runs in run(), on the caller's thread.
   bool own_thread = true;
+  // Prompts admitted together are prefilled in one forward up to this many tokens (a longer
+  // prompt alone).
+  int prefill_rows = 512;
 };
 
 class Engine {
