@@ -1,10 +1,10 @@
 #pragma once
 // Continuous batching. One thread owns the model: between steps it admits queued choices into
-// free slots and prefills their prompts; each step then advances every active choice by one
-// token in one forward over the batch (DecodeBackend::step reads the weights once for all of
-// them). A choice's tokens depend only on its prompt and its own seeded sampler, and the
-// backends' rows are the same bits alone or batched, so a request's text is the same whatever
-// runs beside it.
+// free slots and prefills their prompts together; each step then advances every active choice
+// by one token in one forward over the batch (DecodeBackend::step reads the weights once for
+// all of them). A choice's tokens depend only on its prompt and its own seeded sampler, and
+// the backends' rows are the same bits alone or batched, so a request's text is the same
+// whatever runs beside it.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
