@@ -182,17 +182,11 @@ size_t GgufValue::size() const { return std::max({ints.size(), floats.size(), st
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-struct GgufFile::Storage {
-  MappedFile map;  // open(); empty for from_bytes
-  std::vector<std::byte> owned;
-};
-
 GgufFile GgufFile::open(const std::string& path) {
   GgufFile f;
   f.path_ = path;
-  f.storage_ = std::make_shared<Storage>();
-  f.storage_->map = MappedFile::open(path);
-  f.file_ = f.storage_->map.bytes();
+  f.storage_ = FileBytes::open(path);
+  f.file_ = f.storage_->bytes();
   f.parse();
   return f;
 }
@@ -200,9 +194,8 @@ GgufFile GgufFile::open(const std::string& path) {
 GgufFile GgufFile::from_bytes(std::span<const std::byte> bytes, const std::string& name) {
   GgufFile f;
   f.path_ = name;
-  f.storage_ = std::make_shared<Storage>();
-  f.storage_->owned.assign(bytes.begin(), bytes.end());
-  f.file_ = f.storage_->owned;
+  f.storage_ = FileBytes::copy(bytes);
+  f.file_ = f.storage_->bytes();
   f.parse();
   return f;
 }
@@ -415,7 +408,7 @@ std::span<const std::byte> GgufFile::data(const GgufTensor& t) const {
 }
 
 void GgufFile::populate(const GgufTensor& t) const {
-  if (storage_->map.bytes().empty()) return;
+  if (!storage_->mapped()) return;
   io::populate(data(t));
 }
 

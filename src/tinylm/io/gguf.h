@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tinylm/io/mapped_file.h"
+
 namespace tinylm::io {
 
 // GGUF key/value types, numbered as in the file.
@@ -103,11 +105,10 @@ class GgufFile {
   std::shared_ptr<const void> owner() const { return storage_; }
 
  private:
-  struct Storage;
   void parse();
 
   std::string path_;
-  std::shared_ptr<Storage> storage_;
+  std::shared_ptr<FileBytes> storage_;
   std::span<const std::byte> file_, data_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

@@ -72,4 +72,16 @@ void populate(std::span<const std::byte> bytes) {
   (void)sink;
 }
 
+std::shared_ptr<FileBytes> FileBytes::open(const std::string& path) {
+  auto f = std::make_shared<FileBytes>();
+  f->map = MappedFile::open(path);
+  return f;
+}
+
+std::shared_ptr<FileBytes> FileBytes::copy(std::span<const std::byte> bytes) {
+  auto f = std::make_shared<FileBytes>();
+  f->owned.assign(bytes.begin(), bytes.end());
+  return f;
+}
+
 }  // namespace tinylm::io

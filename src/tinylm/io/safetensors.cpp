@@ -44,23 +44,17 @@ size_t safetensors_dtype_size(const std::string& dtype) {
   return 0;
 }
 
-struct SafetensorsFile::Storage {
-  MappedFile map;  // open(); empty for from_bytes
-  std::vector<std::byte> owned;
-};
-
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
-  f.storage_ = std::make_shared<Storage>();
-  f.storage_->map = MappedFile::open(path);
-  f.file_ = f.storage_->map.bytes();
+  f.storage_ = FileBytes::open(path);
+  f.file_ = f.storage_->bytes();
   f.parse();
   return f;
 }
 
 void SafetensorsFile::populate(const SafetensorsEntry& e) const {
-  if (storage_->map.bytes().empty()) return;
+  if (!storage_->mapped()) return;
   io::populate(bytes(e));
 }
 
@@ -68,9 +62,8 @@ SafetensorsFile SafetensorsFile::from_bytes(std::span<const std::byte> bytes,
                                             const std::string& name) {
   SafetensorsFile f;
   f.path_ = name;
-  f.storage_ = std::make_shared<Storage>();
-  f.storage_->owned.assign(bytes.begin(), bytes.end());
-  f.file_ = f.storage_->owned;
+  f.storage_ = FileBytes::copy(bytes);
+  f.file_ = f.storage_->bytes();
   f.parse();
   return f;
 }
@@ -244,7 +237,7 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uintptr_t dropped = (reinterpret_cast<uintptr_t>(b.data()) + page - 1) / page * page;
   const auto drop_upto = [&](size_t upto) {
-    if (drop == DropPages::No || storage_->map.bytes().empty()) return;
+    if (drop == DropPages::No || !storage_->mapped()) return;
     const uintptr_t hi = (reinterpret_cast<uintptr_t>(b.data()) + upto) / page * page;
     if (hi > dropped) madvise(reinterpret_cast<void*>(dropped), hi - dropped, MADV_DONTNEED);
     dropped = std::max(dropped, hi);

@@ -14,6 +14,7 @@
 
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/tensor.h"
+#include "tinylm/io/mapped_file.h"
 
 namespace tinylm::io {
 
@@ -60,12 +61,11 @@ class SafetensorsFile {
                  const Shape& want = {}, DropPages drop = DropPages::No) const;
 
  private:
-  struct Storage;
   void parse();
   const SafetensorsEntry& entry_checked(const std::string& name, const Shape& want) const;
 
   std::string path_;
-  std::shared_ptr<Storage> storage_;
+  std::shared_ptr<FileBytes> storage_;
   std::span<const std::byte> file_;
   std::span<const std::byte> data_;
   std::vector<SafetensorsEntry> entries_;

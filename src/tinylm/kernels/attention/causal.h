@@ -60,10 +60,11 @@ void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* 
 void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
                       int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
 
-// One new row for each of `rows` sequences (continuous batching), each against its own cache:
-// row r at position positions[r] of keys[r], values[r] with capacities[r] (its key and value
-// already stored); q, out: (rows, C). Row r's bits are attention_cached's for that row alone;
-// threads split the (row, head) pairs, so a step has one parallel region, not one per row.
+// Rows of several sequences (continuous batching), each against its own cache: row r at
+// position positions[r] of keys[r], values[r] with capacities[r] (its key and value already
+// stored; rows of one sequence share its cache and attend up to their own positions); q, out:
+// (rows, C). Row r's bits are attention_cached's for that row; threads split the (row, head)
+// pairs, so a step has one parallel region, not one per row.
 void attention_cached_rows(float* out, const float* q, const float* const* keys,
                            const float* const* values, const int64_t* positions,
                            const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head);
