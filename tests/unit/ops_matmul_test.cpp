@@ -361,13 +361,21 @@ OpCase threads_case() {
 }
 
 // The head, y = x W^T with W (nout, nin). rows, n = nin, k = nout: nout 13 three blocks of four
-// outputs and one left over; nin 37 a tail after two vectors; 67 and 70 rows: pairs, a single
-// row, two row blocks.
+// outputs and one left over; nin 37 a tail after two vectors; 8 rows one whole tile of a few
+// rows' head, 5 and 3 fewer, 10 a tile and two rows of the head over many; 67 and 70 rows:
+// pairs, a single row, two row blocks.
 template <class W>
 OpCase matmul_out_in_case() {
   return {"matmul_out_in_" + dtype_suffix<W>(),
           Contract::row_invariant,
-          {{1, 37, 13}, {2, 64, 13}, {5, 48, 40}, {67, 48, 40}, {70, 40, 13}, {3, 17, 1}},
+          {{1, 37, 13},
+           {2, 64, 13},
+           {5, 48, 40},
+           {8, 37, 13},
+           {10, 48, 40},
+           {67, 48, 40},
+           {70, 40, 13},
+           {3, 17, 1}},
           [](const Shape& s) {
             const Floats x = test::random_uniform(s.rows * s.n, 7);
             const std::vector<W> w = narrow<W>(test::random_uniform(s.k * s.n, 8));

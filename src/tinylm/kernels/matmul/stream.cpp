@@ -173,37 +173,50 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
   });
 }
 
-// Prefill's register tile: MR rows x NV vectors of output columns, each element's chunk chain
-// in its own register: 6 x 4 on AVX-512 (24 of 32 registers), 6 x 1 on AVX2 (12 of 16: two a
-// vector), 2 x 1 on the generic level. Per input the tile loads NV weight vectors and
-// broadcasts MR inputs for MR NV fused multiply-adds.
-constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_GENERIC ? 2 : 6;
-constexpr int kTileVectors = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
+// Where a chunk's weights sit for a register tile: the 16 weights W(k, 16 v ..) of input k
+// (from the chunk's first) and column vector v (from the tile's first) start at
+// w + (k / 16) * band + (k % 16) * kstep + v * vstep. This covers a widened chunk in a buffer
+// and the matrix itself in either layout.
+template <class W>
+struct ChunkWeights {
+  const W* w;
+  int64_t band, kstep, vstep;
+  ChunkWeights at(int64_t v) const { return {w + v * vstep, band, kstep, vstep}; }
+};
 
 // acc[r * lda + 16 v ..] += the chunk's chains for MR rows and NV vectors of columns: from
-// zero, fma(x[k], W(k, ..), chain) for the chunk's inputs k in order. x: the chunk's inputs of
-// each row, ldx apart; wc: the chunk's weights, `inputs` rows of ldw floats.
-template <int MR, int NV>
-TINYLM_INLINE void chunk_tile(float* acc, int64_t lda, const float* x, int64_t ldx, const float* wc,
-                              int64_t ldw, int64_t inputs) {
+// zero, fma(x[k], W(k, ..), chain) for the chunk's inputs k in order (a multiple of 16). x: the
+// chunk's inputs of each row, ldx apart. Per input the tile loads NV weight vectors and
+// broadcasts MR inputs for MR NV fused multiply-adds.
+template <int MR, int NV, class W>
+TINYLM_INLINE void chunk_tile(float* acc, int64_t lda, const float* x, int64_t ldx,
+                              const ChunkWeights<W>& wc, int64_t inputs, const W* ahead) {
   f32x16 chain[MR][NV];  // (loops fully unrolled: the chains live in registers)
-#pragma GCC unroll 6
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) chain[r][v] = f32x16{};
   }
-  for (int64_t k = 0; k < inputs; ++k) {
-    f32x16 wk[NV];
+  for (int64_t b = 0; b < inputs; b += kTile) {
+    const W* wb = wc.w + b / kTile * wc.band;
+    const W* pb = ahead ? ahead + b / kTile * wc.band : nullptr;
+    for (int64_t k = 0; k < kTile; ++k) {
+      if (pb) {
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) wk[v] = load(wc + k * ldw + v * kLanes);
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      const f32x16 xr = splat(x[r * ldx + k]);
+        for (int v = 0; v < NV; ++v) __builtin_prefetch(pb + k * wc.kstep + v * wc.vstep, 0, 2);
+      }
+      f32x16 wk[NV];
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) chain[r][v] = fma(xr, wk[v], chain[r][v]);
+      for (int v = 0; v < NV; ++v) wk[v] = load(wb + k * wc.kstep + v * wc.vstep);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const f32x16 xr = splat(x[r * ldx + b + k]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) chain[r][v] = fma(xr, wk[v], chain[r][v]);
+      }
     }
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
@@ -213,38 +226,70 @@ TINYLM_INLINE void chunk_tile(float* acc, int64_t lda, const float* x, int64_t l
   }
 }
 
-// All rows of a block through one chunk for the columns [c, c + NV vectors).
-template <int NV>
-void chunk_columns(float* acc, int64_t lda, const float* xc, int64_t ldx, const float* wc,
-                   int64_t ldw, int64_t inputs, int64_t nr) {
-  int64_t r = 0;
-  for (; r + kTileRows <= nr; r += kTileRows)
-    chunk_tile<kTileRows, NV>(acc + r * lda, lda, xc + r * ldx, ldx, wc, ldw, inputs);
-  float* a = acc + r * lda;
-  const float* x = xc + r * ldx;
-  switch (nr - r) {
-    case 5:
-      return chunk_tile<5, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    case 4:
-      return chunk_tile<4, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    case 3:
-      return chunk_tile<3, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    case 2:
-      return chunk_tile<2, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    case 1:
-      return chunk_tile<1, NV>(a, lda, x, ldx, wc, ldw, inputs);
-    default:
-      return;
+// The last nr < M rows through chunk_tile<nr, NV>.
+template <int M, int NV, class W>
+TINYLM_INLINE void chunk_rest(int64_t nr, float* acc, int64_t lda, const float* x, int64_t ldx,
+                              const ChunkWeights<W>& wc, int64_t inputs, const W* ahead) {
+  if constexpr (M > 1) {
+    if (nr == M - 1) return chunk_tile<M - 1, NV>(acc, lda, x, ldx, wc, inputs, ahead);
+    chunk_rest<M - 1, NV>(nr, acc, lda, x, ldx, wc, inputs, ahead);
   }
 }
 
+// All nr rows through one chunk for NV vectors of columns, MR rows at a time.
+// `ahead`, if not null, is where the weights (in wc's layout) to prefetch into L2 start: the
+// first tile issues a prefetch per weight vector it loads, spread through its arithmetic.
+template <int MR, int NV, class W>
+void chunk_columns(float* acc, int64_t lda, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
+                   int64_t inputs, int64_t nr, const W* ahead) {
+  int64_t r = 0;
+  for (; r + MR <= nr; r += MR, ahead = nullptr)
+    chunk_tile<MR, NV>(acc + r * lda, lda, xc + r * ldx, ldx, wc, inputs, ahead);
+  if (r < nr) chunk_rest<MR, NV>(nr - r, acc + r * lda, lda, xc + r * ldx, ldx, wc, inputs, ahead);
+}
+
+// Every column vector of a group [0, width) through one chunk, NV vectors at a time.
+template <int MR, int NV, class W>
+void chunk_group(float* acc, int64_t lda, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
+                 int64_t inputs, int64_t nr, int64_t width, const W* ahead = nullptr) {
+  const int64_t nv = width / kLanes;
+  const auto at = [&](int64_t v) { return ahead ? ahead + v * wc.vstep : nullptr; };
+  int64_t v = 0;
+  for (; v + NV <= nv; v += NV)
+    chunk_columns<MR, NV>(acc + v * kLanes, lda, xc, ldx, wc.at(v), inputs, nr, at(v));
+  for (; v < nv; ++v)
+    chunk_columns<MR, 1>(acc + v * kLanes, lda, xc, ldx, wc.at(v), inputs, nr, at(v));
+}
+
+// Copies the chunk's inputs [i0, i0 + inputs) of each row into xc (rows x kChunk): read in
+// place, nin floats apart, they held prefill back by 15-40%.
+inline void gather_chunk(float* xc, const float* x, int64_t rows, int64_t nin, int64_t i0,
+                         int64_t inputs) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < inputs; k += kLanes)
+      store(xc + r * kChunk + k, load(x + r * nin + i0 + k));
+  }
+}
+
+// Starts rows of `width` sums, ldy apart, at the bias's columns bc (or at zero if null).
+inline void start_at_bias(float* y, int64_t ldy, const float* bc, int64_t rows, int64_t width) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < width; c += kLanes)
+      store(y + r * ldy + c, bc ? load(bc + c) : f32x16{});
+  }
+}
+
+// Prefill's register tile from a widened chunk: 6 rows x 4 vectors on AVX-512 (24 of 32
+// registers), 6 x 1 on AVX2 (12 of 16: two a vector), 2 x 1 on the generic level.
+constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_GENERIC ? 2 : 6;
+constexpr int kTileVectors = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
+
 // Prefill of a matrix whose widths are multiples of 16, in either layout: a register-tiled
-// product. Threads take groups of 64 output columns from a ChunkQueue; a group runs the rows
-// of the batch, 64 at a time, chunk by chunk: each chunk's 64 x 64 weights are widened once
-// into an L1 buffer and its inputs gathered (read in place, nin floats apart, they held prefill
-// back by 15-40%), and every row block goes through them in register tiles. Each row gets the
-// operations that matvec_in_out (decode) gives it, in the same order, so a prompt's prefill
-// computes the bits that decoding it token by token does, at any thread count.
+// product. Threads take groups of 64 output columns; a group runs the rows of the batch, 256
+// at a time, chunk by chunk: each chunk's 64 x 64 weights are widened once into an L1 buffer
+// and its inputs gathered, and every row block goes through them in register tiles. Each row
+// gets the operations that matvec_in_out (decode) gives it, in the same order, so a prompt's
+// prefill computes the bits that decoding it token by token does, at any thread count.
 template <Layout L, class W>
 void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, int64_t rows,
                          int64_t nin, int64_t nout) {
@@ -256,16 +301,12 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
   parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
     const int64_t c0 = item % ngroups * kGroup, width = std::min(kGroup, nout - c0);
     const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
-    const float* xb = x + r0 * nin;
     thread_local AlignedVector<float> scratch;  // grown once, then reused
     scratch.resize(static_cast<size_t>(kRowBlock * kGroup + kChunk * kGroup + kRowBlock * kChunk));
     float* acc = scratch.data();           // (nr, kGroup): the bias plus the chunks so far
     float* wc = acc + kRowBlock * kGroup;  // (kChunk, kGroup): the chunk's weights, widened
     float* xc = wc + kChunk * kGroup;      // (nr, kChunk): the chunk's inputs of each row
-    for (int64_t r = 0; r < nr; ++r) {
-      for (int64_t c = 0; c < width; c += kLanes)
-        store(acc + r * kGroup + c, b ? load(b + c0 + c) : f32x16{});
-    }
+    start_at_bias(acc, kGroup, b ? b + c0 : nullptr, nr, width);
     for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
       const int64_t inputs = std::min(kChunk, nin - i0);  // a multiple of 16
       for (int64_t k = 0; k < inputs; ++k) {
@@ -278,15 +319,9 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
         for (int64_t c = 0; c < width; c += kTile)
           __builtin_prefetch(element<L>(w, nout, k, c0 + c));
       }
-      for (int64_t r = 0; r < nr; ++r) {
-        for (int64_t k = 0; k < inputs; k += kLanes)
-          store(xc + r * kChunk + k, load(xb + r * nin + i0 + k));
-      }
-      int64_t c = 0;
-      for (; c + kTileVectors * kLanes <= width; c += kTileVectors * kLanes)
-        chunk_columns<kTileVectors>(acc + c, kGroup, xc, kChunk, wc + c, kGroup, inputs, nr);
-      for (; c < width; c += kLanes)
-        chunk_columns<1>(acc + c, kGroup, xc, kChunk, wc + c, kGroup, inputs, nr);
+      gather_chunk(xc, x + r0 * nin, nr, nin, i0, inputs);
+      const ChunkWeights<float> widened{wc, kTile * kGroup, kGroup, kLanes};
+      chunk_group<kTileRows, kTileVectors>(acc, kGroup, xc, kChunk, widened, inputs, nr, width);
     }
     for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < width; c += kLanes)
@@ -295,76 +330,40 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
   });
 }
 
-// Prefill of few rows on AVX-512: each 16 x 16 weight tile is loaded once into 16 of the 32
-// registers and every row of the batch goes through it, 8 rows' chains at a time, continuing
-// each row's chunk chain through its partial sums. With few rows the product is bound by
-// reading the weights, and the register tiles above, which widen each chunk into a buffer
-// first, read them less well. The same operations per element as decode, so the same bits.
+// Few rows (a server's batch): the register tile reads the weights straight from the matrix,
+// widening each vector once for all MR rows: 8 rows x 3 vectors on AVX-512 (24 accumulators),
+// 6 x 1 on AVX2. With few rows the product is bound by reading the weights, which the
+// widening pass of the tiles above only slows. The same operations per element as decode,
+// so the same bits.
 constexpr int64_t kFewRowsMax = 64;
-constexpr int64_t kFewRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? kFewRowsMax : 0;
-
-template <int NR>
-TINYLM_INLINE void tile_chains(float* part, int64_t ldp, const float* x, int64_t ldx,
-                               const f32x16 (&wt)[kTile]) {
-  f32x16 chain[NR];  // (loops fully unrolled: the chains live in registers)
-#pragma GCC unroll 8
-  for (int r = 0; r < NR; ++r) chain[r] = load(part + r * ldp);
-#pragma GCC unroll 16
-  for (int k = 0; k < kTile; ++k) {
-#pragma GCC unroll 8
-    for (int r = 0; r < NR; ++r) chain[r] = fma(x[r * ldx + k], wt[k], chain[r]);
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < NR; ++r) store(part + r * ldp, chain[r]);
-}
+constexpr int64_t kFewRows = TINYLM_LEVEL == TINYLM_LEVEL_GENERIC ? 0 : kFewRowsMax;
+constexpr int kFewTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 6;
+constexpr int kFewTileVectors = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 3 : 1;
 
 template <Layout L, class W>
 void matmul_in_out_few(float* y, const float* x, const W* w, const float* b, int64_t rows,
                        int64_t nin, int64_t nout) {
-  constexpr int64_t kGroup = 128;
-  // The group's tile two bands ahead is prefetched into L2 while this one is used.
-  constexpr int64_t kAheadRows = 2 * kTile;
+  constexpr int64_t kGroup = 2 * kFewTileVectors * kLanes;
+  constexpr bool tiles = L == Layout::tiles;
+  // Chunks this far ahead of the one in use are prefetched into L2.
+  constexpr int64_t kAhead = 1;
+  const ChunkWeights<W> matrix = tiles ? ChunkWeights<W>{w, kTile * nout, kTile, kTile * kTile}
+                                       : ChunkWeights<W>{w, kTile * nout, nout, kLanes};
   parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
     const int64_t c0 = g * kGroup, width = std::min(kGroup, nout - c0);
     thread_local AlignedVector<float> scratch;  // grown once, then reused
-    scratch.resize(static_cast<size_t>(2 * kFewRowsMax * kGroup));
-    float* acc = scratch.data();               // (rows, kGroup): the bias plus the chunks so far
-    float* part = acc + kFewRowsMax * kGroup;  // (rows, kGroup): this chunk's chains
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < width; c += kLanes)
-        store(acc + r * kGroup + c, b ? load(b + c0 + c) : f32x16{});
-    }
+    scratch.resize(static_cast<size_t>(kFewRowsMax * kChunk));
+    float* xc = scratch.data();  // (rows, kChunk): the chunk's inputs of each row
+    start_at_bias(y + c0, nout, b ? b + c0 : nullptr, rows, width);
     for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
-      std::fill(part, part + rows * kGroup, 0.0f);
-      for (int64_t i = i0; i < std::min(nin, i0 + kChunk); i += kTile) {
-        alignas(64) float xc[kFewRowsMax * kTile];  // the band's inputs, gathered as above
-        for (int64_t r = 0; r < rows; ++r) store(xc + r * kTile, load(x + r * nin + i));
-        for (int64_t c = 0; c < width; c += kTile) {
-          f32x16 wt[kTile];
-          for (int k = 0; k < kTile; ++k) wt[k] = load(element<L>(w, nout, i + k, c0 + c));
-          if (i + kAheadRows < nin) {
-            for (int k = 0; k < kTile; ++k)
-              __builtin_prefetch(element<L>(w, nout, i + kAheadRows + k, c0 + c), 0, 2);
-          }
-          int64_t r = 0;
-          for (; r + 8 <= rows; r += 8)
-            tile_chains<8>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
-          for (; r + 4 <= rows; r += 4)
-            tile_chains<4>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
-          for (; r < rows; ++r)
-            tile_chains<1>(part + r * kGroup + c, kGroup, xc + r * kTile, kTile, wt);
-        }
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t c = 0; c < width; c += kLanes) {
-          float* ar = acc + r * kGroup + c;
-          store(ar, load(ar) + load(part + r * kGroup + c));
-        }
-      }
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < width; c += kLanes)
-        store(y + r * nout + c0 + c, load(acc + r * kGroup + c));
+      const int64_t inputs = std::min(kChunk, nin - i0);  // a multiple of 16
+      const int64_t ahead = i0 + kAhead * kChunk;
+      gather_chunk(xc, x, rows, nin, i0, inputs);
+      ChunkWeights<W> wc = matrix;
+      wc.w = element<L>(w, nout, i0, c0);
+      chunk_group<kFewTileRows, kFewTileVectors>(
+          y + c0, nout, xc, kChunk, wc, inputs, rows, width,
+          ahead + inputs <= nin ? element<L>(w, nout, ahead, c0) : nullptr);
     }
   });
 }
@@ -417,30 +416,41 @@ TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t n
   }
 }
 
-// The head over many rows (perplexity's windows): a register tile of MR rows x NO outputs,
-// each output's chain as decode computes it, the MR input vectors and each weight vector
-// loaded once per 16 inputs: 4 x 6 on AVX-512 (24 accumulators), 1 x 4 on AVX2 (2 x 2 and
-// 1 x 5 measured slower).
-constexpr int kHeadTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
-constexpr int kHeadTileOuts = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 4;
+// The head over several rows (a server's batch, perplexity's windows): a register tile of MR
+// rows x NO outputs, each output's chain as decode computes it, the MR input vectors and each
+// weight vector loaded once per 16 inputs. On AVX-512, 8 x 2 for up to 8 rows, whose inputs
+// stay in L1 (4 x 6 widened more weights per product), and 4 x 6 for more, whose inputs come
+// from L2 (8 x 2 read them three times as often); on AVX2 1 x 4 (2 x 2 and 1 x 5 measured
+// slower).
+struct HeadTile {
+  int rows, outs;
+};
+constexpr HeadTile kHeadFew = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadTile{8, 2} : HeadTile{1, 4};
+constexpr HeadTile kHeadMany =
+    TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadTile{4, 6} : HeadTile{1, 4};
 
+// `ahead` is where the weights (NO rows, nin apart) to prefetch into L2 start: a prefetch per
+// weight vector loaded, spread through the arithmetic. Tiles with nothing to prefetch pass w
+// (in L1 by then): a branch in the loop made GCC keep the accumulators in memory.
 template <int MR, int NO, class W, class Tail>
 TINYLM_INLINE void head_tile(float* y, int64_t ldy, const float* x, int64_t nin, const W* w,
-                             int64_t body_end, const Tail& tail) {
+                             int64_t body_end, const Tail& tail, const W* ahead) {
   f32x16 a[MR][NO];  // (loops fully unrolled: the accumulators live in registers)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 6
     for (int o = 0; o < NO; ++o) a[r][o] = f32x16{};
   }
   for (int64_t i = 0; i < body_end; i += kLanes) {
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) __builtin_prefetch(ahead + o * nin + i, 0, 2);
     f32x16 xv[MR];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) xv[r] = load(x + r * nin + i);
 #pragma GCC unroll 6
     for (int o = 0; o < NO; ++o) {
       const f32x16 wo = load(w + o * nin + i);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
     }
   }
@@ -449,41 +459,49 @@ TINYLM_INLINE void head_tile(float* y, int64_t ldy, const float* x, int64_t nin,
   }
 }
 
-// Every row of a row block against NO outputs (rows in tiles of MR, then one at a time).
-template <int NO, class W, class Tail>
-void head_rows(float* y, int64_t ldy, const float* x, int64_t nin, const W* w, int64_t nr,
-               int64_t body_end, const Tail& tail) {
-  int64_t r = 0;
-  for (; r + kHeadTileRows <= nr; r += kHeadTileRows)
-    head_tile<kHeadTileRows, NO>(y + r * ldy, ldy, x + r * nin, nin, w, body_end, tail);
-  for (; r < nr; ++r) head_tile<1, NO>(y + r * ldy, ldy, x + r * nin, nin, w, body_end, tail);
+// The last nr < M rows through head_tile<nr, NO>.
+template <int M, int NO, class W, class Tail>
+TINYLM_INLINE void head_rest(int64_t nr, float* y, int64_t ldy, const float* x, int64_t nin,
+                             const W* w, int64_t body_end, const Tail& tail, const W* ahead) {
+  if constexpr (M > 1) {
+    if (nr == M - 1) return head_tile<M - 1, NO>(y, ldy, x, nin, w, body_end, tail, ahead);
+    head_rest<M - 1, NO>(nr, y, ldy, x, nin, w, body_end, tail, ahead);
+  }
 }
 
-// Many rows: items of 256 rows x 96 outputs, row blocks outermost, so a thread walking its
-// share keeps the block's inputs in L2 while the weights stream past; each NO-output slice of
-// weights (a few KiB) stays in L1 while the block's rows go through it.
-template <class W, class Tail>
+// Every row of a row block against NO outputs, MR rows at a time (the first tile prefetches).
+template <int MR, int NO, class W, class Tail>
+void head_rows(float* y, int64_t ldy, const float* x, int64_t nin, const W* w, int64_t nr,
+               int64_t body_end, const Tail& tail, const W* ahead) {
+  int64_t r = 0;
+  for (; r + MR <= nr; r += MR, ahead = w)
+    head_tile<MR, NO>(y + r * ldy, ldy, x + r * nin, nin, w, body_end, tail, ahead);
+  if (r < nr)
+    head_rest<MR, NO>(nr - r, y + r * ldy, ldy, x + r * nin, nin, w, body_end, tail, ahead);
+}
+
+// Several rows: items of 256 rows x 16 NO outputs, row blocks outermost, so a thread walking
+// its share keeps the block's inputs in L2 while the weights stream past; each NO-output slice
+// of weights (a few KiB) stays in L1 while the block's rows go through it. With few rows the
+// weights stream past as in decode: the slice two ahead (within the matrix) is prefetched.
+template <HeadTile T, class W, class Tail>
 void out_in_rows(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int64_t nout,
                  int64_t body_end, const Tail& tail) {
-  constexpr int64_t kRowBlock = 256, kGroup = 16 * kHeadTileOuts;
+  constexpr int64_t NO = T.outs, kRowBlock = 256, kGroup = 16 * NO;
   const int64_t ngroups = (nout + kGroup - 1) / kGroup;
-  const int64_t slice = kHeadTileOuts * nin;  // elements
   parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
     const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
     const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
+    float* yb = y + r0 * nout;
+    const float* xb = x + r0 * nin;
     int64_t o = o0;
-    for (; o + kHeadTileOuts <= o1; o += kHeadTileOuts) {
-      // With few rows (a server's batch) the weights stream past as in decode: the slice two
-      // ahead is prefetched (within the matrix) while this one is used.
-      if (o + 3 * kHeadTileOuts <= nout) {
-        const char* ahead = reinterpret_cast<const char*>(w + o * nin + 2 * slice);
-        for (size_t b = 0; b < slice * sizeof(W); b += 64) __builtin_prefetch(ahead + b);
-      }
-      head_rows<kHeadTileOuts>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr,
-                               body_end, tail);
+    for (; o + NO <= o1; o += NO) {
+      const W* ahead = w + (o + 3 * NO <= nout ? o + 2 * NO : o) * nin;
+      head_rows<T.rows, NO>(yb + o, nout, xb, nin, w + o * nin, nr, body_end, tail, ahead);
     }
-    for (; o < o1; ++o)
-      head_rows<1>(y + r0 * nout + o, nout, x + r0 * nin, nin, w + o * nin, nr, body_end, tail);
+    for (; o < o1; ++o) {
+      head_rows<T.rows, 1>(yb + o, nout, xb, nin, w + o * nin, nr, body_end, tail, w + o * nin);
+    }
   });
 }
 
@@ -528,7 +546,8 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
       }
     }
   };
-  if (rows > 2) return out_in_rows(y, x, w, rows, nin, nout, body_end, tail);
+  if (rows > kHeadFew.rows) return out_in_rows<kHeadMany>(y, x, w, rows, nin, nout, body_end, tail);
+  if (rows > 2) return out_in_rows<kHeadFew>(y, x, w, rows, nin, nout, body_end, tail);
   // Decode: groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
   // waiting for the slower thread at the end. Each output has one thread, so any schedule
   // gives the same result.
