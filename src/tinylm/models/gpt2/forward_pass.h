@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
 #include "tinylm/kernels/activation/gelu.h"
 #include "tinylm/kernels/attention/causal.h"
 #include "tinylm/kernels/norm/layernorm.h"
@@ -50,10 +51,10 @@ struct ForwardPass : Model::Impl {
     run_layers(n, [&](int64_t li) {
       KV* kl = keys_of(cache, li);
       KV* vl = values_of(cache, li);
-      for (int64_t r = 0; r < n; ++r) {
+      parallel_for(0, n, 1, [&](int64_t r) {
         const float* row = qkv.data() + r * 3 * C;
         kernels::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, cap, C);
-      }
+      });
       kernels::attention_cached(att.data(), q.data(), kl, vl, t0, t1, cap, C, c.n_head);
     });
     cache.length = static_cast<int>(t1);
@@ -100,13 +101,16 @@ struct ForwardPass : Model::Impl {
       layer_keys.clear();
       layer_values.clear();
       for (int64_t r = 0; r < n; ++r) {
-        KV* kl = keys_of(*row_cache[r], li);
-        KV* vl = values_of(*row_cache[r], li);
-        const float* row = qkv.data() + r * 3 * C;
-        kernels::kv_store(kl, vl, row + C, row + 2 * C, positions[r], capacities[r], C);
-        layer_keys.push_back(kl);
-        layer_values.push_back(vl);
+        layer_keys.push_back(keys_of(*row_cache[r], li));
+        layer_values.push_back(values_of(*row_cache[r], li));
       }
+      // (Each key goes to a column of its transposed cache: a cache line per channel, so the
+      // rows' stores are spread over the threads.)
+      parallel_for(0, n, 1, [&](int64_t r) {
+        const float* row = qkv.data() + r * 3 * C;
+        kernels::kv_store(keys_of(*row_cache[r], li), values_of(*row_cache[r], li), row + C,
+                          row + 2 * C, positions[r], capacities[r], C);
+      });
       // Every row's key and value are stored first: a row attends up to its own position.
       kernels::attention_cached_rows(att.data(), q.data(), layer_keys.data(), layer_values.data(),
                                      positions.data(), capacities.data(), n, C, c.n_head);
