@@ -454,8 +454,19 @@ TINYLM_INLINE void head_tile(float* y, int64_t ldy, const float* x, int64_t nin,
       for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
     }
   }
-  for (int r = 0; r < MR; ++r) {
-    for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + tail(w + o * nin, x + r * nin);
+  if constexpr (MR * NO == kLanes) {  // the 16 sums at once
+    f32x16 all[kLanes];  // (a copy: the accumulators' address taken kept them in memory)
+#pragma GCC unroll 16
+    for (int j = 0; j < kLanes; ++j) all[j] = a[j / NO][j % NO];
+    alignas(64) float s[kLanes];
+    store(s, hsum16(all));
+    for (int r = 0; r < MR; ++r) {
+      for (int o = 0; o < NO; ++o) y[r * ldy + o] = s[r * NO + o] + tail(w + o * nin, x + r * nin);
+    }
+  } else {
+    for (int r = 0; r < MR; ++r) {
+      for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + tail(w + o * nin, x + r * nin);
+    }
   }
 }
 
