@@ -3,8 +3,6 @@
 // only turns flags into them and says what each one does.
 #include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -15,6 +13,7 @@
 #include "evermind_common.h"
 #include "gpt2_common.h"
 #include "model_kind.h"
+#include "stop_signals.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/train/comm.h"
@@ -86,13 +85,6 @@ const std::map<std::string, std::string> kHelp = {
      "on or off"},
 };
 
-std::atomic<bool> g_stop{false};
-std::atomic<int> g_signal{0};
-extern "C" void on_signal(int sig) {
-  if (g_stop.exchange(true)) std::_Exit(kExitInterrupted);  // a second Ctrl-C: out now
-  g_signal.store(sig);
-}
-
 struct TrainFlags {
   train::RunConfig config;
   std::map<std::string, CLI::Option*> options;
@@ -111,6 +103,7 @@ nlohmann::ordered_json given_flags(TrainFlags& f) {
 }
 
 void run(TrainFlags& f) {
+  const StopSignals stop;  // (before any thread starts)
   if (f.out.empty() == f.resume.empty())
     throw UsageError("give --out DIR (a new run) or --resume DIR");
   nlohmann::ordered_json given = given_flags(f);
@@ -162,12 +155,8 @@ void run(TrainFlags& f) {
   request.given = given;
   request.terminal = isatty(STDERR_FILENO) != 0;
   request.peak_flops = f.peak_gflops * 1e9;
-  request.should_stop = [] { return g_stop.load(); };
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  request.should_stop = [&stop] { return stop.requested(); };
   const train::RunSummary s = train::run_training(request);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   if (s.stopped) {
     // Interrupted: the loop saved a checkpoint (atomically) before returning.
     if (train::Comm::world().root()) {
@@ -177,7 +166,7 @@ void run(TrainFlags& f) {
                    static_cast<long long>(s.steps),
                    s.checkpoint.empty() ? "(none)" : s.checkpoint.c_str(), request.dir.c_str());
     }
-    throw ExitRequest{g_signal.load() == SIGTERM ? kExitTerminated : kExitInterrupted};
+    throw ExitRequest{stop.exit_code()};
   }
   if (!train::Comm::world().root()) return;  // under mpirun the first process reports
   {

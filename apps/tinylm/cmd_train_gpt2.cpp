@@ -5,9 +5,7 @@
 // StepData that returns the one batch every step, SGD at a constant rate, no clipping, loss scaling
 // under f16.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -17,6 +15,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "model_kind.h"
+#include "stop_signals.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/io/atomic_file.h"
@@ -55,12 +54,8 @@ class FixedBatch final : public train::StepData {
   std::vector<int32_t> grid_;
 };
 
-std::atomic<int> g_signal{0};
-extern "C" void on_train_gpt2_signal(int sig) {
-  if (g_signal.exchange(sig) != 0) std::_Exit(kExitInterrupted);  // a second Ctrl-C: out now
-}
-
 void run(const Flags& f) {
+  const StopSignals stop;  // (before any thread starts)
   // What --model is, from the file: a wrong kind is one line before anything loads.
   const std::string model_path = resolve_model("train-gpt2", f.model, "", {ModelKind::gpt2}).path;
   check(f.steps >= 0, "--steps must be non-negative (got ", f.steps, ")");
@@ -152,12 +147,8 @@ void run(const Flags& f) {
           {r.step, loss, ms, train::fingerprint_weights(config, model.params())});
     }
   };
-  hooks.should_stop = [] { return g_signal.load() != 0; };
-  std::signal(SIGINT, on_train_gpt2_signal);
-  std::signal(SIGTERM, on_train_gpt2_signal);
+  hooks.should_stop = [&stop] { return stop.requested(); };
   loop.run(hooks);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   progress.finish();
   const int64_t done = loop.state().step;
   if (done < f.steps) {  // interrupted: keep what was trained, say where
@@ -171,7 +162,7 @@ void run(const Flags& f) {
                        ? "nothing saved (no --save-weights)"
                        : ("weights at that step written to " + f.save_weights).c_str());
     }
-    throw ExitRequest{g_signal.load() == SIGTERM ? kExitTerminated : kExitInterrupted};
+    throw ExitRequest{stop.exit_code()};
   }
   if (root && !step_ms.empty()) {
     std::vector<double> sorted = step_ms;
