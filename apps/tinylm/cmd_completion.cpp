@@ -1,4 +1,5 @@
 // tinylm version and tinylm completion: what the CLI says about itself.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -25,20 +26,35 @@ std::string version_text() {
 
 namespace {
 
-// The values --dtype takes (generate / perplexity, gpt2_common.cpp).
-constexpr const char* kDtypeValues = "f32 bf16 f16 q8_0 q4_0";
+// The values an option is checked against (CLI::IsMember: its type name ends in
+// ":{a,b,c}"), space-separated; empty for any other option.
+std::string member_values(const CLI::Option& o) {
+  const std::string type = o.get_type_name();
+  const size_t open = type.find(":{"), close = type.rfind('}');
+  if (open == std::string::npos || close == std::string::npos || close < open) return "";
+  std::string values = type.substr(open + 2, close - open - 2);
+  std::replace(values.begin(), values.end(), ',', ' ');
+  return values;
+}
 
-// A bash completion script: commands after "tinylm", each command's flags after it, --dtype's
-// values after it, file names for everything else.
+// A bash completion script: commands after "tinylm", each command's flags after it, the
+// values a flag is checked against after it (each command's own: convert --dtype is not
+// generate --dtype), file names for everything else.
 std::string bash_completion(const CLI::App& app) {
-  std::string commands = "help completion", cases;
+  std::string commands = "help completion", cases, value_cases;
   for (const CLI::App* sub : app.get_subcommands({})) {
     if (sub->get_name() == "completion") continue;
     commands += " " + sub->get_name();
     std::string flags = "--help";
     for (const CLI::Option* o : sub->get_options()) {
       for (const std::string& l : o->get_lnames()) {
-        if (l != "help") flags += " --" + l;
+        if (l == "help") continue;
+        flags += " --" + l;
+        const std::string values = member_values(*o);
+        if (!values.empty()) {
+          value_cases += "    \"" + sub->get_name() + " --" + l + "\") COMPREPLY=($(compgen -W \"" +
+                         values + "\" -- \"$cur\")); return ;;\n";
+        }
       }
     }
     for (const CLI::App* subsub : sub->get_subcommands({})) flags += " " + subsub->get_name();
@@ -58,10 +74,8 @@ std::string bash_completion(const CLI::App& app) {
          "\" ;;\n"
          "    *) words=\"\" ;;\n"
          "  esac\n"
-         "  case \"${COMP_WORDS[COMP_CWORD-1]}\" in\n"
-         "    --dtype) COMPREPLY=($(compgen -W \"" +
-         std::string(kDtypeValues) +
-         "\" -- \"$cur\")); return ;;\n"
+         "  case \"${COMP_WORDS[1]} ${COMP_WORDS[COMP_CWORD-1]}\" in\n" +
+         value_cases +
          "  esac\n"
          "  if [[ \"$cur\" == -* || \"${COMP_WORDS[1]}\" == help ]]; then\n"
          "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"

@@ -324,6 +324,17 @@ TEST_F(CliNewUser, VersionAndCompletion) {
       "bash -c 'source " + work("completion.bash") +
       "; COMP_WORDS=(tinylm generate --dtype q); COMP_CWORD=3; _tinylm; echo ${COMPREPLY[@]}'");
   EXPECT_EQ(dtypes.out, "q8_0 q4_0\n");
+  // Each command's own values: convert writes no bf16.
+  const auto complete = [&](const std::string& line, int word) {
+    return test::run_shell("bash -c 'source " + work("completion.bash") + "; COMP_WORDS=(" + line +
+                           "); COMP_CWORD=" + std::to_string(word) +
+                           "; _tinylm; echo ${COMPREPLY[@]}'")
+        .out;
+  };
+  EXPECT_EQ(complete("tinylm generate --dtype b", 3), "bf16\n");
+  EXPECT_EQ(complete("tinylm convert --dtype b", 3), "\n");
+  EXPECT_EQ(complete("tinylm convert --dtype f", 3), "f32 f16\n");
+  EXPECT_EQ(complete("tinylm train-gpt2 --overlap o", 3), "on off\n");
 }
 
 }  // namespace
