@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""An independent numpy implementation of ggml's Q8_0 and Q4_0 blocks, and the fixture that
-tests/unit/quant_blocks_test.cpp compares tinylm's quantizer with, byte for byte.
+"""An independent numpy implementation of ggml's Q8_0 and Q4_0 blocks (and Q6_K's decoding), and
+the fixture that tests/unit/quant_blocks_test.cpp compares tinylm's quantizer with, byte for byte.
 
 Written from the formats' definition (ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref and
 the block structs), not from tinylm's code:
@@ -14,6 +14,14 @@ the block structs), not from tinylm's code:
     id = 1 / d if d != 0 else 0; q = min(15, (int8_t)(x * id + 8.5)).
   All arithmetic in float32; the stored d is float16(d), nearest even, a NaN written as
   sign | 0x7e00.
+  Q6_K, 210 bytes (read only; from block_q6_K and dequantize_row_q6_K): ql[128] (low four
+    bits), qh[64] (high two bits), int8 scales[16], fp16 d; 256 weights. For half h and
+    l < 32 (L = ql[64h:], H = qh[32h:], S = scales[8h:], g = l // 16):
+      y[128h + l]      = d * S[g]     * ((L[l] & 15      | (H[l] & 3) << 4) - 32)
+      y[128h + l + 32] = d * S[g + 2] * ((L[l + 32] & 15 | (H[l] >> 2 & 3) << 4) - 32)
+      y[128h + l + 64] = d * S[g + 4] * ((L[l] >> 4      | (H[l] >> 4 & 3) << 4) - 32)
+      y[128h + l + 96] = d * S[g + 6] * ((L[l + 32] >> 4 | (H[l] >> 6) << 4) - 32)
+    each product in float32, left to right.
   Where C converts a float outside int8's range (NaN, inf, or an id that overflowed), ggml's
   x86 build truncates to int32 with cvttss2si (INT32_MIN when out of range) and keeps the low
   byte; this script does the same, so those edge blocks have defined expected bytes.
@@ -22,6 +30,7 @@ Writes, under the output directory (default tests/fixtures/quant):
   inputs.f32        the input floats (little-endian float32), a multiple of 32
   q8_0.bin          their Q8_0 blocks       q8_0_dequant.f32   those blocks dequantized
   q4_0.bin          their Q4_0 blocks       q4_0_dequant.f32   those blocks dequantized
+  q6_k.bin          Q6_K blocks of random bits and edge scales   q6_k_dequant.f32   decoded
 
 Usage: /usr/bin/python3 tools/quant_reference.py [--out DIR]
 """
@@ -130,6 +139,45 @@ def dequantize_q4_0(b):
     return np.array(y, dtype=np.float32)
 
 
+def dequantize_q6_k(b):
+    y = []
+    with np.errstate(all="ignore"):
+        for i in range(0, len(b), 210):
+            blk = b[i:i + 210]
+            ql, qh = blk[0:128], blk[128:192]
+            sc = np.frombuffer(blk[192:208], dtype=np.int8)
+            d = fp16_value(int.from_bytes(blk[208:210], "little"))
+            out = [F32(0)] * 256
+            for h in range(2):
+                L, H, S = ql[64 * h:], qh[32 * h:], sc[8 * h:]
+                for l in range(32):
+                    g = l // 16
+                    q1 = ((L[l] & 15) | (H[l] & 3) << 4) - 32
+                    q2 = ((L[l + 32] & 15) | (H[l] >> 2 & 3) << 4) - 32
+                    q3 = ((L[l] >> 4) | (H[l] >> 4 & 3) << 4) - 32
+                    q4 = ((L[l + 32] >> 4) | (H[l] >> 6) << 4) - 32
+                    for off, s_, q in ((0, S[g], q1), (32, S[g + 2], q2), (64, S[g + 4], q3),
+                                       (96, S[g + 6], q4)):
+                        out[128 * h + l + off] = F32(F32(d * F32(int(s_))) * F32(q))
+            y.extend(out)
+    return np.array(y, dtype=np.float32)
+
+
+def q6_k_blocks():
+    """Q6_K blocks of random quants and scales, with ordinary, zero, negative, subnormal,
+    largest, infinite and NaN d."""
+    rng = np.random.default_rng(20261203)
+    out = bytearray()
+    ds = [0.001, 0.0123, -0.02, 0.0, -0.0, 6e-8, 65504.0, np.inf, np.nan, 1.0]
+    for k, d in enumerate(ds):
+        body = rng.integers(0, 256, size=208, dtype=np.uint8)
+        if k == len(ds) - 1:  # every q extreme with the extreme scales
+            body[0:192] = [0x00, 0xFF] * 96
+            body[192:208] = [0x80, 0x7F] * 8
+        out += body.tobytes() + fp16_bits(d).to_bytes(2, "little")
+    return bytes(out)
+
+
 def inputs():
     rng = np.random.default_rng(20261202)
     blocks = []
@@ -181,6 +229,7 @@ def main():
     x = inputs()
     q8 = quantize_q8_0(x)
     q4 = quantize_q4_0(x)
+    q6k = q6_k_blocks()
     # Spot checks of the definition on blocks whose bytes are known by hand.
     assert q8[:2] == b"\x00\x00" and q8[2:34] == bytes(32)
     assert q4[:2] == b"\x00\x80" and q4[2:18] == bytes([0x88] * 16)  # d = -0.0, q = 8
@@ -193,6 +242,8 @@ def main():
         "q8_0_dequant.f32": dequantize_q8_0(q8).astype("<f4").tobytes(),
         "q4_0.bin": q4,
         "q4_0_dequant.f32": dequantize_q4_0(q4).astype("<f4").tobytes(),
+        "q6_k.bin": q6k,
+        "q6_k_dequant.f32": dequantize_q6_k(q6k).astype("<f4").tobytes(),
     }
     for name, data in outputs.items():
         with open(os.path.join(args.out, name), "wb") as f:

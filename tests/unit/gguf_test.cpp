@@ -199,6 +199,8 @@ TEST(Gguf, TensorInfoErrors) {
   expect_bad(with("t", {1, 1, 1, 1, 1}, 0, 0), {"tensor t: 5 dimensions"});
   expect_bad(with("t", {}, 0, 0), {"tensor t: 0 dimensions"});
   expect_bad(with("t", {33}, 8, 0), {"tensor t: Q8_0 rows of 33", "not whole blocks of 32"});
+  expect_bad(with("t", {128}, 14, 0), {"tensor t: Q6_K rows of 128", "not whole blocks of 256"});
+  expect_bad(with("t", {256}, 14, 0), {"tensor t: bytes [0, 210)", "exceed"});
   expect_bad(with("t", {uint64_t{1} << 32, uint64_t{1} << 32}, 0, 0), {"overflow"});
   expect_bad(with("t", {std::numeric_limits<uint64_t>::max()}, 0, 0), {"overflow"});
   expect_bad(with("t", {8}, 0, 16), {"offset 16 is not a multiple of the alignment 32"});

@@ -15,6 +15,7 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/io/gguf.h"
 #include "tinylm/models/gpt2/model.h"
+#include "tinylm/train/gguf_quant.h"
 #include "tinylm/train/gpt2_checkpoint.h"
 
 namespace tinylm {
@@ -220,6 +221,80 @@ TEST(Gpt2Gguf, ConvertRoundTripsThroughTheCli) {
       test::run_cli("tokenize --tokenizer " + gguf("f16") + " 'the end'");
   EXPECT_EQ(ids.exit_code, 0) << ids.err;
   EXPECT_EQ(ids.out, test::run_cli("tokenize" + tok + " 'the end'").out);
+}
+
+// A copy of `src` with its scalar metadata and tensors, token_embd replaced by `type` bytes.
+void copy_with_embedding(const std::string& src, const std::string& dst, io::GgmlType type,
+                         std::span<const std::byte> bytes) {
+  const io::GgufFile f = io::GgufFile::open(src);
+  io::GgufWriter w;
+  for (const auto& [key, v] : f.metadata()) {
+    if (v.type == io::GgufType::string)
+      w.add_string(key, v.strings[0]);
+    else if (v.type == io::GgufType::u32)
+      w.add_u32(key, static_cast<uint32_t>(v.ints[0]));
+    else if (v.type == io::GgufType::f32)
+      w.add_f32(key, static_cast<float>(v.floats[0]));
+  }
+  for (const io::GgufTensor& t : f.tensors()) {
+    if (t.name == "token_embd.weight")
+      w.add_tensor(t.name, type, t.ne, bytes);
+    else
+      w.add_tensor(t.name, t.type, t.ne, f.data(t));
+  }
+  w.write(dst);
+}
+
+// llama.cpp's quantizer writes a Q4_0 GPT-2 with its tied token_embd in Q6_K (256-weight
+// blocks, so n_embd 256 here). It runs in place, the embedding and head widened to f32 at
+// load: the logits of the same file with token_embd stored as F32 holding the decoded values,
+// bit for bit, and the other path (every tensor decoded to f32) reads it too.
+TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
+  test::TempDir dir;
+  gpt2::Config c;
+  c.vocab_size = 1000;
+  c.n_positions = 32;
+  c.n_embd = 256;
+  c.n_layer = 1;
+  c.n_head = 4;
+  const std::vector<double> normal = test::random_normal(gpt2::param_layout(c).size(), 5, 0.05);
+  const std::vector<float> params(normal.begin(), normal.end());
+  train::save_gpt2_gguf(dir.file("q4.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::q4_0,
+                        "q6k-test");
+  // Q6_K blocks of random bits with d = 0.001 (values within about +-4).
+  const size_t nblocks = static_cast<size_t>(c.vocab_size) * c.n_embd / 256;
+  std::vector<std::byte> q6k(nblocks * 210);
+  uint32_t state = 7;
+  for (size_t b = 0; b < nblocks; ++b) {
+    for (size_t i = 0; i < 208; ++i) {
+      state = state * 1664525u + 1013904223u;
+      q6k[b * 210 + i] = static_cast<std::byte>(state >> 24);
+    }
+    q6k[b * 210 + 208] = std::byte{0x19};  // fp16 0x1419 = 0.00099945
+    q6k[b * 210 + 209] = std::byte{0x14};
+  }
+  copy_with_embedding(dir.file("q4.gguf"), dir.file("q6k.gguf"), io::GgmlType::q6_k, q6k);
+  std::vector<float> decoded(static_cast<size_t>(c.vocab_size) * c.n_embd);
+  train::decode_ggml(io::GgmlType::q6_k, q6k, decoded);
+  copy_with_embedding(dir.file("q4.gguf"), dir.file("f32emb.gguf"), io::GgmlType::f32,
+                      std::as_bytes(std::span<const float>(decoded)));
+
+  const std::vector<int> tokens = {1, 5, 999, 42, 7, 300};
+  gpt2::Model a = train::load_gpt2_gguf_model(dir.file("q6k.gguf"));
+  gpt2::Model b = train::load_gpt2_gguf_model(dir.file("f32emb.gguf"));
+  EXPECT_EQ(a.dtype(), DType::q4_0);
+  const std::vector<float> la = logits(a, tokens), lb = logits(b, tokens);
+  EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0);
+  const train::Gpt2Gguf all = train::load_gpt2_gguf(dir.file("q6k.gguf"));
+  const size_t wte = gpt2::param_layout(c).find("wte.weight")->offset;
+  EXPECT_EQ(std::memcmp(all.checkpoint.params.data() + wte, decoded.data(), decoded.size() * 4), 0);
+  // Decode equals prefill here too.
+  gpt2::KvCache cache = a.new_cache(static_cast<int>(tokens.size()));
+  std::vector<float> step(static_cast<size_t>(c.vocab_size));
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    a.forward(std::span(&tokens[t], 1), cache, step, /*all_logits=*/false);
+    ASSERT_EQ(std::memcmp(step.data(), la.data() + t * step.size(), step.size() * 4), 0) << t;
+  }
 }
 
 TEST(Gpt2Gguf, ErrorsNameTheFileAndTheProblem) {

@@ -159,9 +159,23 @@ std::string ggml_type_name(uint32_t type) {
   return n ? n : "type " + std::to_string(type);
 }
 
-bool ggml_type_supported(uint32_t type) { return type == 0 || type == 1 || type == 2 || type == 8; }
+bool ggml_type_supported(uint32_t type) {
+  return type == 0 || type == 1 || type == 2 || type == 8 || type == 14;
+}
 
-uint64_t ggml_block_size(GgmlType t) { return t == GgmlType::q4_0 || t == GgmlType::q8_0 ? 32 : 1; }
+uint64_t ggml_block_size(GgmlType t) {
+  switch (t) {
+    case GgmlType::f32:
+    case GgmlType::f16:
+      return 1;
+    case GgmlType::q4_0:
+    case GgmlType::q8_0:
+      return 32;
+    case GgmlType::q6_k:
+      return 256;
+  }
+  return 1;
+}
 
 uint64_t ggml_block_bytes(GgmlType t) {
   switch (t) {
@@ -173,6 +187,8 @@ uint64_t ggml_block_bytes(GgmlType t) {
       return 2 + 16;
     case GgmlType::q8_0:
       return 2 + 32;
+    case GgmlType::q6_k:
+      return 128 + 64 + 16 + 2;
   }
   return 0;
 }
@@ -305,7 +321,7 @@ void GgufFile::parse() {
     for (uint32_t d = 0; d < n_dims; ++d) t.ne.push_back(c.u64(what + ": dimension"));
     const uint32_t type = c.u32(what + ": type");
     check(ggml_type_supported(type), name, ": ", what, ": unsupported tensor type ",
-          ggml_type_name(type), " (tinylm reads F32, F16, Q8_0 and Q4_0)");
+          ggml_type_name(type), " (tinylm reads F32, F16, Q8_0, Q4_0 and Q6_K)");
     t.type = static_cast<GgmlType>(type);
     t.offset = c.u64(what + ": offset");
     // Element count and bytes, overflow-checked; a quantized row is whole blocks.

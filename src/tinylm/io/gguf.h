@@ -42,12 +42,15 @@ enum class GgufType : uint32_t {
 };
 std::string_view gguf_type_name(GgufType t);  // "u32", "string", ...
 
-// The ggml tensor types tinylm reads and writes, numbered as in the file.
-enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8 };
-// "F32", "F16", "Q4_0", "Q8_0"; for other numbers ggml's name ("Q4_K", "BF16", ...) or "type N".
+// The ggml tensor types tinylm reads (and, but Q6_K, writes), numbered as in the file. Q6_K is
+// what llama.cpp's quantizer gives a tied token_embd in its Q4_0 files.
+enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q6_k = 14 };
+// "F32", "F16", "Q4_0", "Q8_0", "Q6_K"; for other numbers ggml's name ("Q4_K", "BF16", ...) or
+// "type N".
 std::string ggml_type_name(uint32_t type);
 bool ggml_type_supported(uint32_t type);
-// Elements per block (1 for F32/F16, 32 for Q8_0/Q4_0) and bytes per block (4, 2, 34, 18).
+// Elements per block (1 for F32/F16, 32 for Q8_0/Q4_0, 256 for Q6_K) and bytes per block (4,
+// 2, 34, 18, 210).
 uint64_t ggml_block_size(GgmlType t);
 uint64_t ggml_block_bytes(GgmlType t);
 

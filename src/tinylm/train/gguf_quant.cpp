@@ -39,6 +39,8 @@ void encode_ggml(io::GgmlType type, std::span<const float> x, std::span<std::byt
     case io::GgmlType::q4_0:
       kernels::quantize(block_dtype(type), x.data(), out.data(), static_cast<int64_t>(x.size()));
       return;
+    case io::GgmlType::q6_k:
+      fail("encode_ggml: tinylm reads Q6_K but does not write it");
   }
 }
 
@@ -56,6 +58,10 @@ void decode_ggml(io::GgmlType type, std::span<const std::byte> in, std::span<flo
     case io::GgmlType::q8_0:
     case io::GgmlType::q4_0:
       kernels::dequantize(block_dtype(type), in.data(), out.data(),
+                          static_cast<int64_t>(out.size()));
+      return;
+    case io::GgmlType::q6_k:
+      kernels::dequantize(reinterpret_cast<const kernels::BlockQ6_K*>(in.data()), out.data(),
                           static_cast<int64_t>(out.size()));
       return;
   }

@@ -81,6 +81,27 @@ void dequantize_block(const BlockQ4_0& b, float* y) {
   }
 }
 
+void dequantize_block(const BlockQ6_K& b, float* y) {
+  const float d = block_scale(b);
+  for (int64_t h = 0; h < 2; ++h) {
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    const int8_t* s = b.scales + 8 * h;
+    float* yh = y + 128 * h;
+    for (int64_t l = 0; l < 32; ++l) {
+      const int64_t g = l / 16;
+      const int q1 = ((ql[l] & 15) | (qh[l] & 3) << 4) - 32;
+      const int q2 = ((ql[l + 32] & 15) | (qh[l] >> 2 & 3) << 4) - 32;
+      const int q3 = ((ql[l] >> 4) | (qh[l] >> 4 & 3) << 4) - 32;
+      const int q4 = ((ql[l + 32] >> 4) | (qh[l] >> 6) << 4) - 32;
+      yh[l] = d * static_cast<float>(s[g]) * static_cast<float>(q1);
+      yh[l + 32] = d * static_cast<float>(s[g + 2]) * static_cast<float>(q2);
+      yh[l + 64] = d * static_cast<float>(s[g + 4]) * static_cast<float>(q3);
+      yh[l + 96] = d * static_cast<float>(s[g + 6]) * static_cast<float>(q4);
+    }
+  }
+}
+
 int64_t whole_blocks(int64_t n, const char* what) {
   check(n >= 0 && n % kQuantBlock == 0, "[", what, "] ", n,
         " values are not a whole number of 32-value blocks");
@@ -120,6 +141,12 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
 }
 void dequantize(const BlockQ8_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
 void dequantize(const BlockQ4_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
+void dequantize(const BlockQ6_K* x, float* y, int64_t n) {
+  check(n >= 0 && n % kSuperBlock == 0, "[dequantize] ", n,
+        " values are not a whole number of 256-value Q6_K blocks");
+  parallel_for(0, n / kSuperBlock, grain_for(kSuperBlock * 4),
+               [&](int64_t b) { dequantize_block(x[b], y + b * kSuperBlock); });
+}
 
 void quantize(DType t, const float* x, void* out, int64_t n) {
   switch (t) {

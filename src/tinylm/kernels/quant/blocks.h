@@ -40,6 +40,24 @@ struct BlockQ4_0 {
 static_assert(sizeof(BlockQ8_0) == 34 && alignof(BlockQ8_0) == 1);
 static_assert(sizeof(BlockQ4_0) == 18 && alignof(BlockQ4_0) == 1);
 
+// ggml's Q6_K (read only: llama.cpp's quantizer gives it to a tied token_embd in Q4_0 files):
+// 256 weights in 16 groups of 16, each group an int8 scale, all one fp16 d; 6-bit q, the low
+// four bits in ql, the high two in qh. For each half h (128 weights) and l < 32, with
+// L = ql + 64 h, H = qh + 32 h, s = scales + 8 h, g = l / 16:
+//   weight 128 h + l      = d * s[g]     * ((L[l]      & 15 | (H[l]      & 3) << 4) - 32)
+//   weight 128 h + l + 32 = d * s[g + 2] * ((L[l + 32] & 15 | (H[l] >> 2 & 3) << 4) - 32)
+//   weight 128 h + l + 64 = d * s[g + 4] * ((L[l]     >> 4 | (H[l] >> 4 & 3) << 4) - 32)
+//   weight 128 h + l + 96 = d * s[g + 6] * ((L[l + 32] >> 4 | (H[l] >> 6)     << 4) - 32)
+// each product evaluated left to right in float (dequantize_row_q6_K).
+constexpr int64_t kSuperBlock = 256;  // weights per Q6_K block (QK_K)
+struct BlockQ6_K {
+  uint8_t ql[kSuperBlock / 2];
+  uint8_t qh[kSuperBlock / 4];
+  int8_t scales[kSuperBlock / 16];
+  uint8_t d[2];  // fp16 scale, little-endian
+};
+static_assert(sizeof(BlockQ6_K) == 210 && alignof(BlockQ6_K) == 1);
+
 template <class Block>
 inline float block_scale(const Block& b) {
   return f16_to_float(static_cast<uint16_t>(b.d[0] | (b.d[1] << 8)));
@@ -56,6 +74,8 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n);
 // n / 32 blocks into n floats (q * d, exact in f32).
 void dequantize(const BlockQ8_0* x, float* y, int64_t n);
 void dequantize(const BlockQ4_0* x, float* y, int64_t n);
+// n / 256 Q6_K blocks into n floats (n a multiple of 256, else Error).
+void dequantize(const BlockQ6_K* x, float* y, int64_t n);
 
 // The same on untyped storage, for t = q8_0 or q4_0 (else Error); `out`/`in` hold
 // storage_bytes(t, n) bytes.

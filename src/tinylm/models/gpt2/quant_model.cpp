@@ -6,6 +6,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/activation/gelu.h"
 #include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/layernorm.h"
 #include "tinylm/kernels/quant/blocks.h"
 #include "tinylm/kernels/quant/matmul.h"
@@ -22,7 +23,7 @@ namespace {
 
 struct Matrix {
   DType dtype = DType::q8_0;
-  const std::byte* data = nullptr;  // rows of blocks, ggml's layout
+  const std::byte* data = nullptr;  // rows of blocks, ggml's layout (or f32 rows: wte, the head)
 };
 
 // Names and shapes: the layers' Conv1D weights (nin, nout), the 2-D tensors that are matrices.
@@ -132,9 +133,11 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
       const Model::TensorView v = tensor(name);
       check(v.data != nullptr, "gpt2: tensor ", name, ": no data");
       if (quantized) {
+        // wte and the head may also be f32 (a file's Q6_K embedding, dequantized at load).
         const bool emb = name == "wte.weight" || name == "lm_head.weight";
-        check(emb ? is_quantized(v.dtype) : v.dtype == dt, "gpt2: tensor ", name, " is ",
-              dtype_name(v.dtype), ", expected ", emb ? "q8_0 or q4_0" : dtype_name(dt));
+        check(emb ? is_quantized(v.dtype) || v.dtype == DType::f32 : v.dtype == dt, "gpt2: tensor ",
+              name, " is ", dtype_name(v.dtype), ", expected ",
+              emb ? "q8_0, q4_0 or f32" : dtype_name(dt));
       } else {
         check(v.dtype == DType::f32, "gpt2: tensor ", name, " is ", dtype_name(v.dtype),
               ", expected f32");
@@ -167,7 +170,11 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
     const size_t wte_row = storage_bytes(wte.dtype, C);
     for (int64_t r = 0; r < rows; ++r) {
       float* xr = out + r * C;
-      k::dequantize(wte.dtype, wte.data + static_cast<size_t>(token_ids[r]) * wte_row, xr, C);
+      const std::byte* row = wte.data + static_cast<size_t>(token_ids[r]) * wte_row;
+      if (wte.dtype == DType::f32)
+        std::memcpy(xr, row, wte_row);
+      else
+        k::dequantize(wte.dtype, row, xr, C);
       const float* pr = wpe + (first_position + r) * C;
       for (int64_t i = 0; i < C; ++i) xr[i] = xr[i] + pr[i];
     }
@@ -177,6 +184,11 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
     k::quant_matmul(w.dtype, y, in, w.data, b, rows, nin, nout);
   }
   void head(float* logits, const float* normed, int64_t rows, bool) const {
+    if (lm_head.dtype == DType::f32) {
+      k::matmul_out_in(logits, normed, reinterpret_cast<const float*>(lm_head.data), rows,
+                       config.n_embd, config.vocab_size);
+      return;
+    }
     k::quant_matmul(lm_head.dtype, logits, normed, lm_head.data, nullptr, rows, config.n_embd,
                     config.vocab_size);
   }
