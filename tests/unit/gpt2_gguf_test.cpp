@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -223,13 +224,17 @@ TEST(Gpt2Gguf, ConvertRoundTripsThroughTheCli) {
   EXPECT_EQ(ids.out, test::run_cli("tokenize" + tok + " 'the end'").out);
 }
 
-// A copy of `src` with its scalar metadata and tensors, token_embd replaced by `type` bytes.
-void copy_with_embedding(const std::string& src, const std::string& dst, io::GgmlType type,
-                         std::span<const std::byte> bytes) {
+// A copy of `src`'s scalar metadata (strings, u32, f32) and tensors, with the u32 values in
+// `u32` replaced and tensor `name` (if given) stored as `bytes` of `type`.
+void copy_gguf(const std::string& src, const std::string& dst,
+               const std::map<std::string, uint32_t>& u32 = {}, const std::string& name = "",
+               io::GgmlType type = io::GgmlType::f32, std::span<const std::byte> bytes = {}) {
   const io::GgufFile f = io::GgufFile::open(src);
   io::GgufWriter w;
   for (const auto& [key, v] : f.metadata()) {
-    if (v.type == io::GgufType::string)
+    if (u32.count(key))
+      w.add_u32(key, u32.at(key));
+    else if (v.type == io::GgufType::string)
       w.add_string(key, v.strings[0]);
     else if (v.type == io::GgufType::u32)
       w.add_u32(key, static_cast<uint32_t>(v.ints[0]));
@@ -237,7 +242,7 @@ void copy_with_embedding(const std::string& src, const std::string& dst, io::Ggm
       w.add_f32(key, static_cast<float>(v.floats[0]));
   }
   for (const io::GgufTensor& t : f.tensors()) {
-    if (t.name == "token_embd.weight")
+    if (t.name == name)
       w.add_tensor(t.name, type, t.ne, bytes);
     else
       w.add_tensor(t.name, t.type, t.ne, f.data(t));
@@ -273,11 +278,12 @@ TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
     q6k[b * 210 + 208] = std::byte{0x19};  // fp16 0x1419 = 0.00099945
     q6k[b * 210 + 209] = std::byte{0x14};
   }
-  copy_with_embedding(dir.file("q4.gguf"), dir.file("q6k.gguf"), io::GgmlType::q6_k, q6k);
+  copy_gguf(dir.file("q4.gguf"), dir.file("q6k.gguf"), {}, "token_embd.weight", io::GgmlType::q6_k,
+            q6k);
   std::vector<float> decoded(static_cast<size_t>(c.vocab_size) * c.n_embd);
   train::decode_ggml(io::GgmlType::q6_k, q6k, decoded);
-  copy_with_embedding(dir.file("q4.gguf"), dir.file("f32emb.gguf"), io::GgmlType::f32,
-                      std::as_bytes(std::span<const float>(decoded)));
+  copy_gguf(dir.file("q4.gguf"), dir.file("f32emb.gguf"), {}, "token_embd.weight",
+            io::GgmlType::f32, std::as_bytes(std::span<const float>(decoded)));
 
   const std::vector<int> tokens = {1, 5, 999, 42, 7, 300};
   gpt2::Model a = train::load_gpt2_gguf_model(dir.file("q6k.gguf"));
@@ -312,20 +318,7 @@ TEST(Gpt2Gguf, ErrorsNameTheFileAndTheProblem) {
     EXPECT_NE(r.err.find("architecture 'llama'"), std::string::npos) << r.err;
   }
   {
-    const io::GgufFile f = io::GgufFile::open(gguf("f32"));
-    io::GgufWriter w;
-    for (const auto& [key, v] : f.metadata()) {
-      if (key == "gpt2.feed_forward_length")
-        w.add_u32(key, 128);
-      else if (v.type == io::GgufType::string)
-        w.add_string(key, v.strings[0]);
-      else if (v.type == io::GgufType::u32)
-        w.add_u32(key, static_cast<uint32_t>(v.ints[0]));
-      else if (v.type == io::GgufType::f32)
-        w.add_f32(key, static_cast<float>(v.floats[0]));
-    }
-    for (const io::GgufTensor& t : f.tensors()) w.add_tensor(t.name, t.type, t.ne, f.data(t));
-    w.write(dir.file("ff.gguf"));
+    copy_gguf(gguf("f32"), dir.file("ff.gguf"), {{"gpt2.feed_forward_length", 128}});
     test::expect_error([&] { train::load_gpt2_gguf(dir.file("ff.gguf")); },
                        {"ff.gguf", "blk.0.ffn_up.weight", "do not match the metadata"});
   }
