@@ -4,19 +4,14 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 
 #include "cli_util.h"
 
 namespace tinylm::cli {
 namespace {
 
-std::atomic<int> g_signal{0};  // the first signal, or 0
-std::mutex g_mutex;
-std::condition_variable g_done_cv;
-bool g_done = false;
+std::atomic<int> g_signal{0};  // the first signal, or 0 (the handler's only state)
 
 extern "C" void on_stop_signal(int sig) {
   int none = 0;
@@ -35,7 +30,6 @@ sigset_t stop_set() {
 
 StopSignals::StopSignals() {
   g_signal.store(0);
-  g_done = false;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
@@ -46,20 +40,20 @@ StopSignals::StopSignals() {
   pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
   // The one thread with the signals unblocked (besides any started before, e.g. MPI's, which do
   // not compute either): process-directed signals are delivered to it.
-  catcher_ = std::thread([set] {
+  catcher_ = std::thread([this, set] {
     pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-    std::unique_lock lock(g_mutex);
-    g_done_cv.wait(lock, [] { return g_done; });
+    std::unique_lock lock(mutex_);
+    done_cv_.wait(lock, [this] { return done_; });
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
   });
 }
 
 StopSignals::~StopSignals() {
   {
-    const std::lock_guard lock(g_mutex);
-    g_done = true;
+    const std::lock_guard lock(mutex_);
+    done_ = true;
   }
-  g_done_cv.notify_all();
+  done_cv_.notify_all();
   catcher_.join();
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);

@@ -7,7 +7,9 @@
 // in about one interrupted run in ten (scripts/interrupt_stress.sh). So the signals are blocked
 // in the thread that constructs StopSignals, and with it in every thread that thread starts
 // afterwards (OpenMP's team included), and caught by an idle thread of their own.
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <thread>
 
 namespace tinylm::cli {
@@ -28,6 +30,9 @@ class StopSignals {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
   sigset_t old_mask_{};
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;  // the catcher may end
   std::thread catcher_;
 };
 

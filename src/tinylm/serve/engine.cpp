@@ -198,6 +198,7 @@ bool Engine::start(Slot& slot) {
 void Engine::prefill(std::span<Slot* const> fresh) {
   // The admitted prompts in groups of up to options_.prefill_rows tokens, each group one
   // forward over all its rows: the weights are read once for the group.
+  if (fresh.empty()) return;  // (most steps)
   const size_t limit = static_cast<size_t>(options_.prefill_rows);
   std::vector<Slot*> group;
   std::vector<generate::Sequence*> seqs;

@@ -102,24 +102,31 @@ void dequantize_block(const BlockQ6_K& b, float* y) {
   }
 }
 
+// Weights per block of each type.
+template <class Block>
+constexpr int64_t kWeights = kQuantBlock;
+template <>
+constexpr int64_t kWeights<BlockQ6_K> = kSuperBlock;
+
+template <class Block>
 int64_t whole_blocks(int64_t n, const char* what) {
-  check(n >= 0 && n % kQuantBlock == 0, "[", what, "] ", n,
-        " values are not a whole number of 32-value blocks");
-  return n / kQuantBlock;
+  check(n >= 0 && n % kWeights<Block> == 0, "[", what, "] ", n,
+        " values are not a whole number of ", kWeights<Block>, "-value blocks");
+  return n / kWeights<Block>;
 }
 
 template <class Block>
 void quantize_all(const float* x, Block* y, int64_t n, const char* what) {
-  const int64_t nb = whole_blocks(n, what);
+  const int64_t nb = whole_blocks<Block>(n, what);
   parallel_for(0, nb, grain_for(kQuantBlock * 16),
                [&](int64_t b) { quantize_block(x + b * kQuantBlock, y[b]); });
 }
 
 template <class Block>
 void dequantize_all(const Block* x, float* y, int64_t n) {
-  const int64_t nb = whole_blocks(n, "dequantize");
-  parallel_for(0, nb, grain_for(kQuantBlock * 4),
-               [&](int64_t b) { dequantize_block(x[b], y + b * kQuantBlock); });
+  const int64_t nb = whole_blocks<Block>(n, "dequantize");
+  parallel_for(0, nb, grain_for(kWeights<Block> * 4),
+               [&](int64_t b) { dequantize_block(x[b], y + b * kWeights<Block>); });
 }
 
 }  // namespace
@@ -141,12 +148,7 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
 }
 void dequantize(const BlockQ8_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
 void dequantize(const BlockQ4_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
-void dequantize(const BlockQ6_K* x, float* y, int64_t n) {
-  check(n >= 0 && n % kSuperBlock == 0, "[dequantize] ", n,
-        " values are not a whole number of 256-value Q6_K blocks");
-  parallel_for(0, n / kSuperBlock, grain_for(kSuperBlock * 4),
-               [&](int64_t b) { dequantize_block(x[b], y + b * kSuperBlock); });
-}
+void dequantize(const BlockQ6_K* x, float* y, int64_t n) { dequantize_all(x, y, n); }
 
 void quantize(DType t, const float* x, void* out, int64_t n) {
   switch (t) {
