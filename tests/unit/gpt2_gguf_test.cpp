@@ -224,11 +224,17 @@ TEST(Gpt2Gguf, ConvertRoundTripsThroughTheCli) {
   EXPECT_EQ(ids.out, test::run_cli("tokenize" + tok + " 'the end'").out);
 }
 
+// A tensor's new type and bytes.
+struct Retyped {
+  io::GgmlType type;
+  std::span<const std::byte> bytes;
+};
+
 // A copy of `src`'s scalar metadata (strings, u32, f32) and tensors, with the u32 values in
-// `u32` replaced and tensor `name` (if given) stored as `bytes` of `type`.
+// `u32` replaced and the tensors named in `tensors` stored as given.
 void copy_gguf(const std::string& src, const std::string& dst,
-               const std::map<std::string, uint32_t>& u32 = {}, const std::string& name = "",
-               io::GgmlType type = io::GgmlType::f32, std::span<const std::byte> bytes = {}) {
+               const std::map<std::string, uint32_t>& u32 = {},
+               const std::map<std::string, Retyped>& tensors = {}) {
   const io::GgufFile f = io::GgufFile::open(src);
   io::GgufWriter w;
   for (const auto& [key, v] : f.metadata()) {
@@ -242,34 +248,17 @@ void copy_gguf(const std::string& src, const std::string& dst,
       w.add_f32(key, static_cast<float>(v.floats[0]));
   }
   for (const io::GgufTensor& t : f.tensors()) {
-    if (t.name == name)
-      w.add_tensor(t.name, type, t.ne, bytes);
+    if (const auto r = tensors.find(t.name); r != tensors.end())
+      w.add_tensor(t.name, r->second.type, t.ne, r->second.bytes);
     else
       w.add_tensor(t.name, t.type, t.ne, f.data(t));
   }
   w.write(dst);
 }
 
-// llama.cpp's quantizer writes a Q4_0 GPT-2 with its tied token_embd in Q6_K (256-weight
-// blocks, so n_embd 256 here). It runs in place, the embedding and head widened to f32 at
-// load: the logits of the same file with token_embd stored as F32 holding the decoded values,
-// bit for bit, and the other path (every tensor decoded to f32) reads it too.
-TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
-  test::TempDir dir;
-  gpt2::Config c;
-  c.vocab_size = 1000;
-  c.n_positions = 32;
-  c.n_embd = 256;
-  c.n_layer = 1;
-  c.n_head = 4;
-  const std::vector<double> normal = test::random_normal(gpt2::param_layout(c).size(), 5, 0.05);
-  const std::vector<float> params(normal.begin(), normal.end());
-  train::save_gpt2_gguf(dir.file("q4.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::q4_0,
-                        "q6k-test");
-  // Q6_K blocks of random bits with d = 0.001 (values within about +-4).
-  const size_t nblocks = static_cast<size_t>(c.vocab_size) * c.n_embd / 256;
+// n Q6_K blocks of random bits with d = 0.001 (values within about +-4).
+std::vector<std::byte> random_q6_k(size_t nblocks, uint32_t state) {
   std::vector<std::byte> q6k(nblocks * 210);
-  uint32_t state = 7;
   for (size_t b = 0; b < nblocks; ++b) {
     for (size_t i = 0; i < 208; ++i) {
       state = state * 1664525u + 1013904223u;
@@ -278,17 +267,47 @@ TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
     q6k[b * 210 + 208] = std::byte{0x19};  // fp16 0x1419 = 0.00099945
     q6k[b * 210 + 209] = std::byte{0x14};
   }
-  copy_gguf(dir.file("q4.gguf"), dir.file("q6k.gguf"), {}, "token_embd.weight", io::GgmlType::q6_k,
-            q6k);
+  return q6k;
+}
+
+// A GPT-2 with Q6_K's 256-weight blocks: n_embd 256, MLP width 1024.
+gpt2::Config q6_k_config() {
+  gpt2::Config c;
+  c.vocab_size = 1000;
+  c.n_positions = 32;
+  c.n_embd = 256;
+  c.n_layer = 1;
+  c.n_head = 4;
+  return c;
+}
+
+// llama.cpp's quantizer writes a Q4_0 GPT-2 with its tied token_embd in Q6_K. It runs in
+// place, the embedding and head read from the file's Q6_K blocks: the logits of the same file
+// with token_embd stored as F32 holding the decoded values, bit for bit, and the other path
+// (every tensor decoded to f32) reads it too.
+TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
+  test::TempDir dir;
+  const gpt2::Config c = q6_k_config();
+  const std::vector<double> normal = test::random_normal(gpt2::param_layout(c).size(), 5, 0.05);
+  const std::vector<float> params(normal.begin(), normal.end());
+  train::save_gpt2_gguf(dir.file("q4.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::q4_0,
+                        "q6k-test");
+  const std::vector<std::byte> q6k =
+      random_q6_k(static_cast<size_t>(c.vocab_size) * c.n_embd / 256, 7);
+  copy_gguf(dir.file("q4.gguf"), dir.file("q6k.gguf"), {},
+            {{"token_embd.weight", {io::GgmlType::q6_k, q6k}}});
   std::vector<float> decoded(static_cast<size_t>(c.vocab_size) * c.n_embd);
   train::decode_ggml(io::GgmlType::q6_k, q6k, decoded);
-  copy_gguf(dir.file("q4.gguf"), dir.file("f32emb.gguf"), {}, "token_embd.weight",
-            io::GgmlType::f32, std::as_bytes(std::span<const float>(decoded)));
+  copy_gguf(
+      dir.file("q4.gguf"), dir.file("f32emb.gguf"), {},
+      {{"token_embd.weight", {io::GgmlType::f32, std::as_bytes(std::span<const float>(decoded))}}});
 
   const std::vector<int> tokens = {1, 5, 999, 42, 7, 300};
   gpt2::Model a = train::load_gpt2_gguf_model(dir.file("q6k.gguf"));
   gpt2::Model b = train::load_gpt2_gguf_model(dir.file("f32emb.gguf"));
   EXPECT_EQ(a.dtype(), DType::q4_0);
+  // In place: the embedding's 210 bytes a block, not 4 a weight.
+  EXPECT_EQ(b.weight_bytes() - a.weight_bytes(), decoded.size() * 4 - q6k.size());
   const std::vector<float> la = logits(a, tokens), lb = logits(b, tokens);
   EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0);
   const train::Gpt2Gguf all = train::load_gpt2_gguf(dir.file("q6k.gguf"));
@@ -300,6 +319,48 @@ TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
   for (size_t t = 0; t < tokens.size(); ++t) {
     a.forward(std::span(&tokens[t], 1), cache, step, /*all_logits=*/false);
     ASSERT_EQ(std::memcmp(step.data(), la.data() + t * step.size(), step.size() * 4), 0) << t;
+  }
+}
+
+// llama.cpp's Q6_K files quantize every matrix to Q6_K. They run in place as a q6_k model, as
+// the same weights decoded to f32 do up to f32 rounding, and decode equals prefill.
+TEST(Gpt2Gguf, Q6_KFileRunsInPlace) {
+  test::TempDir dir;
+  const gpt2::Config c = q6_k_config();
+  const std::vector<double> normal = test::random_normal(gpt2::param_layout(c).size(), 6, 0.05);
+  const std::vector<float> params(normal.begin(), normal.end());
+  train::save_gpt2_gguf(dir.file("f32.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::f32,
+                        "q6k-test");
+  std::map<std::string, std::vector<std::byte>> blocks;
+  std::map<std::string, Retyped> retyped;
+  uint32_t seed = 11;
+  const io::GgufFile f32 = io::GgufFile::open(dir.file("f32.gguf"));
+  for (const io::GgufTensor& t : f32.tensors()) {
+    if (t.ne.size() != 2 || t.name == "position_embd.weight") continue;
+    const std::vector<std::byte>& b = blocks[t.name] = random_q6_k(t.numel / 256, seed++);
+    retyped[t.name] = {io::GgmlType::q6_k, b};
+  }
+  ASSERT_EQ(retyped.size(), 5u);  // token_embd and the layer's four matrices
+  copy_gguf(dir.file("f32.gguf"), dir.file("q6k.gguf"), {}, retyped);
+
+  gpt2::Model q = train::load_gpt2_gguf_model(dir.file("q6k.gguf"));
+  gpt2::Model f = train::load_gpt2_gguf_model(dir.file("q6k.gguf"), DType::f32);
+  EXPECT_EQ(q.dtype(), DType::q6_k);
+  EXPECT_EQ(f.dtype(), DType::f32);
+  const std::vector<int> tokens = {3, 500, 17, 999, 0};
+  const std::vector<float> lq = logits(q, tokens), lf = logits(f, tokens);
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < lq.size(); ++i) {
+    worst = std::max(worst, double(std::abs(lq[i] - lf[i])));
+    scale = std::max(scale, double(std::abs(lf[i])));
+  }
+  EXPECT_GT(scale, 0.1);
+  EXPECT_LT(worst, 1e-4 * scale);
+  gpt2::KvCache cache = q.new_cache(static_cast<int>(tokens.size()));
+  std::vector<float> step(static_cast<size_t>(c.vocab_size));
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    q.forward(std::span(&tokens[t], 1), cache, step, /*all_logits=*/false);
+    ASSERT_EQ(std::memcmp(step.data(), lq.data() + t * step.size(), step.size() * 4), 0) << t;
   }
 }
 

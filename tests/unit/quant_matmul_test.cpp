@@ -1,9 +1,11 @@
 // Products with quantized weights (kernels/quant/matmul.h): an f32 product over the
 // dequantized weights, bit for bit, at every level, for any row grouping and thread count.
+// (Dequantization itself is checked against numpy in quant_blocks_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "test_util.h"
@@ -27,15 +29,34 @@ struct Operands {
   std::vector<uint8_t> w;  // blocks
 };
 
+// Q6_K blocks (tinylm has no quantizer for them): random bits, with d a random fp16 near the
+// scale of GPT-2's embedding (every q and group scale value occurs).
+void random_q6_k(std::vector<uint8_t>& w, uint32_t seed) {
+  const std::vector<float> bits = test::random_uniform(w.size(), seed, 0.0f, 256.0f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(bits[i]);
+  const std::vector<float> d =
+      test::random_uniform(w.size() / sizeof(BlockQ6_K), seed + 1, 1e-4f, 1e-3f);
+  for (size_t b = 0; b < d.size(); ++b) {
+    const uint16_t h = float_to_f16(d[b]);
+    auto& block = reinterpret_cast<BlockQ6_K*>(w.data())[b];
+    block.d[0] = static_cast<uint8_t>(h & 0xff);
+    block.d[1] = static_cast<uint8_t>(h >> 8);
+  }
+}
+
 Operands operands(DType t, const Case& c, uint32_t seed) {
   Operands o;
   o.x = test::random_uniform(static_cast<size_t>(c.rows * c.nin), seed, -2.0f, 2.0f);
   if (c.bias) o.b = test::random_uniform(static_cast<size_t>(c.nout), seed + 1);
-  const std::vector<float> w =
-      test::random_uniform(static_cast<size_t>(c.nout * c.nin), seed + 2, -0.5f, 0.5f);
   o.w.resize(storage_bytes(t, c.nout * c.nin));
-  quantize(t, w.data(), o.w.data(), c.nout * c.nin);
-  o.w_dequant.resize(w.size());
+  if (t == DType::q6_k) {
+    random_q6_k(o.w, seed + 2);
+  } else {
+    const std::vector<float> w =
+        test::random_uniform(static_cast<size_t>(c.nout * c.nin), seed + 2, -0.5f, 0.5f);
+    quantize(t, w.data(), o.w.data(), c.nout * c.nin);
+  }
+  o.w_dequant.resize(static_cast<size_t>(c.nout * c.nin));
   dequantize(t, o.w.data(), o.w_dequant.data(), c.nout * c.nin);
   return o;
 }
@@ -50,10 +71,19 @@ std::vector<float> product(DType t, const Operands& o, const Case& c) {
 const Case kCases[] = {{1, 32, 1, false},   {1, 768, 100, true}, {2, 96, 67, true},
                        {3, 64, 5, false},   {5, 160, 64, true},  {17, 256, 37, true},
                        {70, 96, 130, true}, {300, 64, 29, false}};
+// Q6_K's blocks hold 256 weights.
+const Case kCasesQ6_K[] = {{1, 256, 1, false},   {1, 768, 100, true},  {2, 512, 67, true},
+                           {3, 256, 5, false},   {5, 768, 64, true},   {17, 256, 37, true},
+                           {70, 512, 130, true}, {300, 256, 29, false}};
+
+std::span<const Case> cases(DType t) {
+  if (t == DType::q6_k) return kCasesQ6_K;
+  return kCases;
+}
 
 TEST(QuantMatmul, EqualsTheF32ProductOverDequantizedWeightsAtEveryLevel) {
-  for (DType t : {DType::q8_0, DType::q4_0}) {
-    for (const Case& c : kCases) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q6_k}) {
+    for (const Case& c : cases(t)) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " rows " + std::to_string(c.rows) + " nin " +
                    std::to_string(c.nin) + " nout " + std::to_string(c.nout));
       const Operands o = operands(t, c, 11);
@@ -85,8 +115,8 @@ TEST(QuantMatmul, EqualsTheF32ProductOverDequantizedWeightsAtEveryLevel) {
 }
 
 TEST(QuantMatmul, RowsAloneEqualRowsTogetherAtAnyThreadCount) {
-  for (DType t : {DType::q8_0, DType::q4_0}) {
-    const Case all{40, 192, 70, true};
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q6_k}) {
+    const Case all{40, t == DType::q6_k ? 512 : 192, 70, true};
     const Operands o = operands(t, all, 3);
     test::for_each_isa([&](Isa) {
       set_num_threads(1);
@@ -123,6 +153,9 @@ TEST(QuantMatmul, RejectsWidthsThatAreNotWholeBlocks) {
   std::vector<BlockQ8_0> w(4);
   test::expect_error([&] { quant_matmul(y.data(), x.data(), w.data(), nullptr, 1, 48, 2); },
                      {"48", "multiple of 32"});
+  std::vector<BlockQ6_K> q6(1);
+  test::expect_error([&] { quant_matmul(y.data(), x.data(), q6.data(), nullptr, 1, 32, 1); },
+                     {"32", "multiple of 256"});
   test::expect_error(
       [&] { quant_matmul(DType::f16, y.data(), x.data(), w.data(), nullptr, 1, 32, 1); }, {"f16"});
 }

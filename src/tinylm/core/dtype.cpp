@@ -20,15 +20,19 @@ size_t dtype_size(DType t) {
       return 8;
     case DType::q8_0:
     case DType::q4_0:
+    case DType::q6_k:
       fail("[dtype_size] ", dtype_name(t),
            " is a block type with no size per element: use storage_bytes");
   }
   fail("[dtype_size] invalid dtype ", static_cast<int>(t));
 }
 
-bool is_quantized(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+bool is_quantized(DType t) { return t == DType::q8_0 || t == DType::q4_0 || t == DType::q6_k; }
 
-int64_t dtype_block_size(DType t) { return is_quantized(t) ? 32 : 1; }
+int64_t dtype_block_size(DType t) {
+  if (t == DType::q6_k) return 256;
+  return is_quantized(t) ? 32 : 1;
+}
 
 size_t dtype_block_bytes(DType t) {
   switch (t) {
@@ -36,6 +40,8 @@ size_t dtype_block_bytes(DType t) {
       return 2 + 32;  // fp16 scale + 32 int8
     case DType::q4_0:
       return 2 + 16;  // fp16 scale + 32 nibbles
+    case DType::q6_k:
+      return 128 + 64 + 16 + 2;  // low nibbles, high bit pairs, 16 int8 scales, fp16 scale
     default:
       return dtype_size(t);
   }
@@ -69,16 +75,18 @@ std::string_view dtype_name(DType t) {
       return "q8_0";
     case DType::q4_0:
       return "q4_0";
+    case DType::q6_k:
+      return "q6_k";
   }
   fail("[dtype_name] invalid dtype ", static_cast<int>(t));
 }
 
 DType parse_dtype(std::string_view name) {
-  for (DType t :
-       {DType::f32, DType::f16, DType::bf16, DType::i32, DType::f64, DType::q8_0, DType::q4_0}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::f64, DType::q8_0,
+                  DType::q4_0, DType::q6_k}) {
     if (dtype_name(t) == name) return t;
   }
-  fail("unknown dtype '", name, "' (expected f32, f16, bf16, i32, f64, q8_0 or q4_0)");
+  fail("unknown dtype '", name, "' (expected f32, f16, bf16, i32, f64, q8_0, q4_0 or q6_k)");
 }
 
 uint16_t float_to_f16(float f) {

@@ -10,7 +10,10 @@ namespace tinylm::train {
 
 namespace {
 
-DType block_dtype(io::GgmlType t) { return t == io::GgmlType::q8_0 ? DType::q8_0 : DType::q4_0; }
+DType block_dtype(io::GgmlType t) {
+  if (t == io::GgmlType::q6_k) return DType::q6_k;
+  return t == io::GgmlType::q8_0 ? DType::q8_0 : DType::q4_0;
+}
 
 void put_f16(std::byte* p, float d) {
   const uint16_t h = float_to_f16(d);
@@ -57,11 +60,8 @@ void decode_ggml(io::GgmlType type, std::span<const std::byte> in, std::span<flo
       return;
     case io::GgmlType::q8_0:
     case io::GgmlType::q4_0:
-      kernels::dequantize(block_dtype(type), in.data(), out.data(),
-                          static_cast<int64_t>(out.size()));
-      return;
     case io::GgmlType::q6_k:
-      kernels::dequantize(reinterpret_cast<const kernels::BlockQ6_K*>(in.data()), out.data(),
+      kernels::dequantize(block_dtype(type), in.data(), out.data(),
                           static_cast<int64_t>(out.size()));
       return;
   }

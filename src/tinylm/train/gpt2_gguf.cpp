@@ -270,15 +270,13 @@ namespace {
 std::optional<DType> block_dtype(io::GgmlType t) {
   if (t == io::GgmlType::q8_0) return DType::q8_0;
   if (t == io::GgmlType::q4_0) return DType::q4_0;
+  if (t == io::GgmlType::q6_k) return DType::q6_k;
   return std::nullopt;
 }
 
-// What a quantized model can take as its token embedding and head: Q8_0 or Q4_0 in place, F32
-// in place, and Q6_K (llama.cpp's quantizer gives it to a tied token_embd in a Q4_0 file),
-// which tinylm has no product for, dequantized to f32 at load: exact.
-bool head_type(io::GgmlType t) {
-  return block_dtype(t) || t == io::GgmlType::f32 || t == io::GgmlType::q6_k;
-}
+// What a quantized model can take as its token embedding and head: any block type (llama.cpp's
+// quantizer gives a tied token_embd Q6_K in a Q4_0 file) or F32.
+bool head_type(io::GgmlType t) { return block_dtype(t) || t == io::GgmlType::f32; }
 
 // Whether a `dtype` model can use the file's tensors in place (gpt2::Model::from_quant_views):
 // the layers' matrices in `dtype`, token_embd and output of a head_type, the rest F32.
@@ -294,12 +292,6 @@ bool usable_in_place(const io::GgufFile& f, const ParamLayout& layout, DType dty
   const io::GgufTensor* out = f.find_tensor("output.weight");
   return out == nullptr || head_type(out->type);
 }
-
-// The file's mapping, and the tensors dequantized at load.
-struct InPlace {
-  std::shared_ptr<const void> file;
-  std::map<std::string, std::vector<float>> widened;
-};
 
 }  // namespace
 
@@ -319,24 +311,12 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> d
       if (head) by_hf_name["lm_head.weight"] = head;
       // The weights are read at load rather than page by page during the first tokens.
       for (const auto& [name, t] : by_hf_name) f.populate(*t);
-      auto keep = std::make_shared<InPlace>();
-      keep->file = f.owner();
-      for (const auto& [name, t] : by_hf_name) {
-        if (t->type != io::GgmlType::q6_k) continue;
-        std::vector<float>& values = keep->widened[name];
-        values.resize(t->numel);
-        decode_ggml(t->type, f.data(*t), values);
-      }
       const auto view = [&](const std::string& name) {
-        if (const auto w = keep->widened.find(name); w != keep->widened.end()) {
-          return gpt2::Model::TensorView{DType::f32, w->second.data(),
-                                         w->second.size() * sizeof(float)};
-        }
         const io::GgufTensor* t = by_hf_name.at(name);
         return gpt2::Model::TensorView{block_dtype(t->type).value_or(DType::f32), f.data(*t).data(),
                                        f.data(*t).size()};
       };
-      return gpt2::Model::from_quant_views(config, *dtype, view, keep, head != nullptr);
+      return gpt2::Model::from_quant_views(config, *dtype, view, f.owner(), head != nullptr);
     }
   }
   Gpt2Gguf g = load_gpt2_gguf(path);

@@ -102,12 +102,6 @@ void dequantize_block(const BlockQ6_K& b, float* y) {
   }
 }
 
-// Weights per block of each type.
-template <class Block>
-constexpr int64_t kWeights = kQuantBlock;
-template <>
-constexpr int64_t kWeights<BlockQ6_K> = kSuperBlock;
-
 template <class Block>
 int64_t whole_blocks(int64_t n, const char* what) {
   check(n >= 0 && n % kWeights<Block> == 0, "[", what, "] ", n,
@@ -167,6 +161,8 @@ void dequantize(DType t, const void* in, float* y, int64_t n) {
       return dequantize(static_cast<const BlockQ8_0*>(in), y, n);
     case DType::q4_0:
       return dequantize(static_cast<const BlockQ4_0*>(in), y, n);
+    case DType::q6_k:
+      return dequantize(static_cast<const BlockQ6_K*>(in), y, n);
     default:
       fail("[dequantize] ", dtype_name(t), " is not a block type");
   }

@@ -58,6 +58,12 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210 && alignof(BlockQ6_K) == 1);
 
+// Weights per block of each type.
+template <class Block>
+constexpr int64_t kWeights = kQuantBlock;
+template <>
+constexpr int64_t kWeights<BlockQ6_K> = kSuperBlock;
+
 template <class Block>
 inline float block_scale(const Block& b) {
   return f16_to_float(static_cast<uint16_t>(b.d[0] | (b.d[1] << 8)));
@@ -77,8 +83,8 @@ void dequantize(const BlockQ4_0* x, float* y, int64_t n);
 // n / 256 Q6_K blocks into n floats (n a multiple of 256, else Error).
 void dequantize(const BlockQ6_K* x, float* y, int64_t n);
 
-// The same on untyped storage, for t = q8_0 or q4_0 (else Error); `out`/`in` hold
-// storage_bytes(t, n) bytes.
+// The same on untyped storage, for t = q8_0 or q4_0 (dequantize: or q6_k; else Error);
+// `out`/`in` hold storage_bytes(t, n) bytes.
 void quantize(DType t, const float* x, void* out, int64_t n);
 void dequantize(DType t, const void* in, float* y, int64_t n);
 

@@ -12,29 +12,39 @@ TINYLM_LEVEL_BEGIN
 
 namespace {
 
-// A block's 32 weights as two vectors: q * d for Q8_0, (q - 8) * d for Q4_0, as ggml
-// dequantizes them (exact: the products fit a float). The scale comes from f16_table().
-TINYLM_INLINE void weights(const BlockQ8_0& b, const float* table, f32x16& lo, f32x16& hi) {
+// Pieces of 32 weights a block: 1, or 8 for Q6_K's 256.
+template <class Block>
+constexpr int kPieces = static_cast<int>(kWeights<Block> / kQuantBlock);
+
+// Piece p's 32 weights as two vectors: q * d for Q8_0, (q - 8) * d for Q4_0 (exact: the
+// products fit a float), (d * s) * (q - 32) for Q6_K, as ggml dequantizes them. The scale comes
+// from f16_table().
+TINYLM_INLINE void weights(const BlockQ8_0& b, int, const float* table, f32x16& lo, f32x16& hi) {
   const f32x16 d = splat_scale(b.d, table);
   lo = widen_i8(b.qs) * d;
   hi = widen_i8(b.qs + kLanes) * d;
 }
-TINYLM_INLINE void weights(const BlockQ4_0& b, const float* table, f32x16& lo, f32x16& hi) {
+TINYLM_INLINE void weights(const BlockQ4_0& b, int, const float* table, f32x16& lo, f32x16& hi) {
   q4_weights(b.qs, splat_scale(b.d, table), lo, hi);
+}
+TINYLM_INLINE void weights(const BlockQ6_K& b, int p, const float* table, f32x16& lo, f32x16& hi) {
+  q6_weights(b, p, q6_scales(b, table), lo, hi);  // (the scales: common to the unrolled pieces)
 }
 
 // Each output's row of blocks is its own sequential stream, prefetched into L2 kAhead bytes ahead,
-// one cache line at a time (the line a block starts in, once): the hardware prefetchers alone kept
-// too few lines in flight for interleaved streams of 34- or 18-byte blocks.
+// one cache line at a time (the line where a piece's share of the block's bytes starts, once):
+// the hardware prefetchers alone kept too few lines in flight for interleaved streams of 34- or
+// 18-byte blocks.
 constexpr int64_t kAhead = 16384, kLine = 64;
 
 template <class Block>
-TINYLM_INLINE void prefetch_row(const Block* block) {
-  const char* p = reinterpret_cast<const char*>(block) + kAhead;
-  if ((reinterpret_cast<uintptr_t>(p) & (kLine - 1)) < sizeof(Block)) __builtin_prefetch(p, 0, 2);
+TINYLM_INLINE void prefetch_piece(const Block* block, int piece) {
+  constexpr int64_t kShare = sizeof(Block) / kPieces<Block>;
+  const char* p = reinterpret_cast<const char*>(block) + piece * kShare + kAhead;
+  if ((reinterpret_cast<uintptr_t>(p) & (kLine - 1)) < kShare) __builtin_prefetch(p, 0, 2);
 }
 
-// Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each block's weights dequantized once
+// Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each piece's weights dequantized once
 // for the rows. w: the first output's row of blocks; nb blocks a row.
 template <int NR, int NO, class Block>
 TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t nin,
@@ -46,16 +56,19 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
     for (int o = 0; o < NO; ++o) a[j][o] = f32x16{};
   }
   for (int64_t k = 0; k < nb; ++k) {
+#pragma GCC unroll 8
+    for (int p = 0; p < kPieces<Block>; ++p) {
 #pragma GCC unroll 4
-    for (int o = 0; o < NO; ++o) {
-      prefetch_row(w + o * nb + k);
-      f32x16 lo, hi;
-      weights(w[o * nb + k], table, lo, hi);
+      for (int o = 0; o < NO; ++o) {
+        prefetch_piece(w + o * nb + k, p);
+        f32x16 lo, hi;
+        weights(w[o * nb + k], p, table, lo, hi);
 #pragma GCC unroll 2
-      for (int j = 0; j < NR; ++j) {
-        const float* xj = x + j * nin + k * kQuantBlock;
-        a[j][o] = fma(load(xj), lo, a[j][o]);
-        a[j][o] = fma(load(xj + kLanes), hi, a[j][o]);
+        for (int j = 0; j < NR; ++j) {
+          const float* xj = x + j * nin + (k * kPieces<Block> + p) * kQuantBlock;
+          a[j][o] = fma(load(xj), lo, a[j][o]);
+          a[j][o] = fma(load(xj + kLanes), hi, a[j][o]);
+        }
       }
     }
   }
@@ -70,7 +83,7 @@ void decode(float* y, const float* x, const Block* w, const float* b, int64_t ro
   // Outputs in groups of 64 from a ChunkQueue, four at a time. Each output has one thread, so
   // any schedule gives the same result.
   constexpr int64_t kOuts = 4, kGroup = 64;
-  const int64_t nb = nin / kQuantBlock;
+  const int64_t nb = nin / kWeights<Block>;
   const float* table = f16_table();
   parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
     for (int64_t o0 = g * kGroup; o0 < std::min(nout, (g + 1) * kGroup); o0 += kOuts) {
@@ -142,7 +155,7 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
   constexpr int64_t kGroup = 4 * kTileOuts;
   // Rows per block: their inputs within ~768 KiB of L2.
   const int64_t row_block = std::clamp<int64_t>((int64_t{192} << 10) / nin, 16, 256);
-  const int64_t nb = nin / kQuantBlock, ngroups = (nout + kGroup - 1) / kGroup;
+  const int64_t nb = nin / kWeights<Block>, ngroups = (nout + kGroup - 1) / kGroup;
   const float* table = f16_table();
   parallel_for_balanced((rows + row_block - 1) / row_block * ngroups, [&](int64_t item) {
     const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
@@ -156,12 +169,14 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
       const int64_t n = std::min<int64_t>(kTileOuts, o1 - s);
       for (int64_t o = s; o < s + n; ++o) {
         for (int64_t k = 0; k < nb; ++k) {
-          prefetch_row(w + o * nb + k);  // (the blocks come from memory, as in decode)
-          f32x16 lo, hi;
-          weights(w[o * nb + k], table, lo, hi);
-          float* dst = wd + (o - s) * nin + k * kQuantBlock;
-          store(dst, lo);
-          store(dst + kLanes, hi);
+          for (int p = 0; p < kPieces<Block>; ++p) {
+            prefetch_piece(w + o * nb + k, p);  // (the blocks come from memory, as in decode)
+            f32x16 lo, hi;
+            weights(w[o * nb + k], p, table, lo, hi);
+            float* dst = wd + (o - s) * nin + (k * kPieces<Block> + p) * kQuantBlock;
+            store(dst, lo);
+            store(dst + kLanes, hi);
+          }
         }
       }
       if (n == kTileOuts) {
@@ -192,6 +207,10 @@ void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b, 
                   int64_t nin, int64_t nout) {
   product(y, x, w, b, rows, nin, nout);
 }
+void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  product(y, x, w, b, rows, nin, nout);
+}
 
 TINYLM_LEVEL_END
 
@@ -201,24 +220,32 @@ namespace tinylm::kernels {
 TINYLM_LEVELS(void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b,
                                 int64_t rows, int64_t nin, int64_t nout);
               void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b,
+                                int64_t rows, int64_t nin, int64_t nout);
+              void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b,
                                 int64_t rows, int64_t nin, int64_t nout))
 
 namespace {
+template <class Block>
 void check_shape(int64_t rows, int64_t nin, int64_t nout) {
-  check(rows >= 0 && nout >= 0 && nin > 0 && nin % kQuantBlock == 0, "[quant_matmul] ", rows,
+  check(rows >= 0 && nout >= 0 && nin > 0 && nin % kWeights<Block> == 0, "[quant_matmul] ", rows,
         " rows of ", nin, " inputs to ", nout,
-        " outputs: the inputs must be a positive multiple of 32 (one block)");
+        " outputs: the inputs must be a positive multiple of ", kWeights<Block>, " (one block)");
 }
 }  // namespace
 
 void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
-  check_shape(rows, nin, nout);
+  check_shape<BlockQ8_0>(rows, nin, nout);
   TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
 }
 void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
-  check_shape(rows, nin, nout);
+  check_shape<BlockQ4_0>(rows, nin, nout);
+  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+}
+void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  check_shape<BlockQ6_K>(rows, nin, nout);
   TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
 }
 void quant_matmul(DType t, float* y, const float* x, const void* w, const float* b, int64_t rows,
@@ -228,6 +255,8 @@ void quant_matmul(DType t, float* y, const float* x, const void* w, const float*
       return quant_matmul(y, x, static_cast<const BlockQ8_0*>(w), b, rows, nin, nout);
     case DType::q4_0:
       return quant_matmul(y, x, static_cast<const BlockQ4_0*>(w), b, rows, nin, nout);
+    case DType::q6_k:
+      return quant_matmul(y, x, static_cast<const BlockQ6_K*>(w), b, rows, nin, nout);
     default:
       fail("[quant_matmul] ", dtype_name(t), " is not a block type");
   }

@@ -7,15 +7,14 @@
 #include <cstring>
 
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/quant/blocks.h"
 
 TINYLM_LEVEL_BEGIN
 
 #if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
 // 16 int8 as floats.
-TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
-  const __m512i i =
-      _mm512_maskz_cvtepi8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return {_mm512_maskz_cvtepi32_ps(kAll16, i)};
+TINYLM_INLINE f32x16 widen_i8(__m128i b) {
+  return {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_maskz_cvtepi8_epi32(kAll16, b))};
 }
 // A Q4_0 block's 32 weights, (q - 8) d: the 16 values (k - 8) d (exact products) form a table
 // in one register, and each nibble picks its weight from it (a permute takes the low four bits
@@ -34,9 +33,12 @@ TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
   std::memcpy(&h, d, 2);
   return {_mm512_maskz_broadcastss_ps(kAll16, _mm_load_ss(table + h))};
 }
+// Lane i of v in every lane.
+TINYLM_INLINE f32x16 lane(f32x16 v, int i) {
+  return {_mm512_maskz_permutexvar_ps(kAll16, _mm512_set1_epi32(i), v.v)};
+}
 #elif TINYLM_LEVEL == TINYLM_LEVEL_AVX2
-TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+TINYLM_INLINE f32x16 widen_i8(__m128i b) {
   return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)),
           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8)))};
 }
@@ -58,6 +60,40 @@ TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
   const __m256 v = _mm256_broadcast_ss(table + h);
   return {v, v};
 }
+TINYLM_INLINE f32x16 lane(f32x16 v, int i) {
+  const __m256 r = _mm256_permutevar8x32_ps(i < 8 ? v.lo : v.hi, _mm256_set1_epi32(i & 7));
+  return {r, r};
+}
+#endif
+
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512 || TINYLM_LEVEL == TINYLM_LEVEL_AVX2
+TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
+  return widen_i8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// A Q6_K block's 16 group scales d * s (exact products).
+TINYLM_INLINE f32x16 q6_scales(const BlockQ6_K& b, const float* table) {
+  return widen_i8(b.scales) * splat_scale(b.d, table);
+}
+// Piece p's 32 values q - 32 as bytes: the low nibbles of 32 bytes shifted right by ls, and
+// the bit pairs of 32 bytes shifted right by hs (blocks.h states which bits each weight takes).
+TINYLM_INLINE __m256i q6_bytes(const uint8_t* low, const uint8_t* high, int ls, int hs) {
+  const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low));
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high));
+  const __m256i lo4 =
+      _mm256_and_si256(_mm256_srl_epi16(l, _mm_cvtsi32_si128(ls)), _mm256_set1_epi8(15));
+  const __m256i hi2 =
+      _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(hs)), _mm256_set1_epi8(3));
+  return _mm256_sub_epi8(_mm256_or_si256(lo4, _mm256_slli_epi16(hi2, 4)), _mm256_set1_epi8(32));
+}
+// Weights 32 p .. 32 p + 31 of a Q6_K block: (d * s) * (q - 32) in f32, as ggml's
+// dequantize_row_q6_K computes them. sc: q6_scales(b), which an unrolled loop over the pieces
+// computes once.
+TINYLM_INLINE void q6_weights(const BlockQ6_K& b, int p, f32x16 sc, f32x16& lo, f32x16& hi) {
+  const int h = p >> 2, q = p & 3;
+  const __m256i v = q6_bytes(b.ql + 64 * h + (q & 1) * 32, b.qh + 32 * h, (q >> 1) * 4, 2 * q);
+  lo = widen_i8(_mm256_castsi256_si128(v)) * lane(sc, 8 * h + 2 * q);
+  hi = widen_i8(_mm256_extracti128_si256(v, 1)) * lane(sc, 8 * h + 2 * q + 1);
+}
 #else
 TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
   float f[16];
@@ -75,6 +111,23 @@ TINYLM_INLINE void q4_weights(const uint8_t* qs, f32x16 d, f32x16& lo, f32x16& h
 }
 TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
   return splat(table[d[0] | (d[1] << 8)]);
+}
+TINYLM_INLINE f32x16 lane(f32x16 v, int i) { return splat(v.q[i >> 2][i & 3]); }
+TINYLM_INLINE f32x16 q6_scales(const BlockQ6_K& b, const float* table) {
+  float f[16];
+  const float d = table[b.d[0] | (b.d[1] << 8)];
+  for (int i = 0; i < 16; ++i) f[i] = static_cast<float>(b.scales[i]) * d;
+  return load(f);
+}
+TINYLM_INLINE void q6_weights(const BlockQ6_K& b, int p, f32x16 sc, f32x16& lo, f32x16& hi) {
+  const int h = p >> 2, q = p & 3, ls = (q >> 1) * 4, hs = 2 * q;
+  const uint8_t* low = b.ql + 64 * h + (q & 1) * 32;
+  const uint8_t* high = b.qh + 32 * h;
+  float f[32];
+  for (int i = 0; i < 32; ++i)
+    f[i] = static_cast<float>(((low[i] >> ls & 15) | (high[i] >> hs & 3) << 4) - 32);
+  lo = load(f) * lane(sc, 8 * h + 2 * q);
+  hi = load(f + 16) * lane(sc, 8 * h + 2 * q + 1);
 }
 #endif
 

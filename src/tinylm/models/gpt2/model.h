@@ -19,8 +19,10 @@
 //    convert_hf_to_gguf --outtype q8_0 writes it); q8_0 in a q4_0 model, see
 //    quant_embedding_dtype. llama.cpp's quantizer likewise gives a tied token_embd a wider type
 //    (Q6_K) in a Q4_0 file: every logit goes through it, and 4-bit head errors move the
-//    softmax of every token. A file's wte (or head) may also be f32: a Q6_K one, which tinylm
-//    has no product for, is decoded to f32 at load (train/gpt2_gguf.cpp).
+//    softmax of every token. A file's wte (or head) may be of any block type, q6_k included,
+//    or f32, and is used in place.
+// A model read in place from a GGUF file may also have q6_k matrices (llama.cpp's Q6_K files);
+// tinylm has no quantizer for q6_k, so only files give it.
 // Activations are never quantized: each product is an f32 computation over the dequantized
 // weights (kernels/quant/matmul.h), so decode equals prefill bit for bit here too.
 #include <functional>

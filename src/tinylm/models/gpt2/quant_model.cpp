@@ -1,4 +1,5 @@
-// GPT-2 with q8_0 / q4_0 matrices (model.h's header states the layout and what stays f32).
+// GPT-2 with q8_0 / q4_0 (or, from a file, q6_k) matrices (model.h's header states the layout and
+// what stays f32).
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -23,7 +24,7 @@ namespace {
 
 struct Matrix {
   DType dtype = DType::q8_0;
-  const std::byte* data = nullptr;  // rows of blocks, ggml's layout (or f32 rows: wte, the head)
+  const std::byte* data = nullptr;  // rows of blocks, ggml's layout (or f32 rows: a file's wte)
 };
 
 // Names and shapes: the layers' Conv1D weights (nin, nout), the 2-D tensors that are matrices.
@@ -32,9 +33,10 @@ bool is_matrix(const ParamEntry& e) { return e.shape.size() == 2 && e.name != "w
 // Every matrix's input width must be whole blocks.
 void check_widths(const Config& c, DType dtype) {
   check(is_quantized(dtype), "gpt2: ", dtype_name(dtype), " is not a quantized type");
-  check(c.n_embd % k::kQuantBlock == 0 && c.mlp_dim() % k::kQuantBlock == 0,
-        "gpt2: ", dtype_name(dtype), " needs n_embd (", c.n_embd, ") and the MLP width (",
-        c.mlp_dim(), ") to be multiples of ", k::kQuantBlock, ", the block size");
+  const int64_t block = dtype_block_size(dtype);
+  check(c.n_embd % block == 0 && c.mlp_dim() % block == 0, "gpt2: ", dtype_name(dtype),
+        " needs n_embd (", c.n_embd, ") and the MLP width (", c.mlp_dim(), ") to be multiples of ",
+        block, ", the block size");
 }
 
 struct QuantImpl final : ForwardPass<QuantImpl, float> {
@@ -133,11 +135,15 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
       const Model::TensorView v = tensor(name);
       check(v.data != nullptr, "gpt2: tensor ", name, ": no data");
       if (quantized) {
-        // wte and the head may also be f32 (a file's Q6_K embedding, dequantized at load).
+        // wte and the head may be any block type (llama.cpp's Q4_0 files give them Q6_K), or
+        // f32.
         const bool emb = name == "wte.weight" || name == "lm_head.weight";
         check(emb ? is_quantized(v.dtype) || v.dtype == DType::f32 : v.dtype == dt, "gpt2: tensor ",
               name, " is ", dtype_name(v.dtype), ", expected ",
-              emb ? "q8_0, q4_0 or f32" : dtype_name(dt));
+              emb ? "q8_0, q4_0, q6_k or f32" : dtype_name(dt));
+        check(!is_quantized(v.dtype) || c.n_embd % dtype_block_size(v.dtype) == 0, "gpt2: tensor ",
+              name, " is ", dtype_name(v.dtype), ", whose blocks do not divide n_embd (", c.n_embd,
+              ")");
       } else {
         check(v.dtype == DType::f32, "gpt2: tensor ", name, " is ", dtype_name(v.dtype),
               ", expected f32");
