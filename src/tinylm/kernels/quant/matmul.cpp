@@ -146,6 +146,24 @@ void tile_rows(float* y, int64_t ldy, const float* x, int64_t nin, const float* 
   for (; r < nr; ++r) tile<1, NO>(y + r * ldy, ldy, x + r * nin, nin, w, b);
 }
 
+// nb blocks (the rows of consecutive outputs) into floats at wd. (Arguments by value: the
+// vector stores may alias anything, so values read through a lambda's captures would be
+// reloaded after each.)
+template <class Block>
+void dequantize_rows(float* wd, const Block* w, int64_t nb, const float* table) {
+  for (int64_t k = 0; k < nb; ++k) {
+#pragma GCC unroll 8
+    for (int p = 0; p < kPieces<Block>; ++p) {
+      prefetch_piece(w + k, p);  // (the blocks come from memory, as in decode)
+      f32x16 lo, hi;
+      weights(w[k], p, table, lo, hi);
+      float* dst = wd + (k * kPieces<Block> + p) * kQuantBlock;
+      store(dst, lo);
+      store(dst + kLanes, hi);
+    }
+  }
+}
+
 // Items of (a block of rows) x (a group of outputs), row blocks outermost so a thread walking
 // its share keeps the block's inputs in L2. Each tile's worth of outputs is dequantized into a
 // buffer (in L1 for GPT-2's 768 inputs) that every row of the block then reads.
@@ -167,18 +185,7 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
     const float* xb = x + r0 * nin;
     for (int64_t s = o0; s < o1; s += kTileOuts) {
       const int64_t n = std::min<int64_t>(kTileOuts, o1 - s);
-      for (int64_t o = s; o < s + n; ++o) {
-        for (int64_t k = 0; k < nb; ++k) {
-          for (int p = 0; p < kPieces<Block>; ++p) {
-            prefetch_piece(w + o * nb + k, p);  // (the blocks come from memory, as in decode)
-            f32x16 lo, hi;
-            weights(w[o * nb + k], p, table, lo, hi);
-            float* dst = wd + (o - s) * nin + (k * kPieces<Block> + p) * kQuantBlock;
-            store(dst, lo);
-            store(dst + kLanes, hi);
-          }
-        }
-      }
+      dequantize_rows(wd, w + s * nb, n * nb, table);
       if (n == kTileOuts) {
         tile_rows<kTileOuts>(yb + s, nout, xb, nin, wd, nr, b ? b + s : nullptr);
         continue;
