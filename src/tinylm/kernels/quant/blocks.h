@@ -60,9 +60,9 @@ static_assert(sizeof(BlockQ6_K) == 210 && alignof(BlockQ6_K) == 1);
 
 // Weights per block of each type.
 template <class Block>
-constexpr int64_t kWeights = kQuantBlock;
+inline constexpr int64_t kWeights = kQuantBlock;
 template <>
-constexpr int64_t kWeights<BlockQ6_K> = kSuperBlock;
+inline constexpr int64_t kWeights<BlockQ6_K> = kSuperBlock;
 
 template <class Block>
 inline float block_scale(const Block& b) {
