@@ -114,12 +114,12 @@ void BM_PyRandomGauss(benchmark::State& state) {
 BENCHMARK(BM_PyRandomGauss);
 
 // GPT-2 124M's MLP up-projection (768 -> 3072, bias) over `rows` rows, weights as the model
-// keeps them: bf16 in the tiles layout, or q8_0 / q4_0 blocks (ggml's layout). Twelve copies
-// (one per layer, 57 MB in bf16), used in turn, so that the weights stream from memory as in
-// the model rather than from the last-level cache.
+// keeps them: bf16 in the tiles layout, or q8_0 / q4_0 blocks (ggml's layout). Copies of the
+// matrix (96 MB of them) are used in turn, so that the weights stream from memory as in the
+// model rather than from a last-level cache (unless it is larger than that).
 void BM_Gpt2Product(benchmark::State& state, tinylm::DType t) {
-  constexpr int kCopies = 12;
   const int64_t rows = state.range(0), nin = 768, nout = 3072;
+  const int kCopies = static_cast<int>((size_t{96} << 20) / tinylm::storage_bytes(t, nin * nout));
   std::vector<float> x(rows * nin), y(rows * nout), b(nout, 0.01f), w(nin * nout);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i));
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * static_cast<float>(std::sin(0.11 * i));
