@@ -1,6 +1,7 @@
 // Kernel micro-benchmarks (Google Benchmark) at microgpt's shapes (T positions of width C), and
 // GPT-2 124M's weight products by weight type and row count (BM_Gpt2Product): decode (1 row),
-// a server batch (8) and a prompt (16, 64), the weights streamed from memory. The context line "kernels" names the level.
+// a server batch (8) and a prompt (16, 64), the weights streamed from memory. The context line
+// "kernels" names the level.
 #include <benchmark/benchmark.h>
 
 #include <cmath>

@@ -111,46 +111,67 @@ void decode(float* y, const float* x, const Block* w, const float* b, int64_t ro
 // chain as decode computes it: 4 x 6 on AVX-512 (24 accumulators), 1 x 4 elsewhere.
 constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4 : 1;
 constexpr int kTileOuts = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 4;
+// Inputs per pass: a tile's dequantized weights (kTileOuts x kSpan floats, at most 24 KiB) stay
+// in L1 whatever nin is. The chains carry over from span to span through memory, which keeps
+// their order, and so their bits. (A multiple of every block's weights.)
+constexpr int64_t kSpan = 1024;
 
+// One span of n inputs for a tile: the chains start from zero (first) or from carry (row r,
+// output o at carry + (r * ldc + o) * kLanes), and end in y plus the bias (last) or go back to
+// carry. x: the span's inputs of the tile's first row, rows ldx apart; w: NO outputs' weights
+// for the span, ldw apart.
 template <int MR, int NO>
-TINYLM_INLINE void tile(float* y, int64_t ldy, const float* x, int64_t nin, const float* w,
+TINYLM_INLINE void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const float* w,
+                        int64_t ldw, int64_t n, float* carry, int64_t ldc, bool first, bool last,
                         const float* b) {
   f32x16 a[MR][NO];  // (loops fully unrolled: the accumulators live in registers)
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) a[r][o] = f32x16{};
+    for (int o = 0; o < NO; ++o) a[r][o] = first ? f32x16{} : load(carry + (r * ldc + o) * kLanes);
   }
-  for (int64_t i = 0; i < nin; i += kLanes) {
+  for (int64_t i = 0; i < n; i += kLanes) {
     f32x16 xv[MR];
 #pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r) xv[r] = load(x + r * nin + i);
+    for (int r = 0; r < MR; ++r) xv[r] = load(x + r * ldx + i);
 #pragma GCC unroll 6
     for (int o = 0; o < NO; ++o) {
-      const f32x16 wo = load(w + o * nin + i);
+      const f32x16 wo = load(w + o * ldw + i);
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
     }
   }
   for (int r = 0; r < MR; ++r) {
-    for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + (b ? b[o] : 0.0f);
+    for (int o = 0; o < NO; ++o) {
+      if (last)
+        y[r * ldy + o] = hsum(a[r][o]) + (b ? b[o] : 0.0f);
+      else
+        store(carry + (r * ldc + o) * kLanes, a[r][o]);
+    }
   }
 }
 
+// A span for nr rows, kTileRows at a time.
 template <int NO>
-void tile_rows(float* y, int64_t ldy, const float* x, int64_t nin, const float* w, int64_t nr,
+void tile_rows(float* y, int64_t ldy, const float* x, int64_t ldx, const float* w, int64_t ldw,
+               int64_t n, int64_t nr, float* carry, int64_t ldc, bool first, bool last,
                const float* b) {
   int64_t r = 0;
-  for (; r + kTileRows <= nr; r += kTileRows)
-    tile<kTileRows, NO>(y + r * ldy, ldy, x + r * nin, nin, w, b);
-  for (; r < nr; ++r) tile<1, NO>(y + r * ldy, ldy, x + r * nin, nin, w, b);
+  for (; r + kTileRows <= nr; r += kTileRows) {
+    tile<kTileRows, NO>(y + r * ldy, ldy, x + r * ldx, ldx, w, ldw, n, carry + r * ldc * kLanes,
+                        ldc, first, last, b);
+  }
+  for (; r < nr; ++r) {
+    tile<1, NO>(y + r * ldy, ldy, x + r * ldx, ldx, w, ldw, n, carry + r * ldc * kLanes, ldc, first,
+                last, b);
+  }
 }
 
-// nb blocks (the rows of consecutive outputs) into floats at wd. (Arguments by value: the
+// nb blocks (consecutive in one output's row) into floats at wd. (Arguments by value: the
 // vector stores may alias anything, so values read through a lambda's captures would be
 // reloaded after each.)
 template <class Block>
-void dequantize_rows(float* wd, const Block* w, int64_t nb, const float* table) {
+void dequantize_blocks(float* wd, const Block* w, int64_t nb, const float* table) {
   for (int64_t k = 0; k < nb; ++k) {
 #pragma GCC unroll 8
     for (int p = 0; p < kPieces<Block>; ++p) {
@@ -165,8 +186,8 @@ void dequantize_rows(float* wd, const Block* w, int64_t nb, const float* table) 
 }
 
 // Items of (a block of rows) x (a group of outputs), row blocks outermost so a thread walking
-// its share keeps the block's inputs in L2. Each tile's worth of outputs is dequantized into a
-// buffer (in L1 for GPT-2's 768 inputs) that every row of the block then reads.
+// its share keeps the block's inputs in L2. Each tile's worth of outputs is dequantized, a span
+// of inputs at a time, into an L1 buffer that every row of the block then reads.
 template <class Block>
 void prefill(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
              int64_t nout) {
@@ -178,20 +199,32 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
   parallel_for_balanced((rows + row_block - 1) / row_block * ngroups, [&](int64_t item) {
     const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
     const int64_t r0 = item / ngroups * row_block, nr = std::min(row_block, rows - r0);
-    thread_local AlignedVector<float> scratch;  // grown once, then reused
-    scratch.resize(static_cast<size_t>(kTileOuts * nin));
+    thread_local AlignedVector<float> scratch, chains;  // grown once, then reused
+    scratch.resize(static_cast<size_t>(kTileOuts * kSpan));
+    chains.resize(static_cast<size_t>(row_block * kTileOuts * kLanes));
     float* wd = scratch.data();
+    float* carry = chains.data();
     float* yb = y + r0 * nout;
-    const float* xb = x + r0 * nin;
     for (int64_t s = o0; s < o1; s += kTileOuts) {
       const int64_t n = std::min<int64_t>(kTileOuts, o1 - s);
-      dequantize_rows(wd, w + s * nb, n * nb, table);
-      if (n == kTileOuts) {
-        tile_rows<kTileOuts>(yb + s, nout, xb, nin, wd, nr, b ? b + s : nullptr);
-        continue;
+      for (int64_t i0 = 0; i0 < nin; i0 += kSpan) {
+        const int64_t span = std::min(kSpan, nin - i0);
+        const bool first = i0 == 0, last = i0 + span == nin;
+        for (int64_t o = 0; o < n; ++o) {
+          dequantize_blocks(wd + o * span, w + (s + o) * nb + i0 / kWeights<Block>,
+                            span / kWeights<Block>, table);
+        }
+        const float* xs = x + r0 * nin + i0;
+        if (n == kTileOuts) {
+          tile_rows<kTileOuts>(yb + s, nout, xs, nin, wd, span, span, nr, carry, kTileOuts, first,
+                               last, b ? b + s : nullptr);
+          continue;
+        }
+        for (int64_t o = 0; o < n; ++o) {
+          tile_rows<1>(yb + s + o, nout, xs, nin, wd + o * span, span, span, nr, carry + o * kLanes,
+                       kTileOuts, first, last, b ? b + s + o : nullptr);
+        }
       }
-      for (int64_t o = s; o < s + n; ++o)
-        tile_rows<1>(yb + o, nout, xb, nin, wd + (o - s) * nin, nr, b ? b + o : nullptr);
     }
   });
 }
