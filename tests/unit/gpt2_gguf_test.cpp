@@ -256,20 +256,6 @@ void copy_gguf(const std::string& src, const std::string& dst,
   w.write(dst);
 }
 
-// n Q6_K blocks of random bits with d = 0.001 (values within about +-4).
-std::vector<std::byte> random_q6_k(size_t nblocks, uint32_t state) {
-  std::vector<std::byte> q6k(nblocks * 210);
-  for (size_t b = 0; b < nblocks; ++b) {
-    for (size_t i = 0; i < 208; ++i) {
-      state = state * 1664525u + 1013904223u;
-      q6k[b * 210 + i] = static_cast<std::byte>(state >> 24);
-    }
-    q6k[b * 210 + 208] = std::byte{0x19};  // fp16 0x1419 = 0.00099945
-    q6k[b * 210 + 209] = std::byte{0x14};
-  }
-  return q6k;
-}
-
 // A GPT-2 with Q6_K's 256-weight blocks: n_embd 256, MLP width 1024.
 gpt2::Config q6_k_config() {
   gpt2::Config c;
@@ -293,7 +279,7 @@ TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
   train::save_gpt2_gguf(dir.file("q4.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::q4_0,
                         "q6k-test");
   const std::vector<std::byte> q6k =
-      random_q6_k(static_cast<size_t>(c.vocab_size) * c.n_embd / 256, 7);
+      test::random_q6_k(static_cast<size_t>(c.vocab_size) * c.n_embd / 256, 7);
   copy_gguf(dir.file("q4.gguf"), dir.file("q6k.gguf"), {},
             {{"token_embd.weight", {io::GgmlType::q6_k, q6k}}});
   std::vector<float> decoded(static_cast<size_t>(c.vocab_size) * c.n_embd);
@@ -337,7 +323,7 @@ TEST(Gpt2Gguf, Q6_KFileRunsInPlace) {
   const io::GgufFile f32 = io::GgufFile::open(dir.file("f32.gguf"));
   for (const io::GgufTensor& t : f32.tensors()) {
     if (t.ne.size() != 2 || t.name == "position_embd.weight") continue;
-    const std::vector<std::byte>& b = blocks[t.name] = random_q6_k(t.numel / 256, seed++);
+    const std::vector<std::byte>& b = blocks[t.name] = test::random_q6_k(t.numel / 256, seed++);
     retyped[t.name] = {io::GgmlType::q6_k, b};
   }
   ASSERT_EQ(retyped.size(), 5u);  // token_embd and the layer's four matrices

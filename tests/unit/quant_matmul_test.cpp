@@ -29,28 +29,14 @@ struct Operands {
   std::vector<uint8_t> w;  // blocks
 };
 
-// Q6_K blocks (tinylm has no quantizer for them): random bits, with d a random fp16 near the
-// scale of GPT-2's embedding (every q and group scale value occurs).
-void random_q6_k(std::vector<uint8_t>& w, uint32_t seed) {
-  const std::vector<float> bits = test::random_uniform(w.size(), seed, 0.0f, 256.0f);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(bits[i]);
-  const std::vector<float> d =
-      test::random_uniform(w.size() / sizeof(BlockQ6_K), seed + 1, 1e-4f, 1e-3f);
-  for (size_t b = 0; b < d.size(); ++b) {
-    const uint16_t h = float_to_f16(d[b]);
-    auto& block = reinterpret_cast<BlockQ6_K*>(w.data())[b];
-    block.d[0] = static_cast<uint8_t>(h & 0xff);
-    block.d[1] = static_cast<uint8_t>(h >> 8);
-  }
-}
-
 Operands operands(DType t, const Case& c, uint32_t seed) {
   Operands o;
   o.x = test::random_uniform(static_cast<size_t>(c.rows * c.nin), seed, -2.0f, 2.0f);
   if (c.bias) o.b = test::random_uniform(static_cast<size_t>(c.nout), seed + 1);
   o.w.resize(storage_bytes(t, c.nout * c.nin));
   if (t == DType::q6_k) {
-    random_q6_k(o.w, seed + 2);
+    const std::vector<std::byte> q = test::random_q6_k(o.w.size() / sizeof(BlockQ6_K), seed + 2);
+    std::memcpy(o.w.data(), q.data(), q.size());
   } else {
     const std::vector<float> w =
         test::random_uniform(static_cast<size_t>(c.nout * c.nin), seed + 2, -0.5f, 0.5f);

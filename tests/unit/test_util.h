@@ -3,6 +3,7 @@
 // expected errors.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/cpu/isa.h"
 
@@ -92,6 +94,23 @@ inline std::vector<float> random_uniform(size_t n, uint32_t seed, float lo = -1.
   std::vector<float> v(n);
   for (float& x : v) x = u(rng);
   return v;
+}
+
+// The bytes of n ggml Q6_K blocks (210 bytes: ql, qh, 16 int8 scales, fp16 d; tinylm has no
+// quantizer for them): random bits, each d a random fp16 in [1e-4, 1e-3) (weights within
+// about +-4; every q and group scale value occurs).
+inline std::vector<std::byte> random_q6_k(size_t nblocks, uint32_t seed) {
+  constexpr size_t kBytes = 210;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
+  std::vector<std::byte> q(nblocks * kBytes);
+  for (size_t b = 0; b < nblocks; ++b) {
+    for (size_t i = 0; i < kBytes - 2; ++i) q[b * kBytes + i] = static_cast<std::byte>(rng() >> 24);
+    const uint16_t d = float_to_f16(scale(rng));
+    q[b * kBytes + kBytes - 2] = static_cast<std::byte>(d & 0xff);
+    q[b * kBytes + kBytes - 1] = static_cast<std::byte>(d >> 8);
+  }
+  return q;
 }
 
 // Runs compute() (returning a std::vector of plain values) at every supported level and

@@ -10,11 +10,6 @@ namespace tinylm::train {
 
 namespace {
 
-DType block_dtype(io::GgmlType t) {
-  if (t == io::GgmlType::q6_k) return DType::q6_k;
-  return t == io::GgmlType::q8_0 ? DType::q8_0 : DType::q4_0;
-}
-
 void put_f16(std::byte* p, float d) {
   const uint16_t h = float_to_f16(d);
   p[0] = static_cast<std::byte>(h & 0xff);
@@ -26,6 +21,13 @@ float get_f16(const std::byte* p) {
 }
 
 }  // namespace
+
+std::optional<DType> ggml_block_dtype(io::GgmlType t) {
+  if (t == io::GgmlType::q8_0) return DType::q8_0;
+  if (t == io::GgmlType::q4_0) return DType::q4_0;
+  if (t == io::GgmlType::q6_k) return DType::q6_k;
+  return std::nullopt;
+}
 
 void encode_ggml(io::GgmlType type, std::span<const float> x, std::span<std::byte> out) {
   check(x.size() % io::ggml_block_size(type) == 0 && out.size() == ggml_bytes(type, x.size()),
@@ -40,7 +42,8 @@ void encode_ggml(io::GgmlType type, std::span<const float> x, std::span<std::byt
       return;
     case io::GgmlType::q8_0:
     case io::GgmlType::q4_0:
-      kernels::quantize(block_dtype(type), x.data(), out.data(), static_cast<int64_t>(x.size()));
+      kernels::quantize(*ggml_block_dtype(type), x.data(), out.data(),
+                        static_cast<int64_t>(x.size()));
       return;
     case io::GgmlType::q6_k:
       fail("encode_ggml: tinylm reads Q6_K but does not write it");
@@ -61,7 +64,7 @@ void decode_ggml(io::GgmlType type, std::span<const std::byte> in, std::span<flo
     case io::GgmlType::q8_0:
     case io::GgmlType::q4_0:
     case io::GgmlType::q6_k:
-      kernels::dequantize(block_dtype(type), in.data(), out.data(),
+      kernels::dequantize(*ggml_block_dtype(type), in.data(), out.data(),
                           static_cast<int64_t>(out.size()));
       return;
   }

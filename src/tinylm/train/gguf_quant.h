@@ -5,8 +5,10 @@
 // bytes as llama.cpp.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
+#include "tinylm/core/dtype.h"
 #include "tinylm/io/gguf.h"
 
 namespace tinylm::train {
@@ -15,6 +17,9 @@ namespace tinylm::train {
 void encode_ggml(io::GgmlType type, std::span<const float> x, std::span<std::byte> out);
 // GGUF bytes of n values of `type` into n floats.
 void decode_ggml(io::GgmlType type, std::span<const std::byte> in, std::span<float> out);
+
+// The block dtype of a ggml type (Q8_0, Q4_0, Q6_K), or none for F32 / F16.
+std::optional<DType> ggml_block_dtype(io::GgmlType type);
 
 // Bytes of n values of `type` (n a multiple of its block size).
 inline uint64_t ggml_bytes(io::GgmlType type, uint64_t n) {

@@ -267,16 +267,9 @@ Gpt2Gguf load_gpt2_gguf(const std::string& path) {
 
 namespace {
 
-std::optional<DType> block_dtype(io::GgmlType t) {
-  if (t == io::GgmlType::q8_0) return DType::q8_0;
-  if (t == io::GgmlType::q4_0) return DType::q4_0;
-  if (t == io::GgmlType::q6_k) return DType::q6_k;
-  return std::nullopt;
-}
-
 // What a quantized model can take as its token embedding and head: any block type (llama.cpp's
 // quantizer gives a tied token_embd Q6_K in a Q4_0 file) or F32.
-bool head_type(io::GgmlType t) { return block_dtype(t) || t == io::GgmlType::f32; }
+bool head_type(io::GgmlType t) { return ggml_block_dtype(t) || t == io::GgmlType::f32; }
 
 // Whether a `dtype` model can use the file's tensors in place (gpt2::Model::from_quant_views):
 // the layers' matrices in `dtype`, token_embd and output of a head_type, the rest F32.
@@ -284,7 +277,7 @@ bool usable_in_place(const io::GgufFile& f, const ParamLayout& layout, DType dty
   for (const ParamEntry& e : layout.entries()) {
     const Mapped m = map_param(e);
     const io::GgmlType t = f.find_tensor(m.gguf)->type;
-    if (m.conv1d                 ? block_dtype(t) != dtype
+    if (m.conv1d                 ? ggml_block_dtype(t) != dtype
         : e.name == "wte.weight" ? !head_type(t)
                                  : t != io::GgmlType::f32)
       return false;
@@ -300,7 +293,7 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> d
     const io::GgufFile f = io::GgufFile::open(path);
     const gpt2::Config config = read_gpt2_gguf_config(f);
     const std::optional<DType> file_blocks =
-        block_dtype(f.find_tensor("blk.0.attn_qkv.weight")->type);
+        ggml_block_dtype(f.find_tensor("blk.0.attn_qkv.weight")->type);
     if (!dtype) dtype = file_blocks.value_or(DType::f32);
     const ParamLayout layout = gpt2::param_layout(config);
     if (is_quantized(*dtype) && usable_in_place(f, layout, *dtype)) {
@@ -313,8 +306,8 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> d
       for (const auto& [name, t] : by_hf_name) f.populate(*t);
       const auto view = [&](const std::string& name) {
         const io::GgufTensor* t = by_hf_name.at(name);
-        return gpt2::Model::TensorView{block_dtype(t->type).value_or(DType::f32), f.data(*t).data(),
-                                       f.data(*t).size()};
+        return gpt2::Model::TensorView{ggml_block_dtype(t->type).value_or(DType::f32),
+                                       f.data(*t).data(), f.data(*t).size()};
       };
       return gpt2::Model::from_quant_views(config, *dtype, view, f.owner(), head != nullptr);
     }

@@ -119,10 +119,10 @@ constexpr int64_t kSpan = 1024;
 // One span of n inputs for a tile: the chains start from zero (first) or from carry (row r,
 // output o at carry + (r * ldc + o) * kLanes), and end in y plus the bias (last) or go back to
 // carry. x: the span's inputs of the tile's first row, rows ldx apart; w: NO outputs' weights
-// for the span, ldw apart.
+// for the span, n apart.
 template <int MR, int NO>
 TINYLM_INLINE void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const float* w,
-                        int64_t ldw, int64_t n, float* carry, int64_t ldc, bool first, bool last,
+                        int64_t n, float* carry, int64_t ldc, bool first, bool last,
                         const float* b) {
   f32x16 a[MR][NO];  // (loops fully unrolled: the accumulators live in registers)
 #pragma GCC unroll 4
@@ -136,7 +136,7 @@ TINYLM_INLINE void tile(float* y, int64_t ldy, const float* x, int64_t ldx, cons
     for (int r = 0; r < MR; ++r) xv[r] = load(x + r * ldx + i);
 #pragma GCC unroll 6
     for (int o = 0; o < NO; ++o) {
-      const f32x16 wo = load(w + o * ldw + i);
+      const f32x16 wo = load(w + o * n + i);
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
     }
@@ -153,16 +153,15 @@ TINYLM_INLINE void tile(float* y, int64_t ldy, const float* x, int64_t ldx, cons
 
 // A span for nr rows, kTileRows at a time.
 template <int NO>
-void tile_rows(float* y, int64_t ldy, const float* x, int64_t ldx, const float* w, int64_t ldw,
-               int64_t n, int64_t nr, float* carry, int64_t ldc, bool first, bool last,
-               const float* b) {
+void tile_rows(float* y, int64_t ldy, const float* x, int64_t ldx, const float* w, int64_t n,
+               int64_t nr, float* carry, int64_t ldc, bool first, bool last, const float* b) {
   int64_t r = 0;
   for (; r + kTileRows <= nr; r += kTileRows) {
-    tile<kTileRows, NO>(y + r * ldy, ldy, x + r * ldx, ldx, w, ldw, n, carry + r * ldc * kLanes,
-                        ldc, first, last, b);
+    tile<kTileRows, NO>(y + r * ldy, ldy, x + r * ldx, ldx, w, n, carry + r * ldc * kLanes, ldc,
+                        first, last, b);
   }
   for (; r < nr; ++r) {
-    tile<1, NO>(y + r * ldy, ldy, x + r * ldx, ldx, w, ldw, n, carry + r * ldc * kLanes, ldc, first,
+    tile<1, NO>(y + r * ldy, ldy, x + r * ldx, ldx, w, n, carry + r * ldc * kLanes, ldc, first,
                 last, b);
   }
 }
@@ -216,12 +215,12 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
         }
         const float* xs = x + r0 * nin + i0;
         if (n == kTileOuts) {
-          tile_rows<kTileOuts>(yb + s, nout, xs, nin, wd, span, span, nr, carry, kTileOuts, first,
-                               last, b ? b + s : nullptr);
+          tile_rows<kTileOuts>(yb + s, nout, xs, nin, wd, span, nr, carry, kTileOuts, first, last,
+                               b ? b + s : nullptr);
           continue;
         }
         for (int64_t o = 0; o < n; ++o) {
-          tile_rows<1>(yb + s + o, nout, xs, nin, wd + o * span, span, span, nr, carry + o * kLanes,
+          tile_rows<1>(yb + s + o, nout, xs, nin, wd + o * span, span, nr, carry + o * kLanes,
                        kTileOuts, first, last, b ? b + s + o : nullptr);
         }
       }
