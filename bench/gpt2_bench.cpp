@@ -1,6 +1,7 @@
 // GPT-2 inference speed on a 124M-shaped model with random weights saved as a Hugging Face
 // directory (what `tinylm init --preset 124M` writes): batch 1, a 16-token prompt, 64 new
-// tokens, for f32, bf16, f16, q8_0 and q4_0 (quantized at load; --dtypes picks some). Each dtype
+// tokens, for f32, bf16, f16, q8_0 and q4_0 (quantized at load; --dtypes picks some, and
+// q8_0/q8_0 or q4_0/q8_0 names 8-bit activations, Model::set_activations). Each dtype
 // runs in a fresh process (this program re-executed with --child) so that load time, the first
 // forward (which pays the page faults on freshly mapped or allocated memory) and peak memory are
 // its own. Prints load ms, first-forward ms, prefill and decode tokens/s (medians after a warm-up),
@@ -30,6 +31,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_util.h"
@@ -120,12 +122,21 @@ double probe_gbs(std::span<const float> buf) {
 const std::vector<int> kPrompt = {464,  2068, 7586, 21831, 18045, 625,   262,   16931,
                                   3290, 13,   383,  2068,  7586,  21831, 18045, 625};
 
+// A --dtypes entry: the weights' type, and the activations' after a '/' (default f32).
+std::pair<DType, DType> parse_spec(const std::string& spec) {
+  const size_t slash = spec.find('/');
+  if (slash == std::string::npos) return {parse_dtype(spec), DType::f32};
+  return {parse_dtype(spec.substr(0, slash)), parse_dtype(spec.substr(slash + 1))};
+}
+
 // One dtype, in this (fresh) process: load, first forward, memory, then timed generations
 // each right after a bandwidth probe.
-int run_child(const std::string& dir, DType dt, int new_tokens, int reps) {
+int run_child(const std::string& dir, const std::string& spec, int new_tokens, int reps) {
   const double rss0 = bench::proc_status_bytes("VmRSS");
+  const auto [dt, activations] = parse_spec(spec);
   Timer load_timer;
   gpt2::Model m = train::load_gpt2_model(dir, "", dt);
+  m.set_activations(activations);
   const double load_ms = load_timer.elapsed_ms();
   generate::GenerateOptions opt;
   opt.max_tokens = new_tokens;
@@ -157,11 +168,11 @@ int run_child(const std::string& dir, DType dt, int new_tokens, int reps) {
   const double cache_bytes = is_quantized(dt) ? 4.0 : static_cast<double>(dtype_size(dt));
   const double kv =
       2.0 * c.n_layer * static_cast<double>(kPrompt.size() + new_tokens) * c.n_embd * cache_bytes;
-  std::printf("%-6s %-5s %9.1f %8.1f %9.1f %9.1f %8.1f %7.1f %7.1f %6.0f%% %9.1f %9.1f %6.2f\n",
-              std::string(kernels::isa_name(kernels::active_isa())).c_str(),
-              std::string(dtype_name(dt)).c_str(), m.weight_bytes() / 1e6, load_ms, first_ms,
-              kPrompt.size() * 1000.0 / prefill, 1000.0 / decode, bw, bw / weight_gb,
-              100.0 * median(reached), (m.weight_bytes() + kv) / 1e6, peak / 1e6,
+  std::printf("%-6s %-9s %9.1f %8.1f %9.1f %9.1f %8.1f %7.1f %7.1f %6.0f%% %9.1f %9.1f %6.2f\n",
+              std::string(kernels::isa_name(kernels::active_isa())).c_str(), spec.c_str(),
+              m.weight_bytes() / 1e6, load_ms, first_ms, kPrompt.size() * 1000.0 / prefill,
+              1000.0 / decode, bw, bw / weight_gb, 100.0 * median(reached),
+              (m.weight_bytes() + kv) / 1e6, peak / 1e6,
               peak / (static_cast<double>(m.weight_bytes()) + kv));
   return 0;
 }
@@ -188,13 +199,13 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--threads N] [--tokens N] [--reps N] [--preset 124M|small-test] "
-                   "[--dtypes f32,bf16,f16,q8_0,q4_0]\n",
+                   "[--dtypes f32,bf16,f16,q8_0,q4_0,q8_0/q8_0,q4_0/q8_0]\n",
                    argv[0]);
       return 2;
     }
   }
   set_num_threads(threads);
-  if (!child.empty()) return run_child(model_dir, parse_dtype(child), new_tokens, reps);
+  if (!child.empty()) return run_child(model_dir, child, new_tokens, reps);
 
   const gpt2::Config c = gpt2::preset(preset);
   std::vector<float> params(gpt2::param_layout(c).size());
@@ -211,7 +222,7 @@ int main(int argc, char** argv) {
       "tokens, "
       "medians of %d\n",
       bench::level_line().c_str(), preset.c_str(), num_threads(), kPrompt.size(), new_tokens, reps);
-  std::printf("%-6s %-5s %9s %8s %9s %9s %8s %7s %7s %7s %9s %9s %6s\n", "level", "dtype",
+  std::printf("%-6s %-9s %9s %8s %9s %9s %8s %7s %7s %7s %9s %9s %6s\n", "level", "dtype",
               "weight MB", "load ms", "1st fwd ms", "prefill/s", "decode/s", "GB/s", "limit/s",
               "reached", "w+kv MB", "peak MB", "ratio");
   std::fflush(stdout);
@@ -220,7 +231,7 @@ int main(int argc, char** argv) {
   for (size_t a = 0; a <= dtypes.size();) {
     const size_t b = std::min(dtypes.find(',', a), dtypes.size());
     list.push_back(dtypes.substr(a, b - a));
-    (void)parse_dtype(list.back());  // a bad name fails here, not in every child
+    (void)parse_spec(list.back());  // a bad name fails here, not in every child
     a = b + 1;
   }
   for (std::string& dt : list) {

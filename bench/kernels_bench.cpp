@@ -17,6 +17,7 @@
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/rmsnorm.h"
 #include "tinylm/kernels/quant/blocks.h"
+#include "tinylm/kernels/quant/int_matmul.h"
 #include "tinylm/kernels/quant/matmul.h"
 #include "tinylm/optim/adam.h"
 
@@ -115,10 +116,11 @@ void BM_PyRandomGauss(benchmark::State& state) {
 BENCHMARK(BM_PyRandomGauss);
 
 // GPT-2 124M's MLP up-projection (768 -> 3072, bias) over `rows` rows, weights as the model
-// keeps them: bf16 in the tiles layout, or q8_0 / q4_0 blocks (ggml's layout). Copies of the
-// matrix (96 MB of them) are used in turn, so that the weights stream from memory as in the
-// model rather than from a last-level cache (unless it is larger than that).
-void BM_Gpt2Product(benchmark::State& state, tinylm::DType t) {
+// keeps them: bf16 in the tiles layout, or q8_0 / q4_0 blocks (ggml's layout; _int8: with 8-bit
+// activations). Copies of the matrix (96 MB of them) are used in turn, so that the weights
+// stream from memory as in the model rather than from a last-level cache (unless it is larger
+// than that).
+void BM_Gpt2Product(benchmark::State& state, tinylm::DType t, bool int8 = false) {
   const int64_t rows = state.range(0), nin = 768, nout = 3072;
   const int kCopies = static_cast<int>((size_t{96} << 20) / tinylm::storage_bytes(t, nin * nout));
   std::vector<float> x(rows * nin), y(rows * nout), b(nout, 0.01f), w(nin * nout);
@@ -142,6 +144,8 @@ void BM_Gpt2Product(benchmark::State& state, tinylm::DType t) {
     if (t == tinylm::DType::bf16)
       k::matmul_in_out(y.data(), x.data(), wb[c].data(), b.data(), rows, nin, nout,
                        k::Layout::tiles);
+    else if (int8)
+      k::quant_matmul_int8(t, y.data(), x.data(), blocks[c].data(), b.data(), rows, nin, nout);
     else
       k::quant_matmul(t, y.data(), x.data(), blocks[c].data(), b.data(), rows, nin, nout);
     benchmark::DoNotOptimize(y.data());
@@ -162,6 +166,19 @@ BENCHMARK_CAPTURE(BM_Gpt2Product, q8_0, tinylm::DType::q8_0)
     ->Arg(64)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Gpt2Product, q4_0, tinylm::DType::q4_0)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(16)
+    ->Arg(64)
+    ->UseRealTime();
+// With 8-bit activations (kernels/quant/int_matmul.h).
+BENCHMARK_CAPTURE(BM_Gpt2Product, q8_0_int8, tinylm::DType::q8_0, true)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(16)
+    ->Arg(64)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gpt2Product, q4_0_int8, tinylm::DType::q4_0, true)
     ->Arg(1)
     ->Arg(8)
     ->Arg(16)

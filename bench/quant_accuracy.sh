@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What quantizing costs in accuracy (issue 15): a GPT-2 trained by tinylm on tinyshakespeare,
-# run in f32, q8_0 and q4_0 on text it was not trained on.
+# run in f32, q8_0 and q4_0 on text it was not trained on; and the two quantized types with 8-bit
+# activations (--activations q8_0, named q8_0/q8_0 and q4_0/q8_0).
 #   perplexity  over the last BYTES bytes of tinyshakespeare, which lie inside the training
 #               run's validation split (the last 10% of the tokens); windows of the model's
 #               context, the default stride; each dtype's increase over f32
@@ -30,19 +31,23 @@ Why, then the
 EOF
 "$tinylm" --version | sed -n 2p
 ppl() { sed -n 's/.*perplexity \([0-9.]*\).*/\1/p'; }
-for dt in f32 q8_0 q4_0; do
-  "$tinylm" perplexity --model "$model" --file "$tmp/heldout.txt" --dtype "$dt" 2>/dev/null |
-    ppl >"$tmp/ppl_$dt"
+specs="f32 q8_0 q4_0 q8_0/q8_0 q4_0/q8_0"
+for spec in $specs; do
+  dt=${spec%/*} act=f32 name=${spec//\//_}
+  [[ $spec == */* ]] && act=${spec#*/}
+  "$tinylm" perplexity --model "$model" --file "$tmp/heldout.txt" --dtype "$dt" \
+    --activations "$act" 2>/dev/null | ppl >"$tmp/ppl_$name"
   "$tinylm" generate --model "$model" --prompts "$tmp/prompts.txt" --max-tokens "$new" \
-    --temperature 0 --dtype "$dt" 2>/dev/null >"$tmp/gen_$dt"
+    --temperature 0 --dtype "$dt" --activations "$act" 2>/dev/null >"$tmp/gen_$name"
 done
 base=$(cat "$tmp/ppl_f32")
 echo "held-out: last $bytes bytes of tinyshakespeare"
-for dt in f32 q8_0 q4_0; do
-  p=$(cat "$tmp/ppl_$dt")
-  same=$(paste -d '\n' "$tmp/gen_f32" "$tmp/gen_$dt" | awk 'NR % 2 {a = $0; next} a == $0 {n++} END {print n + 0}')
-  awk -v dt="$dt" -v p="$p" -v b="$base" -v s="$same" \
-    'BEGIN {printf "%-5s perplexity %8.4f  (%+.2f%% vs f32)  greedy text equal to f32: %d of 8\n", dt, p, 100 * (p / b - 1), s}'
+for spec in $specs; do
+  name=${spec//\//_}
+  p=$(cat "$tmp/ppl_$name")
+  same=$(paste -d '\n' "$tmp/gen_f32" "$tmp/gen_$name" | awk 'NR % 2 {a = $0; next} a == $0 {n++} END {print n + 0}')
+  awk -v dt="$spec" -v p="$p" -v b="$base" -v s="$same" \
+    'BEGIN {printf "%-9s perplexity %8.4f  (%+.2f%% vs f32)  greedy text equal to f32: %d of 8\n", dt, p, 100 * (p / b - 1), s}'
 done
 echo "greedy completions, f32 then q8_0 and q4_0 where they differ from it:"
 paste -d '\n' "$tmp/gen_f32" "$tmp/gen_q8_0" "$tmp/gen_q4_0" | awk '{t[NR % 3] = $0} NR % 3 == 0 {

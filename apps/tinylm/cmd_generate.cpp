@@ -121,6 +121,8 @@ Generator load_tokenizer_of(const GenerateFlags& f, ModelKind kind, const std::s
   }
   if (!f.model.dtype.empty() && f.model.dtype != "f32")
     throw UsageError("--dtype " + f.model.dtype + ": EvermindLM generates in f32");
+  if (f.model.activations != "f32")
+    throw UsageError("--activations " + f.model.activations + ": EvermindLM generates in f32");
   g.tok.emplace(load_evermind_tokenizer(f.model.tokenizer, path));
   return g;
 }

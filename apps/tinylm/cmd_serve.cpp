@@ -77,6 +77,8 @@ void run_serve(ServeFlags& f) {
   } else {
     if (!f.model.dtype.empty() && f.model.dtype != "f32")
       throw UsageError("--dtype " + f.model.dtype + ": EvermindLM runs in f32");
+    if (f.model.activations != "f32")
+      throw UsageError("--activations " + f.model.activations + ": EvermindLM runs in f32");
     tok.emplace(load_evermind_tokenizer(f.model.tokenizer, d.path));
     set_num_threads(f.model.threads);
     evermind.emplace(load_evermind(d.path, 2));

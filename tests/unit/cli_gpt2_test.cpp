@@ -53,6 +53,11 @@ TEST(CliGpt2, InitThenGenerateAndPerplexity) {
     EXPECT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
     EXPECT_NE(r.err.find(std::string("of ") + dtype + " weights"), std::string::npos) << r.err;
   }
+  const test::CommandResult q8x = run_cli("generate --model " + model +
+                                          " --prompt 'Hi' --max-tokens 4 --dtype q4_0 "
+                                          "--activations q8_0");
+  EXPECT_EQ(q8x.exit_code, 0) << q8x.err;
+  EXPECT_NE(q8x.err.find("of q4_0 weights (q8_0 activations)"), std::string::npos) << q8x.err;
   test::write_text(dir.file("text.txt"), "It was the best of times, it was the worst of times.");
   const test::CommandResult ppl = run_cli("perplexity --model " + model + " --file " +
                                           dir.file("text.txt") + " --context 8 --stride 4");
@@ -75,6 +80,8 @@ TEST(CliGpt2, ErrorsAreOneLine) {
             " --prompt hi --dtype q5_0",
         std::string("generate --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
             " --prompt hi --top-p 0",
+        std::string("generate --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
+            " --prompt hi --activations q8_0",
         std::string("perplexity --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
             " --file " + dir.file("missing.txt"),
         std::string("init --arch gpt2 --preset 7B --out ") + dir.file("x")}) {

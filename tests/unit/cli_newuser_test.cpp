@@ -162,6 +162,8 @@ TEST_F(CliNewUser, ModelKindIsReadFromTheFile) {
                "this is an EvermindLM checkpoint (EVL0); perplexity expects GPT-2");
   expect_error(in_dir("generate --arch gpt2 --model " + evl + " --prompt hi"), 1,
                "this is an EvermindLM checkpoint (EVL0), but --arch gpt2 expects GPT-2");
+  expect_error(in_dir("generate --model " + evl + " --prompt hi --activations q8_0"), 2,
+               "--activations q8_0: EvermindLM generates in f32");
   expect_error(in_dir("generate --arch evermind --model gpt2 --prompt hi"), 1,
                "this is a GPT-2 model directory, but --arch evermind expects EvermindLM");
   ASSERT_EQ(in_dir("microgpt --steps 1 --samples 0 --save micro.safetensors").exit_code, 0);

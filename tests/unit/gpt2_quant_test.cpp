@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -73,6 +74,12 @@ std::vector<float> all_logits(Model& m, std::span<const int> tokens) {
 
 const std::vector<int> kTokens = {5, 17, 999, 0, 3, 250, 251, 7, 7, 7, 42, 600, 13};
 
+// Weights and activations (Model::set_activations).
+const std::pair<DType, DType> kTypes[] = {{DType::q8_0, DType::f32},
+                                          {DType::q4_0, DType::f32},
+                                          {DType::q8_0, DType::q8_0},
+                                          {DType::q4_0, DType::q8_0}};
+
 TEST(Gpt2Quant, LogitsEqualAnF32ModelOverTheDequantizedWeights) {
   const train::Gpt2Checkpoint ck = tiny();
   for (DType t : {DType::q8_0, DType::q4_0}) {
@@ -95,8 +102,10 @@ TEST(Gpt2Quant, DecodeEqualsPrefillAtEveryLevelAndThreadCount) {
   const train::Gpt2Checkpoint ck = tiny();
   const int64_t V = ck.config.vocab_size;
   const int n = static_cast<int>(kTokens.size());
-  for (DType t : {DType::q8_0, DType::q4_0}) {
+  for (const auto& types : kTypes) {
+    const DType t = types.first, act = types.second;
     Model m(ck.config, ck.params, t);
+    m.set_activations(act);
     const std::vector<float> want = test::expect_same_at_every_level(
         [&] { return all_logits(m, kTokens); }, std::string(dtype_name(t)) + " prefill");
     test::for_each_isa([&](kernels::Isa) {
@@ -117,14 +126,43 @@ TEST(Gpt2Quant, DecodeEqualsPrefillAtEveryLevelAndThreadCount) {
   }
 }
 
+// 8-bit activations (kernels/quant/int_matmul.h, whose bits its own test checks) change the
+// logits by the activations' rounding only: close to the f32-activation model's, not equal.
+TEST(Gpt2Quant, Q8_0ActivationsStayCloseToF32Activations) {
+  const train::Gpt2Checkpoint ck = tiny();
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    Model m(ck.config, ck.params, t);
+    EXPECT_EQ(m.activations(), DType::f32);
+    const std::vector<float> a = all_logits(m, kTokens);
+    m.set_activations(DType::q8_0);
+    EXPECT_EQ(m.activations(), DType::q8_0);
+    const std::vector<float> b = all_logits(m, kTokens);
+    double worst = 0, spread = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      worst = std::max(worst, double(std::abs(a[i] - b[i])));
+      spread = std::max(spread, double(std::abs(a[i])));
+    }
+    EXPECT_GT(worst, 0) << dtype_name(t);
+    EXPECT_LT(worst, 0.02 * spread) << dtype_name(t);
+    m.set_activations(DType::f32);
+    EXPECT_EQ(std::memcmp(all_logits(m, kTokens).data(), a.data(), a.size() * 4), 0);
+  }
+  Model bf(ck.config, ck.params, DType::bf16);
+  test::expect_error([&] { bf.set_activations(DType::q8_0); }, {"q8_0 or q4_0 model", "bf16"});
+  Model q(ck.config, ck.params, DType::q4_0);
+  test::expect_error([&] { q.set_activations(DType::f16); }, {"f16", "f32 or q8_0"});
+}
+
 // Continuous batching over quantized weights: sequences at different positions stepped
 // together by forward_batch get the bits of each stepping alone (the full sequence's rows).
 TEST(Gpt2Quant, BatchedDecodingEqualsEachSequenceAlone) {
   const train::Gpt2Checkpoint ck = tiny();
   const int64_t V = ck.config.vocab_size;
   const int n = static_cast<int>(kTokens.size());
-  for (DType t : {DType::q8_0, DType::q4_0}) {
+  for (const auto& types : kTypes) {
+    const DType t = types.first, act = types.second;
     Model m(ck.config, ck.params, t);
+    m.set_activations(act);
     const std::vector<float> want = all_logits(m, kTokens);
     test::for_each_isa([&](kernels::Isa) {
       const int prompts[2] = {2, 6};

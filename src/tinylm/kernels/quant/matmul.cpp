@@ -6,15 +6,12 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/quant/prefetch.h"
 #include "tinylm/kernels/quant/widen.h"
 
 TINYLM_LEVEL_BEGIN
 
 namespace {
-
-// Pieces of 32 weights a block: 1, or 8 for Q6_K's 256.
-template <class Block>
-constexpr int kPieces = static_cast<int>(kWeights<Block> / kQuantBlock);
 
 // Piece p's 32 weights as two vectors: q * d for Q8_0, (q - 8) * d for Q4_0 (exact: the
 // products fit a float), (d * s) * (q - 32) for Q6_K, as ggml dequantizes them. The scale comes
@@ -29,19 +26,6 @@ TINYLM_INLINE void weights(const BlockQ4_0& b, int, const float* table, f32x16& 
 }
 TINYLM_INLINE void weights(const BlockQ6_K& b, int p, const float* table, f32x16& lo, f32x16& hi) {
   q6_weights(b, p, q6_scales(b, table), lo, hi);  // (the scales: common to the unrolled pieces)
-}
-
-// Each output's row of blocks is its own sequential stream, prefetched into L2 kAhead bytes ahead,
-// one cache line at a time (the line where a piece's share of the block's bytes starts, once):
-// the hardware prefetchers alone kept too few lines in flight for interleaved streams of 34- or
-// 18-byte blocks.
-constexpr int64_t kAhead = 16384, kLine = 64;
-
-template <class Block>
-TINYLM_INLINE void prefetch_piece(const Block* block, int piece) {
-  constexpr int64_t kShare = sizeof(Block) / kPieces<Block>;
-  const char* p = reinterpret_cast<const char*>(block) + piece * kShare + kAhead;
-  if ((reinterpret_cast<uintptr_t>(p) & (kLine - 1)) < kShare) __builtin_prefetch(p, 0, 2);
 }
 
 // Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each piece's weights dequantized once

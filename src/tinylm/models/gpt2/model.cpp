@@ -257,6 +257,15 @@ const Config& Model::config() const { return impl_->config; }
 DType Model::dtype() const { return impl_->dtype; }
 size_t Model::weight_bytes() const { return impl_->weight_bytes(); }
 
+void Model::set_activations(DType t) {
+  check(t == DType::f32 || t == DType::q8_0, "gpt2: activations ", dtype_name(t),
+        ": f32 or q8_0 only");
+  check(t == DType::f32 || impl_->dtype == DType::q8_0 || impl_->dtype == DType::q4_0,
+        "gpt2: q8_0 activations need a q8_0 or q4_0 model, this one is ", dtype_name(impl_->dtype));
+  impl_->activations = t;
+}
+DType Model::activations() const { return impl_->activations; }
+
 KvCache Model::new_cache(int capacity) const {
   const Config& c = impl_->config;
   check(capacity >= 1 && capacity <= c.n_positions, "gpt2: cache capacity ", capacity,

@@ -100,6 +100,13 @@ class Model {
   DType dtype() const;
   size_t weight_bytes() const;  // bytes of all weights as stored
 
+  // The activations' type in a q8_0 / q4_0 model's products: f32 (the default; an f32 product
+  // over the dequantized weights, kernels/quant/matmul.h) or q8_0 (each row quantized to 8 bits
+  // per block of 32, as ggml computes: kernels/quant/int_matmul.h). Q6_K and f32 matrices keep
+  // f32 activations. Error for other types, or for a model whose dtype is not q8_0 / q4_0.
+  void set_activations(DType t);
+  DType activations() const;
+
   KvCache new_cache(int capacity) const;  // capacity <= n_positions
 
   // Runs `tokens` at positions cache.length, cache.length + 1, ... (which must stay below

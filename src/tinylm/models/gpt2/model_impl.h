@@ -10,7 +10,8 @@ namespace tinylm::gpt2 {
 struct Model::Impl {
   Config config;
   DType dtype;
-  DType cache_dtype;  // the KV cache's element type
+  DType cache_dtype;               // the KV cache's element type
+  DType activations = DType::f32;  // Model::set_activations
   virtual ~Impl() = default;
   virtual size_t weight_bytes() const = 0;
   // logits receives the rows first_row .. tokens.size() - 1, (rows, vocab); gemm_head: an f32

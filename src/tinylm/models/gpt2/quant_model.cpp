@@ -10,6 +10,7 @@
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/layernorm.h"
 #include "tinylm/kernels/quant/blocks.h"
+#include "tinylm/kernels/quant/int_matmul.h"
 #include "tinylm/kernels/quant/matmul.h"
 #include "tinylm/models/gpt2/forward_pass.h"
 #include "tinylm/models/gpt2/model_impl.h"
@@ -187,6 +188,10 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
   }
   void matmul(float* y, const float* in, const Matrix& w, const float* b, int64_t rows, int64_t nin,
               int64_t nout) const {
+    if (activations == DType::q8_0 && (w.dtype == DType::q8_0 || w.dtype == DType::q4_0)) {
+      k::quant_matmul_int8(w.dtype, y, in, w.data, b, rows, nin, nout);
+      return;
+    }
     k::quant_matmul(w.dtype, y, in, w.data, b, rows, nin, nout);
   }
   void head(float* logits, const float* normed, int64_t rows, bool) const {
@@ -195,8 +200,7 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
                        config.n_embd, config.vocab_size);
       return;
     }
-    k::quant_matmul(lm_head.dtype, logits, normed, lm_head.data, nullptr, rows, config.n_embd,
-                    config.vocab_size);
+    matmul(logits, normed, lm_head, nullptr, rows, config.n_embd, config.vocab_size);
   }
 };
 

@@ -1,0 +1,188 @@
+// The quantized products with 8-bit activations (kernels/quant/int_matmul.h): the contract's
+// bits, computed here by plain loops from the blocks' bytes, at every level, for any row grouping
+// and thread count; and within the rounding of the activations of the exact product.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "test_util.h"
+#include "tinylm/core/dtype.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/quant/blocks.h"
+#include "tinylm/kernels/quant/int_matmul.h"
+
+namespace tinylm::kernels {
+namespace {
+
+struct Case {
+  int64_t rows, nin, nout;
+  bool bias;
+};
+
+struct Operands {
+  std::vector<float> x, b;
+  std::vector<uint8_t> w;  // blocks
+};
+
+Operands operands(DType t, const Case& c, uint32_t seed) {
+  Operands o;
+  o.x = test::random_uniform(static_cast<size_t>(c.rows * c.nin), seed, -2.0f, 2.0f);
+  if (c.rows > 1) {  // a block of zeros (scale 0) in the second row
+    std::fill_n(o.x.begin() + c.nin, 32, 0.0f);
+  }
+  if (c.bias) o.b = test::random_uniform(static_cast<size_t>(c.nout), seed + 1);
+  const std::vector<float> w =
+      test::random_uniform(static_cast<size_t>(c.nout * c.nin), seed + 2, -0.5f, 0.5f);
+  o.w.resize(storage_bytes(t, c.nout * c.nin));
+  quantize(t, w.data(), o.w.data(), c.nout * c.nin);
+  if (t == DType::q8_0) {  // -128, which ggml's quantizer never writes but a file may hold
+    for (size_t k = 0; k < o.w.size() / sizeof(BlockQ8_0); k += 3)
+      reinterpret_cast<BlockQ8_0*>(o.w.data())[k].qs[k % 32] = -128;
+  }
+  return o;
+}
+
+// Block k of an output's row as its 32 integers and scale, read from ggml's byte layout.
+void block_ints(DType t, const uint8_t* row, int64_t k, int* q, float& d) {
+  const size_t size = t == DType::q8_0 ? 34 : 18;
+  const uint8_t* p = row + k * size;
+  d = f16_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+  for (int j = 0; j < 32; ++j) {
+    q[j] = t == DType::q8_0 ? static_cast<int8_t>(p[2 + j])
+                            : (j < 16 ? (p[2 + j] & 15) : (p[2 + j - 16] >> 4)) - 8;
+  }
+}
+
+// The contract, by plain loops: 16 chains over pairs of blocks, then vec.h's lane-sum order
+// ((q0 + q2) + (q1 + q3) over the four quads, then (b0 + b2) + (b1 + b3)).
+std::vector<float> reference(DType t, const Operands& o, const Case& c) {
+  const int64_t nb = c.nin / 32;
+  std::vector<BlockQ8_0> xq(static_cast<size_t>(c.rows * nb));
+  quantize_q8_0(o.x.data(), xq.data(), c.rows * c.nin);
+  const size_t row_bytes = storage_bytes(t, c.nin);
+  std::vector<float> y(static_cast<size_t>(c.rows * c.nout));
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t n = 0; n < c.nout; ++n) {
+      float chain[16] = {};
+      for (int64_t k = 0; k < nb; ++k) {
+        int q[32];
+        float dw;
+        block_ints(t, o.w.data() + n * row_bytes, k, q, dw);
+        const BlockQ8_0& xb = xq[static_cast<size_t>(r * nb + k)];
+        const float s = dw * f16_to_float(static_cast<uint16_t>(xb.d[0] | (xb.d[1] << 8)));
+        for (int l = 0; l < 8; ++l) {
+          int p = 0;
+          for (int j = 4 * l; j < 4 * l + 4; ++j) p += q[j] * xb.qs[j];
+          float& lane = chain[8 * (k % 2) + l];
+          lane = std::fma(static_cast<float>(p), s, lane);
+        }
+      }
+      float b[4];
+      for (int i = 0; i < 4; ++i) b[i] = (chain[i] + chain[8 + i]) + (chain[4 + i] + chain[12 + i]);
+      y[r * c.nout + n] = ((b[0] + b[2]) + (b[1] + b[3])) + (c.bias ? o.b[n] : 0.0f);
+    }
+  }
+  return y;
+}
+
+std::vector<float> product(DType t, const Operands& o, const Case& c) {
+  std::vector<float> y(static_cast<size_t>(c.rows * c.nout), -1.0f);
+  quant_matmul_int8(t, y.data(), o.x.data(), o.w.data(), c.bias ? o.b.data() : nullptr, c.rows,
+                    c.nin, c.nout);
+  return y;
+}
+
+// (Odd counts of blocks: 32, 96, 160 inputs.)
+const Case kCases[] = {{1, 32, 1, false},   {1, 768, 100, true},  {2, 96, 67, true},
+                       {3, 64, 5, false},   {5, 160, 64, true},   {17, 256, 37, true},
+                       {70, 96, 130, true}, {300, 64, 29, false}, {20, 3072, 33, true}};
+
+TEST(QuantMatmulInt8, EqualsTheContractAtEveryLevel) {
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    for (const Case& c : kCases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " rows " + std::to_string(c.rows) + " nin " +
+                   std::to_string(c.nin) + " nout " + std::to_string(c.nout));
+      const Operands o = operands(t, c, 5);
+      const std::vector<float> got =
+          test::expect_same_at_every_level([&] { return product(t, o, c); }, "quant_matmul_int8");
+      const std::vector<float> want = reference(t, o, c);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+    }
+  }
+}
+
+// Against the exact product over the dequantized weights and the unrounded activations: each
+// activation moves by at most half its block's step (amax / 127 / 2), so the error is within
+// sum |w| * step / 2, plus f32 rounding.
+TEST(QuantMatmulInt8, IsWithinTheActivationsRoundingOfTheExactProduct) {
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    const Case c{6, 768, 40, true};
+    const Operands o = operands(t, c, 9);
+    std::vector<float> wd(static_cast<size_t>(c.nout * c.nin));
+    dequantize(t, o.w.data(), wd.data(), c.nout * c.nin);
+    const std::vector<float> got = product(t, o, c);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      for (int64_t n = 0; n < c.nout; ++n) {
+        double s = o.b[n], bound = 0, mag = std::abs(s);
+        for (int64_t k = 0; k < c.nin / 32; ++k) {
+          double amax = 0;
+          for (int j = 0; j < 32; ++j)
+            amax = std::max(amax, std::abs(double(o.x[r * c.nin + 32 * k + j])));
+          for (int j = 0; j < 32; ++j) {
+            const int64_t i = 32 * k + j;
+            const double p = double(o.x[r * c.nin + i]) * wd[n * c.nin + i];
+            s += p;
+            mag += std::abs(p);
+            bound += std::abs(double(wd[n * c.nin + i])) * amax / 127 * 0.5 * 1.01;
+          }
+        }
+        EXPECT_NEAR(got[r * c.nout + n], s, bound + mag * c.nin * 6e-8) << r << " " << n;
+        EXPECT_NE(got[r * c.nout + n], static_cast<float>(s)) << "suspiciously exact";
+      }
+    }
+  }
+}
+
+TEST(QuantMatmulInt8, RowsAloneEqualRowsTogetherAtAnyThreadCount) {
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    const Case all{141, 192, 70, true};  // (row blocks of 64, tiles of 4 and a remainder)
+    const Operands o = operands(t, all, 3);
+    test::for_each_isa([&](Isa) {
+      set_num_threads(1);
+      const std::vector<float> one_thread = product(t, o, all);
+      set_num_threads(2);
+      const std::vector<float> batch = product(t, o, all);
+      EXPECT_EQ(std::memcmp(one_thread.data(), batch.data(), batch.size() * 4), 0)
+          << dtype_name(t) << ": 1 vs 2 threads";
+      for (int64_t group : {1, 2, 3, 7}) {
+        for (int64_t r0 = 0; r0 < all.rows; r0 += group) {
+          const int64_t n = std::min(group, all.rows - r0);
+          std::vector<float> y(static_cast<size_t>(n * all.nout));
+          quant_matmul_int8(t, y.data(), o.x.data() + r0 * all.nin, o.w.data(), o.b.data(), n,
+                            all.nin, all.nout);
+          ASSERT_EQ(std::memcmp(y.data(), batch.data() + r0 * all.nout, y.size() * 4), 0)
+              << dtype_name(t) << ": rows " << r0 << " +" << n;
+        }
+      }
+    });
+    set_num_threads(0);
+  }
+}
+
+TEST(QuantMatmulInt8, RejectsOtherTypesAndPartialBlocks) {
+  std::vector<float> x(64), y(2, 7.0f);
+  std::vector<BlockQ8_0> w(4);
+  test::expect_error(
+      [&] { quant_matmul_int8(DType::q8_0, y.data(), x.data(), w.data(), nullptr, 1, 48, 2); },
+      {"48", "multiple of 32"});
+  test::expect_error(
+      [&] { quant_matmul_int8(DType::q6_k, y.data(), x.data(), w.data(), nullptr, 1, 256, 1); },
+      {"q6_k", "q8_0 or q4_0"});
+  quant_matmul_int8(DType::q8_0, y.data(), x.data(), w.data(), nullptr, 0, 64, 2);
+  EXPECT_EQ(y, std::vector<float>(2, 7.0f));
+}
+
+}  // namespace
+}  // namespace tinylm::kernels
