@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""An independent numpy implementation of ggml's Q8_0 and Q4_0 blocks (and Q6_K's decoding), and
-the fixture that tests/unit/quant_blocks_test.cpp compares tinylm's quantizer with, byte for byte.
+"""An independent numpy implementation of ggml's Q8_0 and Q4_0 blocks (and Q6_K's, Q4_K's and
+Q5_K's decoding), and the fixture that tests/unit/quant_blocks_test.cpp compares tinylm's quantizer
+with, byte for byte.
 
 Written from the formats' definition (ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref and
 the block structs), not from tinylm's code:
@@ -22,6 +23,19 @@ the block structs), not from tinylm's code:
       y[128h + l + 64] = d * S[g + 4] * ((L[l] >> 4      | (H[l] >> 4 & 3) << 4) - 32)
       y[128h + l + 96] = d * S[g + 6] * ((L[l + 32] >> 4 | (H[l] >> 6) << 4) - 32)
     each product in float32, left to right.
+  Q4_K, 144 bytes (read only; from block_q4_K, get_scale_min_k4 and dequantize_row_q4_K):
+    fp16 d, fp16 dmin, uint8 scales[12], uint8 qs[128]; 256 weights. Scale and min j < 8,
+    six bits each (S = scales):
+      j < 4: sc = S[j] & 63, m = S[j + 4] & 63
+      j > 3: sc = S[j + 4] & 15 | (S[j - 4] >> 6) << 4, m = S[j + 4] >> 4 | (S[j] >> 6) << 4
+    For chunk c < 4 and l < 32 (Q = qs[32c:], (sc1, m1) = pair 2c, (sc2, m2) = pair 2c + 1):
+      y[64c + l]      = (d * sc1) * (Q[l] & 15) - dmin * m1
+      y[64c + l + 32] = (d * sc2) * (Q[l] >> 4) - dmin * m2
+    each product and then the difference rounded to float32 (two roundings, no fused
+    multiply-add; the products are exact, 11 + 6 + 5 bits, so a fused one gives the same).
+  Q5_K, 176 bytes (read only; from block_q5_K and dequantize_row_q5_K): fp16 d, fp16 dmin,
+    uint8 scales[12], uint8 qh[32], uint8 qs[128]; as Q4_K, with 16 added to the quant where
+    bit 2c of qh[l] is set (y[64c + l]) or bit 2c + 1 (y[64c + l + 32]).
   Where C converts a float outside int8's range (NaN, inf, or an id that overflowed), ggml's
   x86 build truncates to int32 with cvttss2si (INT32_MIN when out of range) and keeps the low
   byte; this script does the same, so those edge blocks have defined expected bytes.
@@ -31,6 +45,8 @@ Writes, under the output directory (default tests/fixtures/quant):
   q8_0.bin          their Q8_0 blocks       q8_0_dequant.f32   those blocks dequantized
   q4_0.bin          their Q4_0 blocks       q4_0_dequant.f32   those blocks dequantized
   q6_k.bin          Q6_K blocks of random bits and edge scales   q6_k_dequant.f32   decoded
+  q4_k.bin          Q4_K blocks of random bits and edge d, dmin  q4_k_dequant.f32   decoded
+  q5_k.bin          Q5_K blocks of random bits and edge d, dmin  q5_k_dequant.f32   decoded
 
 Usage: /usr/bin/python3 tools/quant_reference.py [--out DIR]
 """
@@ -163,6 +179,53 @@ def dequantize_q6_k(b):
     return np.array(y, dtype=np.float32)
 
 
+def get_scale_min_k4(j, q):
+    """Scale and min j (0..7) of a Q4_K / Q5_K block's 12 scale bytes q, six bits each."""
+    if j < 4:
+        return q[j] & 63, q[j + 4] & 63
+    return (q[j + 4] & 15) | (q[j - 4] >> 6) << 4, (q[j + 4] >> 4) | (q[j] >> 6) << 4
+
+
+def dequantize_q4_k(b):
+    y = []
+    with np.errstate(all="ignore"):
+        for i in range(0, len(b), 144):
+            blk = b[i:i + 144]
+            d = fp16_value(int.from_bytes(blk[0:2], "little"))
+            dmin = fp16_value(int.from_bytes(blk[2:4], "little"))
+            scales, qs = blk[4:16], blk[16:144]
+            for c in range(4):
+                Q = qs[32 * c:32 * c + 32]
+                sc1, m1 = get_scale_min_k4(2 * c, scales)
+                sc2, m2 = get_scale_min_k4(2 * c + 1, scales)
+                d1, dm1 = F32(d * F32(sc1)), F32(dmin * F32(m1))
+                d2, dm2 = F32(d * F32(sc2)), F32(dmin * F32(m2))
+                y.extend(F32(F32(d1 * F32(v & 15)) - dm1) for v in Q)
+                y.extend(F32(F32(d2 * F32(v >> 4)) - dm2) for v in Q)
+    return np.array(y, dtype=np.float32)
+
+
+def dequantize_q5_k(b):
+    y = []
+    with np.errstate(all="ignore"):
+        for i in range(0, len(b), 176):
+            blk = b[i:i + 176]
+            d = fp16_value(int.from_bytes(blk[0:2], "little"))
+            dmin = fp16_value(int.from_bytes(blk[2:4], "little"))
+            scales, qh, qs = blk[4:16], blk[16:48], blk[48:176]
+            for c in range(4):
+                L = qs[32 * c:32 * c + 32]
+                sc1, m1 = get_scale_min_k4(2 * c, scales)
+                sc2, m2 = get_scale_min_k4(2 * c + 1, scales)
+                d1, dm1 = F32(d * F32(sc1)), F32(dmin * F32(m1))
+                d2, dm2 = F32(d * F32(sc2)), F32(dmin * F32(m2))
+                lo = [(v & 15) + (16 if h >> (2 * c) & 1 else 0) for v, h in zip(L, qh)]
+                hi = [(v >> 4) + (16 if h >> (2 * c + 1) & 1 else 0) for v, h in zip(L, qh)]
+                y.extend(F32(F32(d1 * F32(q)) - dm1) for q in lo)
+                y.extend(F32(F32(d2 * F32(q)) - dm2) for q in hi)
+    return np.array(y, dtype=np.float32)
+
+
 def q6_k_blocks():
     """Q6_K blocks of random quants and scales, with ordinary, zero, negative, subnormal,
     largest, infinite and NaN d."""
@@ -175,6 +238,28 @@ def q6_k_blocks():
             body[0:192] = [0x00, 0xFF] * 96
             body[192:208] = [0x80, 0x7F] * 8
         out += body.tobytes() + fp16_bits(d).to_bytes(2, "little")
+    return bytes(out)
+
+
+def k4_blocks(seed, body_bytes):
+    """Q4_K (body_bytes 140) or Q5_K (172) blocks: random scales, qh and qs under every pair of
+    ordinary, zero, negative, subnormal and largest d and dmin; then infinite and NaN ones (as
+    Q6_K's); then two blocks of extreme bits: every scale and min 63 with every quant 0 or its
+    largest (d = dmin = 1.0), and the same quants under scales and mins of 0 and 63 with
+    d = -65504, dmin = 65504."""
+    rng = np.random.default_rng(seed)
+    finite = [0.001, 0.0123, -0.02, 0.0, -0.0, 6e-8, -3e-5, 65504.0]
+    pairs = [(d, dmin) for d in finite for dmin in finite]
+    pairs += [(np.inf, 0.0123), (0.0123, -np.inf), (np.nan, 0.001), (0.001, np.nan)]
+    pairs += [(1.0, 1.0), (-65504.0, 65504.0)]
+    out = bytearray()
+    for k, (d, dmin) in enumerate(pairs):
+        body = rng.integers(0, 256, size=body_bytes, dtype=np.uint8)
+        if k >= len(pairs) - 2:  # scales 0xFF (then 0x00, 0xFF, ...), quants 0x00, 0xFF, ...
+            body[0:12] = [0xFF] * 12 if k == len(pairs) - 2 else [0x00, 0xFF] * 6
+            body[12:] = [0x00, 0xFF] * ((body_bytes - 12) // 2)
+        out += fp16_bits(d).to_bytes(2, "little") + fp16_bits(dmin).to_bytes(2, "little")
+        out += body.tobytes()
     return bytes(out)
 
 
@@ -230,12 +315,21 @@ def main():
     q8 = quantize_q8_0(x)
     q4 = quantize_q4_0(x)
     q6k = q6_k_blocks()
+    q4k = k4_blocks(20261204, 140)
+    q5k = k4_blocks(20261205, 172)
     # Spot checks of the definition on blocks whose bytes are known by hand.
     assert q8[:2] == b"\x00\x00" and q8[2:34] == bytes(32)
     assert q4[:2] == b"\x00\x80" and q4[2:18] == bytes([0x88] * 16)  # d = -0.0, q = 8
     tie = q8[3 * 34:4 * 34]
     assert tie[:2] == b"\x00\x3c"  # d = 1.0
     assert np.frombuffer(tie[4:6], dtype=np.int8).tolist() == [-15, -14]  # -14.5 -> -15
+    sc = bytes([0xC1, 0x42, 0x03, 0xC4, 0x05, 0x06, 0x07, 0x88, 0x9A, 0xBC, 0xDE, 0xF0])
+    assert [get_scale_min_k4(j, sc) for j in (0, 3, 4, 5, 7)] == [
+        (1, 5), (4, 8), (0x3A, 9), (0x1C, 0xB), (0x30, 0x2F)]
+    y4k, y5k = dequantize_q4_k(q4k), dequantize_q5_k(q5k)
+    # The d = dmin = 1.0 block: quants 0 and 15 (31 with Q5_K's fifth bit) times 63, minus 63.
+    assert y4k[-512:-256].tolist() == [-63.0, 15 * 63 - 63.0] * 128
+    assert y5k[-512:-256].tolist() == [-63.0, 31 * 63 - 63.0] * 128
     outputs = {
         "inputs.f32": x.astype("<f4").tobytes(),
         "q8_0.bin": q8,
@@ -244,6 +338,10 @@ def main():
         "q4_0_dequant.f32": dequantize_q4_0(q4).astype("<f4").tobytes(),
         "q6_k.bin": q6k,
         "q6_k_dequant.f32": dequantize_q6_k(q6k).astype("<f4").tobytes(),
+        "q4_k.bin": q4k,
+        "q4_k_dequant.f32": y4k.astype("<f4").tobytes(),
+        "q5_k.bin": q5k,
+        "q5_k_dequant.f32": y5k.astype("<f4").tobytes(),
     }
     for name, data in outputs.items():
         with open(os.path.join(args.out, name), "wb") as f:

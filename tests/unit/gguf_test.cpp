@@ -193,7 +193,7 @@ TEST(Gguf, TensorInfoErrors) {
                         uint64_t offset) -> Raw& {
     return r.header(1, 0).tensor(name, std::move(ne), type, offset).pad().zeros(64);
   };
-  expect_bad(with("t", {8}, 12, 0), {"tensor t: unsupported tensor type Q4_K"});
+  expect_bad(with("t", {8}, 10, 0), {"tensor t: unsupported tensor type Q2_K"});
   expect_bad(with("t", {8}, 99, 0), {"unsupported tensor type type 99"});
   expect_bad(with("t", {8}, 30, 0), {"unsupported tensor type BF16"});
   expect_bad(with("t", {1, 1, 1, 1, 1}, 0, 0), {"tensor t: 5 dimensions"});

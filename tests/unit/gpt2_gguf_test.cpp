@@ -279,7 +279,7 @@ TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
   train::save_gpt2_gguf(dir.file("q4.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::q4_0,
                         "q6k-test");
   const std::vector<std::byte> q6k =
-      test::random_q6_k(static_cast<size_t>(c.vocab_size) * c.n_embd / 256, 7);
+      test::random_k_quant(DType::q6_k, static_cast<size_t>(c.vocab_size) * c.n_embd / 256, 7);
   copy_gguf(dir.file("q4.gguf"), dir.file("q6k.gguf"), {},
             {{"token_embd.weight", {io::GgmlType::q6_k, q6k}}});
   std::vector<float> decoded(static_cast<size_t>(c.vocab_size) * c.n_embd);
@@ -308,31 +308,38 @@ TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
   }
 }
 
-// llama.cpp's Q6_K files quantize every matrix to Q6_K. They run in place as a q6_k model, as
-// the same weights decoded to f32 do up to f32 rounding, and decode equals prefill.
-TEST(Gpt2Gguf, Q6_KFileRunsInPlace) {
+// A GGUF of q6_k_config()'s shape whose matrices have the given types (by tensor name; random
+// blocks), run in place: as the same weights decoded to f32 up to f32 rounding, decode equals
+// prefill, and the model reports `want` (the MLP's type).
+void expect_runs_in_place(const std::map<std::string, io::GgmlType>& types, DType want) {
   test::TempDir dir;
   const gpt2::Config c = q6_k_config();
   const std::vector<double> normal = test::random_normal(gpt2::param_layout(c).size(), 6, 0.05);
   const std::vector<float> params(normal.begin(), normal.end());
   train::save_gpt2_gguf(dir.file("f32.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::f32,
-                        "q6k-test");
+                        "kquant-test");
   std::map<std::string, std::vector<std::byte>> blocks;
   std::map<std::string, Retyped> retyped;
   uint32_t seed = 11;
   const io::GgufFile f32 = io::GgufFile::open(dir.file("f32.gguf"));
+  size_t block_bytes = 0;
   for (const io::GgufTensor& t : f32.tensors()) {
     if (t.ne.size() != 2 || t.name == "position_embd.weight") continue;
-    const std::vector<std::byte>& b = blocks[t.name] = test::random_q6_k(t.numel / 256, seed++);
-    retyped[t.name] = {io::GgmlType::q6_k, b};
+    const io::GgmlType type = types.at(t.name);
+    const DType dt = *train::ggml_block_dtype(type);
+    const std::vector<std::byte>& b = blocks[t.name] =
+        test::random_k_quant(dt, t.numel / 256, seed++);
+    retyped[t.name] = {type, b};
+    block_bytes += b.size();
   }
   ASSERT_EQ(retyped.size(), 5u);  // token_embd and the layer's four matrices
-  copy_gguf(dir.file("f32.gguf"), dir.file("q6k.gguf"), {}, retyped);
+  copy_gguf(dir.file("f32.gguf"), dir.file("k.gguf"), {}, retyped);
 
-  gpt2::Model q = train::load_gpt2_gguf_model(dir.file("q6k.gguf"));
-  gpt2::Model f = train::load_gpt2_gguf_model(dir.file("q6k.gguf"), DType::f32);
-  EXPECT_EQ(q.dtype(), DType::q6_k);
+  gpt2::Model q = train::load_gpt2_gguf_model(dir.file("k.gguf"));
+  gpt2::Model f = train::load_gpt2_gguf_model(dir.file("k.gguf"), DType::f32);
+  EXPECT_EQ(q.dtype(), want);
   EXPECT_EQ(f.dtype(), DType::f32);
+  EXPECT_LT(q.weight_bytes(), block_bytes + f.weight_bytes() / 4);  // the blocks, in place
   const std::vector<int> tokens = {3, 500, 17, 999, 0};
   const std::vector<float> lq = logits(q, tokens), lf = logits(f, tokens);
   double worst = 0, scale = 0;
@@ -347,6 +354,39 @@ TEST(Gpt2Gguf, Q6_KFileRunsInPlace) {
   for (size_t t = 0; t < tokens.size(); ++t) {
     q.forward(std::span(&tokens[t], 1), cache, step, /*all_logits=*/false);
     ASSERT_EQ(std::memcmp(step.data(), lq.data() + t * step.size(), step.size() * 4), 0) << t;
+  }
+  // Another type converts: every tensor decoded, then quantized at load.
+  gpt2::Model q8 = train::load_gpt2_gguf_model(dir.file("k.gguf"), DType::q8_0);
+  EXPECT_EQ(q8.dtype(), DType::q8_0);
+  const std::vector<float> l8 = logits(q8, tokens);
+  double worst8 = 0;
+  for (size_t i = 0; i < l8.size(); ++i) worst8 = std::max(worst8, double(std::abs(l8[i] - lf[i])));
+  EXPECT_LT(worst8, 0.05 * scale);
+}
+
+// llama.cpp's Q6_K files quantize every matrix to Q6_K; its Q4_K_M and Q5_K_M files mix Q4_K,
+// Q5_K and Q6_K (llama_tensor_get_type: the tied token_embd and some ffn_down Q6_K, attn_qkv a
+// step wider than the rest).
+TEST(Gpt2Gguf, KQuantFilesRunInPlace) {
+  using T = io::GgmlType;
+  const auto mix = [](T emb, T qkv, T out, T up, T down) {
+    return std::map<std::string, io::GgmlType>{{"token_embd.weight", emb},
+                                               {"blk.0.attn_qkv.weight", qkv},
+                                               {"blk.0.attn_output.weight", out},
+                                               {"blk.0.ffn_up.weight", up},
+                                               {"blk.0.ffn_down.weight", down}};
+  };
+  {
+    SCOPED_TRACE("Q6_K");
+    expect_runs_in_place(mix(T::q6_k, T::q6_k, T::q6_k, T::q6_k, T::q6_k), DType::q6_k);
+  }
+  {
+    SCOPED_TRACE("Q4_K_M");
+    expect_runs_in_place(mix(T::q6_k, T::q5_k, T::q4_k, T::q4_k, T::q6_k), DType::q4_k);
+  }
+  {
+    SCOPED_TRACE("Q5_K_M");
+    expect_runs_in_place(mix(T::q6_k, T::q6_k, T::q5_k, T::q5_k, T::q6_k), DType::q5_k);
   }
 }
 

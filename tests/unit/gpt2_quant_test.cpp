@@ -278,9 +278,16 @@ TEST(Gpt2Quant, ErrorsForShapesAndTensorsThatCannotBeUsed) {
   EXPECT_NO_THROW(build("h.0.mlp.c_fc.weight", {DType::q8_0, blocks.data(), fc_bytes}));
   test::expect_error(
       [&] {
-        build("h.0.mlp.c_fc.weight", {DType::q4_0, blocks.data(), 0});
+        build("h.0.mlp.c_fc.weight", {DType::f16, blocks.data(), fc_bytes});
       },
-      {"h.0.mlp.c_fc.weight", "q4_0", "expected q8_0"});
+      {"h.0.mlp.c_fc.weight", "f16", "expected a block type"});
+  // Matrices may mix block types (llama.cpp's k-quant files), if their blocks fit the inputs.
+  EXPECT_NO_THROW(build("h.0.mlp.c_fc.weight", {DType::q4_0, blocks.data(), fc_bytes / 34 * 18}));
+  test::expect_error(
+      [&] {
+        build("h.0.mlp.c_fc.weight", {DType::q4_k, blocks.data(), 0});
+      },
+      {"h.0.mlp.c_fc.weight", "q4_k", "blocks of 256 do not divide its 32 inputs"});
   test::expect_error(
       [&] {
         build("h.0.mlp.c_fc.weight", {DType::q8_0, blocks.data(), fc_bytes - 34});

@@ -1,6 +1,6 @@
-// ggml's Q8_0 / Q4_0 blocks (and Q6_K's decoding): the quantizer's bytes and the dequantizer's
-// values against an independent numpy implementation (tools/quant_reference.py, fixture in
-// tests/fixtures/quant), and the block types' sizes.
+// ggml's Q8_0 / Q4_0 blocks (and the k-quants' decoding): the quantizer's bytes and the
+// dequantizer's values against an independent numpy implementation (tools/quant_reference.py,
+// fixture in tests/fixtures/quant), and the block types' sizes.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -81,24 +81,32 @@ TEST(QuantBlocks, DequantizedValuesEqualTheNumpyReference) {
   }
 }
 
-// Q6_K, which tinylm only reads (llama.cpp's Q4_0 files keep a tied token_embd in it): blocks
-// of random bits and edge scales (zero, subnormal, 65504, inf, NaN), decoded. (The numpy
-// decoder was also checked against ggml's own dequantize_row_q6_K, outside the repository.)
-TEST(QuantBlocks, Q6_KDecodesAsTheNumpyReference) {
-  const std::vector<uint8_t> q = fixture("q6_k.bin");
-  const std::vector<float> want = floats("q6_k_dequant.f32");
-  ASSERT_EQ(q.size() / sizeof(BlockQ6_K) * kSuperBlock, want.size());
+// The k-quants, which tinylm only reads (llama.cpp's Q4_0 files keep a tied token_embd in Q6_K;
+// its Q4_K_M / Q5_K_M files mix Q4_K, Q5_K and Q6_K): blocks of random bits and edge scales
+// (zero, subnormal, 65504, inf, NaN), decoded. (The numpy decoders were also checked against
+// ggml's own dequantize_row_q6_K / _q4_K / _q5_K, outside the repository: the same bits.)
+template <class Block>
+void expect_numpy_decoding(const std::string& name) {
+  SCOPED_TRACE(name);
+  const std::vector<uint8_t> q = fixture(name + ".bin");
+  const std::vector<float> want = floats(name + "_dequant.f32");
+  ASSERT_EQ(q.size() / sizeof(Block) * kSuperBlock, want.size());
   std::vector<float> got(want.size());
-  dequantize(reinterpret_cast<const BlockQ6_K*>(q.data()), got.data(),
+  dequantize(reinterpret_cast<const Block*>(q.data()), got.data(),
              static_cast<int64_t>(got.size()));
   for (size_t i = 0; i < got.size(); ++i) {
     const bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
     ASSERT_TRUE(both_nan || float_bits(got[i]) == float_bits(want[i]))
-        << "q6_k value " << i << ": " << got[i] << " vs " << want[i];
+        << "value " << i << ": " << got[i] << " vs " << want[i];
   }
-  test::expect_error(
-      [&] { dequantize(reinterpret_cast<const BlockQ6_K*>(q.data()), got.data(), 255); },
-      {"256-value blocks"});
+  test::expect_error([&] { dequantize(reinterpret_cast<const Block*>(q.data()), got.data(), 255); },
+                     {"256-value blocks"});
+}
+
+TEST(QuantBlocks, KQuantsDecodeAsTheNumpyReference) {
+  expect_numpy_decoding<BlockQ6_K>("q6_k");
+  expect_numpy_decoding<BlockQ4_K>("q4_k");
+  expect_numpy_decoding<BlockQ5_K>("q5_k");
 }
 
 TEST(QuantBlocks, RoundTripErrorIsWithinHalfAStep) {

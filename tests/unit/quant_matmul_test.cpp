@@ -34,8 +34,9 @@ Operands operands(DType t, const Case& c, uint32_t seed) {
   o.x = test::random_uniform(static_cast<size_t>(c.rows * c.nin), seed, -2.0f, 2.0f);
   if (c.bias) o.b = test::random_uniform(static_cast<size_t>(c.nout), seed + 1);
   o.w.resize(storage_bytes(t, c.nout * c.nin));
-  if (t == DType::q6_k) {
-    const std::vector<std::byte> q = test::random_q6_k(o.w.size() / sizeof(BlockQ6_K), seed + 2);
+  if (dtype_block_size(t) == 256) {
+    const std::vector<std::byte> q =
+        test::random_k_quant(t, o.w.size() / dtype_block_bytes(t), seed + 2);
     std::memcpy(o.w.data(), q.data(), q.size());
   } else {
     const std::vector<float> w =
@@ -58,18 +59,18 @@ std::vector<float> product(DType t, const Operands& o, const Case& c) {
 const Case kCases[] = {{1, 32, 1, false},   {1, 768, 100, true},  {2, 96, 67, true},
                        {3, 64, 5, false},   {5, 160, 64, true},   {17, 256, 37, true},
                        {70, 96, 130, true}, {300, 64, 29, false}, {20, 2304, 33, true}};
-// Q6_K's blocks hold 256 weights.
-const Case kCasesQ6_K[] = {{1, 256, 1, false},   {1, 768, 100, true},   {2, 512, 67, true},
-                           {3, 256, 5, false},   {5, 768, 64, true},    {17, 256, 37, true},
-                           {70, 512, 130, true}, {300, 256, 29, false}, {20, 2304, 33, true}};
+// The k-quants' blocks hold 256 weights.
+const Case kCasesK[] = {{1, 256, 1, false},   {1, 768, 100, true},   {2, 512, 67, true},
+                        {3, 256, 5, false},   {5, 768, 64, true},    {17, 256, 37, true},
+                        {70, 512, 130, true}, {300, 256, 29, false}, {20, 2304, 33, true}};
 
 std::span<const Case> cases(DType t) {
-  if (t == DType::q6_k) return kCasesQ6_K;
+  if (dtype_block_size(t) == 256) return kCasesK;
   return kCases;
 }
 
 TEST(QuantMatmul, EqualsTheF32ProductOverDequantizedWeightsAtEveryLevel) {
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q6_k}) {
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q6_k, DType::q4_k, DType::q5_k}) {
     for (const Case& c : cases(t)) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " rows " + std::to_string(c.rows) + " nin " +
                    std::to_string(c.nin) + " nout " + std::to_string(c.nout));
@@ -102,8 +103,8 @@ TEST(QuantMatmul, EqualsTheF32ProductOverDequantizedWeightsAtEveryLevel) {
 }
 
 TEST(QuantMatmul, RowsAloneEqualRowsTogetherAtAnyThreadCount) {
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q6_k}) {
-    const Case all{40, t == DType::q6_k ? 512 : 192, 70, true};
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q6_k, DType::q4_k, DType::q5_k}) {
+    const Case all{40, dtype_block_size(t) == 256 ? 512 : 192, 70, true};
     const Operands o = operands(t, all, 3);
     test::for_each_isa([&](Isa) {
       set_num_threads(1);

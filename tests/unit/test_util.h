@@ -96,19 +96,29 @@ inline std::vector<float> random_uniform(size_t n, uint32_t seed, float lo = -1.
   return v;
 }
 
-// The bytes of n ggml Q6_K blocks (210 bytes: ql, qh, 16 int8 scales, fp16 d; tinylm has no
-// quantizer for them): random bits, each d a random fp16 in [1e-4, 1e-3) (weights within
-// about +-4; every q and group scale value occurs).
-inline std::vector<std::byte> random_q6_k(size_t nblocks, uint32_t seed) {
-  constexpr size_t kBytes = 210;
+// The bytes of n ggml k-quant blocks of type t (q6_k: ql, qh, 16 int8 scales, fp16 d; q4_k /
+// q5_k: fp16 d and dmin, packed scales, (qh,) qs; tinylm has no quantizer for them): random
+// bits, each fp16 scale (d, and dmin) a random value in [1e-4, 1e-3) (weights within about +-4;
+// every q and scale value occurs).
+inline std::vector<std::byte> random_k_quant(DType t, size_t nblocks, uint32_t seed) {
+  const size_t bytes = dtype_block_bytes(t);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
-  std::vector<std::byte> q(nblocks * kBytes);
-  for (size_t b = 0; b < nblocks; ++b) {
-    for (size_t i = 0; i < kBytes - 2; ++i) q[b * kBytes + i] = static_cast<std::byte>(rng() >> 24);
+  std::vector<std::byte> q(nblocks * bytes);
+  const auto put_scale = [&](std::byte* p) {
     const uint16_t d = float_to_f16(scale(rng));
-    q[b * kBytes + kBytes - 2] = static_cast<std::byte>(d & 0xff);
-    q[b * kBytes + kBytes - 1] = static_cast<std::byte>(d >> 8);
+    p[0] = static_cast<std::byte>(d & 0xff);
+    p[1] = static_cast<std::byte>(d >> 8);
+  };
+  for (size_t b = 0; b < nblocks; ++b) {
+    std::byte* block = q.data() + b * bytes;
+    for (size_t i = 0; i < bytes; ++i) block[i] = static_cast<std::byte>(rng() >> 24);
+    if (t == DType::q6_k) {
+      put_scale(block + bytes - 2);
+    } else {
+      put_scale(block);
+      put_scale(block + 2);
+    }
   }
   return q;
 }

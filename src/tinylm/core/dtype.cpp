@@ -21,16 +21,21 @@ size_t dtype_size(DType t) {
     case DType::q8_0:
     case DType::q4_0:
     case DType::q6_k:
+    case DType::q4_k:
+    case DType::q5_k:
       fail("[dtype_size] ", dtype_name(t),
            " is a block type with no size per element: use storage_bytes");
   }
   fail("[dtype_size] invalid dtype ", static_cast<int>(t));
 }
 
-bool is_quantized(DType t) { return t == DType::q8_0 || t == DType::q4_0 || t == DType::q6_k; }
+bool is_quantized(DType t) {
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q6_k || t == DType::q4_k ||
+         t == DType::q5_k;
+}
 
 int64_t dtype_block_size(DType t) {
-  if (t == DType::q6_k) return 256;
+  if (t == DType::q6_k || t == DType::q4_k || t == DType::q5_k) return 256;
   return is_quantized(t) ? 32 : 1;
 }
 
@@ -42,6 +47,10 @@ size_t dtype_block_bytes(DType t) {
       return 2 + 16;  // fp16 scale + 32 nibbles
     case DType::q6_k:
       return 128 + 64 + 16 + 2;  // low nibbles, high bit pairs, 16 int8 scales, fp16 scale
+    case DType::q4_k:
+      return 2 + 2 + 12 + 128;  // fp16 scale and min, 6-bit scales and mins, nibbles
+    case DType::q5_k:
+      return 2 + 2 + 12 + 32 + 128;  // as q4_k, and a fifth bit per weight
     default:
       return dtype_size(t);
   }
@@ -77,16 +86,21 @@ std::string_view dtype_name(DType t) {
       return "q4_0";
     case DType::q6_k:
       return "q6_k";
+    case DType::q4_k:
+      return "q4_k";
+    case DType::q5_k:
+      return "q5_k";
   }
   fail("[dtype_name] invalid dtype ", static_cast<int>(t));
 }
 
 DType parse_dtype(std::string_view name) {
   for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::f64, DType::q8_0,
-                  DType::q4_0, DType::q6_k}) {
+                  DType::q4_0, DType::q6_k, DType::q4_k, DType::q5_k}) {
     if (dtype_name(t) == name) return t;
   }
-  fail("unknown dtype '", name, "' (expected f32, f16, bf16, i32, f64, q8_0, q4_0 or q6_k)");
+  fail("unknown dtype '", name,
+       "' (expected f32, f16, bf16, i32, f64, q8_0, q4_0, q6_k, q4_k or q5_k)");
 }
 
 uint16_t float_to_f16(float f) {

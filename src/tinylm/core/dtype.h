@@ -8,20 +8,21 @@
 
 namespace tinylm {
 
-// q8_0, q4_0 and q6_k are ggml's block types (kernels/quant/blocks.h): 32 (256 for q6_k)
-// weights share scales, so they have no size per element. dtype_size throws for them; a count
-// of elements becomes bytes through storage_bytes, which also rejects counts that are not whole
-// blocks. q6_k is read from GGUF files only: tinylm has no quantizer for it.
-enum class DType : uint8_t { f32, f16, bf16, i32, f64, q8_0, q4_0, q6_k };
+// q8_0, q4_0 and the k-quants q6_k, q4_k, q5_k are ggml's block types (kernels/quant/blocks.h):
+// 32 (256 for the k-quants) weights share scales, so they have no size per element. dtype_size
+// throws for them; a count of elements becomes bytes through storage_bytes, which also rejects
+// counts that are not whole blocks. The k-quants are read from GGUF files only: tinylm has no
+// quantizer for them.
+enum class DType : uint8_t { f32, f16, bf16, i32, f64, q8_0, q4_0, q6_k, q4_k, q5_k };
 
 size_t dtype_size(DType t);            // bytes per element; throws Error for block types
-std::string_view dtype_name(DType t);  // "f32", "f16", "bf16", "i32", "f64", "q8_0", "q4_0", "q6_k"
+std::string_view dtype_name(DType t);  // "f32", "f16", ..., "q8_0", "q4_0", "q6_k", "q4_k", "q5_k"
 DType parse_dtype(std::string_view name);  // the names above; throws Error otherwise
 
-bool is_quantized(DType t);         // a block type (q8_0, q4_0, q6_k)
-int64_t dtype_block_size(DType t);  // elements per block: 32 (256 for q6_k), else 1
-size_t dtype_block_bytes(DType t);  // bytes per block: 34 (q8_0), 18 (q4_0), 210 (q6_k), else
-                                    // dtype_size
+bool is_quantized(DType t);         // a block type (q8_0, q4_0, q6_k, q4_k, q5_k)
+int64_t dtype_block_size(DType t);  // elements per block: 32 (256 for the k-quants), else 1
+size_t dtype_block_bytes(DType t);  // bytes per block: 34 (q8_0), 18 (q4_0), 210 (q6_k), 144
+                                    // (q4_k), 176 (q5_k), else dtype_size
 // Bytes of `numel` elements of t; throws Error when numel is negative or not a whole number of
 // blocks, or the size overflows.
 size_t storage_bytes(DType t, int64_t numel);

@@ -160,7 +160,8 @@ std::string ggml_type_name(uint32_t type) {
 }
 
 bool ggml_type_supported(uint32_t type) {
-  return type == 0 || type == 1 || type == 2 || type == 8 || type == 14;
+  return type == 0 || type == 1 || type == 2 || type == 8 || type == 12 || type == 13 ||
+         type == 14;
 }
 
 uint64_t ggml_block_size(GgmlType t) {
@@ -171,6 +172,8 @@ uint64_t ggml_block_size(GgmlType t) {
     case GgmlType::q4_0:
     case GgmlType::q8_0:
       return 32;
+    case GgmlType::q4_k:
+    case GgmlType::q5_k:
     case GgmlType::q6_k:
       return 256;
   }
@@ -187,6 +190,10 @@ uint64_t ggml_block_bytes(GgmlType t) {
       return 2 + 16;
     case GgmlType::q8_0:
       return 2 + 32;
+    case GgmlType::q4_k:
+      return 2 + 2 + 12 + 128;
+    case GgmlType::q5_k:
+      return 2 + 2 + 12 + 32 + 128;
     case GgmlType::q6_k:
       return 128 + 64 + 16 + 2;
   }
@@ -321,7 +328,7 @@ void GgufFile::parse() {
     for (uint32_t d = 0; d < n_dims; ++d) t.ne.push_back(c.u64(what + ": dimension"));
     const uint32_t type = c.u32(what + ": type");
     check(ggml_type_supported(type), name, ": ", what, ": unsupported tensor type ",
-          ggml_type_name(type), " (tinylm reads F32, F16, Q8_0, Q4_0 and Q6_K)");
+          ggml_type_name(type), " (tinylm reads F32, F16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K)");
     t.type = static_cast<GgmlType>(type);
     t.offset = c.u64(what + ": offset");
     // Element count and bytes, overflow-checked; a quantized row is whole blocks.

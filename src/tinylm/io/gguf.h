@@ -42,15 +42,24 @@ enum class GgufType : uint32_t {
 };
 std::string_view gguf_type_name(GgufType t);  // "u32", "string", ...
 
-// The ggml tensor types tinylm reads (and, but Q6_K, writes), numbered as in the file. Q6_K is
-// what llama.cpp's quantizer gives a tied token_embd in its Q4_0 files.
-enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q6_k = 14 };
-// "F32", "F16", "Q4_0", "Q8_0", "Q6_K"; for other numbers ggml's name ("Q4_K", "BF16", ...) or
-// "type N".
+// The ggml tensor types tinylm reads (and, but the k-quants, writes), numbered as in the file.
+// Q6_K is what llama.cpp's quantizer gives a tied token_embd in its Q4_0 files; its Q4_K_M and
+// Q5_K_M files mix Q4_K, Q5_K and Q6_K.
+enum class GgmlType : uint32_t {
+  f32 = 0,
+  f16 = 1,
+  q4_0 = 2,
+  q8_0 = 8,
+  q4_k = 12,
+  q5_k = 13,
+  q6_k = 14
+};
+// "F32", "F16", "Q4_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K"; for other numbers ggml's name ("Q2_K",
+// "BF16", ...) or "type N".
 std::string ggml_type_name(uint32_t type);
 bool ggml_type_supported(uint32_t type);
-// Elements per block (1 for F32/F16, 32 for Q8_0/Q4_0, 256 for Q6_K) and bytes per block (4,
-// 2, 34, 18, 210).
+// Elements per block (1 for F32/F16, 32 for Q8_0/Q4_0, 256 for the k-quants) and bytes per
+// block (4, 2, 34, 18, 144, 176, 210).
 uint64_t ggml_block_size(GgmlType t);
 uint64_t ggml_block_bytes(GgmlType t);
 

@@ -26,6 +26,8 @@ std::optional<DType> ggml_block_dtype(io::GgmlType t) {
   if (t == io::GgmlType::q8_0) return DType::q8_0;
   if (t == io::GgmlType::q4_0) return DType::q4_0;
   if (t == io::GgmlType::q6_k) return DType::q6_k;
+  if (t == io::GgmlType::q4_k) return DType::q4_k;
+  if (t == io::GgmlType::q5_k) return DType::q5_k;
   return std::nullopt;
 }
 
@@ -45,8 +47,11 @@ void encode_ggml(io::GgmlType type, std::span<const float> x, std::span<std::byt
       kernels::quantize(*ggml_block_dtype(type), x.data(), out.data(),
                         static_cast<int64_t>(x.size()));
       return;
+    case io::GgmlType::q4_k:
+    case io::GgmlType::q5_k:
     case io::GgmlType::q6_k:
-      fail("encode_ggml: tinylm reads Q6_K but does not write it");
+      fail("encode_ggml: tinylm reads ", io::ggml_type_name(static_cast<uint32_t>(type)),
+           " but does not write it");
   }
 }
 
@@ -63,6 +68,8 @@ void decode_ggml(io::GgmlType type, std::span<const std::byte> in, std::span<flo
       return;
     case io::GgmlType::q8_0:
     case io::GgmlType::q4_0:
+    case io::GgmlType::q4_k:
+    case io::GgmlType::q5_k:
     case io::GgmlType::q6_k:
       kernels::dequantize(*ggml_block_dtype(type), in.data(), out.data(),
                           static_cast<int64_t>(out.size()));

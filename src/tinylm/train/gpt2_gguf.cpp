@@ -28,6 +28,10 @@ uint32_t file_type_of(io::GgmlType t) {
       return 2;  // MOSTLY_Q4_0
     case io::GgmlType::q8_0:
       return 7;  // MOSTLY_Q8_0
+    case io::GgmlType::q4_k:
+      return 14;  // MOSTLY_Q4_K_S
+    case io::GgmlType::q5_k:
+      return 16;  // MOSTLY_Q5_K_S
     case io::GgmlType::q6_k:
       return 18;  // MOSTLY_Q6_K
   }
@@ -271,13 +275,14 @@ namespace {
 // quantizer gives a tied token_embd Q6_K in a Q4_0 file) or F32.
 bool head_type(io::GgmlType t) { return ggml_block_dtype(t) || t == io::GgmlType::f32; }
 
-// Whether a `dtype` model can use the file's tensors in place (gpt2::Model::from_quant_views):
-// the layers' matrices in `dtype`, token_embd and output of a head_type, the rest F32.
-bool usable_in_place(const io::GgufFile& f, const ParamLayout& layout, DType dtype) {
+// Whether the file's tensors can be used in place (gpt2::Model::from_quant_views): the layers'
+// matrices of block types (llama.cpp's Q4_K_M and Q5_K_M files mix Q4_K, Q5_K and Q6_K),
+// token_embd and output of a head_type, the rest F32.
+bool usable_in_place(const io::GgufFile& f, const ParamLayout& layout) {
   for (const ParamEntry& e : layout.entries()) {
     const Mapped m = map_param(e);
     const io::GgmlType t = f.find_tensor(m.gguf)->type;
-    if (m.conv1d                 ? ggml_block_dtype(t) != dtype
+    if (m.conv1d                 ? !ggml_block_dtype(t)
         : e.name == "wte.weight" ? !head_type(t)
                                  : t != io::GgmlType::f32)
       return false;
@@ -292,11 +297,12 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> d
   {
     const io::GgufFile f = io::GgufFile::open(path);
     const gpt2::Config config = read_gpt2_gguf_config(f);
+    // The file's type: its MLP's (a k-quant mix gives other matrices other types).
     const std::optional<DType> file_blocks =
-        ggml_block_dtype(f.find_tensor("blk.0.attn_qkv.weight")->type);
+        ggml_block_dtype(f.find_tensor("blk.0.ffn_up.weight")->type);
     if (!dtype) dtype = file_blocks.value_or(DType::f32);
     const ParamLayout layout = gpt2::param_layout(config);
-    if (is_quantized(*dtype) && usable_in_place(f, layout, *dtype)) {
+    if (is_quantized(*dtype) && dtype == file_blocks && usable_in_place(f, layout)) {
       std::map<std::string, const io::GgufTensor*> by_hf_name;
       for (const ParamEntry& e : layout.entries())
         by_hf_name[e.name] = f.find_tensor(map_param(e).gguf);

@@ -102,6 +102,31 @@ void dequantize_block(const BlockQ6_K& b, float* y) {
   }
 }
 
+// Q4_K and Q5_K: sub-block p's 32 integers q (the fifth bit from qh when given).
+void k_quants(const uint8_t* qs, const uint8_t* qh, int p, int* q) {
+  for (int l = 0; l < 32; ++l) {
+    q[l] = (p % 2 ? qs[32 * (p / 2) + l] >> 4 : qs[32 * (p / 2) + l] & 15) |
+           (qh ? (qh[l] >> p & 1) << 4 : 0);
+  }
+}
+template <class Block>
+void dequantize_k_block(const Block& b, const uint8_t* qh, float* y) {
+  const float d = block_scale(b);
+  const float dmin = f16_to_float(static_cast<uint16_t>(b.dmin[0] | (b.dmin[1] << 8)));
+  for (int p = 0; p < 8; ++p) {
+    int sc, m, q[32];
+    k_scale_min(b.scales, p, sc, m);
+    k_quants(b.qs, qh, p, q);
+    const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) {
+      const float scaled = d1 * static_cast<float>(q[l]);  // (rounded before the subtraction)
+      y[32 * p + l] = scaled - m1;
+    }
+  }
+}
+void dequantize_block(const BlockQ4_K& b, float* y) { dequantize_k_block(b, nullptr, y); }
+void dequantize_block(const BlockQ5_K& b, float* y) { dequantize_k_block(b, b.qh, y); }
+
 template <class Block>
 int64_t whole_blocks(int64_t n, const char* what) {
   check(n >= 0 && n % kWeights<Block> == 0, "[", what, "] ", n,
@@ -143,6 +168,8 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
 void dequantize(const BlockQ8_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
 void dequantize(const BlockQ4_0* x, float* y, int64_t n) { dequantize_all(x, y, n); }
 void dequantize(const BlockQ6_K* x, float* y, int64_t n) { dequantize_all(x, y, n); }
+void dequantize(const BlockQ4_K* x, float* y, int64_t n) { dequantize_all(x, y, n); }
+void dequantize(const BlockQ5_K* x, float* y, int64_t n) { dequantize_all(x, y, n); }
 
 void quantize(DType t, const float* x, void* out, int64_t n) {
   switch (t) {
@@ -163,6 +190,10 @@ void dequantize(DType t, const void* in, float* y, int64_t n) {
       return dequantize(static_cast<const BlockQ4_0*>(in), y, n);
     case DType::q6_k:
       return dequantize(static_cast<const BlockQ6_K*>(in), y, n);
+    case DType::q4_k:
+      return dequantize(static_cast<const BlockQ4_K*>(in), y, n);
+    case DType::q5_k:
+      return dequantize(static_cast<const BlockQ5_K*>(in), y, n);
     default:
       fail("[dequantize] ", dtype_name(t), " is not a block type");
   }

@@ -58,11 +58,48 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210 && alignof(BlockQ6_K) == 1);
 
+// ggml's Q4_K and Q5_K (read only: llama.cpp's Q4_K_M / Q5_K_M files mix them with Q6_K): 256
+// weights in 8 sub-blocks of 32, each a 6-bit scale sc and a 6-bit min m (k_scale_min), all
+// one fp16 d and one fp16 dmin. Sub-block p's 32 weights take the low (p even) or high (p odd)
+// nibbles of qs[32 (p / 2) ..], and for Q5_K bit p of qh[0 .. 31] as a fifth bit (16):
+//   weight 32 p + l = (d * sc) * q - dmin * m
+// in float (dequantize_row_q4_K / _q5_K). The products are exact (11 + 6 + 5 significant bits),
+// so only the difference rounds, and a build of ggml that fuses it with the multiply gives the
+// same bits.
+struct BlockQ4_K {
+  uint8_t d[2], dmin[2];  // fp16, little-endian
+  uint8_t scales[12];
+  uint8_t qs[kSuperBlock / 2];
+};
+struct BlockQ5_K {
+  uint8_t d[2], dmin[2];  // fp16, little-endian
+  uint8_t scales[12];
+  uint8_t qh[kSuperBlock / 8];
+  uint8_t qs[kSuperBlock / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144 && alignof(BlockQ4_K) == 1);
+static_assert(sizeof(BlockQ5_K) == 176 && alignof(BlockQ5_K) == 1);
+
+// Sub-block p's scale and min from the 12 packed bytes (ggml's get_scale_min_k4).
+inline void k_scale_min(const uint8_t* q, int p, int& sc, int& m) {
+  if (p < 4) {
+    sc = q[p] & 63;
+    m = q[p + 4] & 63;
+  } else {
+    sc = (q[p + 4] & 15) | (q[p - 4] >> 6) << 4;
+    m = (q[p + 4] >> 4) | (q[p] >> 6) << 4;
+  }
+}
+
 // Weights per block of each type.
 template <class Block>
 inline constexpr int64_t kWeights = kQuantBlock;
 template <>
 inline constexpr int64_t kWeights<BlockQ6_K> = kSuperBlock;
+template <>
+inline constexpr int64_t kWeights<BlockQ4_K> = kSuperBlock;
+template <>
+inline constexpr int64_t kWeights<BlockQ5_K> = kSuperBlock;
 
 template <class Block>
 inline float block_scale(const Block& b) {
@@ -80,10 +117,12 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t n);
 // n / 32 blocks into n floats (q * d, exact in f32).
 void dequantize(const BlockQ8_0* x, float* y, int64_t n);
 void dequantize(const BlockQ4_0* x, float* y, int64_t n);
-// n / 256 Q6_K blocks into n floats (n a multiple of 256, else Error).
+// n / 256 Q6_K (Q4_K, Q5_K) blocks into n floats (n a multiple of 256, else Error).
 void dequantize(const BlockQ6_K* x, float* y, int64_t n);
+void dequantize(const BlockQ4_K* x, float* y, int64_t n);
+void dequantize(const BlockQ5_K* x, float* y, int64_t n);
 
-// The same on untyped storage, for t = q8_0 or q4_0 (dequantize: or q6_k; else Error);
+// The same on untyped storage, for t = q8_0 or q4_0 (dequantize: or a k-quant; else Error);
 // `out`/`in` hold storage_bytes(t, n) bytes.
 void quantize(DType t, const float* x, void* out, int64_t n);
 void dequantize(DType t, const void* in, float* y, int64_t n);

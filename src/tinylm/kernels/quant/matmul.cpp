@@ -13,19 +13,37 @@ TINYLM_LEVEL_BEGIN
 
 namespace {
 
+// A block's scales, computed once for its pieces (the f16 table gives fp16 values): d for Q8_0
+// and Q4_0, the 16 group scales d * s for Q6_K, the sub-blocks' d * sc and dmin * m for Q4_K
+// and Q5_K.
+TINYLM_INLINE f32x16 scales(const BlockQ8_0& b, const float* table) {
+  return splat_scale(b.d, table);
+}
+TINYLM_INLINE f32x16 scales(const BlockQ4_0& b, const float* table) {
+  return splat_scale(b.d, table);
+}
+TINYLM_INLINE f32x16 scales(const BlockQ6_K& b, const float* table) { return q6_scales(b, table); }
+TINYLM_INLINE f32x16 scales(const BlockQ4_K& b, const float* table) { return k_scales(b, table); }
+TINYLM_INLINE f32x16 scales(const BlockQ5_K& b, const float* table) { return k_scales(b, table); }
+
 // Piece p's 32 weights as two vectors: q * d for Q8_0, (q - 8) * d for Q4_0 (exact: the
-// products fit a float), (d * s) * (q - 32) for Q6_K, as ggml dequantizes them. The scale comes
-// from f16_table().
-TINYLM_INLINE void weights(const BlockQ8_0& b, int, const float* table, f32x16& lo, f32x16& hi) {
-  const f32x16 d = splat_scale(b.d, table);
-  lo = widen_i8(b.qs) * d;
-  hi = widen_i8(b.qs + kLanes) * d;
+// products fit a float), (d * s) * (q - 32) for Q6_K and (d * sc) * q - dmin * m for Q4_K /
+// Q5_K, as ggml dequantizes them. s: scales(b).
+TINYLM_INLINE void weights(const BlockQ8_0& b, f32x16 s, int, f32x16& lo, f32x16& hi) {
+  lo = widen_i8(b.qs) * s;
+  hi = widen_i8(b.qs + kLanes) * s;
 }
-TINYLM_INLINE void weights(const BlockQ4_0& b, int, const float* table, f32x16& lo, f32x16& hi) {
-  q4_weights(b.qs, splat_scale(b.d, table), lo, hi);
+TINYLM_INLINE void weights(const BlockQ4_0& b, f32x16 s, int, f32x16& lo, f32x16& hi) {
+  q4_weights(b.qs, s, lo, hi);
 }
-TINYLM_INLINE void weights(const BlockQ6_K& b, int p, const float* table, f32x16& lo, f32x16& hi) {
-  q6_weights(b, p, q6_scales(b, table), lo, hi);  // (the scales: common to the unrolled pieces)
+TINYLM_INLINE void weights(const BlockQ6_K& b, f32x16 s, int p, f32x16& lo, f32x16& hi) {
+  q6_weights(b, p, s, lo, hi);
+}
+TINYLM_INLINE void weights(const BlockQ4_K& b, f32x16 s, int p, f32x16& lo, f32x16& hi) {
+  k_weights(b.qs, nullptr, s, p, lo, hi);
+}
+TINYLM_INLINE void weights(const BlockQ5_K& b, f32x16 s, int p, f32x16& lo, f32x16& hi) {
+  k_weights(b.qs, b.qh, s, p, lo, hi);
 }
 
 // Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each piece's weights dequantized once
@@ -40,13 +58,16 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
     for (int o = 0; o < NO; ++o) a[j][o] = f32x16{};
   }
   for (int64_t k = 0; k < nb; ++k) {
+    f32x16 s[NO];
+#pragma GCC unroll 4
+    for (int o = 0; o < NO; ++o) s[o] = scales(w[o * nb + k], table);
 #pragma GCC unroll 8
     for (int p = 0; p < kPieces<Block>; ++p) {
 #pragma GCC unroll 4
       for (int o = 0; o < NO; ++o) {
         prefetch_piece(w + o * nb + k, p);
         f32x16 lo, hi;
-        weights(w[o * nb + k], p, table, lo, hi);
+        weights(w[o * nb + k], s[o], p, lo, hi);
 #pragma GCC unroll 2
         for (int j = 0; j < NR; ++j) {
           const float* xj = x + j * nin + (k * kPieces<Block> + p) * kQuantBlock;
@@ -156,11 +177,12 @@ void tile_rows(float* y, int64_t ldy, const float* x, int64_t ldx, const float* 
 template <class Block>
 void dequantize_blocks(float* wd, const Block* w, int64_t nb, const float* table) {
   for (int64_t k = 0; k < nb; ++k) {
+    const f32x16 s = scales(w[k], table);
 #pragma GCC unroll 8
     for (int p = 0; p < kPieces<Block>; ++p) {
       prefetch_piece(w + k, p);  // (the blocks come from memory, as in decode)
       f32x16 lo, hi;
-      weights(w[k], p, table, lo, hi);
+      weights(w[k], s, p, lo, hi);
       float* dst = wd + (k * kPieces<Block> + p) * kQuantBlock;
       store(dst, lo);
       store(dst + kLanes, hi);
@@ -234,6 +256,14 @@ void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b, 
                   int64_t nin, int64_t nout) {
   product(y, x, w, b, rows, nin, nout);
 }
+void quant_matmul(float* y, const float* x, const BlockQ4_K* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  product(y, x, w, b, rows, nin, nout);
+}
+void quant_matmul(float* y, const float* x, const BlockQ5_K* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  product(y, x, w, b, rows, nin, nout);
+}
 
 TINYLM_LEVEL_END
 
@@ -245,6 +275,10 @@ TINYLM_LEVELS(void quant_matmul(float* y, const float* x, const BlockQ8_0* w, co
               void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b,
                                 int64_t rows, int64_t nin, int64_t nout);
               void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b,
+                                int64_t rows, int64_t nin, int64_t nout);
+              void quant_matmul(float* y, const float* x, const BlockQ4_K* w, const float* b,
+                                int64_t rows, int64_t nin, int64_t nout);
+              void quant_matmul(float* y, const float* x, const BlockQ5_K* w, const float* b,
                                 int64_t rows, int64_t nin, int64_t nout))
 
 namespace {
@@ -271,6 +305,16 @@ void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b, 
   check_shape<BlockQ6_K>(rows, nin, nout);
   TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
 }
+void quant_matmul(float* y, const float* x, const BlockQ4_K* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  check_shape<BlockQ4_K>(rows, nin, nout);
+  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+}
+void quant_matmul(float* y, const float* x, const BlockQ5_K* w, const float* b, int64_t rows,
+                  int64_t nin, int64_t nout) {
+  check_shape<BlockQ5_K>(rows, nin, nout);
+  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+}
 void quant_matmul(DType t, float* y, const float* x, const void* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
   switch (t) {
@@ -280,6 +324,10 @@ void quant_matmul(DType t, float* y, const float* x, const void* w, const float*
       return quant_matmul(y, x, static_cast<const BlockQ4_0*>(w), b, rows, nin, nout);
     case DType::q6_k:
       return quant_matmul(y, x, static_cast<const BlockQ6_K*>(w), b, rows, nin, nout);
+    case DType::q4_k:
+      return quant_matmul(y, x, static_cast<const BlockQ4_K*>(w), b, rows, nin, nout);
+    case DType::q5_k:
+      return quant_matmul(y, x, static_cast<const BlockQ5_K*>(w), b, rows, nin, nout);
     default:
       fail("[quant_matmul] ", dtype_name(t), " is not a block type");
   }

@@ -37,6 +37,16 @@ TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
 TINYLM_INLINE f32x16 lane(f32x16 v, int i) {
   return {_mm512_maskz_permutexvar_ps(kAll16, _mm512_set1_epi32(i), v.v)};
 }
+// The 16 bytes of four 32-bit words (little-endian), each below 128, as floats.
+TINYLM_INLINE f32x16 widen_u32x4(const uint32_t* w) {
+  return widen_i8(_mm_setr_epi32(static_cast<int>(w[0]), static_cast<int>(w[1]),
+                                 static_cast<int>(w[2]), static_cast<int>(w[3])));
+}
+// a in lanes 0..7, b in lanes 8..15.
+TINYLM_INLINE f32x16 halves(float a, float b) {
+  return {_mm512_mask_broadcastss_ps(_mm512_maskz_broadcastss_ps(0x00ff, _mm_set_ss(a)), 0xff00,
+                                     _mm_set_ss(b))};
+}
 #elif TINYLM_LEVEL == TINYLM_LEVEL_AVX2
 TINYLM_INLINE f32x16 widen_i8(__m128i b) {
   return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)),
@@ -63,6 +73,11 @@ TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
 TINYLM_INLINE f32x16 lane(f32x16 v, int i) {
   const __m256 r = _mm256_permutevar8x32_ps(i < 8 ? v.lo : v.hi, _mm256_set1_epi32(i & 7));
   return {r, r};
+}
+TINYLM_INLINE f32x16 halves(float a, float b) { return {_mm256_set1_ps(a), _mm256_set1_ps(b)}; }
+TINYLM_INLINE f32x16 widen_u32x4(const uint32_t* w) {
+  return widen_i8(_mm_setr_epi32(static_cast<int>(w[0]), static_cast<int>(w[1]),
+                                 static_cast<int>(w[2]), static_cast<int>(w[3])));
 }
 #endif
 
@@ -94,6 +109,23 @@ TINYLM_INLINE void q6_weights(const BlockQ6_K& b, int p, f32x16 sc, f32x16& lo, 
   lo = widen_i8(_mm256_castsi256_si128(v)) * lane(sc, 8 * h + 2 * q);
   hi = widen_i8(_mm256_extracti128_si256(v, 1)) * lane(sc, 8 * h + 2 * q + 1);
 }
+// Sub-block p's 32 integers of a Q4_K (qh null) or Q5_K block as bytes, in weight order: the
+// low or high nibbles of 32 bytes, and bit p of each qh byte as 16 (blocks.h).
+TINYLM_INLINE __m256i k_bytes(const uint8_t* qs, const uint8_t* qh, int p) {
+  const __m256i l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (p / 2)));
+  const __m256i q =
+      _mm256_and_si256(_mm256_srl_epi16(l, _mm_cvtsi32_si128((p & 1) * 4)), _mm256_set1_epi8(15));
+  if (!qh) return q;
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+  const __m256i bit =
+      _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(p)), _mm256_set1_epi8(1));
+  return _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+}
+TINYLM_INLINE void k_integers(const uint8_t* qs, const uint8_t* qh, int p, f32x16& lo, f32x16& hi) {
+  const __m256i v = k_bytes(qs, qh, p);
+  lo = widen_i8(_mm256_castsi256_si128(v));
+  hi = widen_i8(_mm256_extracti128_si256(v, 1));
+}
 #else
 TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
   float f[16];
@@ -113,6 +145,16 @@ TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
   return splat(table[d[0] | (d[1] << 8)]);
 }
 TINYLM_INLINE f32x16 lane(f32x16 v, int i) { return splat(v.q[i >> 2][i & 3]); }
+TINYLM_INLINE f32x16 halves(float a, float b) {
+  float f[16];
+  for (int i = 0; i < 16; ++i) f[i] = i < 8 ? a : b;
+  return load(f);
+}
+TINYLM_INLINE f32x16 widen_u32x4(const uint32_t* w) {
+  int8_t bytes[16];
+  std::memcpy(bytes, w, sizeof bytes);
+  return widen_i8(bytes);
+}
 TINYLM_INLINE f32x16 q6_scales(const BlockQ6_K& b, const float* table) {
   float f[16];
   const float d = table[b.d[0] | (b.d[1] << 8)];
@@ -129,6 +171,42 @@ TINYLM_INLINE void q6_weights(const BlockQ6_K& b, int p, f32x16 sc, f32x16& lo, 
   lo = load(f) * lane(sc, 8 * h + 2 * q);
   hi = load(f + 16) * lane(sc, 8 * h + 2 * q + 1);
 }
+TINYLM_INLINE void k_integers(const uint8_t* qs, const uint8_t* qh, int p, f32x16& lo, f32x16& hi) {
+  float f[32];
+  for (int l = 0; l < 32; ++l) {
+    const int low = qs[32 * (p / 2) + l] >> 4 * (p & 1) & 15;
+    f[l] = static_cast<float>(low | (qh ? (qh[l] >> p & 1) << 4 : 0));
+  }
+  lo = load(f);
+  hi = load(f + 16);
+}
 #endif
+
+// Sub-block p's 32 weights of a Q4_K / Q5_K block: (d * sc) * q - dmin * m, each product and
+// the difference rounded in f32, as blocks.h states.
+// The 8 sub-blocks' d * sc in lanes 0..7 and dmin * m in lanes 8..15 of a Q4_K / Q5_K block
+// (exact products): the 6-bit scales and mins unpacked as k_scale_min reads them, four at a time
+// in 32-bit words.
+template <class Block>
+TINYLM_INLINE f32x16 k_scales(const Block& b, const float* table) {
+  uint32_t u[3];
+  std::memcpy(u, b.scales, sizeof u);
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  const uint32_t s[4] = {u[0] & kLow6,                                     // sc 0..3
+                         (u[2] & kLow4) | (u[0] >> 6 & kLow2) << 4,        // sc 4..7
+                         u[1] & kLow6,                                     // m 0..3
+                         (u[2] >> 4 & kLow4) | (u[1] >> 6 & kLow2) << 4};  // m 4..7
+  return widen_u32x4(s) *
+         halves(table[b.d[0] | (b.d[1] << 8)], table[b.dmin[0] | (b.dmin[1] << 8)]);
+}
+// Sub-block p's 32 weights of a Q4_K (qh null) / Q5_K block: (d * sc) * q - dmin * m, each
+// product (exact) and the difference rounded in f32, as blocks.h states. s: k_scales.
+TINYLM_INLINE void k_weights(const uint8_t* qs, const uint8_t* qh, f32x16 s, int p, f32x16& lo,
+                             f32x16& hi) {
+  const f32x16 d1 = lane(s, p), m1 = lane(s, 8 + p);
+  k_integers(qs, qh, p, lo, hi);
+  lo = lo * d1 - m1;
+  hi = hi * d1 - m1;
+}
 
 TINYLM_LEVEL_END

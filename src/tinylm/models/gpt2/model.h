@@ -21,10 +21,11 @@
 //    (Q6_K) in a Q4_0 file: every logit goes through it, and 4-bit head errors move the
 //    softmax of every token. A file's wte (or head) may be of any block type, q6_k included,
 //    or f32, and is used in place.
-// A model read in place from a GGUF file may also have q6_k matrices (llama.cpp's Q6_K files);
-// tinylm has no quantizer for q6_k, so only files give it.
-// Activations are never quantized: each product is an f32 computation over the dequantized
-// weights (kernels/quant/matmul.h), so decode equals prefill bit for bit here too.
+// A model read in place from a GGUF file may also have k-quant matrices, of mixed types
+// (llama.cpp's Q6_K, Q4_K_M and Q5_K_M files); tinylm has no quantizer for the k-quants, so only
+// files give them. By default activations are not quantized: each product is an f32
+// computation over the dequantized weights (kernels/quant/matmul.h), so decode equals prefill
+// bit for bit here too (set_activations offers ggml's 8-bit activations).
 #include <functional>
 #include <memory>
 #include <span>
@@ -84,11 +85,13 @@ class Model {
   // memory-mapped GGUF file kept alive by `owner`: nothing is copied. tensor(name) is called
   // for every name of param_layout, with Hugging Face's names (and "lm_head.weight" when
   // untied_head); each view must be:
-  //  - the layers' four matrices: `dtype` blocks in ggml's layout (the header above);
-  //  - wte.weight and lm_head.weight: q8_0 or q4_0 blocks, vocab rows of n_embd / 32;
+  //  - the layers' four matrices: blocks of any block type in ggml's layout (the header above;
+  //    `dtype`, the model's reported type, is the file's, and its blocks must divide the
+  //    widths), each matrix's blocks dividing its inputs;
+  //  - wte.weight and lm_head.weight: blocks of any block type, vocab rows of n_embd, or f32;
   //  - every other tensor (1-D, wpe): f32, 4-byte aligned.
   // Blocks need no alignment. Throws Error naming the tensor for a null pointer, a wrong type, a
-  // byte count that does not match the shape, or widths that are not multiples of 32.
+  // byte count that does not match the shape, or widths that are not whole blocks.
   static Model from_quant_views(const Config& config, DType dtype,
                                 const std::function<TensorView(const std::string&)>& tensor,
                                 std::shared_ptr<const void> owner, bool untied_head = false);
@@ -102,7 +105,7 @@ class Model {
 
   // The activations' type in a q8_0 / q4_0 model's products: f32 (the default; an f32 product
   // over the dequantized weights, kernels/quant/matmul.h) or q8_0 (each row quantized to 8 bits
-  // per block of 32, as ggml computes: kernels/quant/int_matmul.h). Q6_K and f32 matrices keep
+  // per block of 32, as ggml computes: kernels/quant/int_matmul.h). K-quant and f32 matrices keep
   // f32 activations. Error for other types, or for a model whose dtype is not q8_0 / q4_0.
   void set_activations(DType t);
   DType activations() const;

@@ -1,4 +1,4 @@
-// GPT-2 with q8_0 / q4_0 (or, from a file, q6_k) matrices (model.h's header states the layout and
+// GPT-2 with q8_0 / q4_0 (or, from a file, k-quant) matrices (model.h's header states the layout and
 // what stays f32).
 #include <cstdint>
 #include <cstring>
@@ -136,15 +136,17 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
       const Model::TensorView v = tensor(name);
       check(v.data != nullptr, "gpt2: tensor ", name, ": no data");
       if (quantized) {
-        // wte and the head may be any block type (llama.cpp's Q4_0 files give them Q6_K), or
-        // f32.
+        // Any block type (llama.cpp's files mix them: Q6_K for a tied token_embd in Q4_0 files,
+        // Q4_K, Q5_K and Q6_K in its k-quant files), and f32 for wte and the head.
         const bool emb = name == "wte.weight" || name == "lm_head.weight";
-        check(emb ? is_quantized(v.dtype) || v.dtype == DType::f32 : v.dtype == dt, "gpt2: tensor ",
-              name, " is ", dtype_name(v.dtype), ", expected ",
-              emb ? "q8_0, q4_0, q6_k or f32" : dtype_name(dt));
-        check(!is_quantized(v.dtype) || c.n_embd % dtype_block_size(v.dtype) == 0, "gpt2: tensor ",
-              name, " is ", dtype_name(v.dtype), ", whose blocks do not divide n_embd (", c.n_embd,
-              ")");
+        check(is_quantized(v.dtype) || (emb && v.dtype == DType::f32), "gpt2: tensor ", name,
+              " is ", dtype_name(v.dtype), ", expected a block type",
+              emb ? " (q8_0, q4_0, a k-quant) or f32" : " (q8_0, q4_0, a k-quant)");
+        const ParamEntry* e = emb ? nullptr : L.find(name);
+        const int64_t nin = e ? e->shape[0] : c.n_embd;  // (Conv1D weights are (nin, nout))
+        check(!is_quantized(v.dtype) || nin % dtype_block_size(v.dtype) == 0, "gpt2: tensor ",
+              name, " is ", dtype_name(v.dtype), ", whose blocks of ", dtype_block_size(v.dtype),
+              " do not divide its ", nin, " inputs");
       } else {
         check(v.dtype == DType::f32, "gpt2: tensor ", name, " is ", dtype_name(v.dtype),
               ", expected f32");
