@@ -199,14 +199,15 @@ TINYLM_INLINE f32x16 k_scales(const Block& b, const float* table) {
   return widen_u32x4(s) *
          halves(table[b.d[0] | (b.d[1] << 8)], table[b.dmin[0] | (b.dmin[1] << 8)]);
 }
-// Sub-block p's 32 weights of a Q4_K (qh null) / Q5_K block: (d * sc) * q - dmin * m, each
-// product (exact) and the difference rounded in f32, as blocks.h states. s: k_scales.
+// Sub-block p's 32 weights of a Q4_K (qh null) / Q5_K block: (d * sc) * q - dmin * m, as
+// blocks.h states. The product is exact, so one fused multiply-add rounds as the product and
+// the difference do. s: k_scales.
 TINYLM_INLINE void k_weights(const uint8_t* qs, const uint8_t* qh, f32x16 s, int p, f32x16& lo,
                              f32x16& hi) {
-  const f32x16 d1 = lane(s, p), m1 = lane(s, 8 + p);
+  const f32x16 d1 = lane(s, p), minus_m1 = f32x16{} - lane(s, 8 + p);
   k_integers(qs, qh, p, lo, hi);
-  lo = lo * d1 - m1;
-  hi = hi * d1 - m1;
+  lo = fma(lo, d1, minus_m1);
+  hi = fma(hi, d1, minus_m1);
 }
 
 TINYLM_LEVEL_END
