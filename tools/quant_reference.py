@@ -186,33 +186,18 @@ def get_scale_min_k4(j, q):
     return (q[j + 4] & 15) | (q[j - 4] >> 6) << 4, (q[j + 4] >> 4) | (q[j] >> 6) << 4
 
 
-def dequantize_q4_k(b):
+def dequantize_k(b, with_qh):
+    """Q4_K blocks (144 bytes), or Q5_K blocks (176 bytes, with qh: a fifth bit, 16)."""
+    size = 176 if with_qh else 144
     y = []
     with np.errstate(all="ignore"):
-        for i in range(0, len(b), 144):
-            blk = b[i:i + 144]
+        for i in range(0, len(b), size):
+            blk = b[i:i + size]
             d = fp16_value(int.from_bytes(blk[0:2], "little"))
             dmin = fp16_value(int.from_bytes(blk[2:4], "little"))
-            scales, qs = blk[4:16], blk[16:144]
-            for c in range(4):
-                Q = qs[32 * c:32 * c + 32]
-                sc1, m1 = get_scale_min_k4(2 * c, scales)
-                sc2, m2 = get_scale_min_k4(2 * c + 1, scales)
-                d1, dm1 = F32(d * F32(sc1)), F32(dmin * F32(m1))
-                d2, dm2 = F32(d * F32(sc2)), F32(dmin * F32(m2))
-                y.extend(F32(F32(d1 * F32(v & 15)) - dm1) for v in Q)
-                y.extend(F32(F32(d2 * F32(v >> 4)) - dm2) for v in Q)
-    return np.array(y, dtype=np.float32)
-
-
-def dequantize_q5_k(b):
-    y = []
-    with np.errstate(all="ignore"):
-        for i in range(0, len(b), 176):
-            blk = b[i:i + 176]
-            d = fp16_value(int.from_bytes(blk[0:2], "little"))
-            dmin = fp16_value(int.from_bytes(blk[2:4], "little"))
-            scales, qh, qs = blk[4:16], blk[16:48], blk[48:176]
+            scales = blk[4:16]
+            qh = blk[16:48] if with_qh else bytes(32)
+            qs = blk[size - 128:size]
             for c in range(4):
                 L = qs[32 * c:32 * c + 32]
                 sc1, m1 = get_scale_min_k4(2 * c, scales)
@@ -224,6 +209,14 @@ def dequantize_q5_k(b):
                 y.extend(F32(F32(d1 * F32(q)) - dm1) for q in lo)
                 y.extend(F32(F32(d2 * F32(q)) - dm2) for q in hi)
     return np.array(y, dtype=np.float32)
+
+
+def dequantize_q4_k(b):
+    return dequantize_k(b, with_qh=False)
+
+
+def dequantize_q5_k(b):
+    return dequantize_k(b, with_qh=True)
 
 
 def q6_k_blocks():

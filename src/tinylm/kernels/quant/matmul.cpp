@@ -283,37 +283,34 @@ TINYLM_LEVELS(void quant_matmul(float* y, const float* x, const BlockQ8_0* w, co
 
 namespace {
 template <class Block>
-void check_shape(int64_t rows, int64_t nin, int64_t nout) {
+void checked(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
+             int64_t nout) {
   check(rows >= 0 && nout >= 0 && nin > 0 && nin % kWeights<Block> == 0, "[quant_matmul] ", rows,
         " rows of ", nin, " inputs to ", nout,
         " outputs: the inputs must be a positive multiple of ", kWeights<Block>, " (one block)");
+  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
 }
 }  // namespace
 
 void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
-  check_shape<BlockQ8_0>(rows, nin, nout);
-  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+  checked(y, x, w, b, rows, nin, nout);
 }
 void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
-  check_shape<BlockQ4_0>(rows, nin, nout);
-  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+  checked(y, x, w, b, rows, nin, nout);
 }
 void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
-  check_shape<BlockQ6_K>(rows, nin, nout);
-  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+  checked(y, x, w, b, rows, nin, nout);
 }
 void quant_matmul(float* y, const float* x, const BlockQ4_K* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
-  check_shape<BlockQ4_K>(rows, nin, nout);
-  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+  checked(y, x, w, b, rows, nin, nout);
 }
 void quant_matmul(float* y, const float* x, const BlockQ5_K* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
-  check_shape<BlockQ5_K>(rows, nin, nout);
-  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+  checked(y, x, w, b, rows, nin, nout);
 }
 void quant_matmul(DType t, float* y, const float* x, const void* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
