@@ -14,7 +14,7 @@ TINYLM_LEVEL_BEGIN
 namespace {
 
 // A block's scales, computed once for its pieces (the f16 table gives fp16 values): d for Q8_0
-// and Q4_0, the 16 group scales d * s for Q6_K, the sub-blocks' d * sc and dmin * m for Q4_K
+// and Q4_0, the 16 group scales d * s for Q6_K, the sub-blocks' d * sc and -(dmin * m) for Q4_K
 // and Q5_K.
 TINYLM_INLINE f32x16 scales(const BlockQ8_0& b, const float* table) {
   return splat_scale(b.d, table);

@@ -37,11 +37,6 @@ TINYLM_INLINE f32x16 splat_scale(const uint8_t* d, const float* table) {
 TINYLM_INLINE f32x16 lane(f32x16 v, int i) {
   return {_mm512_maskz_permutexvar_ps(kAll16, _mm512_set1_epi32(i), v.v)};
 }
-// The 16 bytes of four 32-bit words (little-endian), each below 128, as floats.
-TINYLM_INLINE f32x16 widen_u32x4(const uint32_t* w) {
-  return widen_i8(_mm_setr_epi32(static_cast<int>(w[0]), static_cast<int>(w[1]),
-                                 static_cast<int>(w[2]), static_cast<int>(w[3])));
-}
 // a in lanes 0..7, b in lanes 8..15.
 TINYLM_INLINE f32x16 halves(float a, float b) {
   return {_mm512_mask_broadcastss_ps(_mm512_maskz_broadcastss_ps(0x00ff, _mm_set_ss(a)), 0xff00,
@@ -75,13 +70,14 @@ TINYLM_INLINE f32x16 lane(f32x16 v, int i) {
   return {r, r};
 }
 TINYLM_INLINE f32x16 halves(float a, float b) { return {_mm256_set1_ps(a), _mm256_set1_ps(b)}; }
+#endif
+
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512 || TINYLM_LEVEL == TINYLM_LEVEL_AVX2
+// The 16 bytes of four 32-bit words (little-endian), each below 128, as floats.
 TINYLM_INLINE f32x16 widen_u32x4(const uint32_t* w) {
   return widen_i8(_mm_setr_epi32(static_cast<int>(w[0]), static_cast<int>(w[1]),
                                  static_cast<int>(w[2]), static_cast<int>(w[3])));
 }
-#endif
-
-#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512 || TINYLM_LEVEL == TINYLM_LEVEL_AVX2
 TINYLM_INLINE f32x16 widen_i8(const int8_t* p) {
   return widen_i8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -182,11 +178,9 @@ TINYLM_INLINE void k_integers(const uint8_t* qs, const uint8_t* qh, int p, f32x1
 }
 #endif
 
-// Sub-block p's 32 weights of a Q4_K / Q5_K block: (d * sc) * q - dmin * m, each product and
-// the difference rounded in f32, as blocks.h states.
-// The 8 sub-blocks' d * sc in lanes 0..7 and dmin * m in lanes 8..15 of a Q4_K / Q5_K block
-// (exact products): the 6-bit scales and mins unpacked as k_scale_min reads them, four at a time
-// in 32-bit words.
+// The 8 sub-blocks' d * sc in lanes 0..7 and -(dmin * m) in lanes 8..15 of a Q4_K / Q5_K block
+// (exact products, (-dmin) * m, so a zero min keeps the sign a subtraction would give): the 6-bit
+// scales and mins unpacked as k_scale_min reads them, four at a time in 32-bit words.
 template <class Block>
 TINYLM_INLINE f32x16 k_scales(const Block& b, const float* table) {
   uint32_t u[3];
@@ -197,14 +191,14 @@ TINYLM_INLINE f32x16 k_scales(const Block& b, const float* table) {
                          u[1] & kLow6,                                     // m 0..3
                          (u[2] >> 4 & kLow4) | (u[1] >> 6 & kLow2) << 4};  // m 4..7
   return widen_u32x4(s) *
-         halves(table[b.d[0] | (b.d[1] << 8)], table[b.dmin[0] | (b.dmin[1] << 8)]);
+         halves(table[b.d[0] | (b.d[1] << 8)], -table[b.dmin[0] | (b.dmin[1] << 8)]);
 }
 // Sub-block p's 32 weights of a Q4_K (qh null) / Q5_K block: (d * sc) * q - dmin * m, as
 // blocks.h states. The product is exact, so one fused multiply-add rounds as the product and
 // the difference do. s: k_scales.
 TINYLM_INLINE void k_weights(const uint8_t* qs, const uint8_t* qh, f32x16 s, int p, f32x16& lo,
                              f32x16& hi) {
-  const f32x16 d1 = lane(s, p), minus_m1 = f32x16{} - lane(s, 8 + p);
+  const f32x16 d1 = lane(s, p), minus_m1 = lane(s, 8 + p);
   k_integers(qs, qh, p, lo, hi);
   lo = fma(lo, d1, minus_m1);
   hi = fma(hi, d1, minus_m1);
