@@ -372,7 +372,7 @@ def write_corpus():
         "huge_kv_count": base[:16] + struct.pack("<Q", 1 << 62) + base[24:],
         "huge_tensor_count": base[:8] + struct.pack("<Q", 1 << 62) + base[16:],
         "version_2": base[:4] + struct.pack("<I", 2) + base[8:],
-        "unknown_tensor_type": gguf_bytes(kvs, [(n, 12 if i == 0 else k, ne, d)
+        "unknown_tensor_type": gguf_bytes(kvs, [(n, 10 if i == 0 else k, ne, d)
                                                 for i, (n, k, ne, d) in enumerate(tensors)]),
         "duplicate_key": gguf_bytes(kvs + [kvs[0]], tensors),
         "duplicate_tensor": gguf_bytes(kvs, tensors + [tensors[0]]),
@@ -384,7 +384,12 @@ def write_corpus():
     }
     for name, raw in broken.items():
         (corpus / ("invalid_%s.gguf" % name)).write_bytes(raw)
-    print("wrote", len(valid) + len(broken), "seeds to", corpus.relative_to(ROOT))
+    # The k-quants tinylm reads (Q4_K 12, Q5_K 13, Q6_K 14: 144, 176, 210 bytes per 256 values),
+    # as extra tensors of random bytes beside the micro GPT-2, which the target decodes.
+    kquants = [("kquant.%d" % kind, kind, [256], rng.integers(0, 256, size, np.uint8).tobytes())
+               for kind, size in ((12, 144), (13, 176), (14, 210))]
+    (corpus / "valid_gpt2_q4_0_with_k_quants.gguf").write_bytes(gguf_bytes(kvs, tensors + kquants))
+    print("wrote", len(valid) + len(broken) + 1, "seeds to", corpus.relative_to(ROOT))
 
 
 def main():
