@@ -160,8 +160,7 @@ std::string ggml_type_name(uint32_t type) {
 }
 
 bool ggml_type_supported(uint32_t type) {
-  return type == 0 || type == 1 || type == 2 || type == 8 || type == 12 || type == 13 ||
-         type == 14;
+  return type == 0 || type == 1 || type == 2 || type == 8 || type == 12 || type == 13 || type == 14;
 }
 
 uint64_t ggml_block_size(GgmlType t) {

@@ -1,5 +1,5 @@
-// GPT-2 with q8_0 / q4_0 (or, from a file, k-quant) matrices (model.h's header states the layout and
-// what stays f32).
+// GPT-2 with q8_0 / q4_0 (or, from a file, k-quant) matrices (model.h's header states the layout
+// and what stays f32).
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -144,8 +144,8 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
               emb ? " (q8_0, q4_0, a k-quant) or f32" : " (q8_0, q4_0, a k-quant)");
         const ParamEntry* e = emb ? nullptr : L.find(name);
         const int64_t nin = e ? e->shape[0] : c.n_embd;  // (Conv1D weights are (nin, nout))
-        check(!is_quantized(v.dtype) || nin % dtype_block_size(v.dtype) == 0, "gpt2: tensor ",
-              name, " is ", dtype_name(v.dtype), ", whose blocks of ", dtype_block_size(v.dtype),
+        check(!is_quantized(v.dtype) || nin % dtype_block_size(v.dtype) == 0, "gpt2: tensor ", name,
+              " is ", dtype_name(v.dtype), ", whose blocks of ", dtype_block_size(v.dtype),
               " do not divide its ", nin, " inputs");
       } else {
         check(v.dtype == DType::f32, "gpt2: tensor ", name, " is ", dtype_name(v.dtype),
