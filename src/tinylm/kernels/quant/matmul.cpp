@@ -244,42 +244,25 @@ void product(float* y, const float* x, const Block* w, const float* b, int64_t r
 
 }  // namespace
 
-void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  product(y, x, w, b, rows, nin, nout);
-}
-void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  product(y, x, w, b, rows, nin, nout);
-}
-void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  product(y, x, w, b, rows, nin, nout);
-}
-void quant_matmul(float* y, const float* x, const BlockQ4_K* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  product(y, x, w, b, rows, nin, nout);
-}
-void quant_matmul(float* y, const float* x, const BlockQ5_K* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  product(y, x, w, b, rows, nin, nout);
-}
+// The block types, each with its own entry point (TINYLM_QUANT_BLOCKS(X) applies X to each).
+#define TINYLM_QUANT_BLOCKS(X) X(BlockQ8_0) X(BlockQ4_0) X(BlockQ6_K) X(BlockQ4_K) X(BlockQ5_K)
+#define TINYLM_QUANT_SIGNATURE(Block)                                                       \
+  void quant_matmul(float* y, const float* x, const Block* w, const float* b, int64_t rows, \
+                    int64_t nin, int64_t nout)
+
+#define TINYLM_QUANT_PRODUCT(Block) \
+  TINYLM_QUANT_SIGNATURE(Block) { product(y, x, w, b, rows, nin, nout); }
+TINYLM_QUANT_BLOCKS(TINYLM_QUANT_PRODUCT)
+#undef TINYLM_QUANT_PRODUCT
 
 TINYLM_LEVEL_END
 
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b,
-                                int64_t rows, int64_t nin, int64_t nout);
-              void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b,
-                                int64_t rows, int64_t nin, int64_t nout);
-              void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b,
-                                int64_t rows, int64_t nin, int64_t nout);
-              void quant_matmul(float* y, const float* x, const BlockQ4_K* w, const float* b,
-                                int64_t rows, int64_t nin, int64_t nout);
-              void quant_matmul(float* y, const float* x, const BlockQ5_K* w, const float* b,
-                                int64_t rows, int64_t nin, int64_t nout))
+#define TINYLM_QUANT_DECLARATION(Block) TINYLM_QUANT_SIGNATURE(Block);
+TINYLM_LEVELS(TINYLM_QUANT_BLOCKS(TINYLM_QUANT_DECLARATION))
+#undef TINYLM_QUANT_DECLARATION
 
 namespace {
 template <class Block>
@@ -292,26 +275,11 @@ void checked(float* y, const float* x, const Block* w, const float* b, int64_t r
 }
 }  // namespace
 
-void quant_matmul(float* y, const float* x, const BlockQ8_0* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  checked(y, x, w, b, rows, nin, nout);
-}
-void quant_matmul(float* y, const float* x, const BlockQ4_0* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  checked(y, x, w, b, rows, nin, nout);
-}
-void quant_matmul(float* y, const float* x, const BlockQ6_K* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  checked(y, x, w, b, rows, nin, nout);
-}
-void quant_matmul(float* y, const float* x, const BlockQ4_K* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  checked(y, x, w, b, rows, nin, nout);
-}
-void quant_matmul(float* y, const float* x, const BlockQ5_K* w, const float* b, int64_t rows,
-                  int64_t nin, int64_t nout) {
-  checked(y, x, w, b, rows, nin, nout);
-}
+#define TINYLM_QUANT_CHECKED(Block) \
+  TINYLM_QUANT_SIGNATURE(Block) { checked(y, x, w, b, rows, nin, nout); }
+TINYLM_QUANT_BLOCKS(TINYLM_QUANT_CHECKED)
+#undef TINYLM_QUANT_CHECKED
+
 void quant_matmul(DType t, float* y, const float* x, const void* w, const float* b, int64_t rows,
                   int64_t nin, int64_t nout) {
   switch (t) {
