@@ -55,8 +55,9 @@ void block_ints(DType t, const uint8_t* row, int64_t k, int* q, float& d) {
   }
 }
 
-// The contract, by plain loops: 16 chains over pairs of blocks, then vec.h's lane-sum order
-// ((q0 + q2) + (q1 + q3) over the four quads, then (b0 + b2) + (b1 + b3)).
+// The contracts, by plain loops. Q8_0: 16 chains over pairs of blocks, then vec.h's lane-sum
+// order ((q0 + q2) + (q1 + q3) over the four quads, then (b0 + b2) + (b1 + b3)). Q4_0: one chain
+// over the blocks' whole integer sums.
 std::vector<float> reference(DType t, const Operands& o, const Case& c) {
   const int64_t nb = c.nin / 32;
   std::vector<BlockQ8_0> xq(static_cast<size_t>(c.rows * nb));
@@ -72,6 +73,12 @@ std::vector<float> reference(DType t, const Operands& o, const Case& c) {
         block_ints(t, o.w.data() + n * row_bytes, k, q, dw);
         const BlockQ8_0& xb = xq[static_cast<size_t>(r * nb + k)];
         const float s = dw * f16_to_float(static_cast<uint16_t>(xb.d[0] | (xb.d[1] << 8)));
+        if (t == DType::q4_0) {
+          int p = 0;
+          for (int j = 0; j < 32; ++j) p += q[j] * xb.qs[j];
+          chain[0] = std::fma(static_cast<float>(p), s, chain[0]);
+          continue;
+        }
         for (int l = 0; l < 8; ++l) {
           int p = 0;
           for (int j = 4 * l; j < 4 * l + 4; ++j) p += q[j] * xb.qs[j];
@@ -79,18 +86,32 @@ std::vector<float> reference(DType t, const Operands& o, const Case& c) {
           lane = std::fma(static_cast<float>(p), s, lane);
         }
       }
+      const float bias = c.bias ? o.b[n] : 0.0f;
+      if (t == DType::q4_0) {
+        y[r * c.nout + n] = chain[0] + bias;
+        continue;
+      }
       float b[4];
       for (int i = 0; i < 4; ++i) b[i] = (chain[i] + chain[8 + i]) + (chain[4 + i] + chain[12 + i]);
-      y[r * c.nout + n] = ((b[0] + b[2]) + (b[1] + b[3])) + (c.bias ? o.b[n] : 0.0f);
+      y[r * c.nout + n] = ((b[0] + b[2]) + (b[1] + b[3])) + bias;
     }
   }
   return y;
 }
 
+// The weights as quant_matmul_int8 reads them: Q4_0 packed for 16 outputs.
+std::vector<uint8_t> kernel_weights(DType t, const Operands& o, int64_t nin, int64_t nout) {
+  if (t != DType::q4_0) return o.w;
+  std::vector<uint8_t> packed(q4_0x16_bytes(nin, nout), 0xee);
+  pack_q4_0x16(packed.data(), o.w.data(), nin, nout);
+  return packed;
+}
+
 std::vector<float> product(DType t, const Operands& o, const Case& c) {
+  const std::vector<uint8_t> w = kernel_weights(t, o, c.nin, c.nout);
   std::vector<float> y(static_cast<size_t>(c.rows * c.nout), -1.0f);
-  quant_matmul_int8(t, y.data(), o.x.data(), o.w.data(), c.bias ? o.b.data() : nullptr, c.rows,
-                    c.nin, c.nout);
+  quant_matmul_int8(t, y.data(), o.x.data(), w.data(), c.bias ? o.b.data() : nullptr, c.rows, c.nin,
+                    c.nout);
   return y;
 }
 
@@ -149,6 +170,7 @@ TEST(QuantMatmulInt8, RowsAloneEqualRowsTogetherAtAnyThreadCount) {
   for (DType t : {DType::q8_0, DType::q4_0}) {
     const Case all{141, 192, 70, true};  // (row blocks of 64, tiles of 4 and a remainder)
     const Operands o = operands(t, all, 3);
+    const std::vector<uint8_t> w = kernel_weights(t, o, all.nin, all.nout);
     test::for_each_isa([&](Isa) {
       set_num_threads(1);
       const std::vector<float> one_thread = product(t, o, all);
@@ -160,7 +182,7 @@ TEST(QuantMatmulInt8, RowsAloneEqualRowsTogetherAtAnyThreadCount) {
         for (int64_t r0 = 0; r0 < all.rows; r0 += group) {
           const int64_t n = std::min(group, all.rows - r0);
           std::vector<float> y(static_cast<size_t>(n * all.nout));
-          quant_matmul_int8(t, y.data(), o.x.data() + r0 * all.nin, o.w.data(), o.b.data(), n,
+          quant_matmul_int8(t, y.data(), o.x.data() + r0 * all.nin, w.data(), o.b.data(), n,
                             all.nin, all.nout);
           ASSERT_EQ(std::memcmp(y.data(), batch.data() + r0 * all.nout, y.size() * 4), 0)
               << dtype_name(t) << ": rows " << r0 << " +" << n;
@@ -180,8 +202,33 @@ TEST(QuantMatmulInt8, RejectsOtherTypesAndPartialBlocks) {
   test::expect_error(
       [&] { quant_matmul_int8(DType::q6_k, y.data(), x.data(), w.data(), nullptr, 1, 256, 1); },
       {"q6_k", "q8_0 or q4_0"});
+  test::expect_error([&] { (void)q4_0x16_bytes(48, 2); }, {"48", "multiple of 32"});
   quant_matmul_int8(DType::q8_0, y.data(), x.data(), w.data(), nullptr, 0, 64, 2);
   EXPECT_EQ(y, std::vector<float>(2, 7.0f));
+}
+
+// The packed layout, byte by byte as int_matmul.h states it, the last group padded with zeros.
+TEST(QuantMatmulInt8, PacksQ4_0AsTheLayoutStates) {
+  const int64_t nin = 64, nout = 19, nb = 2;
+  std::vector<uint8_t> w(static_cast<size_t>(nout * nb * 18));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 7 + 3);
+  ASSERT_EQ(q4_0x16_bytes(nin, nout), size_t{2 * nb * 288});
+  std::vector<uint8_t> packed(q4_0x16_bytes(nin, nout), 0xee);
+  pack_q4_0x16(packed.data(), w.data(), nin, nout);
+  for (int64_t g = 0; g < 2; ++g) {
+    for (int64_t k = 0; k < nb; ++k) {
+      const uint8_t* blk = packed.data() + (g * nb + k) * 288;
+      for (int lane = 0; lane < 16; ++lane) {
+        const int64_t o = g * 16 + lane;
+        const uint8_t* src = w.data() + (o * nb + k) * 18;
+        for (int i = 0; i < 2; ++i) EXPECT_EQ(blk[2 * lane + i], o < nout ? src[i] : 0);
+        for (int s = 0; s < 4; ++s) {
+          for (int i = 0; i < 4; ++i)
+            EXPECT_EQ(blk[32 + 64 * s + 4 * lane + i], o < nout ? src[2 + 4 * s + i] : 0);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

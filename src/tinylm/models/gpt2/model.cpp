@@ -262,7 +262,7 @@ void Model::set_activations(DType t) {
         ": f32 or q8_0 only");
   check(t == DType::f32 || impl_->dtype == DType::q8_0 || impl_->dtype == DType::q4_0,
         "gpt2: q8_0 activations need a q8_0 or q4_0 model, this one is ", dtype_name(impl_->dtype));
-  impl_->activations = t;
+  impl_->set_activations(t);
 }
 DType Model::activations() const { return impl_->activations; }
 

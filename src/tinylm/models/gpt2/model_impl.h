@@ -14,6 +14,7 @@ struct Model::Impl {
   DType activations = DType::f32;  // Model::set_activations
   virtual ~Impl() = default;
   virtual size_t weight_bytes() const = 0;
+  virtual void set_activations(DType t) { activations = t; }
   // logits receives the rows first_row .. tokens.size() - 1, (rows, vocab); gemm_head: an f32
   // head of many rows goes to the library GEMM (Model::forward_rows).
   virtual void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,

@@ -25,7 +25,8 @@ namespace {
 
 struct Matrix {
   DType dtype = DType::q8_0;
-  const std::byte* data = nullptr;  // rows of blocks, ggml's layout (or f32 rows: a file's wte)
+  const std::byte* data = nullptr;    // rows of blocks, ggml's layout (or f32 rows: a file's wte)
+  const std::byte* packed = nullptr;  // Q4_0 for 8-bit activations (pack_q4_0x16), or null
 };
 
 // Names and shapes: the layers' Conv1D weights (nin, nout), the 2-D tensors that are matrices.
@@ -47,6 +48,7 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
   };
   // Owned storage (quantized at load), or views into memory that `owner` keeps alive.
   std::vector<std::byte> blocks;
+  std::vector<std::byte> packed;  // the Q4_0 matrices packed, while activations are q8_0
   std::vector<float> small;
   std::shared_ptr<const void> owner;
   Matrix wte, lm_head;  // lm_head = wte when tied
@@ -173,6 +175,40 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
 
   size_t weight_bytes() const override { return bytes; }
 
+  // fn(matrix, nin, nout) for every matrix of the products (wte only as the tied head).
+  template <class Fn>
+  void for_each_matrix(Fn&& fn) {
+    const int64_t C = config.n_embd, M = config.mlp_dim();
+    for (Layer& l : layers) {
+      fn(l.attn_w, C, 3 * C);
+      fn(l.proj_w, C, C);
+      fn(l.fc_w, C, M);
+      fn(l.fc_proj_w, M, C);
+    }
+    fn(lm_head, C, config.vocab_size);
+  }
+
+  // 8-bit activations read Q4_0 matrices packed (int_matmul.h): a copy, kept only while they
+  // are on, as the f32-activation products and the embedding read ggml's layout.
+  void set_activations(DType t) override {
+    activations = t;
+    std::vector<std::byte>().swap(packed);
+    size_t total = 0;
+    for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
+      m.packed = nullptr;
+      if (t == DType::q8_0 && m.dtype == DType::q4_0) total += k::q4_0x16_bytes(nin, nout);
+    });
+    if (total == 0) return;
+    packed.resize(total);
+    size_t at = 0;
+    for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
+      if (m.dtype != DType::q4_0) return;
+      m.packed = packed.data() + at;
+      k::pack_q4_0x16(packed.data() + at, m.data, nin, nout);
+      at += k::q4_0x16_bytes(nin, nout);
+    });
+  }
+
   // ForwardPass's storage calls. wte[token] + wpe[position], wte's row dequantized.
   void embed(float* out, const int32_t* token_ids, int64_t rows, int64_t first_position) const {
     const int64_t C = config.n_embd;
@@ -191,7 +227,7 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
   void matmul(float* y, const float* in, const Matrix& w, const float* b, int64_t rows, int64_t nin,
               int64_t nout) const {
     if (activations == DType::q8_0 && (w.dtype == DType::q8_0 || w.dtype == DType::q4_0)) {
-      k::quant_matmul_int8(w.dtype, y, in, w.data, b, rows, nin, nout);
+      k::quant_matmul_int8(w.dtype, y, in, w.packed ? w.packed : w.data, b, rows, nin, nout);
       return;
     }
     k::quant_matmul(w.dtype, y, in, w.data, b, rows, nin, nout);
