@@ -139,12 +139,8 @@ void BM_Gpt2Product(benchmark::State& state, tinylm::DType t, bool int8 = false)
       k::quantize(t, w.data(), blocks[c].data(), nin * nout);
     }
   }
-  if (int8 && t == tinylm::DType::q4_0) {  // (8-bit activations read Q4_0 packed)
-    for (auto& m : blocks) {
-      std::vector<std::byte> packed(k::q4_0x16_bytes(nin, nout));
-      k::pack_q4_0x16(packed.data(), m.data(), nin, nout);
-      m = std::move(packed);
-    }
+  if (int8) {  // (8-bit activations read the weights packed)
+    for (auto& m : blocks) k::pack_int8(t, m.data(), m.data(), nin, nout);
   }
   int c = 0;
   for (auto _ : state) {

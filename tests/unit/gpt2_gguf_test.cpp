@@ -138,6 +138,14 @@ TEST(Gpt2Gguf, QuantizedFilesRunInPlace) {
   const std::vector<float> c = logits(q4, tokens), d = logits(q4_f32, tokens);
   EXPECT_EQ(std::memcmp(c.data(), e.data(), c.size() * 4), 0);
   for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], d[i], 1e-4) << i;
+  // 8-bit activations pack the file's matrices into a copy (the mapping is read-only) and the
+  // owned ones in place: the same bits again, and the file's own bytes back when turned off.
+  for (gpt2::Model* m : {&q4, &q4_at_load, &in_place, &at_load}) m->set_activations(DType::q8_0);
+  EXPECT_EQ(logits(q4, tokens), logits(q4_at_load, tokens));
+  EXPECT_EQ(logits(in_place, tokens), logits(at_load, tokens));
+  EXPECT_NE(logits(q4, tokens), c);
+  q4.set_activations(DType::f32);
+  EXPECT_EQ(std::memcmp(logits(q4, tokens).data(), c.data(), c.size() * 4), 0);
 }
 
 TEST(Gpt2Gguf, TinylmWritesThePythonFilesByteForByte) {

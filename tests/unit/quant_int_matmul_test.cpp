@@ -55,9 +55,7 @@ void block_ints(DType t, const uint8_t* row, int64_t k, int* q, float& d) {
   }
 }
 
-// The contracts, by plain loops. Q8_0: 16 chains over pairs of blocks, then vec.h's lane-sum
-// order ((q0 + q2) + (q1 + q3) over the four quads, then (b0 + b2) + (b1 + b3)). Q4_0: one chain
-// over the blocks' whole integer sums.
+// The contract, by plain loops: one chain over the blocks' whole integer sums.
 std::vector<float> reference(DType t, const Operands& o, const Case& c) {
   const int64_t nb = c.nin / 32;
   std::vector<BlockQ8_0> xq(static_cast<size_t>(c.rows * nb));
@@ -66,49 +64,32 @@ std::vector<float> reference(DType t, const Operands& o, const Case& c) {
   std::vector<float> y(static_cast<size_t>(c.rows * c.nout));
   for (int64_t r = 0; r < c.rows; ++r) {
     for (int64_t n = 0; n < c.nout; ++n) {
-      float chain[16] = {};
+      float chain = 0.0f;
       for (int64_t k = 0; k < nb; ++k) {
         int q[32];
         float dw;
         block_ints(t, o.w.data() + n * row_bytes, k, q, dw);
         const BlockQ8_0& xb = xq[static_cast<size_t>(r * nb + k)];
+        int p = 0;
+        for (int j = 0; j < 32; ++j) p += q[j] * xb.qs[j];
         const float s = dw * f16_to_float(static_cast<uint16_t>(xb.d[0] | (xb.d[1] << 8)));
-        if (t == DType::q4_0) {
-          int p = 0;
-          for (int j = 0; j < 32; ++j) p += q[j] * xb.qs[j];
-          chain[0] = std::fma(static_cast<float>(p), s, chain[0]);
-          continue;
-        }
-        for (int l = 0; l < 8; ++l) {
-          int p = 0;
-          for (int j = 4 * l; j < 4 * l + 4; ++j) p += q[j] * xb.qs[j];
-          float& lane = chain[8 * (k % 2) + l];
-          lane = std::fma(static_cast<float>(p), s, lane);
-        }
+        chain = std::fma(static_cast<float>(p), s, chain);
       }
-      const float bias = c.bias ? o.b[n] : 0.0f;
-      if (t == DType::q4_0) {
-        y[r * c.nout + n] = chain[0] + bias;
-        continue;
-      }
-      float b[4];
-      for (int i = 0; i < 4; ++i) b[i] = (chain[i] + chain[8 + i]) + (chain[4 + i] + chain[12 + i]);
-      y[r * c.nout + n] = ((b[0] + b[2]) + (b[1] + b[3])) + bias;
+      y[r * c.nout + n] = chain + (c.bias ? o.b[n] : 0.0f);
     }
   }
   return y;
 }
 
-// The weights as quant_matmul_int8 reads them: Q4_0 packed for 16 outputs.
-std::vector<uint8_t> kernel_weights(DType t, const Operands& o, int64_t nin, int64_t nout) {
-  if (t != DType::q4_0) return o.w;
-  std::vector<uint8_t> packed(q4_0x16_bytes(nin, nout), 0xee);
-  pack_q4_0x16(packed.data(), o.w.data(), nin, nout);
-  return packed;
+// The weights as quant_matmul_int8 reads them: packed.
+std::vector<uint8_t> packed(DType t, const Operands& o, int64_t nin, int64_t nout) {
+  std::vector<uint8_t> p(o.w.size(), 0xee);
+  pack_int8(t, p.data(), o.w.data(), nin, nout);
+  return p;
 }
 
 std::vector<float> product(DType t, const Operands& o, const Case& c) {
-  const std::vector<uint8_t> w = kernel_weights(t, o, c.nin, c.nout);
+  const std::vector<uint8_t> w = packed(t, o, c.nin, c.nout);
   std::vector<float> y(static_cast<size_t>(c.rows * c.nout), -1.0f);
   quant_matmul_int8(t, y.data(), o.x.data(), w.data(), c.bias ? o.b.data() : nullptr, c.rows, c.nin,
                     c.nout);
@@ -170,7 +151,7 @@ TEST(QuantMatmulInt8, RowsAloneEqualRowsTogetherAtAnyThreadCount) {
   for (DType t : {DType::q8_0, DType::q4_0}) {
     const Case all{141, 192, 70, true};  // (row blocks of 64, tiles of 4 and a remainder)
     const Operands o = operands(t, all, 3);
-    const std::vector<uint8_t> w = kernel_weights(t, o, all.nin, all.nout);
+    const std::vector<uint8_t> w = packed(t, o, all.nin, all.nout);
     test::for_each_isa([&](Isa) {
       set_num_threads(1);
       const std::vector<float> one_thread = product(t, o, all);
@@ -202,32 +183,47 @@ TEST(QuantMatmulInt8, RejectsOtherTypesAndPartialBlocks) {
   test::expect_error(
       [&] { quant_matmul_int8(DType::q6_k, y.data(), x.data(), w.data(), nullptr, 1, 256, 1); },
       {"q6_k", "q8_0 or q4_0"});
-  test::expect_error([&] { (void)q4_0x16_bytes(48, 2); }, {"48", "multiple of 32"});
+  test::expect_error([&] { pack_int8(DType::q4_0, y.data(), w.data(), 48, 1); },
+                     {"48", "multiple of 32"});
+  test::expect_error([&] { pack_int8(DType::bf16, y.data(), w.data(), 32, 1); },
+                     {"bf16", "q8_0 or q4_0"});
   quant_matmul_int8(DType::q8_0, y.data(), x.data(), w.data(), nullptr, 0, 64, 2);
   EXPECT_EQ(y, std::vector<float>(2, 7.0f));
 }
 
-// The packed layout, byte by byte as int_matmul.h states it, the last group padded with zeros.
-TEST(QuantMatmulInt8, PacksQ4_0AsTheLayoutStates) {
-  const int64_t nin = 64, nout = 19, nb = 2;
-  std::vector<uint8_t> w(static_cast<size_t>(nout * nb * 18));
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 7 + 3);
-  ASSERT_EQ(q4_0x16_bytes(nin, nout), size_t{2 * nb * 288});
-  std::vector<uint8_t> packed(q4_0x16_bytes(nin, nout), 0xee);
-  pack_q4_0x16(packed.data(), w.data(), nin, nout);
-  for (int64_t g = 0; g < 2; ++g) {
-    for (int64_t k = 0; k < nb; ++k) {
-      const uint8_t* blk = packed.data() + (g * nb + k) * 288;
-      for (int lane = 0; lane < 16; ++lane) {
-        const int64_t o = g * 16 + lane;
-        const uint8_t* src = w.data() + (o * nb + k) * 18;
-        for (int i = 0; i < 2; ++i) EXPECT_EQ(blk[2 * lane + i], o < nout ? src[i] : 0);
-        for (int s = 0; s < 4; ++s) {
-          for (int i = 0; i < 4; ++i)
-            EXPECT_EQ(blk[32 + 64 * s + 4 * lane + i], o < nout ? src[2 + 4 * s + i] : 0);
+// The packed layout, byte by byte as int_matmul.h states it (the last 3 outputs as ggml's rows),
+// packed apart and in place, and unpacked back.
+TEST(QuantMatmulInt8, PacksAsTheLayoutStatesAndBack) {
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    const int64_t nin = 64, nout = 35, nb = 2, size = t == DType::q8_0 ? 34 : 18;
+    const int steps = t == DType::q8_0 ? 8 : 4;
+    std::vector<uint8_t> w(static_cast<size_t>(nout * nb * size));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 7 + 3);
+    std::vector<uint8_t> p(w.size(), 0xee);
+    pack_int8(t, p.data(), w.data(), nin, nout);
+    for (int64_t g = 0; g < 2; ++g) {
+      for (int64_t k = 0; k < nb; ++k) {
+        const uint8_t* blk = p.data() + (g * nb + k) * 16 * size;
+        for (int lane = 0; lane < 16; ++lane) {
+          const uint8_t* src = w.data() + ((g * 16 + lane) * nb + k) * size;
+          for (int i = 0; i < 2; ++i) ASSERT_EQ(blk[2 * lane + i], src[i]) << dtype_name(t);
+          for (int s = 0; s < steps; ++s) {
+            for (int i = 0; i < 4; ++i)
+              ASSERT_EQ(blk[32 + 64 * s + 4 * lane + i], src[2 + 4 * s + i]) << dtype_name(t);
+          }
         }
       }
     }
+    const size_t tail = static_cast<size_t>(32 * nb * size);
+    EXPECT_EQ(std::memcmp(p.data() + tail, w.data() + tail, w.size() - tail), 0);
+    std::vector<uint8_t> in_place = w;
+    pack_int8(t, in_place.data(), in_place.data(), nin, nout);
+    EXPECT_EQ(in_place, p);
+    unpack_int8(t, in_place.data(), in_place.data(), nin, nout);
+    EXPECT_EQ(in_place, w);
+    std::vector<uint8_t> back(w.size());
+    unpack_int8(t, back.data(), p.data(), nin, nout);
+    EXPECT_EQ(back, w);
   }
 }
 

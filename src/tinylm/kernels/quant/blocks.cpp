@@ -43,7 +43,7 @@ int8_t to_int8_x86(float f) {
 float round_half_away(float v) {
   const bool whole = !(std::fabs(v) < 8388608.0f);
   const float t = static_cast<float>(static_cast<int32_t>(whole ? 0.0f : v));
-  const float f = v - t;  // (exact)
+  const float f = v - t;                                                      // (exact)
   const float step = (f >= 0.5f ? 1.0f : 0.0f) - (f <= -0.5f ? 1.0f : 0.0f);  // (no branches)
   return whole ? v : t + step;
 }

@@ -1,6 +1,7 @@
 #include "tinylm/kernels/quant/int_matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -9,200 +10,242 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
 #include "tinylm/kernels/quant/blocks.h"
-#include "tinylm/kernels/quant/prefetch.h"
 
 TINYLM_LEVEL_BEGIN
 
 namespace {
 
-// The quantized activations of one row: q, its Q8_0 integers; d8, each block's scale as a float
-// repeated 8 times (a pair of blocks' scales is one 16-lane load). Both are padded with zeros to
-// an even count of blocks, so a last odd block pairs with a block that adds nothing.
+constexpr int kGroup = 16;  // outputs of a packed block
+
+// One row's activations: q, its Q8_0 integers (32 a block); dx, each block's scale; sx, 8 times
+// each block's sum of q (Q4_0's offset: (n - 8) x = n x - 8 x).
 struct Row {
   const int8_t* q;
-  const float* d8;
+  const float* dx;
+  const int32_t* sx;
 };
 
-// Q8Pair: a pair of blocks' weights, unpacked once for the rows of a tile: their integers in the
-// form the level multiplies, and d, the two scales (lanes 0..7 and 8..15). pair_sums: float(P)
-// of a pair against a row's blocks k, k + 1.
+// Weight j's integer in ggml's block, and in lane o of a packed block.
+TINYLM_INLINE int weight(const BlockQ8_0& b, int j) { return b.qs[j]; }
+TINYLM_INLINE int weight(const BlockQ4_0& b, int j) {
+  return (j < 16 ? b.qs[j] & 15 : b.qs[j - 16] >> 4) - 8;
+}
+TINYLM_INLINE int weight(const BlockQ8_0x16& b, int o, int j) {
+  return static_cast<int8_t>(b.qs[j / 4][4 * o + j % 4]);
+}
+TINYLM_INLINE int weight(const BlockQ4_0x16& b, int o, int j) {
+  const uint8_t byte = b.qs[j % 16 / 4][4 * o + j % 4];
+  return (j < 16 ? byte & 15 : byte >> 4) - 8;
+}
+
+// The contract's chain for one output, by plain loops: block(k, P, dw) gives block k's integer
+// sum against the row and the weights' scale.
+template <class Block>
+TINYLM_INLINE float chain(const Row& x, int64_t nb, const Block& block) {
+  float c = 0.0f;
+  for (int64_t k = 0; k < nb; ++k) {
+    int32_t p = 0;
+    float dw = 0.0f;
+    block(k, p, dw);
+    c = std::fma(static_cast<float>(p), dw * x.dx[k], c);
+  }
+  return c;
+}
+
+// The last nout % 16 outputs, still ggml's rows: the plain loops at every level.
+template <class Block>
+float tail_output(const Row& x, const Block* row, int64_t nb, const float* table) {
+  return chain(x, nb, [&](int64_t k, int32_t& p, float& dw) {
+    for (int j = 0; j < kQuantBlock; ++j) p += weight(row[k], j) * x.q[k * kQuantBlock + j];
+    dw = table[row[k].d[0] | (row[k].d[1] << 8)];
+  });
+}
+
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX2 || TINYLM_LEVEL == TINYLM_LEVEL_AVX512
 #if TINYLM_LEVEL == TINYLM_LEVEL_AVX2
-// Q8_0: w, and |w| as unsigned bytes (w = -128 gives 128): |w| times x with w's sign, pairs of
-// products within int16 (2 * 128 * 127), then pairs of pairs.
-struct Q8Pair {
-  __m256i w[2], a[2];
-  f32x16 d;
-};
-TINYLM_INLINE f32x16 pair_scales(const uint8_t* d0, const uint8_t* d1, const float* table) {
-  uint16_t h0, h1;
-  std::memcpy(&h0, d0, 2);
-  std::memcpy(&h1, d1, 2);
-  return {_mm256_broadcast_ss(table + h0), _mm256_broadcast_ss(table + h1)};
+// Two registers of 8 outputs ("parts") cover a packed block's 16.
+using VI = __m256i;
+using VF = __m256;
+constexpr int kParts = 2;
+TINYLM_INLINE VI load_q(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const VI*>(p));
 }
-TINYLM_INLINE Q8Pair unpack(const BlockQ8_0& b0, const BlockQ8_0& b1, const float* table) {
-  Q8Pair p;
-  p.w[0] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0.qs));
-  p.w[1] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1.qs));
-  for (int h = 0; h < 2; ++h) p.a[h] = _mm256_sign_epi8(p.w[h], p.w[h]);
-  p.d = pair_scales(b0.d, b1.d, table);
-  return p;
+TINYLM_INLINE VI splat(int32_t v) { return _mm256_set1_epi32(v); }
+TINYLM_INLINE VI zero_i() { return _mm256_setzero_si256(); }
+TINYLM_INLINE VI byte_mask(uint8_t m) { return _mm256_set1_epi8(static_cast<char>(m)); }
+TINYLM_INLINE VI and_i(VI a, VI b) { return _mm256_and_si256(a, b); }
+TINYLM_INLINE VI shift4(VI a) { return _mm256_srli_epi16(a, 4); }
+TINYLM_INLINE VI add16(VI a, VI b) { return _mm256_add_epi16(a, b); }
+TINYLM_INLINE VI add32(VI a, VI b) { return _mm256_add_epi32(a, b); }
+TINYLM_INLINE VI sub32(VI a, VI b) { return _mm256_sub_epi32(a, b); }
+TINYLM_INLINE VI dot_pairs(VI u, VI s) { return _mm256_maddubs_epi16(u, s); }  // u unsigned
+TINYLM_INLINE VI pair_sums(VI a) { return _mm256_madd_epi16(a, _mm256_set1_epi16(1)); }
+TINYLM_INLINE VI abs8(VI w) { return _mm256_sign_epi8(w, w); }
+TINYLM_INLINE VI sign8(VI x, VI w) { return _mm256_sign_epi8(x, w); }  // x with w's sign
+TINYLM_INLINE VF to_float(VI a) { return _mm256_cvtepi32_ps(a); }
+TINYLM_INLINE VF scales(const uint8_t* d) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
 }
-TINYLM_INLINE __m256i quads(__m256i pairs) {
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-TINYLM_INLINE __m256i load8(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-TINYLM_INLINE f32x16 pair_sums(const Q8Pair& p, Row x, int64_t k) {
-  f32x16 r;
-  const __m256i x0 = load8(x.q + k * kQuantBlock), x1 = load8(x.q + (k + 1) * kQuantBlock);
-  r.lo = _mm256_cvtepi32_ps(quads(_mm256_maddubs_epi16(p.a[0], _mm256_sign_epi8(x0, p.w[0]))));
-  r.hi = _mm256_cvtepi32_ps(quads(_mm256_maddubs_epi16(p.a[1], _mm256_sign_epi8(x1, p.w[1]))));
-  return r;
-}
-#elif TINYLM_LEVEL == TINYLM_LEVEL_AVX512
-// As at the AVX2 level, two blocks a register. AVX-512 has no byte sign: x is negated under a
-// mask of w's negative bytes.
-struct Q8Pair {
-  __m512i a;
-  __mmask64 negative;
-  f32x16 d;
-};
-TINYLM_INLINE f32x16 pair_scales(const uint8_t* d0, const uint8_t* d1, const float* table) {
-  uint16_t h0, h1;
-  std::memcpy(&h0, d0, 2);
-  std::memcpy(&h1, d1, 2);
-  const __m512 lo = _mm512_maskz_broadcastss_ps(0x00ff, _mm_load_ss(table + h0));
-  return {_mm512_mask_broadcastss_ps(lo, 0xff00, _mm_load_ss(table + h1))};
-}
-TINYLM_INLINE Q8Pair unpack(const BlockQ8_0& b0, const BlockQ8_0& b1, const float* table) {
-  const __m512i w = _mm512_mask_broadcast_i64x4(
-      _mm512_maskz_broadcast_i64x4(0x0f,
-                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0.qs))),
-      0xf0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1.qs)));
-  return {_mm512_abs_epi8(w), _mm512_movepi8_mask(w), pair_scales(b0.d, b1.d, table)};
-}
-TINYLM_INLINE f32x16 to_float(__m512i pairs) {
-  return {_mm512_maskz_cvtepi32_ps(kAll16, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)))};
-}
-TINYLM_INLINE f32x16 pair_sums(const Q8Pair& p, Row x, int64_t k) {
-  const __m512i xv = _mm512_loadu_si512(x.q + k * kQuantBlock);
-  const __m512i sx = _mm512_mask_sub_epi8(xv, p.negative, _mm512_setzero_si512(), xv);
-  return to_float(_mm512_maddubs_epi16(p.a, sx));
-}
+TINYLM_INLINE VF splat_f(float v) { return _mm256_set1_ps(v); }
+TINYLM_INLINE VF zero_f() { return _mm256_setzero_ps(); }
+TINYLM_INLINE VF mul(VF a, VF b) { return _mm256_mul_ps(a, b); }
+TINYLM_INLINE VF fma_f(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
+TINYLM_INLINE void store_f(float* p, VF v) { _mm256_storeu_ps(p, v); }
 #else
-// The integers and scales as plain arrays.
-struct Q8Pair {
-  int q[2 * kQuantBlock];
-  float d[2];
-};
-TINYLM_INLINE Q8Pair unpack(const BlockQ8_0& b0, const BlockQ8_0& b1, const float* table) {
-  Q8Pair p;
-  const BlockQ8_0* b[2] = {&b0, &b1};
-  for (int h = 0; h < 2; ++h) {
-    for (int j = 0; j < kQuantBlock; ++j) p.q[h * kQuantBlock + j] = b[h]->qs[j];
-    p.d[h] = table[b[h]->d[0] | (b[h]->d[1] << 8)];
-  }
-  return p;
+using VI = __m512i;
+using VF = __m512;
+constexpr int kParts = 1;
+TINYLM_INLINE VI load_q(const uint8_t* p) { return _mm512_loadu_si512(p); }
+TINYLM_INLINE VI splat(int32_t v) { return _mm512_set1_epi32(v); }
+TINYLM_INLINE VI zero_i() { return _mm512_setzero_si512(); }
+TINYLM_INLINE VI byte_mask(uint8_t m) { return _mm512_set1_epi8(static_cast<char>(m)); }
+TINYLM_INLINE VI and_i(VI a, VI b) { return _mm512_and_si512(a, b); }
+TINYLM_INLINE VI shift4(VI a) { return _mm512_srli_epi16(a, 4); }
+TINYLM_INLINE VI add16(VI a, VI b) { return _mm512_add_epi16(a, b); }
+TINYLM_INLINE VI add32(VI a, VI b) { return _mm512_add_epi32(a, b); }
+TINYLM_INLINE VI sub32(VI a, VI b) { return _mm512_sub_epi32(a, b); }
+TINYLM_INLINE VI dot_pairs(VI u, VI s) { return _mm512_maddubs_epi16(u, s); }
+TINYLM_INLINE VI pair_sums(VI a) { return _mm512_madd_epi16(a, _mm512_set1_epi16(1)); }
+TINYLM_INLINE VI abs8(VI w) { return _mm512_abs_epi8(w); }
+TINYLM_INLINE VI sign8(VI x, VI w) {  // (no byte sign at AVX-512: x negated where w < 0)
+  return _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
 }
-TINYLM_INLINE f32x16 pair_sums(const Q8Pair& p, Row x, int64_t k) {
-  float f[16];
-  for (int l = 0; l < 16; ++l) {
-    int sum = 0;
-    for (int j = 4 * l; j < 4 * l + 4; ++j) sum += p.q[j] * x.q[k * kQuantBlock + j];
-    f[l] = static_cast<float>(sum);
-  }
-  return load(f);
+TINYLM_INLINE VF to_float(VI a) { return _mm512_maskz_cvtepi32_ps(kAll16, a); }
+TINYLM_INLINE VF scales(const uint8_t* d) {
+  return _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
 }
-TINYLM_INLINE f32x16 pair_scales(const Q8Pair& p) {
-  float f[16];
-  for (int l = 0; l < 16; ++l) f[l] = p.d[l / 8];
-  return load(f);
-}
+TINYLM_INLINE VF splat_f(float v) { return _mm512_set1_ps(v); }
+TINYLM_INLINE VF zero_f() { return _mm512_setzero_ps(); }
+TINYLM_INLINE VF mul(VF a, VF b) { return _mm512_mul_ps(a, b); }
+TINYLM_INLINE VF fma_f(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+TINYLM_INLINE void store_f(float* p, VF v) { _mm512_storeu_ps(p, v); }
 #endif
+constexpr int kPartOuts = kGroup / kParts;
 
-#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512 || TINYLM_LEVEL == TINYLM_LEVEL_AVX2
-TINYLM_INLINE f32x16 pair_scales(const Q8Pair& p) { return p.d; }
-#endif
+TINYLM_INLINE VI splat4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return splat(v);
+}
 
-// A register tile: rows x[0 .. NR - 1] by outputs o0 .. o0 + NO - 1, each pair of blocks'
-// weights unpacked once for the rows and each row's activations loaded once for the outputs.
-// w: the first output's row of blocks; nb blocks a row; y: row r's outputs at y + r * ldy.
-template <int NR, int NO, class Block>
-TINYLM_INLINE void tile(float* y, int64_t ldy, const Row* x, const Block* w, int64_t nb,
-                        const float* b, const float* table) {
-  f32x16 a[NR][NO];
-#pragma GCC unroll 4
+// One step of 4 weights (Q4_0: 4 + 4, both nibbles) of a part against row x's block at xq, into
+// the part's sums: Q4_0 in int16 (16 products of a nibble and |q| <= 127 a lane cannot
+// overflow), Q8_0 in int32 (two products already reach 2 * 128 * 127). total: the block's sums.
+TINYLM_INLINE void step(const BlockQ8_0x16&, int s, VI w, const int8_t* xq, VI& acc) {
+  acc = add32(acc, pair_sums(dot_pairs(abs8(w), sign8(splat4(xq + 4 * s), w))));
+}
+TINYLM_INLINE void step(const BlockQ4_0x16&, int s, VI w, const int8_t* xq, VI& acc) {
+  const VI lo = and_i(w, byte_mask(15)), hi = and_i(shift4(w), byte_mask(15));
+  acc =
+      add16(acc, add16(dot_pairs(lo, splat4(xq + 4 * s)), dot_pairs(hi, splat4(xq + 16 + 4 * s))));
+}
+TINYLM_INLINE VF total(const BlockQ8_0x16&, VI acc, int32_t) { return to_float(acc); }
+TINYLM_INLINE VF total(const BlockQ4_0x16&, VI acc, int32_t sx) {
+  return to_float(sub32(pair_sums(acc), splat(sx)));
+}
+
+// Rows x[0 .. NR - 1] against parts p0 .. p0 + NP - 1 of one group (w: its nb packed blocks),
+// into out (NR rows of 16).
+template <int NR, int NP, class Packed>
+TINYLM_INLINE void tile(float* out, const Row* x, const Packed* w, int64_t nb, int p0) {
+  constexpr int kSteps = sizeof(Packed::qs) / sizeof(Packed::qs[0]);  // (steps of 4 weights)
+  VF c[NR][NP];
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r) {
-#pragma GCC unroll 4
-    for (int o = 0; o < NO; ++o) a[r][o] = f32x16{};
+#pragma GCC unroll 2
+    for (int p = 0; p < NP; ++p) c[r][p] = zero_f();
   }
-  for (int64_t k = 0; k < nb; k += 2) {
-    const int64_t k1 = k + 1 < nb ? k + 1 : k;  // (an odd last block pairs with itself, times 0)
-    f32x16 dx[NR];
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; ++r) dx[r] = load(x[r].d8 + k * 8);
-#pragma GCC unroll 4
-    for (int o = 0; o < NO; ++o) {
-      const Block* wo = w + o * nb;
-      prefetch_piece(wo + k, 0);
-      prefetch_piece(wo + k1, 0);
-      const auto p = unpack(wo[k], wo[k1], table);
-      const f32x16 dw = pair_scales(p);
-#pragma GCC unroll 4
-      for (int r = 0; r < NR; ++r) a[r][o] = fma(pair_sums(p, x[r], k), dw * dx[r], a[r][o]);
+  for (int64_t k = 0; k < nb; ++k) {
+    const Packed& blk = w[k];
+    for (size_t line = 0; line < sizeof(Packed); line += 64)
+      __builtin_prefetch(reinterpret_cast<const char*>(&blk) + 4096 + line, 0, 2);
+    VI acc[NR][NP];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) {
+#pragma GCC unroll 2
+      for (int p = 0; p < NP; ++p) acc[r][p] = zero_i();
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < kSteps; ++s) {
+#pragma GCC unroll 2
+      for (int p = 0; p < NP; ++p) {
+        const VI q = load_q(blk.qs[s] + (p0 + p) * kPartOuts * 4);
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) step(blk, s, q, x[r].q + k * kQuantBlock, acc[r][p]);
+      }
+    }
+#pragma GCC unroll 2
+    for (int p = 0; p < NP; ++p) {
+      const VF dw = scales(blk.d[(p0 + p) * kPartOuts]);
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) {
+        c[r][p] = fma_f(total(blk, acc[r][p], x[r].sx[k]), mul(dw, splat_f(x[r].dx[k])), c[r][p]);
+      }
     }
   }
   for (int r = 0; r < NR; ++r) {
-    for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + (b ? b[o] : 0.0f);
+    for (int p = 0; p < NP; ++p) store_f(out + r * kGroup + (p0 + p) * kPartOuts, c[r][p]);
   }
 }
 
-// The prefill's register tile (rows x outputs): 4 x 4 on AVX-512 (16 accumulators), 2 x 2 on
-// AVX2 (each accumulator two registers); decode, one row, takes 1 x 4 at every level.
-constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 4
-                          : TINYLM_LEVEL == TINYLM_LEVEL_AVX2 ? 2
-                                                              : 1;
-constexpr int kTileOuts = TINYLM_LEVEL == TINYLM_LEVEL_AVX2 ? 2 : 4;
+// Decode takes both parts of a group at once (a row's activations loaded once); a tile of rows
+// takes them one part at a time, to keep its registers.
+constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 4;
+template <class Packed>
+TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* w, int64_t nb,
+                         const float*) {
+  int64_t r = 0;
+  for (; r + kTileRows <= nrows; r += kTileRows) {
+    for (int p = 0; p < kParts; ++p) tile<kTileRows, 1>(out + r * kGroup, x + r, w, nb, p);
+  }
+  for (; r < nrows; ++r) tile<1, kParts>(out + r * kGroup, x + r, w, nb, 0);
+}
+#else
+template <class Packed>
+TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* w, int64_t nb,
+                         const float* table) {
+  for (int64_t r = 0; r < nrows; ++r) {
+    for (int o = 0; o < kGroup; ++o) {
+      out[r * kGroup + o] = chain(x[r], nb, [&](int64_t k, int32_t& p, float& dw) {
+        for (int j = 0; j < kQuantBlock; ++j) p += weight(w[k], o, j) * x[r].q[k * kQuantBlock + j];
+        dw = table[w[k].d[o][0] | (w[k].d[o][1] << 8)];
+      });
+    }
+  }
+}
+#endif
 
-// Items of (a block of rows) x (a group of outputs), as the f32-activation prefill: a thread's
-// four outputs' blocks stay in L1 while the rows pass over them (for one row, decode, the items
-// are the groups).
-void product(float* y, const int8_t* q, const float* d8, const BlockQ8_0* w, const float* b,
-             int64_t rows, int64_t nin, int64_t nout) {
-  constexpr int64_t kOuts = 4, kGroup = 64, kRowBlock = 64;
-  const int64_t nb = nin / kQuantBlock, ldq = (nb + 1) / 2 * 2 * kQuantBlock,
-                ldd = ldq / 4;  // (Row's arrays, padded to pairs)
-  const int64_t ngroups = (nout + kGroup - 1) / kGroup;
+// Items of (a block of rows) x (a few groups), as the f32-activation products: a thread's
+// groups' blocks stay in cache while its rows pass over them. The last items take the tail.
+template <class Packed, class Block>
+void product(float* y, const int8_t* q, const float* dx, const int32_t* sx, const Packed* w,
+             const float* b, int64_t rows, int64_t nin, int64_t nout) {
+  constexpr int64_t kGroupsPerItem = 4, kRowBlock = 64;
+  const int64_t nb = nin / kQuantBlock, ngroups = nout / kGroup, tail = nout % kGroup;
+  const int64_t nitems = (ngroups + kGroupsPerItem - 1) / kGroupsPerItem + (tail ? 1 : 0);
   const float* table = f16_table();
-  const auto row = [=](int64_t r) { return Row{q + r * ldq, d8 + r * ldd}; };
-  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
-    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
-    const int64_t r0 = item / ngroups * kRowBlock, r1 = std::min(rows, r0 + kRowBlock);
-    for (int64_t s = o0; s < o1; s += kOuts) {
-      const int64_t n = std::min(kOuts, o1 - s);
-      const float* bs = b ? b + s : nullptr;
-      int64_t r = r0;
-      if (n == kOuts) {
-        for (; r + kTileRows <= r1; r += kTileRows) {
-          Row xs[kTileRows];
-          for (int i = 0; i < kTileRows; ++i) xs[i] = row(r + i);
-          for (int64_t o = 0; o < kOuts; o += kTileOuts) {
-            tile<kTileRows, kTileOuts>(y + r * nout + s + o, nout, xs, w + (s + o) * nb, nb,
-                                       bs ? bs + o : nullptr, table);
-          }
+  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * nitems, [&](int64_t item) {
+    const int64_t g0 = item % nitems * kGroupsPerItem, g1 = std::min(ngroups, g0 + kGroupsPerItem);
+    const int64_t r0 = item / nitems * kRowBlock, r1 = std::min(rows, r0 + kRowBlock);
+    Row xs[kRowBlock];
+    for (int64_t r = r0; r < r1; ++r) xs[r - r0] = {q + r * nin, dx + r * nb, sx + r * nb};
+    if (g0 >= ngroups) {
+      const auto* rest = reinterpret_cast<const Block*>(w + ngroups * nb);
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t o = 0; o < tail; ++o) {
+          const int64_t at = ngroups * kGroup + o;
+          y[r * nout + at] = tail_output(xs[r - r0], rest + o * nb, nb, table) + (b ? b[at] : 0.0f);
         }
-        for (; r < r1; ++r) {
-          const Row x = row(r);
-          tile<1, kOuts>(y + r * nout + s, nout, &x, w + s * nb, nb, bs, table);
-        }
-        continue;
       }
-      for (; r < r1; ++r) {
-        const Row x = row(r);
-        for (int64_t o = 0; o < n; ++o) {
-          tile<1, 1>(y + r * nout + s + o, nout, &x, w + (s + o) * nb, nb, bs ? bs + o : nullptr,
-                     table);
+      return;
+    }
+    alignas(64) float out[kRowBlock * kGroup];
+    for (int64_t g = g0; g < g1; ++g) {
+      group(out, xs, r1 - r0, w + g * nb, nb, table);
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t o = 0; o < kGroup; ++o) {
+          const int64_t at = g * kGroup + o;
+          y[r * nout + at] = out[(r - r0) * kGroup + o] + (b ? b[at] : 0.0f);
         }
       }
     }
@@ -211,9 +254,15 @@ void product(float* y, const int8_t* q, const float* d8, const BlockQ8_0* w, con
 
 }  // namespace
 
-void quant_matmul_int8(float* y, const int8_t* q, const float* d8, const BlockQ8_0* w,
-                       const float* b, int64_t rows, int64_t nin, int64_t nout) {
-  product(y, q, d8, w, b, rows, nin, nout);
+void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
+                       const BlockQ8_0x16* w, const float* b, int64_t rows, int64_t nin,
+                       int64_t nout) {
+  product<BlockQ8_0x16, BlockQ8_0>(y, q, dx, sx, w, b, rows, nin, nout);
+}
+void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
+                       const BlockQ4_0x16* w, const float* b, int64_t rows, int64_t nin,
+                       int64_t nout) {
+  product<BlockQ4_0x16, BlockQ4_0>(y, q, dx, sx, w, b, rows, nin, nout);
 }
 
 TINYLM_LEVEL_END
@@ -221,92 +270,140 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void quant_matmul_int8(float* y, const int8_t* q, const float* d8, const BlockQ8_0* w,
-                                     const float* b, int64_t rows, int64_t nin, int64_t nout);
-              void quant_matmul_int8_q4(float* y, const int8_t* q, const float* dx,
-                                        const int32_t* sx, const BlockQ4_0x16* w, const float* b,
-                                        int64_t rows, int64_t nin, int64_t nout))
+TINYLM_LEVELS(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
+                                     const BlockQ8_0x16* w, const float* b, int64_t rows,
+                                     int64_t nin, int64_t nout);
+              void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
+                                     const BlockQ4_0x16* w, const float* b, int64_t rows,
+                                     int64_t nin, int64_t nout))
 
 namespace {
-constexpr int64_t kGroup = 16;  // outputs of a BlockQ4_0x16
 
-void check_inputs(const char* what, int64_t nin) {
+constexpr int64_t kGroup = 16;
+
+void check_args(const char* what, DType t, int64_t nin) {
+  check(t == DType::q8_0 || t == DType::q4_0, "[", what, "] ", dtype_name(t),
+        " weights: 8-bit activations meet q8_0 or q4_0 blocks");
   check(nin > 0 && nin % kQuantBlock == 0, "[", what, "] ", nin,
         " inputs: the inputs must be a positive multiple of 32 (one block)");
 }
-}  // namespace
 
-size_t q4_0x16_bytes(int64_t nin, int64_t nout) {
-  check_inputs("q4_0x16_bytes", nin);
-  check(nout >= 0, "[q4_0x16_bytes] ", nout, " outputs");
-  return static_cast<size_t>((nout + kGroup - 1) / kGroup * (nin / kQuantBlock)) *
-         sizeof(BlockQ4_0x16);
+// One block of output `lane` of a group between ggml's block and the packed one.
+template <class Packed>
+constexpr int kSteps = sizeof(Packed::qs) / sizeof(Packed::qs[0]);
+template <class Block, class Packed>
+void to_packed_block(const Block& native, Packed& packed, int lane) {
+  std::memcpy(packed.d[lane], native.d, 2);
+  for (int s = 0; s < kSteps<Packed>; ++s)
+    std::memcpy(packed.qs[s] + 4 * lane, native.qs + 4 * s, 4);
+}
+template <class Block, class Packed>
+void to_native_block(const Packed& packed, Block& native, int lane) {
+  std::memcpy(native.d, packed.d[lane], 2);
+  for (int s = 0; s < kSteps<Packed>; ++s)
+    std::memcpy(native.qs + 4 * s, packed.qs[s] + 4 * lane, 4);
 }
 
-void pack_q4_0x16(void* out, const void* w, int64_t nin, int64_t nout) {
-  const int64_t nb = nin / kQuantBlock, ngroups = (nout + kGroup - 1) / kGroup;
-  std::memset(out, 0, q4_0x16_bytes(nin, nout));
-  auto* packed = static_cast<BlockQ4_0x16*>(out);
-  const auto* blocks = static_cast<const BlockQ4_0*>(w);
-  parallel_for(0, ngroups, grain_for(nb * kGroup * 18), [&](int64_t g) {
-    for (int64_t o = g * kGroup; o < std::min(nout, (g + 1) * kGroup); ++o) {
-      const int lane = static_cast<int>(o % kGroup);
+// Each group's 16 rows (or its packed blocks, to_packed false) copied aside, then rewritten in
+// the other layout over the same bytes of out; the tail rows copied as they are.
+template <class Block, class Packed>
+void relayout(void* out, const void* in, int64_t nin, int64_t nout, bool to_packed) {
+  const int64_t nb = nin / kQuantBlock, ngroups = nout / kGroup;
+  const auto group_bytes = static_cast<size_t>(nb) * sizeof(Packed);
+  auto* dst = static_cast<std::byte*>(out);
+  const auto* src = static_cast<const std::byte*>(in);
+  parallel_for(0, ngroups, grain_for(static_cast<int64_t>(group_bytes)), [&](int64_t g) {
+    std::vector<std::byte> copy(src + g * group_bytes, src + (g + 1) * group_bytes);
+    auto* rows = reinterpret_cast<Block*>(to_packed ? copy.data() : dst + g * group_bytes);
+    auto* packed = reinterpret_cast<Packed*>(to_packed ? dst + g * group_bytes : copy.data());
+    for (int lane = 0; lane < kGroup; ++lane) {
       for (int64_t k = 0; k < nb; ++k) {
-        const BlockQ4_0& src = blocks[o * nb + k];
-        BlockQ4_0x16& dst = packed[g * nb + k];
-        std::memcpy(dst.d[lane], src.d, 2);
-        for (int s = 0; s < 4; ++s) std::memcpy(dst.qs[s] + 4 * lane, src.qs + 4 * s, 4);
+        if (to_packed)
+          to_packed_block(rows[lane * nb + k], packed[k], lane);
+        else
+          to_native_block(packed[k], rows[lane * nb + k], lane);
       }
     }
   });
+  const size_t done = static_cast<size_t>(ngroups) * group_bytes;
+  if (out != in)
+    std::memcpy(dst + done, src + done, static_cast<size_t>(nout % kGroup * nb) * sizeof(Block));
+}
+
+template <class Block, class Packed>
+void unpack_row(void* out, const void* packed, int64_t nin, int64_t nout, int64_t row) {
+  const int64_t nb = nin / kQuantBlock, ngroups = nout / kGroup;
+  auto* dst = static_cast<Block*>(out);
+  if (row >= ngroups * kGroup) {
+    const auto* rest =
+        reinterpret_cast<const Block*>(static_cast<const Packed*>(packed) + ngroups * nb);
+    std::memcpy(dst, rest + (row - ngroups * kGroup) * nb, static_cast<size_t>(nb) * sizeof(Block));
+    return;
+  }
+  const Packed* group = static_cast<const Packed*>(packed) + row / kGroup * nb;
+  for (int64_t k = 0; k < nb; ++k) {
+    to_native_block(group[k], dst[k], static_cast<int>(row % kGroup));
+  }
+}
+
+void relayout(DType t, void* out, const void* in, int64_t nin, int64_t nout, bool to_packed) {
+  check_args(to_packed ? "pack_int8" : "unpack_int8", t, nin);
+  check(nout >= 0, "[pack_int8] ", nout, " outputs");
+  if (t == DType::q8_0)
+    relayout<BlockQ8_0, BlockQ8_0x16>(out, in, nin, nout, to_packed);
+  else
+    relayout<BlockQ4_0, BlockQ4_0x16>(out, in, nin, nout, to_packed);
+}
+
+}  // namespace
+
+void pack_int8(DType t, void* out, const void* w, int64_t nin, int64_t nout) {
+  relayout(t, out, w, nin, nout, true);
+}
+void unpack_int8(DType t, void* out, const void* packed, int64_t nin, int64_t nout) {
+  relayout(t, out, packed, nin, nout, false);
+}
+
+void unpack_int8_row(DType t, void* out, const void* packed, int64_t nin, int64_t nout,
+                     int64_t row) {
+  check_args("unpack_int8_row", t, nin);
+  check(row >= 0 && row < nout, "[unpack_int8_row] row ", row, " of ", nout);
+  if (t == DType::q8_0)
+    unpack_row<BlockQ8_0, BlockQ8_0x16>(out, packed, nin, nout, row);
+  else
+    unpack_row<BlockQ4_0, BlockQ4_0x16>(out, packed, nin, nout, row);
 }
 
 void quant_matmul_int8(DType t, float* y, const float* x, const void* w, const float* b,
                        int64_t rows, int64_t nin, int64_t nout) {
-  check(t == DType::q8_0 || t == DType::q4_0, "[quant_matmul_int8] ", dtype_name(t),
-        " weights: 8-bit activations meet q8_0 or q4_0 blocks");
+  check_args("quant_matmul_int8", t, nin);
   check(rows >= 0 && nout >= 0, "[quant_matmul_int8] ", rows, " rows to ", nout, " outputs");
-  check_inputs("quant_matmul_int8", nin);
   if (rows == 0) return;
+  // The rows as Q8_0 blocks: their integers, each block's scale and 8 times its sum.
   const int64_t nb = nin / kQuantBlock;
   thread_local std::vector<BlockQ8_0> blocks;
+  thread_local AlignedVector<int8_t> q;
+  thread_local AlignedVector<float> dx;
+  thread_local AlignedVector<int32_t> sx;
   blocks.resize(static_cast<size_t>(rows * nb));
+  q.resize(static_cast<size_t>(rows * nin));
+  dx.resize(blocks.size());
+  sx.resize(blocks.size());
   quantize_q8_0(x, blocks.data(), rows * nin);
   const float* table = f16_table();
-  const auto scale = [&](const BlockQ8_0& blk) { return table[blk.d[0] | (blk.d[1] << 8)]; };
-  thread_local AlignedVector<int8_t> q;
-  if (t == DType::q4_0) {
-    // The integers, each block's scale and 8 times its sum.
-    thread_local AlignedVector<float> dx;
-    thread_local AlignedVector<int32_t> sx;
-    q.resize(static_cast<size_t>(rows * nin));
-    dx.resize(static_cast<size_t>(rows * nb));
-    sx.resize(static_cast<size_t>(rows * nb));
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      std::copy_n(blocks[i].qs, kQuantBlock, q.data() + i * kQuantBlock);
-      dx[i] = scale(blocks[i]);
-      int32_t sum = 0;
-      for (int8_t v : blocks[i].qs) sum += v;
-      sx[i] = 8 * sum;
-    }
-    TINYLM_DISPATCH(quant_matmul_int8_q4, y, q.data(), dx.data(), sx.data(),
-                    static_cast<const BlockQ4_0x16*>(w), b, rows, nin, nout);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    std::copy_n(blocks[i].qs, kQuantBlock, q.data() + i * kQuantBlock);
+    dx[i] = table[blocks[i].d[0] | (blocks[i].d[1] << 8)];
+    int32_t sum = 0;
+    for (int8_t v : blocks[i].qs) sum += v;
+    sx[i] = 8 * sum;
   }
-  // Q8_0: the integers and scales unpacked into the kernels' Row layout, padded to pairs.
-  const int64_t padded = (nb + 1) / 2 * 2;
-  thread_local AlignedVector<float> d8;
-  q.assign(static_cast<size_t>(rows * padded * kQuantBlock), 0);
-  d8.assign(static_cast<size_t>(rows * padded * 8), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t k = 0; k < nb; ++k) {
-      const BlockQ8_0& blk = blocks[static_cast<size_t>(r * nb + k)];
-      const int64_t at = r * padded + k;
-      std::copy_n(blk.qs, kQuantBlock, q.data() + at * kQuantBlock);
-      std::fill_n(d8.data() + at * 8, 8, scale(blk));
-    }
+  if (t == DType::q8_0) {
+    TINYLM_DISPATCH(quant_matmul_int8, y, q.data(), dx.data(), sx.data(),
+                    static_cast<const BlockQ8_0x16*>(w), b, rows, nin, nout);
   }
-  TINYLM_DISPATCH(quant_matmul_int8, y, q.data(), d8.data(), static_cast<const BlockQ8_0*>(w), b,
-                  rows, nin, nout);
+  TINYLM_DISPATCH(quant_matmul_int8, y, q.data(), dx.data(), sx.data(),
+                  static_cast<const BlockQ4_0x16*>(w), b, rows, nin, nout);
 }
 
 }  // namespace tinylm::kernels

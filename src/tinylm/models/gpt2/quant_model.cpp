@@ -25,8 +25,9 @@ namespace {
 
 struct Matrix {
   DType dtype = DType::q8_0;
-  const std::byte* data = nullptr;    // rows of blocks, ggml's layout (or f32 rows: a file's wte)
-  const std::byte* packed = nullptr;  // Q4_0 for 8-bit activations (pack_q4_0x16), or null
+  const std::byte* data = nullptr;  // rows of blocks, ggml's layout (or f32 rows: a file's wte)
+  bool packed = false;              // data in int_matmul.h's layout, for 8-bit activations
+  const std::byte* file_data = nullptr;  // while packed into a copy: the file's own bytes
 };
 
 // Names and shapes: the layers' Conv1D weights (nin, nout), the 2-D tensors that are matrices.
@@ -48,7 +49,7 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
   };
   // Owned storage (quantized at load), or views into memory that `owner` keeps alive.
   std::vector<std::byte> blocks;
-  std::vector<std::byte> packed;  // the Q4_0 matrices packed, while activations are q8_0
+  std::vector<std::byte> packed_copies;  // a file's matrices packed, while activations are q8_0
   std::vector<float> small;
   std::shared_ptr<const void> owner;
   Matrix wte, lm_head;  // lm_head = wte when tied
@@ -188,34 +189,70 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
     fn(lm_head, C, config.vocab_size);
   }
 
-  // 8-bit activations read Q4_0 matrices packed (int_matmul.h): a copy, kept only while they
-  // are on, as the f32-activation products and the embedding read ggml's layout.
+  // 8-bit activations read the q8_0 / q4_0 matrices packed (int_matmul.h): in place where this
+  // model owns them (and unpacked when they are turned off), in a copy where they are a file's
+  // memory. A tied head is wte: the embedding then reads its rows from the packed bytes.
   void set_activations(DType t) override {
+    if (t == activations) return;
     activations = t;
-    std::vector<std::byte>().swap(packed);
-    size_t total = 0;
-    for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
-      m.packed = nullptr;
-      if (t == DType::q8_0 && m.dtype == DType::q4_0) total += k::q4_0x16_bytes(nin, nout);
-    });
-    if (total == 0) return;
-    packed.resize(total);
-    size_t at = 0;
-    for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
-      if (m.dtype != DType::q4_0) return;
-      m.packed = packed.data() + at;
-      k::pack_q4_0x16(packed.data() + at, m.data, nin, nout);
-      at += k::q4_0x16_bytes(nin, nout);
-    });
+    const bool tied = lm_head.data == wte.data;
+    const auto owned = [&](const Matrix& m) -> std::byte* {  // m's bytes, writable, if ours
+      const bool ours =
+          !blocks.empty() && m.data >= blocks.data() && m.data < blocks.data() + blocks.size();
+      return ours ? blocks.data() + (m.data - blocks.data()) : nullptr;
+    };
+    const auto packable = [](const Matrix& m) {
+      return m.dtype == DType::q8_0 || m.dtype == DType::q4_0;
+    };
+    if (t == DType::q8_0) {
+      size_t copies = 0;
+      for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
+        if (packable(m) && !owned(m)) copies += storage_bytes(m.dtype, nin * nout);
+      });
+      packed_copies.resize(copies);
+      size_t at = 0;
+      for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
+        if (!packable(m)) return;
+        std::byte* out = owned(m);
+        if (!out) {
+          m.file_data = m.data;
+          out = packed_copies.data() + at;
+          at += storage_bytes(m.dtype, nin * nout);
+        }
+        k::pack_int8(m.dtype, out, m.data, nin, nout);
+        m.data = out;
+        m.packed = true;
+      });
+    } else {
+      for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
+        if (!m.packed) return;
+        if (m.file_data) {
+          m.data = m.file_data;
+          m.file_data = nullptr;
+        } else {
+          k::unpack_int8(m.dtype, owned(m), m.data, nin, nout);
+        }
+        m.packed = false;
+      });
+      std::vector<std::byte>().swap(packed_copies);
+    }
+    if (tied) wte = lm_head;
   }
 
   // ForwardPass's storage calls. wte[token] + wpe[position], wte's row dequantized.
   void embed(float* out, const int32_t* token_ids, int64_t rows, int64_t first_position) const {
     const int64_t C = config.n_embd;
     const size_t wte_row = storage_bytes(wte.dtype, C);
+    thread_local std::vector<std::byte> row_blocks;
     for (int64_t r = 0; r < rows; ++r) {
       float* xr = out + r * C;
       const std::byte* row = wte.data + static_cast<size_t>(token_ids[r]) * wte_row;
+      if (wte.packed) {
+        row_blocks.resize(wte_row);
+        k::unpack_int8_row(wte.dtype, row_blocks.data(), wte.data, C, config.vocab_size,
+                           token_ids[r]);
+        row = row_blocks.data();
+      }
       if (wte.dtype == DType::f32)
         std::memcpy(xr, row, wte_row);
       else
@@ -226,8 +263,8 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
   }
   void matmul(float* y, const float* in, const Matrix& w, const float* b, int64_t rows, int64_t nin,
               int64_t nout) const {
-    if (activations == DType::q8_0 && (w.dtype == DType::q8_0 || w.dtype == DType::q4_0)) {
-      k::quant_matmul_int8(w.dtype, y, in, w.packed ? w.packed : w.data, b, rows, nin, nout);
+    if (w.packed) {
+      k::quant_matmul_int8(w.dtype, y, in, w.data, b, rows, nin, nout);
       return;
     }
     k::quant_matmul(w.dtype, y, in, w.data, b, rows, nin, nout);
