@@ -18,7 +18,7 @@ namespace {
 constexpr int kGroup = 16;  // outputs of a packed block
 
 // One row's activations: q, its Q8_0 integers (32 a block); dx, each block's scale; sx, 8 times
-// each block's sum of q (Q4_0's offset: (n - 8) x = n x - 8 x).
+// each block's sum of q (for Q4_0's offset: (n - 8) x = n x - 8 x).
 struct Row {
   const int8_t* q;
   const float* dx;
@@ -148,7 +148,6 @@ TINYLM_INLINE VF total(const BlockQ4_0x16&, VI acc, int32_t sx) {
 // into out (NR rows of 16).
 template <int NR, int NP, class Packed>
 TINYLM_INLINE void tile(float* out, const Row* x, const Packed* w, int64_t nb, int p0) {
-  constexpr int kSteps = sizeof(Packed::qs) / sizeof(Packed::qs[0]);  // (steps of 4 weights)
   VF c[NR][NP];
 #pragma GCC unroll 8
   for (int r = 0; r < NR; ++r) {
@@ -166,7 +165,7 @@ TINYLM_INLINE void tile(float* out, const Row* x, const Packed* w, int64_t nb, i
       for (int p = 0; p < NP; ++p) acc[r][p] = zero_i();
     }
 #pragma GCC unroll 8
-    for (int s = 0; s < kSteps; ++s) {
+    for (int s = 0; s < kSteps<Packed>; ++s) {
 #pragma GCC unroll 2
       for (int p = 0; p < NP; ++p) {
         const VI q = load_q(blk.qs[s] + (p0 + p) * kPartOuts * 4);
@@ -289,8 +288,6 @@ void check_args(const char* what, DType t, int64_t nin) {
 }
 
 // One block of output `lane` of a group between ggml's block and the packed one.
-template <class Packed>
-constexpr int kSteps = sizeof(Packed::qs) / sizeof(Packed::qs[0]);
 template <class Block, class Packed>
 void to_packed_block(const Block& native, Packed& packed, int lane) {
   std::memcpy(packed.d[lane], native.d, 2);

@@ -42,6 +42,9 @@ struct BlockQ4_0x16 {
 };
 static_assert(sizeof(BlockQ8_0x16) == 16 * 34 && alignof(BlockQ8_0x16) == 1);
 static_assert(sizeof(BlockQ4_0x16) == 16 * 18 && alignof(BlockQ4_0x16) == 1);
+// A packed block's steps (of 4 weights; Q4_0's two nibbles make a step 8 weights).
+template <class Packed>
+inline constexpr int kSteps = sizeof(Packed::qs) / sizeof(Packed::qs[0]);
 
 // (nout, nin) q8_0 or q4_0 weights (else Error) from ggml's layout to the packed one, and back;
 // out may be w (in place). nin: a positive multiple of 32 (else Error).
