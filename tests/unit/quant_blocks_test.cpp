@@ -133,6 +133,21 @@ TEST(QuantBlocks, RoundTripErrorIsWithinHalfAStep) {
   }
 }
 
+// Q8_0 rounds x / d halves away from zero (C's roundf), whatever the integer part: a block whose
+// largest magnitude is 127 has d = 1 and id = 1, so q is roundf(x) itself.
+TEST(QuantBlocks, Q8_0RoundsHalvesAwayFromZero) {
+  const float x[32] = {127.0f,     0.5f,   -0.5f,   1.5f,        -1.5f,        2.5f,
+                       -2.5f,      126.5f, -126.5f, 0.49999997f, -0.49999997f, 1.4999999f,
+                       3.5000002f, 0.0f,   -0.0f,   64.5f,       -64.5f,       99.49999f,
+                       1e-30f,     -7.5f,  7.25f,   -7.75f};
+  const int want[32] = {127, 1, -1, 2, -2, 3,   -3, 127, -127, 0, 0,
+                        1,   4, 0,  0, 65, -65, 99, 0,   -8,   7, -8};
+  BlockQ8_0 b;
+  quantize_q8_0(x, &b, 32);
+  EXPECT_EQ(block_scale(b), 1.0f);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(b.qs[j], want[j]) << "x = " << x[j];
+}
+
 TEST(QuantBlocks, SizesAndMisuse) {
   EXPECT_EQ(storage_bytes(DType::q8_0, 64), 68u);
   EXPECT_EQ(storage_bytes(DType::q4_0, 96), 54u);

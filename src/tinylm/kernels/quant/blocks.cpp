@@ -37,9 +37,8 @@ int8_t to_int8_x86(float f) {
 
 // std::round (halves away from zero) up to the sign of a zero, inline and without branches: the
 // library call it is at the baseline level cost more than the rest of quantizing a decode step's
-// activations. Values
-// of 2^23 and more are whole already (or inf, NaN) and come back as they are. (Checked against
-// std::round over all 2^32 floats.)
+// activations. Values of 2^23 and more are whole already (or inf, NaN) and come back as they
+// are. (Checked against std::round over all 2^32 floats.)
 float round_half_away(float v) {
   const bool whole = !(std::fabs(v) < 8388608.0f);
   const float t = static_cast<float>(static_cast<int32_t>(whole ? 0.0f : v));
