@@ -25,17 +25,10 @@ struct Row {
   const int32_t* sx;
 };
 
-// Weight j's integer in ggml's block, and in lane o of a packed block.
+// Weight j's integer in ggml's block.
 TINYLM_INLINE int weight(const BlockQ8_0& b, int j) { return b.qs[j]; }
 TINYLM_INLINE int weight(const BlockQ4_0& b, int j) {
   return (j < 16 ? b.qs[j] & 15 : b.qs[j - 16] >> 4) - 8;
-}
-TINYLM_INLINE int weight(const BlockQ8_0x16& b, int o, int j) {
-  return static_cast<int8_t>(b.qs[j / 4][4 * o + j % 4]);
-}
-TINYLM_INLINE int weight(const BlockQ4_0x16& b, int o, int j) {
-  const uint8_t byte = b.qs[j % 16 / 4][4 * o + j % 4];
-  return (j < 16 ? byte & 15 : byte >> 4) - 8;
 }
 
 // The contract's chain for one output, by plain loops: block(k, P, dw) gives block k's integer
@@ -200,6 +193,15 @@ TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* 
   for (; r < nrows; ++r) tile<1, kParts>(out + r * kGroup, x + r, w, nb, 0);
 }
 #else
+// Weight j's integer in lane o of a packed block.
+TINYLM_INLINE int weight(const BlockQ8_0x16& b, int o, int j) {
+  return static_cast<int8_t>(b.qs[j / 4][4 * o + j % 4]);
+}
+TINYLM_INLINE int weight(const BlockQ4_0x16& b, int o, int j) {
+  const uint8_t byte = b.qs[j % 16 / 4][4 * o + j % 4];
+  return (j < 16 ? byte & 15 : byte >> 4) - 8;
+}
+
 template <class Packed>
 TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* w, int64_t nb,
                          const float* table) {
