@@ -149,7 +149,7 @@ TEST(QuantMatmulInt8, IsWithinTheActivationsRoundingOfTheExactProduct) {
 
 TEST(QuantMatmulInt8, RowsAloneEqualRowsTogetherAtAnyThreadCount) {
   for (DType t : {DType::q8_0, DType::q4_0}) {
-    const Case all{141, 192, 70, true};  // (row blocks of 64, tiles of 4 and a remainder)
+    const Case all{141, 192, 70, true};  // (row blocks of 64, tiles of 4 or 8, a remainder)
     const Operands o = operands(t, all, 3);
     const std::vector<uint8_t> w = packed(t, o, all.nin, all.nout);
     test::for_each_isa([&](Isa) {
@@ -224,6 +224,14 @@ TEST(QuantMatmulInt8, PacksAsTheLayoutStatesAndBack) {
     std::vector<uint8_t> back(w.size());
     unpack_int8(t, back.data(), p.data(), nin, nout);
     EXPECT_EQ(back, w);
+    const auto row_bytes = static_cast<size_t>(nb * size);
+    std::vector<uint8_t> row(row_bytes);
+    for (int64_t o = 0; o < nout; ++o) {
+      unpack_int8_row(t, row.data(), p.data(), nin, nout, o);
+      ASSERT_EQ(std::memcmp(row.data(), w.data() + o * row_bytes, row_bytes), 0) << "row " << o;
+    }
+    test::expect_error([&] { unpack_int8_row(t, row.data(), p.data(), nin, nout, nout); },
+                       {"row 35 of 35"});
   }
 }
 
