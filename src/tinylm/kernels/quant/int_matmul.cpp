@@ -15,8 +15,6 @@ TINYLM_LEVEL_BEGIN
 
 namespace {
 
-constexpr int kGroup = 16;  // outputs of a packed block
-
 // One row's activations: q, its Q8_0 integers (32 a block); dx, each block's scale; sx, 8 times
 // each block's sum of q (for Q4_0's offset: (n - 8) x = n x - 8 x).
 struct Row {
@@ -113,7 +111,7 @@ TINYLM_INLINE VF mul(VF a, VF b) { return _mm512_mul_ps(a, b); }
 TINYLM_INLINE VF fma_f(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
 TINYLM_INLINE void store_f(float* p, VF v) { _mm512_storeu_ps(p, v); }
 #endif
-constexpr int kPartOuts = kGroup / kParts;
+constexpr int kPartOuts = kPackedOutputs / kParts;
 
 TINYLM_INLINE VI splat4(const int8_t* p) {
   int32_t v;
@@ -176,7 +174,7 @@ TINYLM_INLINE void tile(float* out, const Row* x, const Packed* w, int64_t nb, i
     }
   }
   for (int r = 0; r < NR; ++r) {
-    for (int p = 0; p < NP; ++p) store_f(out + r * kGroup + (p0 + p) * kPartOuts, c[r][p]);
+    for (int p = 0; p < NP; ++p) store_f(out + r * kPackedOutputs + (p0 + p) * kPartOuts, c[r][p]);
   }
 }
 
@@ -188,9 +186,9 @@ TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* 
                          const float*) {
   int64_t r = 0;
   for (; r + kTileRows <= nrows; r += kTileRows) {
-    for (int p = 0; p < kParts; ++p) tile<kTileRows, 1>(out + r * kGroup, x + r, w, nb, p);
+    for (int p = 0; p < kParts; ++p) tile<kTileRows, 1>(out + r * kPackedOutputs, x + r, w, nb, p);
   }
-  for (; r < nrows; ++r) tile<1, kParts>(out + r * kGroup, x + r, w, nb, 0);
+  for (; r < nrows; ++r) tile<1, kParts>(out + r * kPackedOutputs, x + r, w, nb, 0);
 }
 #else
 // Weight j's integer in lane o of a packed block.
@@ -206,8 +204,8 @@ template <class Packed>
 TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* w, int64_t nb,
                          const float* table) {
   for (int64_t r = 0; r < nrows; ++r) {
-    for (int o = 0; o < kGroup; ++o) {
-      out[r * kGroup + o] = chain(x[r], nb, [&](int64_t k, int32_t& p, float& dw) {
+    for (int o = 0; o < kPackedOutputs; ++o) {
+      out[r * kPackedOutputs + o] = chain(x[r], nb, [&](int64_t k, int32_t& p, float& dw) {
         for (int j = 0; j < kQuantBlock; ++j) p += weight(w[k], o, j) * x[r].q[k * kQuantBlock + j];
         dw = table[w[k].d[o][0] | (w[k].d[o][1] << 8)];
       });
@@ -222,7 +220,8 @@ template <class Packed, class Block>
 void product(float* y, const int8_t* q, const float* dx, const int32_t* sx, const Packed* w,
              const float* b, int64_t rows, int64_t nin, int64_t nout) {
   constexpr int64_t kGroupsPerItem = 4, kRowBlock = 64;
-  const int64_t nb = nin / kQuantBlock, ngroups = nout / kGroup, tail = nout % kGroup;
+  const int64_t nb = nin / kQuantBlock, ngroups = nout / kPackedOutputs,
+                tail = nout % kPackedOutputs;
   const int64_t nitems = (ngroups + kGroupsPerItem - 1) / kGroupsPerItem + (tail ? 1 : 0);
   const float* table = f16_table();
   parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * nitems, [&](int64_t item) {
@@ -234,19 +233,19 @@ void product(float* y, const int8_t* q, const float* dx, const int32_t* sx, cons
       const auto* rest = reinterpret_cast<const Block*>(w + ngroups * nb);
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t o = 0; o < tail; ++o) {
-          const int64_t at = ngroups * kGroup + o;
+          const int64_t at = ngroups * kPackedOutputs + o;
           y[r * nout + at] = tail_output(xs[r - r0], rest + o * nb, nb, table) + (b ? b[at] : 0.0f);
         }
       }
       return;
     }
-    alignas(64) float out[kRowBlock * kGroup];
+    alignas(64) float out[kRowBlock * kPackedOutputs];
     for (int64_t g = g0; g < g1; ++g) {
       group(out, xs, r1 - r0, w + g * nb, nb, table);
       for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t o = 0; o < kGroup; ++o) {
-          const int64_t at = g * kGroup + o;
-          y[r * nout + at] = out[(r - r0) * kGroup + o] + (b ? b[at] : 0.0f);
+        for (int64_t o = 0; o < kPackedOutputs; ++o) {
+          const int64_t at = g * kPackedOutputs + o;
+          y[r * nout + at] = out[(r - r0) * kPackedOutputs + o] + (b ? b[at] : 0.0f);
         }
       }
     }
@@ -280,8 +279,6 @@ TINYLM_LEVELS(void quant_matmul_int8(float* y, const int8_t* q, const float* dx,
 
 namespace {
 
-constexpr int64_t kGroup = 16;
-
 void check_args(const char* what, DType t, int64_t nin) {
   check(t == DType::q8_0 || t == DType::q4_0, "[", what, "] ", dtype_name(t),
         " weights: 8-bit activations meet q8_0 or q4_0 blocks");
@@ -307,7 +304,7 @@ void to_native_block(const Packed& packed, Block& native, int lane) {
 // the other layout over the same bytes of out; the tail rows copied as they are.
 template <class Block, class Packed>
 void relayout(void* out, const void* in, int64_t nin, int64_t nout, bool to_packed) {
-  const int64_t nb = nin / kQuantBlock, ngroups = nout / kGroup;
+  const int64_t nb = nin / kQuantBlock, ngroups = nout / kPackedOutputs;
   const auto group_bytes = static_cast<size_t>(nb) * sizeof(Packed);
   auto* dst = static_cast<std::byte*>(out);
   const auto* src = static_cast<const std::byte*>(in);
@@ -315,7 +312,7 @@ void relayout(void* out, const void* in, int64_t nin, int64_t nout, bool to_pack
     std::vector<std::byte> copy(src + g * group_bytes, src + (g + 1) * group_bytes);
     auto* rows = reinterpret_cast<Block*>(to_packed ? copy.data() : dst + g * group_bytes);
     auto* packed = reinterpret_cast<Packed*>(to_packed ? dst + g * group_bytes : copy.data());
-    for (int lane = 0; lane < kGroup; ++lane) {
+    for (int lane = 0; lane < kPackedOutputs; ++lane) {
       for (int64_t k = 0; k < nb; ++k) {
         if (to_packed)
           to_packed_block(rows[lane * nb + k], packed[k], lane);
@@ -326,22 +323,24 @@ void relayout(void* out, const void* in, int64_t nin, int64_t nout, bool to_pack
   });
   const size_t done = static_cast<size_t>(ngroups) * group_bytes;
   if (out != in)
-    std::memcpy(dst + done, src + done, static_cast<size_t>(nout % kGroup * nb) * sizeof(Block));
+    std::memcpy(dst + done, src + done,
+                static_cast<size_t>(nout % kPackedOutputs * nb) * sizeof(Block));
 }
 
 template <class Block, class Packed>
 void unpack_row(void* out, const void* packed, int64_t nin, int64_t nout, int64_t row) {
-  const int64_t nb = nin / kQuantBlock, ngroups = nout / kGroup;
+  const int64_t nb = nin / kQuantBlock, ngroups = nout / kPackedOutputs;
   auto* dst = static_cast<Block*>(out);
-  if (row >= ngroups * kGroup) {
+  if (row >= ngroups * kPackedOutputs) {
     const auto* rest =
         reinterpret_cast<const Block*>(static_cast<const Packed*>(packed) + ngroups * nb);
-    std::memcpy(dst, rest + (row - ngroups * kGroup) * nb, static_cast<size_t>(nb) * sizeof(Block));
+    std::memcpy(dst, rest + (row - ngroups * kPackedOutputs) * nb,
+                static_cast<size_t>(nb) * sizeof(Block));
     return;
   }
-  const Packed* group = static_cast<const Packed*>(packed) + row / kGroup * nb;
+  const Packed* group = static_cast<const Packed*>(packed) + row / kPackedOutputs * nb;
   for (int64_t k = 0; k < nb; ++k) {
-    to_native_block(group[k], dst[k], static_cast<int>(row % kGroup));
+    to_native_block(group[k], dst[k], static_cast<int>(row % kPackedOutputs));
   }
 }
 

@@ -32,6 +32,7 @@ namespace tinylm::kernels {
 //   Q4_0: qs[s][4 o + i] = output o's qs[4 s + i] (nibbles of weights 4 s + i, 4 s + i + 16).
 // The last nout % 16 outputs follow as ggml's rows. A group takes the bytes of its 16 rows, so
 // the packed matrix is exactly as large as ggml's and can be packed in place.
+inline constexpr int kPackedOutputs = 16;  // a group's outputs
 struct BlockQ8_0x16 {
   uint8_t d[16][2];   // output o's fp16 scale, little-endian
   uint8_t qs[8][64];  // signed
