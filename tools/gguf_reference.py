@@ -146,25 +146,34 @@ def gguf_kv(key, vtype, value):
     return out + struct.pack("<%di" % len(items), *items)
 
 
-def pad(n):
-    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+def pad(n, alignment=ALIGNMENT):
+    return (n + alignment - 1) // alignment * alignment
 
 
-def write_gguf(path, kvs, tensors):
-    """kvs: [(key, type, value)]; tensors: [(name, ggml_type, ne, bytes)]."""
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
-    head += b"".join(gguf_kv(*kv) for kv in kvs)
+def gguf_file(n_kv, kv_bytes, tensors, alignment=ALIGNMENT):
+    """A GGUF v3 file's bytes: n_kv metadata entries already encoded (kv_bytes), then tensors
+    [(name, ggml_type, ne, bytes)], each padded to `alignment`, the last one too."""
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), n_kv) + kv_bytes
     offset = 0
     for name, kind, ne, data in tensors:
         head += gguf_string(name) + struct.pack("<I", len(ne))
         head += struct.pack("<%dQ" % len(ne), *ne) + struct.pack("<IQ", kind, offset)
-        offset += pad(len(data))
+        offset += pad(len(data), alignment)
     body = bytearray(head)
-    body += bytes(pad(len(body)) - len(body))
+    body += bytes(pad(len(body), alignment) - len(body))
     for _, _, _, data in tensors:
         body += data
-        body += bytes(pad(len(body)) - len(body))  # each tensor padded, the last one too
-    path.write_bytes(bytes(body))
+        body += bytes(pad(len(body), alignment) - len(body))
+    return bytes(body)
+
+
+def gguf_bytes(kvs, tensors):
+    """kvs: [(key, type, value)]; tensors: [(name, ggml_type, ne, bytes)]."""
+    return gguf_file(len(kvs), b"".join(gguf_kv(*kv) for kv in kvs), tensors)
+
+
+def write_gguf(path, kvs, tensors):
+    path.write_bytes(gguf_bytes(kvs, tensors))
 
 
 def read_gguf(path):
@@ -335,14 +344,6 @@ def verify(cfg, w):
     merges = (OUT / "tokenizer" / "merges.txt").read_text(encoding="utf-8").split("\n")
     assert merges[0].startswith("#version") and merges[1:-1] == expected_merges
     print("verified", ", ".join("tiny_%s.gguf" % f for f in FILE_TYPE))
-
-
-def gguf_bytes(kvs, tensors):
-    path = OUT / ".corpus.tmp"
-    write_gguf(path, kvs, tensors)
-    raw = path.read_bytes()
-    path.unlink()
-    return raw
 
 
 def write_corpus():

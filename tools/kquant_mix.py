@@ -12,8 +12,9 @@ here to all), attn_qkv one step wider than the rest.
     q5_k_m: token_embd, attn_qkv, ffn_down Q6_K; attn_output, ffn_up Q5_K
 
 Every other tensor (position_embd, the 1-D norms and biases) and all metadata are copied as
-they are. The input: any GPT-2 GGUF whose matrices' rows are whole 256-weight blocks (as
-`tinylm convert MODEL OUT.gguf --dtype f16` writes for 124M).
+they are; the file is written by gguf_reference.py's writer. The input: any GPT-2 GGUF whose
+matrices' rows are whole 256-weight blocks (as `tinylm convert MODEL OUT.gguf --dtype f16`
+writes for 124M).
 
 Usage: /usr/bin/python3 tools/kquant_mix.py IN.gguf OUT.gguf q4_k_m|q5_k_m [--seed N]
 """
@@ -21,6 +22,8 @@ import argparse
 import struct
 
 import numpy as np
+
+from gguf_reference import gguf_file, pad
 
 Q4_K, Q5_K, Q6_K = 12, 13, 14
 BLOCK_BYTES = {Q4_K: 144, Q5_K: 176, Q6_K: 210}
@@ -105,10 +108,7 @@ def main():
         kind, offset = r.take("IQ")
         infos.append((name, list(ne), kind, offset))
 
-    def pad(n):
-        return (n + alignment - 1) // alignment * alignment
-
-    data_start = pad(r.pos)
+    data_start = pad(r.pos, alignment)
     rng = np.random.default_rng(args.seed)
     mix = MIXES[args.mix]
     out = []
@@ -122,20 +122,9 @@ def main():
                                  % (args.src, name, ne[0]))
             kind = mix[role]
             data = random_blocks(kind, n, rng)
-        out.append((name, ne, kind, data))
-    head = b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv) + kv_bytes
-    offset = 0
-    for name, ne, kind, data in out:
-        encoded = name.encode()
-        head += struct.pack("<Q", len(encoded)) + encoded + struct.pack("<I", len(ne))
-        head += struct.pack("<%dQ" % len(ne), *ne) + struct.pack("<IQ", kind, offset)
-        offset += pad(len(data))
-    body = bytearray(head)
-    body += bytes(pad(len(body)) - len(body))
-    for _, _, _, data in out:
-        body += data
-        body += bytes(pad(len(body)) - len(body))
-    open(args.dst, "wb").write(bytes(body))
+        out.append((name, kind, ne, data))
+    body = gguf_file(n_kv, kv_bytes, out, alignment)
+    open(args.dst, "wb").write(body)
     print("wrote %s: %d bytes, %s mix" % (args.dst, len(body), args.mix))
 
 
