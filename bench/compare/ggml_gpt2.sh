@@ -4,6 +4,12 @@
 # same 16-token prompt, greedy, 64 new tokens; prefill and decode tok/s per
 # (threads, dtype), medians over rounds. See README.md in this directory.
 #
+# q8_0 / q4_0: ggml's model is quantized by its own gpt-2-quantize (every matrix, wte and so
+# the tied head too) and its CPU backend quantizes the activations to 8 bits for those
+# products; tinylm runs the same type with --activations q8_0, the like-for-like option, and
+# keeps wte (the head) in Q8_0 whatever the type (docs/cli.md): for q4_0 it reads ~1.3x the
+# bytes per token that ggml does.
+#
 # A benchmark tool only: ggml is built from a checkout outside this repository
 # and nothing here is a build or CI dependency.
 set -euo pipefail
@@ -53,7 +59,7 @@ gpt-2-backend and 'tinylm generate' alternately and prints medians.
   --work DIR          models and logs (default: $WORK)
   --rounds N          timed rounds per (threads, dtype) (default: $ROUNDS)
   --threads-list "L"  thread counts (default: "$THREADS_LIST")
-  --dtypes "L"        f32 and/or f16 (default: "$DTYPES")
+  --dtypes "L"        any of f32 f16 q8_0 q4_0 (default: "$DTYPES")
   --tokens N          new tokens per run (default: $TOKENS)
   -h, --help
 
@@ -86,7 +92,7 @@ done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer"
 [[ $TOKENS =~ ^[0-9]+$ && $TOKENS -ge 2 ]] || die "--tokens must be an integer >= 2"
 for t in $THREADS_LIST; do [[ $t =~ ^[1-9][0-9]*$ ]] || die "--threads-list: '$t' is not a positive integer"; done
-for d in $DTYPES; do [[ $d == f32 || $d == f16 ]] || die "--dtypes: '$d' is not f32 or f16"; done
+for d in $DTYPES; do [[ $d =~ ^(f32|f16|q8_0|q4_0)$ ]] || die "--dtypes: '$d' is not f32, f16, q8_0 or q4_0"; done
 [[ -n $THREADS_LIST && -n $DTYPES ]] || die "empty --threads-list or --dtypes"
 
 # Refuse to put anything of ggml inside this repository.
@@ -146,7 +152,7 @@ if [[ -z $GGML_BIN ]]; then
   echo "building ggml's gpt-2-backend: $GGML_SRC -> $GGML_BUILD (${cmake_flags[*]})" >&2
   cmake -S "$GGML_SRC" -B "$GGML_BUILD" "${gen[@]}" "${cmake_flags[@]}" >"$GGML_BUILD.configure.log" 2>&1 ||
     die "cmake configure of ggml failed, see $GGML_BUILD.configure.log"
-  cmake --build "$GGML_BUILD" --target gpt-2-backend -j"$(nproc)" >"$GGML_BUILD.build.log" 2>&1 ||
+  cmake --build "$GGML_BUILD" --target gpt-2-backend gpt-2-quantize -j"$(nproc)" >"$GGML_BUILD.build.log" 2>&1 ||
     die "building gpt-2-backend failed, see $GGML_BUILD.build.log"
   GGML_BIN=$GGML_BUILD/bin/gpt-2-backend
 fi
@@ -172,13 +178,21 @@ fi
 [[ -f $MODEL/config.json && -f $MODEL/model.safetensors ]] || die "$MODEL has no config.json + model.safetensors"
 
 declare -A GGML_MODEL
-for d in $DTYPES; do
-  out=$WORK/ggml-model-$d.bin
+ggml_model() {  # dtype -> WORK/ggml-model-DTYPE.bin, made if missing or older than the model
+  local out=$WORK/ggml-model-$1.bin
   if [[ ! -f $out || $out -ot $MODEL/model.safetensors ]]; then
-    /usr/bin/python3 "$HERE/ggml_gpt2_model.py" "$MODEL" "$out" --ftype "$d" || die "converting $MODEL to $out failed"
+    if [[ $1 == q* ]]; then
+      local quantize
+      quantize=$(dirname "$GGML_BIN")/gpt-2-quantize
+      [[ -x $quantize ]] || die "$quantize (ggml's quantizer, built beside gpt-2-backend) not found"
+      "$quantize" "$(ggml_model f32)" "$out" "$1" >"$out.log" 2>&1 || die "ggml's quantizer failed, see $out.log"
+    else
+      /usr/bin/python3 "$HERE/ggml_gpt2_model.py" "$MODEL" "$out" --ftype "$1" >&2 || die "converting $MODEL to $out failed"
+    fi
   fi
-  GGML_MODEL[$d]=$out
-done
+  echo "$out"
+}
+for d in $DTYPES; do GGML_MODEL[$d]=$(ggml_model "$d"); done
 
 # --- runs -----------------------------------------------------------------------
 LOG=$WORK/logs; mkdir -p "$LOG"
@@ -203,8 +217,9 @@ ggml_run() {  # threads dtype n_predict log -> predict ms on stdout
 #   prompt 16 tokens: prefill P ms (X tok/s); 64 tokens: decode D tok/s
 # (decode = (generated - 1) / decode time; prefill is recomputed from P ms).
 tinylm_run() {  # threads dtype log-prefix -> "prefill_tok_s decode_tok_s"
-  "$TINYLM" generate --model "$MODEL" --dtype "$2" --prompt "$PROMPT" --max-tokens "$TOKENS" --temperature 0 \
-    --ignore-eos --threads "$1" >"$3.out" 2>"$3.err" || die "tinylm generate failed, see $3.err"
+  local act=f32; [[ $2 == q* ]] && act=q8_0
+  "$TINYLM" generate --model "$MODEL" --dtype "$2" --activations "$act" --prompt "$PROMPT" --max-tokens "$TOKENS" \
+    --temperature 0 --ignore-eos --threads "$1" >"$3.out" 2>"$3.err" || die "tinylm generate failed, see $3.err"
   local line
   line=$(grep -E '^prompt [0-9]+ tokens: prefill' "$3.err") || die "no prefill/decode line in $3.err"
   awk -v want="$PROMPT_TOKENS" -v gen="$TOKENS" -v f="$3.err" '{
