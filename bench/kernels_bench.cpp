@@ -1,7 +1,7 @@
 // Kernel micro-benchmarks (Google Benchmark) at microgpt's shapes (T positions of width C), and
-// GPT-2 124M's weight products by weight type and row count (BM_Gpt2Product): decode (1 row),
-// a server batch (8) and a prompt (16, 64), the weights streamed from memory. The context line
-// "kernels" names the level.
+// GPT-2 124M's weight products by weight type and row count (BM_Gpt2Product; the bf16 head:
+// BM_Gpt2Head): decode (1 row), a server batch (8) and a prompt (16, 64), the weights streamed
+// from memory. The context line "kernels" names the level.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -187,6 +187,28 @@ BENCHMARK_CAPTURE(BM_Gpt2Product, q4_0_int8, tinylm::DType::q4_0, true)
     ->Arg(16)
     ->Arg(64)
     ->UseRealTime();
+
+// GPT-2 124M's tied output head (logits = x wte^T: 50257 outputs of 768 inputs, bf16) over
+// `rows` rows: decode (1), a server's batch (8, 32) and more (64). Its 77 MB stream from memory
+// (two copies used in turn, so a last-level cache cannot hold the one in use).
+void BM_Gpt2Head(benchmark::State& state) {
+  const int64_t rows = state.range(0), nin = 768, nout = 50257;
+  std::vector<float> x(rows * nin), y(rows * nout);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i));
+  std::vector<std::vector<k::Bf16>> w(2, std::vector<k::Bf16>(nin * nout));
+  for (auto& m : w) {
+    for (size_t i = 0; i < m.size(); ++i)
+      m[i] = k::Bf16{tinylm::float_to_bf16(0.02f * static_cast<float>(std::sin(0.11 * i)))};
+  }
+  int c = 0;
+  for (auto _ : state) {
+    k::matmul_out_in(y.data(), x.data(), w[c].data(), rows, nin, nout);
+    benchmark::DoNotOptimize(y.data());
+    c ^= 1;
+  }
+  state.SetItemsProcessed(state.iterations() * rows * nin * nout);  // multiply-adds
+}
+BENCHMARK(BM_Gpt2Head)->Arg(1)->Arg(8)->Arg(32)->Arg(64)->UseRealTime();
 
 }  // namespace
 

@@ -110,12 +110,6 @@ TINYLM_INLINE float hsum(f32x16 x) {
   const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
   return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
 }
-// Lane j = hsum(a[j]) for 16 vectors.
-TINYLM_INLINE f32x16 hsum16(const f32x16* a) {
-  alignas(64) float s[16];
-  for (int j = 0; j < 16; ++j) s[j] = hsum(a[j]);
-  return load(s);
-}
 TINYLM_INLINE float hmax(f32x16 x) {
   const __m256 a = _mm256_max_ps(x.lo, x.hi);
   const __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));

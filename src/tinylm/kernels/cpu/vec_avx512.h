@@ -83,34 +83,6 @@ TINYLM_INLINE float hsum(f32x16 x) {
   const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
   return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
 }
-// Lane j = hsum(a[j]) for 16 vectors, by the same additions as hsum, four vectors' halves at a
-// time: 31 shuffles and 15 additions where 16 hsums take about 140 instructions.
-TINYLM_INLINE f32x16 hsum16(const f32x16* a) {
-  const auto lanes128 = [](__m512 x, __m512 y, auto imm) {
-    return _mm512_maskz_shuffle_f32x4(kAll16, x, y, decltype(imm)::value);
-  };
-  const auto lanes32 = [](__m512 x, __m512 y, auto imm) {
-    return _mm512_maskz_shuffle_ps(kAll16, x, y, decltype(imm)::value);
-  };
-  using Lo = std::integral_constant<int, 0x44>;
-  using Hi = std::integral_constant<int, 0xee>;
-  using Even = std::integral_constant<int, 0x88>;
-  using Odd = std::integral_constant<int, 0xdd>;
-  __m512 t[8], u[4], v[2];
-  for (int p = 0; p < 8; ++p)  // [0..8) + [8..16): of a[2p] below, of a[2p + 1] above
-    t[p] = _mm512_add_ps(lanes128(a[2 * p].v, a[2 * p + 1].v, Lo{}),
-                         lanes128(a[2 * p].v, a[2 * p + 1].v, Hi{}));
-  for (int q = 0; q < 4; ++q)  // [0..4) + [4..8): 128-bit lane L holds a[4q + L]'s four sums
-    u[q] = _mm512_add_ps(lanes128(t[2 * q], t[2 * q + 1], Even{}),
-                         lanes128(t[2 * q], t[2 * q + 1], Odd{}));
-  for (int s = 0; s < 2; ++s)  // (0 + 2), (1 + 3): lane L holds a[8s + L]'s, a[8s + 4 + L]'s
-    v[s] =
-        _mm512_add_ps(lanes32(u[2 * s], u[2 * s + 1], Lo{}), lanes32(u[2 * s], u[2 * s + 1], Hi{}));
-  // (0 + 2) + (1 + 3): lane 4L + t holds a[4t + L]'s sum, then transposed back.
-  const __m512 w = _mm512_add_ps(lanes32(v[0], v[1], Even{}), lanes32(v[0], v[1], Odd{}));
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  return {_mm512_maskz_permutexvar_ps(kAll16, order, w)};
-}
 TINYLM_INLINE float hmax(f32x16 x) {
   const __m256 a = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, x.v, 0),
                                  _mm512_maskz_extractf32x8_ps(0xff, x.v, 1));

@@ -108,12 +108,6 @@ TINYLM_INLINE float hsum(f32x16 x) {
   const v4f b = (x.q[0] + x.q[2]) + (x.q[1] + x.q[3]);
   return (b[0] + b[2]) + (b[1] + b[3]);
 }
-// Lane j = hsum(a[j]) for 16 vectors.
-TINYLM_INLINE f32x16 hsum16(const f32x16* a) {
-  alignas(64) float s[16];
-  for (int j = 0; j < 16; ++j) s[j] = hsum(a[j]);
-  return load(s);
-}
 TINYLM_INLINE float hmax(f32x16 x) {
   const auto m = [](auto a, auto b) { return a > b ? a : b; };
   const v4f b = m(m(x.q[0], x.q[2]), m(x.q[1], x.q[3]));

@@ -418,15 +418,13 @@ TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t n
 
 // The head over several rows (a server's batch, perplexity's windows): a register tile of MR
 // rows x NO outputs, each output's chain as decode computes it, the MR input vectors and each
-// weight vector loaded once per 16 inputs. On AVX-512, 8 x 2 for up to 8 rows, whose inputs
-// stay in L1 (4 x 6 widened more weights per product), and 4 x 6 for more, whose inputs come
-// from L2 (8 x 2 read them three times as often); on AVX2 1 x 4 (2 x 2 and 1 x 5 measured
-// slower).
+// weight vector loaded once per 16 inputs. On AVX-512 4 x 6 (an 8 x 2 tile for up to 8 rows,
+// which widens each weight vector once, was faster on an Intel Xeon and 1.4x slower on AMD
+// Zen 5: docs/performance.md); on AVX2 1 x 4 (2 x 2 and 1 x 5 measured slower).
 struct HeadTile {
   int rows, outs;
 };
-constexpr HeadTile kHeadFew = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadTile{8, 2} : HeadTile{1, 4};
-constexpr HeadTile kHeadMany =
+constexpr HeadTile kHeadTile =
     TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadTile{4, 6} : HeadTile{1, 4};
 
 // `ahead` is where the weights (NO rows, nin apart) to prefetch into L2 start: a prefetch per
@@ -454,19 +452,8 @@ TINYLM_INLINE void head_tile(float* y, int64_t ldy, const float* x, int64_t nin,
       for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
     }
   }
-  if constexpr (MR * NO == kLanes) {  // the 16 sums at once
-    f32x16 all[kLanes];  // (a copy: the accumulators' address taken kept them in memory)
-#pragma GCC unroll 16
-    for (int j = 0; j < kLanes; ++j) all[j] = a[j / NO][j % NO];
-    alignas(64) float s[kLanes];
-    store(s, hsum16(all));
-    for (int r = 0; r < MR; ++r) {
-      for (int o = 0; o < NO; ++o) y[r * ldy + o] = s[r * NO + o] + tail(w + o * nin, x + r * nin);
-    }
-  } else {
-    for (int r = 0; r < MR; ++r) {
-      for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + tail(w + o * nin, x + r * nin);
-    }
+  for (int r = 0; r < MR; ++r) {
+    for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + tail(w + o * nin, x + r * nin);
   }
 }
 
@@ -557,8 +544,7 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
       }
     }
   };
-  if (rows > kHeadFew.rows) return out_in_rows<kHeadMany>(y, x, w, rows, nin, nout, body_end, tail);
-  if (rows > 2) return out_in_rows<kHeadFew>(y, x, w, rows, nin, nout, body_end, tail);
+  if (rows > 2) return out_in_rows<kHeadTile>(y, x, w, rows, nin, nout, body_end, tail);
   // Decode: groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
   // waiting for the slower thread at the end. Each output has one thread, so any schedule
   // gives the same result.
