@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "tinylm/kernels/cast/half.h"
 #include "tinylm/kernels/cpu/level.h"

@@ -419,8 +419,8 @@ TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t n
 // The head over several rows (a server's batch, perplexity's windows): a register tile of MR
 // rows x NO outputs, each output's chain as decode computes it, the MR input vectors and each
 // weight vector loaded once per 16 inputs. On AVX-512 4 x 6 (an 8 x 2 tile for up to 8 rows,
-// which widens each weight vector once, was faster on an Intel Xeon and 1.4x slower on AMD
-// Zen 5: docs/performance.md); on AVX2 1 x 4 (2 x 2 and 1 x 5 measured slower).
+// which widens each weight vector once, was faster on an Intel Xeon but slower on AMD Zen 5:
+// docs/performance.md); on AVX2 1 x 4 (2 x 2 and 1 x 5 measured slower).
 struct HeadTile {
   int rows, outs;
 };
