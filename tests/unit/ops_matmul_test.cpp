@@ -363,9 +363,10 @@ OpCase threads_case() {
 }
 
 // The head, y = x W^T with W (nout, nin). rows, n = nin, k = nout: nout 13 three blocks of four
-// outputs and one left over, 40 six tiles of six outputs and four single ones; nin 37 a tail
-// after two vectors; from 3 rows on, 4-row register tiles and what is left over (5, 8, 10, 67,
-// 70: 1, 0, 2, 3, 2 rows; 3 no whole tile); 67 and 70 rows: two row blocks.
+// outputs and one left over, 40 ten blocks of four, or six of six and four single outputs; nin
+// 37 a tail after two vectors; from 3 rows on, register tiles and what is left over: on AVX-512
+// 6 x 4 up to 16 rows (8, 10: 2, 4 rows over; 3 and 5 no whole tile), 4 x 6 beyond (67, 70: 3,
+// 2 over); 67 and 70 rows: two row blocks.
 template <class W>
 OpCase matmul_out_in_case() {
   return {"matmul_out_in_" + dtype_suffix<W>(),

@@ -418,13 +418,16 @@ TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t n
 
 // The head over several rows (a server's batch, perplexity's windows): a register tile of MR
 // rows x NO outputs, each output's chain as decode computes it, the MR input vectors and each
-// weight vector loaded once per 16 inputs. On AVX-512 4 x 6 (an 8 x 2 tile for up to 8 rows,
-// which widens each weight vector once, was faster on an Intel Xeon but slower on AMD Zen 5:
-// docs/performance.md); on AVX2 1 x 4 (2 x 2 and 1 x 5 measured slower).
+// weight vector loaded once per 16 inputs. On AVX-512 6 x 4 for up to 16 rows and 4 x 6 for
+// more (32 rows are eight whole 4 x 6 tiles, while 6 x 4 leaves two rows over); an 8 x 2 tile
+// for up to 8 rows, which widens each weight vector once, was faster on an Intel Xeon but
+// slower on AMD Zen 5 (docs/performance.md). On AVX2 1 x 4 (2 x 2 and 1 x 5 measured slower).
 struct HeadTile {
   int rows, outs;
 };
-constexpr HeadTile kHeadTile =
+constexpr int64_t kHeadFewRows = 16;
+constexpr HeadTile kHeadFew = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadTile{6, 4} : HeadTile{1, 4};
+constexpr HeadTile kHeadMany =
     TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadTile{4, 6} : HeadTile{1, 4};
 
 // `ahead` is where the weights (NO rows, nin apart) to prefetch into L2 start: a prefetch per
@@ -544,7 +547,8 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
       }
     }
   };
-  if (rows > 2) return out_in_rows<kHeadTile>(y, x, w, rows, nin, nout, body_end, tail);
+  if (rows > kHeadFewRows) return out_in_rows<kHeadMany>(y, x, w, rows, nin, nout, body_end, tail);
+  if (rows > 2) return out_in_rows<kHeadFew>(y, x, w, rows, nin, nout, body_end, tail);
   // Decode: groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
   // waiting for the slower thread at the end. Each output has one thread, so any schedule
   // gives the same result.
