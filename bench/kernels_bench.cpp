@@ -12,6 +12,7 @@
 #include "tinylm/kernels/activation/softmax.h"
 #include "tinylm/kernels/attention/exact.h"
 #include "tinylm/kernels/cpu/isa.h"
+#include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/kernels/matmul/exact.h"
 #include "tinylm/kernels/matmul/exact_reference.h"
 #include "tinylm/kernels/matmul/stream.h"
@@ -116,11 +117,15 @@ void BM_PyRandomGauss(benchmark::State& state) {
 BENCHMARK(BM_PyRandomGauss);
 
 // GPT-2 124M's MLP up-projection (768 -> 3072, bias) over `rows` rows, weights as the model
-// keeps them: bf16 in the tiles layout, or q8_0 / q4_0 blocks (ggml's layout; _int8: with 8-bit
+// keeps them: bf16 in the tiles layout (bf16_dot: in the pairs layout, with bf16 activations,
+// kernels/matmul/bf16_dot.h), or q8_0 / q4_0 blocks (ggml's layout; _int8: with 8-bit
 // activations). Copies of the matrix (96 MB of them) are used in turn, so that the weights
 // stream from memory as in the model rather than from a last-level cache (unless it is larger
 // than that).
-void BM_Gpt2Product(benchmark::State& state, tinylm::DType t, bool int8 = false) {
+enum class Act { f32, int8, bf16 };
+void BM_Gpt2Product(benchmark::State& state, tinylm::DType t, Act act = Act::f32) {
+  if (act == Act::bf16 && !k::bf16_dot_available())
+    return state.SkipWithError("bf16 activations need AVX512_BF16 at the avx512 level");
   const int64_t rows = state.range(0), nin = 768, nout = 3072;
   const int kCopies = static_cast<int>((size_t{96} << 20) / tinylm::storage_bytes(t, nin * nout));
   std::vector<float> x(rows * nin), y(rows * nout), b(nout, 0.01f), w(nin * nout);
@@ -134,20 +139,23 @@ void BM_Gpt2Product(benchmark::State& state, tinylm::DType t, bool int8 = false)
       for (size_t i = 0; i < w.size(); ++i) rowmajor[i] = k::Bf16{tinylm::float_to_bf16(w[i])};
       wb[c].resize(w.size());
       k::pack_tiles(wb[c].data(), rowmajor.data(), nin, nout);
+      if (act == Act::bf16) k::tiles_to_pairs(wb[c].data(), nin, nout);
     } else {
       blocks[c].resize(tinylm::storage_bytes(t, nin * nout));
       k::quantize(t, w.data(), blocks[c].data(), nin * nout);
     }
   }
-  if (int8) {  // (8-bit activations read the weights packed)
+  if (act == Act::int8) {  // (8-bit activations read the weights packed)
     for (auto& m : blocks) k::pack_int8(t, m.data(), m.data(), nin, nout);
   }
   int c = 0;
   for (auto _ : state) {
-    if (t == tinylm::DType::bf16)
+    if (act == Act::bf16)
+      k::matmul_in_out_bf16(y.data(), x.data(), wb[c].data(), b.data(), rows, nin, nout);
+    else if (t == tinylm::DType::bf16)
       k::matmul_in_out(y.data(), x.data(), wb[c].data(), b.data(), rows, nin, nout,
                        k::Layout::tiles);
-    else if (int8)
+    else if (act == Act::int8)
       k::quant_matmul_int8(t, y.data(), x.data(), blocks[c].data(), b.data(), rows, nin, nout);
     else
       k::quant_matmul(t, y.data(), x.data(), blocks[c].data(), b.data(), rows, nin, nout);
@@ -157,6 +165,12 @@ void BM_Gpt2Product(benchmark::State& state, tinylm::DType t, bool int8 = false)
   state.SetItemsProcessed(state.iterations() * rows * nin * nout);  // multiply-adds
 }
 BENCHMARK_CAPTURE(BM_Gpt2Product, bf16, tinylm::DType::bf16)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(16)
+    ->Arg(64)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gpt2Product, bf16_dot, tinylm::DType::bf16, Act::bf16)
     ->Arg(1)
     ->Arg(8)
     ->Arg(16)
@@ -175,13 +189,13 @@ BENCHMARK_CAPTURE(BM_Gpt2Product, q4_0, tinylm::DType::q4_0)
     ->Arg(64)
     ->UseRealTime();
 // With 8-bit activations (kernels/quant/int_matmul.h).
-BENCHMARK_CAPTURE(BM_Gpt2Product, q8_0_int8, tinylm::DType::q8_0, true)
+BENCHMARK_CAPTURE(BM_Gpt2Product, q8_0_int8, tinylm::DType::q8_0, Act::int8)
     ->Arg(1)
     ->Arg(8)
     ->Arg(16)
     ->Arg(64)
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Gpt2Product, q4_0_int8, tinylm::DType::q4_0, true)
+BENCHMARK_CAPTURE(BM_Gpt2Product, q4_0_int8, tinylm::DType::q4_0, Act::int8)
     ->Arg(1)
     ->Arg(8)
     ->Arg(16)
@@ -190,8 +204,11 @@ BENCHMARK_CAPTURE(BM_Gpt2Product, q4_0_int8, tinylm::DType::q4_0, true)
 
 // GPT-2 124M's tied output head (logits = x wte^T: 50257 outputs of 768 inputs, bf16) over
 // `rows` rows: decode (1), a server's batch (8, 32) and more (64). Its 77 MB stream from memory
-// (two copies used in turn, so a last-level cache cannot hold the one in use).
-void BM_Gpt2Head(benchmark::State& state) {
+// (two copies used in turn, so a last-level cache cannot hold the one in use). bf16_dot: with
+// bf16 activations.
+void BM_Gpt2Head(benchmark::State& state, bool bf16_dot) {
+  if (bf16_dot && !k::bf16_dot_available())
+    return state.SkipWithError("bf16 activations need AVX512_BF16 at the avx512 level");
   const int64_t rows = state.range(0), nin = 768, nout = 50257;
   std::vector<float> x(rows * nin), y(rows * nout);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i));
@@ -202,13 +219,17 @@ void BM_Gpt2Head(benchmark::State& state) {
   }
   int c = 0;
   for (auto _ : state) {
-    k::matmul_out_in(y.data(), x.data(), w[c].data(), rows, nin, nout);
+    if (bf16_dot)
+      k::matmul_out_in_bf16(y.data(), x.data(), w[c].data(), rows, nin, nout);
+    else
+      k::matmul_out_in(y.data(), x.data(), w[c].data(), rows, nin, nout);
     benchmark::DoNotOptimize(y.data());
     c ^= 1;
   }
   state.SetItemsProcessed(state.iterations() * rows * nin * nout);  // multiply-adds
 }
-BENCHMARK(BM_Gpt2Head)->Arg(1)->Arg(8)->Arg(32)->Arg(64)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gpt2Head, f32, false)->Arg(1)->Arg(8)->Arg(32)->Arg(64)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gpt2Head, bf16_dot, true)->Arg(1)->Arg(8)->Arg(32)->Arg(64)->UseRealTime();
 
 }  // namespace
 

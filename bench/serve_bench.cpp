@@ -5,8 +5,8 @@
 // ignored. Medians over --reps rounds; the generate baseline is measured before and after the
 // server runs and its median taken over both.
 //
-//   bench_serve --model DIR [--dtype bf16] [--threads N] [--tokens 64] [--reps 3]
-//               [--streams 1,8,32]
+//   bench_serve --model DIR [--dtype bf16] [--activations f32] [--threads N] [--tokens 64]
+//               [--reps 3] [--streams 1,8,32]
 #include <httplib.h>
 
 #include <algorithm>
@@ -77,7 +77,7 @@ StreamTimes stream_one(int port, const std::string& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_dir, dtype = "bf16", streams_arg = "1,8,32";
+  std::string model_dir, dtype = "bf16", activations = "f32", streams_arg = "1,8,32";
   int threads = 0, tokens = 64, reps = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -85,6 +85,8 @@ int main(int argc, char** argv) {
       model_dir = v;
     else if (a == "--dtype")
       dtype = v;
+    else if (a == "--activations")
+      activations = v;
     else if (a == "--threads")
       threads = std::stoi(v);
     else if (a == "--tokens")
@@ -100,8 +102,8 @@ int main(int argc, char** argv) {
   }
   if (model_dir.empty()) {
     std::fprintf(stderr,
-                 "usage: bench_serve --model DIR [--dtype bf16] [--threads N] "
-                 "[--tokens 64] [--reps 3] [--streams 1,8,32]\n");
+                 "usage: bench_serve --model DIR [--dtype bf16] [--activations f32] "
+                 "[--threads N] [--tokens 64] [--reps 3] [--streams 1,8,32]\n");
     return 2;
   }
   std::vector<int> streams;
@@ -110,6 +112,7 @@ int main(int argc, char** argv) {
   set_num_threads(threads);
   std::printf("%s\n", bench::level_line().c_str());
   gpt2::Model model = train::load_gpt2_model(model_dir, "", parse_dtype(dtype));
+  model.set_activations(parse_dtype(activations));
   const std::filesystem::path dir(model_dir);
   const BpeTokenizer tok =
       BpeTokenizer::from_directory(std::filesystem::exists(dir / "tokenizer.json")
@@ -118,8 +121,8 @@ int main(int argc, char** argv) {
   std::vector<int> prompt = tok.encode(
       "The history of the city begins with a small settlement on the banks of the river, where");
   prompt.resize(16, prompt.back());
-  std::printf("GPT-2 %s, %d threads, 16-token prompt, %d new tokens, %d reps\n", dtype.c_str(),
-              num_threads(), tokens, reps);
+  std::printf("GPT-2 %s, %s activations, %d threads, 16-token prompt, %d new tokens, %d reps\n",
+              dtype.c_str(), activations.c_str(), num_threads(), tokens, reps);
 
   std::vector<double> decode_tps, prefill_ms;
   const auto baseline = [&] {

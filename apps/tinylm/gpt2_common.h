@@ -10,7 +10,7 @@ namespace tinylm::cli {
 
 struct Gpt2Flags {
   std::string model, config, tokenizer, dtype;  // dtype empty: f32, or a quantized GGUF's own
-  std::string activations = "f32";              // q8_0: Model::set_activations
+  std::string activations = "f32";              // q8_0, bf16: Model::set_activations
   int threads = 0;
   void add_to(CLI::App* cmd);
 };

@@ -5,6 +5,7 @@
 
 #include "test_util.h"
 #include "tinylm/io/safetensors.h"
+#include "tinylm/kernels/matmul/bf16_dot.h"
 
 namespace tinylm {
 namespace {
@@ -58,6 +59,19 @@ TEST(CliGpt2, InitThenGenerateAndPerplexity) {
                                           "--activations q8_0");
   EXPECT_EQ(q8x.exit_code, 0) << q8x.err;
   EXPECT_NE(q8x.err.find("of q4_0 weights (q8_0 activations)"), std::string::npos) << q8x.err;
+  // bf16 activations run where this process's level has AVX512_BF16 (the CLI inherits
+  // TINYLM_ISA), and are refused in one line elsewhere.
+  const test::CommandResult bfx = run_cli("generate --model " + model +
+                                          " --prompt 'Hi' --max-tokens 4 --dtype bf16 "
+                                          "--activations bf16");
+  if (kernels::bf16_dot_available()) {
+    EXPECT_EQ(bfx.exit_code, 0) << bfx.err;
+    EXPECT_NE(bfx.err.find("of bf16 weights (bf16 activations)"), std::string::npos) << bfx.err;
+  } else {
+    EXPECT_NE(bfx.exit_code, 0);
+    EXPECT_EQ(lines(bfx.err), 1) << bfx.err;
+    EXPECT_NE(bfx.err.find("needs AVX512_BF16"), std::string::npos) << bfx.err;
+  }
   test::write_text(dir.file("text.txt"), "It was the best of times, it was the worst of times.");
   const test::CommandResult ppl = run_cli("perplexity --model " + model + " --file " +
                                           dir.file("text.txt") + " --context 8 --stride 4");
@@ -82,6 +96,8 @@ TEST(CliGpt2, ErrorsAreOneLine) {
             " --prompt hi --top-p 0",
         std::string("generate --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
             " --prompt hi --activations q8_0",
+        std::string("generate --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
+            " --prompt hi --activations bf16",
         std::string("perplexity --model ") + test::source_path("tests/fixtures/gpt2/tiny") +
             " --file " + dir.file("missing.txt"),
         std::string("init --arch gpt2 --preset 7B --out ") + dir.file("x")}) {

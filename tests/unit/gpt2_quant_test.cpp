@@ -150,7 +150,7 @@ TEST(Gpt2Quant, Q8_0ActivationsStayCloseToF32Activations) {
   Model bf(ck.config, ck.params, DType::bf16);
   test::expect_error([&] { bf.set_activations(DType::q8_0); }, {"q8_0 or q4_0 model", "bf16"});
   Model q(ck.config, ck.params, DType::q4_0);
-  test::expect_error([&] { q.set_activations(DType::f16); }, {"f16", "f32 or q8_0"});
+  test::expect_error([&] { q.set_activations(DType::f16); }, {"f16", "f32, q8_0 or bf16"});
 }
 
 // Continuous batching over quantized weights: sequences at different positions stepped

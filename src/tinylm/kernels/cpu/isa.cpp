@@ -39,8 +39,16 @@ Isa detect_best() {
   if (avx512f && avx512dq && avx512bw && avx512vl && (xcr0 & 0xe6) == 0xe6) return Isa::avx512;
   return Isa::avx2;
 }
+
+bool detect_avx512_bf16() {
+  unsigned a, b, c, d;
+  if (detect_best() != Isa::avx512) return false;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+  return a & (1u << 5);
+}
 #else
 Isa detect_best() { return Isa::generic; }
+bool detect_avx512_bf16() { return false; }
 #endif
 
 std::string supported_names() {
@@ -67,6 +75,11 @@ Isa resolve_active_isa() {
   return isa;
 }
 }  // namespace detail
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = detect_avx512_bf16();
+  return has;
+}
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {

@@ -40,6 +40,10 @@ inline Isa active_isa() {
   return isa >= 0 ? static_cast<Isa>(isa) : detail::resolve_active_isa();
 }
 
+// Whether the CPU (and OS) can run AVX512_BF16's instructions, beyond the avx512 level's set
+// (kernels/matmul/bf16_dot.h).
+bool cpu_has_avx512_bf16();
+
 // Switches every kernel to `isa` (tests and benchmarks); throws Error when it is not
 // supported. Not meant to race with running kernels.
 void set_active_isa(Isa isa);

@@ -42,20 +42,26 @@
 #error "unknown TINYLM_LEVEL"
 #endif
 
-#if !defined(TINYLM_LEVEL_TARGET)
-#define TINYLM_TARGET_PUSH
-#define TINYLM_TARGET_POP
-#elif defined(__clang__)
-#define TINYLM_TARGET_PUSH \
-  TINYLM_PRAGMA_EXPANDED(  \
-      clang attribute push(__attribute__((target(TINYLM_LEVEL_TARGET))), apply_to = function))
-#define TINYLM_TARGET_POP TINYLM_PRAGMA(clang attribute pop)
+// TINYLM_TARGET_PUSH_OF(features) ... TINYLM_TARGET_POP_OF: the functions between compiled for
+// `features` (a target string); TINYLM_TARGET_PUSH ... TINYLM_TARGET_POP: for the level's own.
+#if defined(__clang__)
+#define TINYLM_TARGET_PUSH_OF(features) \
+  TINYLM_PRAGMA_EXPANDED(               \
+      clang attribute push(__attribute__((target(features))), apply_to = function))
+#define TINYLM_TARGET_POP_OF TINYLM_PRAGMA(clang attribute pop)
 #elif defined(__GNUC__)
-#define TINYLM_TARGET_PUSH \
-  TINYLM_PRAGMA(GCC push_options) TINYLM_PRAGMA_EXPANDED(GCC target(TINYLM_LEVEL_TARGET))
-#define TINYLM_TARGET_POP TINYLM_PRAGMA(GCC pop_options)
+#define TINYLM_TARGET_PUSH_OF(features) \
+  TINYLM_PRAGMA(GCC push_options) TINYLM_PRAGMA_EXPANDED(GCC target(features))
+#define TINYLM_TARGET_POP_OF TINYLM_PRAGMA(GCC pop_options)
 #else
 #error "the kernel levels need GCC or clang"
+#endif
+#if defined(TINYLM_LEVEL_TARGET)
+#define TINYLM_TARGET_PUSH TINYLM_TARGET_PUSH_OF(TINYLM_LEVEL_TARGET)
+#define TINYLM_TARGET_POP TINYLM_TARGET_POP_OF
+#else
+#define TINYLM_TARGET_PUSH
+#define TINYLM_TARGET_POP
 #endif
 
 #define TINYLM_LEVEL_BEGIN TINYLM_TARGET_PUSH namespace tinylm::kernels::TINYLM_LEVEL_NS {

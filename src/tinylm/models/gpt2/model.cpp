@@ -11,6 +11,7 @@
 #include "tinylm/kernels/attention/causal.h"
 #include "tinylm/kernels/cast/cast.h"
 #include "tinylm/kernels/embedding/embedding.h"
+#include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/layernorm.h"
@@ -158,12 +159,42 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
 
   size_t weight_bytes() const override { return bytes; }
 
+  // bf16 activations (bf16 models only, Model::set_activations checks): the Conv1D matrices
+  // turn, in place, from tiles to kernels/matmul/bf16_dot.h's pairs, and back for f32.
+  void set_activations(DType t) override {
+    if constexpr (std::is_same_v<W, k::Bf16>) {
+      if (t == this->activations) return;
+      const bool to_pairs = t == DType::bf16;
+      if (to_pairs) {
+        k::require_bf16_dot("gpt2: bf16 activations");
+        check(conv_layout == k::Layout::tiles && config.n_embd % 32 == 0,
+              "gpt2: bf16 activations need n_embd a multiple of 32 (it is ", config.n_embd, ")");
+      }
+      const int64_t C = config.n_embd, F = config.mlp_dim();
+      for (Layer& l : layers) {
+        const auto turn = [&](const W* w, int64_t nin, int64_t nout) {
+          W* m = const_cast<W*>(w);  // the model's own matrices (conv_layout is tiles)
+          to_pairs ? k::tiles_to_pairs(m, nin, nout) : k::pairs_to_tiles(m, nin, nout);
+        };
+        turn(l.attn_w, C, 3 * C);
+        turn(l.proj_w, C, C);
+        turn(l.fc_w, C, F);
+        turn(l.fc_proj_w, F, C);
+      }
+    }
+    this->activations = t;
+  }
+
   // ForwardPass's storage calls.
   void embed(float* out, const int32_t* token_ids, int64_t rows, int64_t first_position) const {
     k::embedding_forward(out, token_ids, wte, wpe, rows, config.n_embd, first_position);
   }
   void matmul(float* y, const float* in, const W* w, const float* b, int64_t rows, int64_t nin,
               int64_t nout) const {
+    if constexpr (std::is_same_v<W, k::Bf16>) {
+      if (this->activations == DType::bf16)
+        return k::matmul_in_out_bf16(y, in, w, b, rows, nin, nout);
+    }
     k::matmul_in_out(y, in, w, b, rows, nin, nout, conv_layout);
   }
   void head(float* logits, const float* normed, int64_t rows, bool gemm_head) const {
@@ -176,6 +207,10 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
                 V);
         return;
       }
+    }
+    if constexpr (std::is_same_v<W, k::Bf16>) {
+      if (this->activations == DType::bf16)
+        return k::matmul_out_in_bf16(logits, normed, lm_head, rows, C, V);
     }
     k::matmul_out_in(logits, normed, lm_head, rows, C, V);
   }
@@ -258,10 +293,12 @@ DType Model::dtype() const { return impl_->dtype; }
 size_t Model::weight_bytes() const { return impl_->weight_bytes(); }
 
 void Model::set_activations(DType t) {
-  check(t == DType::f32 || t == DType::q8_0, "gpt2: activations ", dtype_name(t),
-        ": f32 or q8_0 only");
-  check(t == DType::f32 || impl_->dtype == DType::q8_0 || impl_->dtype == DType::q4_0,
+  check(t == DType::f32 || t == DType::q8_0 || t == DType::bf16, "gpt2: activations ",
+        dtype_name(t), ": f32, q8_0 or bf16 only");
+  check(t != DType::q8_0 || impl_->dtype == DType::q8_0 || impl_->dtype == DType::q4_0,
         "gpt2: q8_0 activations need a q8_0 or q4_0 model, this one is ", dtype_name(impl_->dtype));
+  check(t != DType::bf16 || impl_->dtype == DType::bf16,
+        "gpt2: bf16 activations need a bf16 model, this one is ", dtype_name(impl_->dtype));
   impl_->set_activations(t);
 }
 DType Model::activations() const { return impl_->activations; }

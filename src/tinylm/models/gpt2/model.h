@@ -106,7 +106,10 @@ class Model {
   // The activations' type in a q8_0 / q4_0 model's products: f32 (the default; an f32 product
   // over the dequantized weights, kernels/quant/matmul.h) or q8_0 (each row quantized to 8 bits
   // per block of 32, as ggml computes: kernels/quant/int_matmul.h). K-quant and f32 matrices keep
-  // f32 activations. Error for other types, or for a model whose dtype is not q8_0 / q4_0.
+  // f32 activations. In a bf16 model: f32 or bf16 (each row entering a product, the head
+  // included, rounded to bf16, and pairs of products summed by AVX512_BF16's VDPBF16PS:
+  // kernels/matmul/bf16_dot.h; Error where the CPU lacks it or the level is not avx512).
+  // Error for other types and models.
   void set_activations(DType t);
   DType activations() const;
 

@@ -1,0 +1,383 @@
+#include "tinylm/kernels/matmul/bf16_dot.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "tinylm/core/aligned_vector.h"
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/matmul/stream.h"
+#include "tinylm/kernels/cpu/vec.h"
+
+// Only the avx512 pass has kernels, compiled for AVX512_BF16 on top of the level's set: the
+// public entry points call them only where the CPU has it.
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
+TINYLM_TARGET_PUSH_OF("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
+namespace tinylm::kernels::avx512 {
+namespace {
+
+constexpr int64_t kChunk = 64;            // inputs per chain of matmul_in_out_bf16
+constexpr int64_t kTileElems = kTile * kTile;  // a 16 x 16 tile: 8 pairs of 16 columns
+constexpr int64_t kPairsPerBand = kTile / 2;
+
+TINYLM_INLINE __m512 dot(__m512 acc, __m512i x, __m512i w) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
+}
+TINYLM_INLINE __m512i load_pairs(const Bf16* p) { return _mm512_loadu_si512(p); }
+
+// The activations rounded to bf16 (VCVTNEPS2BF16 rounds as bf16_dot_reference.h's
+// bf16_dot_round: checked over every float), into a buffer of this thread's, reused.
+const uint16_t* round_rows(const float* x, int64_t n) {
+  thread_local AlignedVector<uint16_t> buf;
+  buf.resize(static_cast<size_t>(n + 2 * kLanes));
+  uint16_t* out = buf.data();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(x + i));
+    std::memcpy(out + i, &h, sizeof h);
+  }
+  if (i < n) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(first_lanes16(n - i), x + i));
+    std::memcpy(out + i, &h, static_cast<size_t>(n - i) * sizeof(uint16_t));
+  }
+  return out;
+}
+
+// An input pair (2p, 2p + 1) of a rounded row, as 32 bits: what VDPBF16PS broadcasts.
+TINYLM_INLINE __m512i pair_of(const uint16_t* xr, int64_t p) {
+  uint32_t v;
+  std::memcpy(&v, xr + 2 * p, sizeof v);
+  return _mm512_set1_epi32(static_cast<int>(v));
+}
+
+// --- matmul_in_out_bf16 ------------------------------------------------------------------------
+
+// Decode: part[c ..] = one row's chain over a chunk (`bands` bands of 16 inputs) for every
+// column. NB 16-column blocks at a time, so that NB chains are in flight (one alone left the
+// instruction's latency exposed), each band's NB tiles read in order: 2 KiB runs, which the
+// hardware prefetchers follow (prefetching 1-8 KiB ahead as stream.cpp's decode does was
+// slower here).
+template <int NB>
+TINYLM_INLINE void chunk_blocks(float* part, const uint16_t* xr, const Bf16* t, int64_t bands,
+                                int64_t band) {
+  __m512 acc[NB];
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < bands; ++b) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) {
+#pragma GCC unroll 8
+      for (int64_t p = 0; p < kPairsPerBand; ++p)
+        acc[j] = dot(acc[j], pair_of(xr, b * kPairsPerBand + p),
+                     load_pairs(t + b * band + j * kTileElems + p * 2 * kTile));
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) _mm512_storeu_ps(part + j * kTile, acc[j]);
+}
+
+void chunk_row(float* part, const uint16_t* xr, const Bf16* w, int64_t bands, int64_t nout) {
+  constexpr int NB = 4;
+  const int64_t band = kTile * nout;
+  int64_t c = 0;
+  for (; c + NB * kTile <= nout; c += NB * kTile)
+    chunk_blocks<NB>(part + c, xr, w + c * kTile, bands, band);
+  for (; c < nout; c += kTile) chunk_blocks<1>(part + c, xr, w + c * kTile, bands, band);
+}
+
+// One or two rows: chunks from a ChunkQueue (each thread streams its own run of the matrix),
+// each chunk's chains into its own partial row, then the partials added to the bias in chunk
+// order: the same sums whichever thread ran which chunk.
+void in_out_decode(float* y, const uint16_t* xb, const Bf16* w, const float* b, int64_t rows,
+                   int64_t nin, int64_t nout) {
+  const int64_t nchunks = (nin + kChunk - 1) / kChunk;
+  thread_local AlignedVector<float> scratch;  // grown once, then reused every token
+  scratch.resize(static_cast<size_t>(nchunks * rows * nout));
+  float* part = scratch.data();
+  const int nthreads = region_threads(nchunks);
+  ChunkQueue queue(nchunks, nthreads);
+  const int64_t nblk = nout / kTile;
+  parallel_region(nthreads, [&](int me, int team) {
+    for (;;) {
+      const int64_t ck = queue.next(me);
+      if (ck < 0) break;
+      const int64_t i0 = ck * kChunk, bands = (std::min(nin, i0 + kChunk) - i0) / kTile;
+      for (int64_t r = 0; r < rows; ++r)
+        chunk_row(part + (ck * rows + r) * nout, xb + r * nin + i0, w + i0 * nout, bands, nout);
+    }
+    barrier();  // then each thread adds up its share of the columns
+    for (int64_t blk = nblk * me / team; blk < nblk * (me + 1) / team; ++blk) {
+      const int64_t c0 = blk * kTile;
+      for (int64_t r = 0; r < rows; ++r) {
+        __m512 s = b ? _mm512_loadu_ps(b + c0) : _mm512_setzero_ps();
+        for (int64_t ck = 0; ck < nchunks; ++ck)
+          s = _mm512_add_ps(s, _mm512_loadu_ps(part + (ck * rows + r) * nout + c0));
+        _mm512_storeu_ps(y + r * nout + c0, s);
+      }
+    }
+  });
+}
+
+// y[r * ldy + 16 v ..] += the chunk's chains of MR rows and NV column blocks. w: the first
+// band's tile of the first block (the next block's is kTileElems on, the next band's `band`).
+// Per pair the tile loads NV weight vectors and broadcasts MR pairs of inputs, for MR NV
+// instructions. `ahead`: weights to prefetch into L2, one line per vector loaded (w itself
+// when there is nothing to prefetch: a branch in the loop made GCC spill the accumulators).
+template <int MR, int NV>
+TINYLM_INLINE void pair_tile(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w,
+                             int64_t band, int64_t bands, const Bf16* ahead) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < bands; ++b) {
+    for (int64_t p = 0; p < kPairsPerBand; ++p) {
+      const int64_t at = b * band + p * 2 * kTile;
+      __m512i wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        __builtin_prefetch(ahead + at + v * kTileElems, 0, 2);
+        wv[v] = load_pairs(w + at + v * kTileElems);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const __m512i xp = pair_of(x + r * ldx, b * kPairsPerBand + p);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = dot(acc[r][v], xp, wv[v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      float* yr = y + r * ldy + v * kTile;
+      _mm512_storeu_ps(yr, _mm512_add_ps(_mm512_loadu_ps(yr), acc[r][v]));
+    }
+  }
+}
+
+// The last nr < M rows through pair_tile<nr, NV>.
+template <int M, int NV>
+TINYLM_INLINE void pair_rest(int64_t nr, float* y, int64_t ldy, const uint16_t* x, int64_t ldx,
+                             const Bf16* w, int64_t band, int64_t bands, const Bf16* ahead) {
+  if constexpr (M > 1) {
+    if (nr == M - 1) return pair_tile<M - 1, NV>(y, ldy, x, ldx, w, band, bands, ahead);
+    pair_rest<M - 1, NV>(nr, y, ldy, x, ldx, w, band, bands, ahead);
+  }
+}
+
+// Every row through NV column blocks of one chunk, MR rows at a time (the first tile
+// prefetches).
+template <int MR, int NV>
+void pair_rows(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w, int64_t band,
+               int64_t bands, int64_t nr, const Bf16* ahead) {
+  int64_t r = 0;
+  for (; r + MR <= nr; r += MR, ahead = w)
+    pair_tile<MR, NV>(y + r * ldy, ldy, x + r * ldx, ldx, w, band, bands, ahead);
+  if (r < nr)
+    pair_rest<MR, NV>(nr - r, y + r * ldy, ldy, x + r * ldx, ldx, w, band, bands, ahead);
+}
+
+// Several rows: items of 256 rows x 96 columns, row blocks outermost. An item starts its rows at
+// the bias and adds each chunk's chains in order, as decode does: 8 rows x 3 column blocks a
+// register tile (24 accumulators), the chunk's 12 KiB of weights kept in L1 while the block's
+// rows go through them, the next chunk's prefetched by the first tile.
+void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, int64_t rows,
+                 int64_t nin, int64_t nout) {
+  constexpr int MR = 8, NV = 3;
+  constexpr int64_t kGroup = 2 * NV * kTile, kRowBlock = 256;
+  const int64_t ngroups = (nout + kGroup - 1) / kGroup, band = kTile * nout;
+  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
+    const int64_t c0 = item % ngroups * kGroup, width = std::min(kGroup, nout - c0);
+    const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
+    float* yb = y + r0 * nout + c0;
+    for (int64_t r = 0; r < nr; ++r) {
+      for (int64_t c = 0; c < width; c += kTile)
+        _mm512_storeu_ps(yb + r * nout + c, b ? _mm512_loadu_ps(b + c0 + c) : _mm512_setzero_ps());
+    }
+    for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
+      const int64_t bands = (std::min(nin, i0 + kChunk) - i0) / kTile;
+      const Bf16* wc = w + i0 * nout + c0 * kTile;
+      // The next chunk's weights, if whole; else this chunk's (in L1 by then).
+      const Bf16* next = i0 + 2 * kChunk <= nin ? wc + kChunk * nout : wc;
+      const uint16_t* xc = xb + r0 * nin + i0;
+      const int64_t nv = width / kTile;
+      int64_t v = 0;
+      for (; v + NV <= nv; v += NV) {
+        pair_rows<MR, NV>(yb + v * kTile, nout, xc, nin, wc + v * kTileElems, band, bands, nr,
+                          next + v * kTileElems);
+      }
+      for (; v < nv; ++v) {
+        pair_rows<MR, 1>(yb + v * kTile, nout, xc, nin, wc + v * kTileElems, band, bands, nr,
+                         next + v * kTileElems);
+      }
+    }
+  });
+}
+
+// --- matmul_out_in_bf16 ------------------------------------------------------------------------
+
+// y[r * ldy + o] for MR rows and NO outputs: per 32 inputs, MR input vectors and NO weight
+// vectors loaded once for MR NO instructions; each output's 16 lane chains summed at the end.
+// `ahead` as pair_tile's: weights NO outputs on, or w.
+template <int MR, int NO>
+TINYLM_INLINE void head_tile(float* y, int64_t ldy, const uint16_t* x, const Bf16* w, int64_t nin,
+                             const Bf16* ahead) {
+  __m512 acc[MR][NO];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) acc[r][o] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < nin; i += 2 * kLanes) {
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) __builtin_prefetch(ahead + o * nin + i, 0, 2);
+    __m512i xv[MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) xv[r] = _mm512_loadu_si512(x + r * nin + i);
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) {
+      const __m512i wo = load_pairs(w + o * nin + i);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) acc[r][o] = dot(acc[r][o], xv[r], wo);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(f32x16{acc[r][o]});
+  }
+}
+
+template <int M, int NO>
+TINYLM_INLINE void head_rest(int64_t nr, float* y, int64_t ldy, const uint16_t* x, const Bf16* w,
+                             int64_t nin, const Bf16* ahead) {
+  if constexpr (M > 1) {
+    if (nr == M - 1) return head_tile<M - 1, NO>(y, ldy, x, w, nin, ahead);
+    head_rest<M - 1, NO>(nr, y, ldy, x, w, nin, ahead);
+  }
+}
+
+template <int MR, int NO>
+void head_rows(float* y, int64_t ldy, const uint16_t* x, const Bf16* w, int64_t nin, int64_t nr,
+               const Bf16* ahead) {
+  int64_t r = 0;
+  for (; r + MR <= nr; r += MR, ahead = w)
+    head_tile<MR, NO>(y + r * ldy, ldy, x + r * nin, w, nin, ahead);
+  if (r < nr) head_rest<MR, NO>(nr - r, y + r * ldy, ldy, x + r * nin, w, nin, ahead);
+}
+
+// Items of 256 rows x 16 NO outputs, row blocks outermost; within an item NO outputs at a time,
+// the weights 2 NO outputs on prefetched (one stream per thread in decode).
+template <int MR, int NO>
+void out_in_rows(float* y, const uint16_t* xb, const Bf16* w, int64_t rows, int64_t nin,
+                 int64_t nout) {
+  constexpr int64_t kRowBlock = 256, kGroup = 16 * NO;
+  const int64_t ngroups = (nout + kGroup - 1) / kGroup;
+  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
+    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
+    const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
+    float* yb = y + r0 * nout;
+    const uint16_t* xr = xb + r0 * nin;
+    int64_t o = o0;
+    for (; o + NO <= o1; o += NO) {
+      const Bf16* ahead = w + (o + 3 * NO <= nout ? o + 2 * NO : o) * nin;
+      head_rows<MR, NO>(yb + o, nout, xr, w + o * nin, nin, nr, ahead);
+    }
+    for (; o < o1; ++o) head_rows<MR, 1>(yb + o, nout, xr, w + o * nin, nin, nr, w + o * nin);
+  });
+}
+
+}  // namespace
+
+void matmul_in_out_bf16(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
+                        int64_t nin, int64_t nout) {
+  const uint16_t* xb = round_rows(x, rows * nin);
+  if (rows <= 2) return in_out_decode(y, xb, w, b, rows, nin, nout);
+  in_out_rows(y, xb, w, b, rows, nin, nout);
+}
+
+// Tiles as stream.cpp's head: 1 or 2 rows x 4 outputs in decode, 6 x 4 up to 16 rows, 4 x 6
+// beyond.
+void matmul_out_in_bf16(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+                        int64_t nout) {
+  const uint16_t* xb = round_rows(x, rows * nin);
+  if (rows == 1) return out_in_rows<1, 4>(y, xb, w, rows, nin, nout);
+  if (rows == 2) return out_in_rows<2, 4>(y, xb, w, rows, nin, nout);
+  if (rows <= 16) return out_in_rows<6, 4>(y, xb, w, rows, nin, nout);
+  out_in_rows<4, 6>(y, xb, w, rows, nin, nout);
+}
+
+}  // namespace tinylm::kernels::avx512
+TINYLM_TARGET_POP_OF
+#endif
+
+#if TINYLM_LEVEL_ONCE
+namespace tinylm::kernels {
+
+namespace avx512 {
+#if defined(TINYLM_X86_LEVELS)
+void matmul_in_out_bf16(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
+                        int64_t nin, int64_t nout);
+void matmul_out_in_bf16(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+                        int64_t nout);
+#else  // never called: bf16_dot_available() is false
+inline void matmul_in_out_bf16(float*, const float*, const Bf16*, const float*, int64_t, int64_t,
+                               int64_t) {}
+inline void matmul_out_in_bf16(float*, const float*, const Bf16*, int64_t, int64_t, int64_t) {}
+#endif
+}  // namespace avx512
+
+bool bf16_dot_available() { return active_isa() == Isa::avx512 && cpu_has_avx512_bf16(); }
+
+void require_bf16_dot(const char* what) {
+  check(bf16_dot_available(), what, ": needs AVX512_BF16 at the avx512 level; this CPU ",
+        cpu_has_avx512_bf16() ? "has it, but the level in use is " : "lacks it (level ",
+        isa_summary(), cpu_has_avx512_bf16() ? "" : ")");
+}
+
+namespace {
+
+// Within each 16 x 16 tile, rows (16 columns of one input) to pairs and back.
+template <bool ToPairs>
+void permute_tiles(Bf16* w, int64_t nin, int64_t nout) {
+  check(can_tile(nin, nout), "bf16 pairs: a ", nin, " x ", nout,
+        " matrix does not split into 16 x 16 tiles");
+  const int64_t ntiles = nin / kTile * (nout / kTile);
+  parallel_for(0, ntiles, 64, [&](int64_t t) {
+    Bf16* tile = w + t * kTile * kTile;
+    Bf16 copy[kTile * kTile];
+    std::memcpy(copy, tile, sizeof copy);
+    for (int64_t i = 0; i < kTile; ++i) {
+      for (int64_t c = 0; c < kTile; ++c) {
+        const int64_t row = i * kTile + c, pair = (i / 2) * 2 * kTile + c * 2 + i % 2;
+        if constexpr (ToPairs) tile[pair] = copy[row];
+        else tile[row] = copy[pair];
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void tiles_to_pairs(Bf16* w, int64_t nin, int64_t nout) { permute_tiles<true>(w, nin, nout); }
+void pairs_to_tiles(Bf16* w, int64_t nin, int64_t nout) { permute_tiles<false>(w, nin, nout); }
+
+void matmul_in_out_bf16(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
+                        int64_t nin, int64_t nout) {
+  require_bf16_dot("matmul_in_out_bf16");
+  check(can_tile(nin, nout), "matmul_in_out_bf16: a ", nin, " x ", nout,
+        " matrix does not split into 16 x 16 tiles");
+  avx512::matmul_in_out_bf16(y, x, w, b, rows, nin, nout);
+}
+
+void matmul_out_in_bf16(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+                        int64_t nout) {
+  require_bf16_dot("matmul_out_in_bf16");
+  check(nin % 32 == 0, "matmul_out_in_bf16: ", nin, " inputs, not a multiple of 32");
+  avx512::matmul_out_in_bf16(y, x, w, rows, nin, nout);
+}
+
+}  // namespace tinylm::kernels
+#endif

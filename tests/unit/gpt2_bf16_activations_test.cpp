@@ -1,0 +1,134 @@
+// GPT-2 bf16 models with bf16 activations (Model::set_activations, kernels/matmul/bf16_dot.h,
+// whose bits its own test checks): decode = prefill and batched = alone bit for bit at any
+// thread count, logits close to f32 activations', f32 activations' bits back when turned off,
+// and clear errors where the mode cannot run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "test_util.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/matmul/bf16_dot.h"
+#include "tinylm/models/gpt2/model.h"
+#include "tinylm/train/gpt2_checkpoint.h"
+
+namespace tinylm::gpt2 {
+namespace {
+
+train::Gpt2Checkpoint tiny() {
+  return train::load_gpt2(test::source_path("tests/fixtures/gpt2/tiny/model.safetensors"),
+                          test::source_path("tests/fixtures/gpt2/tiny/config.json"));
+}
+
+std::vector<float> all_logits(Model& m, std::span<const int> tokens) {
+  KvCache cache = m.new_cache(static_cast<int>(tokens.size()));
+  std::vector<float> logits(tokens.size() * m.config().vocab_size);
+  m.forward(tokens, cache, logits, true);
+  return logits;
+}
+
+const std::vector<int> kTokens = {5, 17, 999, 0, 3, 250, 251, 7, 7, 7, 42, 600, 13};
+
+#define SKIP_UNLESS_BF16_DOT()                                                             \
+  if (!kernels::bf16_dot_available())                                                      \
+  GTEST_SKIP() << "bf16 activations need AVX512_BF16 at the avx512 level; level in use: " \
+               << kernels::isa_summary()                                                   \
+               << (kernels::cpu_has_avx512_bf16() ? "" : ", no AVX512_BF16")
+
+TEST(Gpt2Bf16Activations, DecodeEqualsPrefillAtEveryThreadCount) {
+  SKIP_UNLESS_BF16_DOT();
+  const train::Gpt2Checkpoint ck = tiny();
+  const int64_t V = ck.config.vocab_size;
+  const int n = static_cast<int>(kTokens.size());
+  Model m(ck.config, ck.params, DType::bf16);
+  m.set_activations(DType::bf16);
+  const std::vector<float> want = all_logits(m, kTokens);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    EXPECT_EQ(std::memcmp(all_logits(m, kTokens).data(), want.data(), want.size() * 4), 0);
+    KvCache cache = m.new_cache(n);
+    std::vector<float> one(V);
+    m.forward(std::span(kTokens).first(4), cache, one);
+    ASSERT_EQ(std::memcmp(one.data(), want.data() + 3 * V, V * 4), 0);
+    for (int p = 4; p < n; ++p) {
+      m.forward(std::span(kTokens).subspan(p, 1), cache, one);
+      ASSERT_EQ(std::memcmp(one.data(), want.data() + p * V, V * 4), 0)
+          << "position " << p << " threads " << threads;
+    }
+  }
+  set_num_threads(0);
+}
+
+// Continuous batching: three sequences at different positions stepped together get the bits
+// of each alone (3 rows: the batched tiles, not decode's).
+TEST(Gpt2Bf16Activations, BatchedDecodingEqualsEachSequenceAlone) {
+  SKIP_UNLESS_BF16_DOT();
+  const train::Gpt2Checkpoint ck = tiny();
+  const int64_t V = ck.config.vocab_size;
+  const int n = static_cast<int>(kTokens.size());
+  Model m(ck.config, ck.params, DType::bf16);
+  m.set_activations(DType::bf16);
+  const std::vector<float> want = all_logits(m, kTokens);
+  const int prompts[3] = {1, 2, 6};
+  std::vector<KvCache> caches;
+  std::vector<float> one(V), rows(3 * V);
+  for (const int p : prompts) {
+    caches.push_back(m.new_cache(n));
+    m.forward(std::span(kTokens).first(p), caches.back(), one);
+  }
+  KvCache* ptrs[3] = {&caches[0], &caches[1], &caches[2]};
+  for (int step = 0; prompts[2] + step < n; ++step) {
+    const int next[3] = {kTokens[prompts[0] + step], kTokens[prompts[1] + step],
+                         kTokens[prompts[2] + step]};
+    m.forward_batch(next, ptrs, rows);
+    for (int s = 0; s < 3; ++s) {
+      ASSERT_EQ(std::memcmp(rows.data() + s * V, want.data() + (prompts[s] + step) * V, V * 4), 0)
+          << "sequence " << s << " step " << step;
+    }
+  }
+}
+
+// Rounding the activations to bf16 moves the logits by bf16's precision, not more; turning
+// the mode off gives the f32-activation bits back (the matrices return to their layout).
+TEST(Gpt2Bf16Activations, StayCloseToF32ActivationsAndTurnBack) {
+  SKIP_UNLESS_BF16_DOT();
+  const train::Gpt2Checkpoint ck = tiny();
+  Model m(ck.config, ck.params, DType::bf16);
+  const std::vector<float> a = all_logits(m, kTokens);
+  m.set_activations(DType::bf16);
+  EXPECT_EQ(m.activations(), DType::bf16);
+  const std::vector<float> b = all_logits(m, kTokens);
+  double worst = 0, spread = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, double(std::abs(a[i] - b[i])));
+    spread = std::max(spread, double(std::abs(a[i])));
+  }
+  EXPECT_GT(worst, 0);
+  EXPECT_LT(worst, 0.02 * spread);
+  m.set_activations(DType::bf16);  // again: nothing changes
+  EXPECT_EQ(std::memcmp(all_logits(m, kTokens).data(), b.data(), b.size() * 4), 0);
+  m.set_activations(DType::f32);
+  EXPECT_EQ(std::memcmp(all_logits(m, kTokens).data(), a.data(), a.size() * 4), 0);
+}
+
+TEST(Gpt2Bf16Activations, ErrorsWhereTheModeCannotRun) {
+  const train::Gpt2Checkpoint ck = tiny();
+  for (DType t : {DType::f32, DType::f16, DType::q8_0}) {
+    Model m(ck.config, ck.params, t);
+    test::expect_error([&] { m.set_activations(DType::bf16); },
+                       {"bf16 activations need a bf16 model", std::string(dtype_name(t))});
+  }
+  Model m(ck.config, ck.params, DType::bf16);
+  test::for_each_isa([&](kernels::Isa isa) {
+    if (kernels::bf16_dot_available()) return;
+    test::expect_error([&] { m.set_activations(DType::bf16); },
+                       {"gpt2: bf16 activations", "needs AVX512_BF16", std::string(isa_name(isa))});
+    EXPECT_EQ(m.activations(), DType::f32);
+  });
+}
+
+}  // namespace
+}  // namespace tinylm::gpt2
