@@ -32,10 +32,10 @@ std::vector<float> all_logits(Model& m, std::span<const int> tokens) {
 
 const std::vector<int> kTokens = {5, 17, 999, 0, 3, 250, 251, 7, 7, 7, 42, 600, 13};
 
-#define SKIP_UNLESS_BF16_DOT()                                                             \
-  if (!kernels::bf16_dot_available())                                                      \
+#define SKIP_UNLESS_BF16_DOT()                                                            \
+  if (!kernels::bf16_dot_available())                                                     \
   GTEST_SKIP() << "bf16 activations need AVX512_BF16 at the avx512 level; level in use: " \
-               << kernels::isa_summary()                                                   \
+               << kernels::isa_summary()                                                  \
                << (kernels::cpu_has_avx512_bf16() ? "" : ", no AVX512_BF16")
 
 TEST(Gpt2Bf16Activations, DecodeEqualsPrefillAtEveryThreadCount) {

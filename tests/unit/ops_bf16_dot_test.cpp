@@ -18,8 +18,8 @@
 namespace tinylm::kernels {
 namespace {
 
-#define SKIP_UNLESS_BF16_DOT()                                                          \
-  if (!bf16_dot_available())                                                            \
+#define SKIP_UNLESS_BF16_DOT()                                                         \
+  if (!bf16_dot_available())                                                           \
   GTEST_SKIP() << "bf16 products need AVX512_BF16 at the avx512 level; level in use: " \
                << isa_summary() << (cpu_has_avx512_bf16() ? "" : ", no AVX512_BF16")
 

@@ -6,8 +6,8 @@
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/stream.h"
 
 // Only the avx512 pass has kernels, compiled for AVX512_BF16 on top of the level's set: the
 // public entry points call them only where the CPU has it.
@@ -16,7 +16,7 @@ TINYLM_TARGET_PUSH_OF("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf
 namespace tinylm::kernels::avx512 {
 namespace {
 
-constexpr int64_t kChunk = 64;            // inputs per chain of matmul_in_out_bf16
+constexpr int64_t kChunk = 64;                 // inputs per chain of matmul_in_out_bf16
 constexpr int64_t kTileElems = kTile * kTile;  // a 16 x 16 tile: 8 pairs of 16 columns
 constexpr int64_t kPairsPerBand = kTile / 2;
 
@@ -177,8 +177,7 @@ void pair_rows(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16
   int64_t r = 0;
   for (; r + MR <= nr; r += MR, ahead = w)
     pair_tile<MR, NV>(y + r * ldy, ldy, x + r * ldx, ldx, w, band, bands, ahead);
-  if (r < nr)
-    pair_rest<MR, NV>(nr - r, y + r * ldy, ldy, x + r * ldx, ldx, w, band, bands, ahead);
+  if (r < nr) pair_rest<MR, NV>(nr - r, y + r * ldy, ldy, x + r * ldx, ldx, w, band, bands, ahead);
 }
 
 // Several rows: items of 256 rows x 96 columns, row blocks outermost. An item starts its rows at
@@ -352,8 +351,10 @@ void permute_tiles(Bf16* w, int64_t nin, int64_t nout) {
     for (int64_t i = 0; i < kTile; ++i) {
       for (int64_t c = 0; c < kTile; ++c) {
         const int64_t row = i * kTile + c, pair = (i / 2) * 2 * kTile + c * 2 + i % 2;
-        if constexpr (ToPairs) tile[pair] = copy[row];
-        else tile[row] = copy[pair];
+        if constexpr (ToPairs)
+          tile[pair] = copy[row];
+        else
+          tile[row] = copy[pair];
       }
     }
   });

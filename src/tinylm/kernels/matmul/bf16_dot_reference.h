@@ -22,9 +22,7 @@ inline Bf16 bf16_dot_round(float v) {
 }
 
 // A bf16 as the instruction reads it: subnormals are zero.
-inline float bf16_dot_value(Bf16 v) {
-  return (v.bits & 0x7f80u) == 0 ? 0.0f : to_float(v);
-}
+inline float bf16_dot_value(Bf16 v) { return (v.bits & 0x7f80u) == 0 ? 0.0f : to_float(v); }
 
 // One product added as VDPBF16PS adds it: exact product, one rounding, and a result below
 // kBf16Min in magnitude flushed to +0.
@@ -36,8 +34,8 @@ inline float bf16_dot_add(float acc, Bf16 x, Bf16 w) {
 // y = x W + b, W (nin, nout) row-major: chunks of 64 inputs, per chunk one chain from +0 over
 // its pairs (input 2p + 1's product first, then 2p's), the chunks then added to the bias in
 // order. x is rounded here.
-inline void bf16_dot_in_out(float* y, const float* x, const Bf16* w, const float* b,
-                            int64_t rows, int64_t nin, int64_t nout) {
+inline void bf16_dot_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
+                            int64_t nin, int64_t nout) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < nout; ++c) {
       float s = b ? b[c] : 0.0f;
