@@ -1,12 +1,12 @@
 // GPT-2 inference speed on a 124M-shaped model with random weights saved as a Hugging Face
 // directory (what `tinylm init --preset 124M` writes): batch 1, a 16-token prompt, 64 new
 // tokens, for f32, bf16, f16, q8_0 and q4_0 (quantized at load; --dtypes picks some, and
-// q8_0/q8_0 or q4_0/q8_0 names 8-bit activations, Model::set_activations). Each dtype
-// runs in a fresh process (this program re-executed with --child) so that load time, the first
-// forward (which pays the page faults on freshly mapped or allocated memory) and peak memory are
-// its own. Prints load ms, first-forward ms, prefill and decode tokens/s (medians after a warm-up),
-// the memory-bandwidth limit of decode (measured read bandwidth / weight bytes per token) and the
-// fraction of it reached, and peak resident memory against weights + KV cache.
+// q8_0/q8_0 or q4_0/q8_0 names 8-bit activations, bf16/bf16 bf16 ones: Model::set_activations).
+// Each dtype runs in a fresh process (this program re-executed with --child) so that load time, the
+// first forward (which pays the page faults on freshly mapped or allocated memory) and peak memory
+// are its own. Prints load ms, first-forward ms, prefill and decode tokens/s (medians after a
+// warm-up), the memory-bandwidth limit of decode (measured read bandwidth / weight bytes per token)
+// and the fraction of it reached, and peak resident memory against weights + KV cache.
 //
 // The read bandwidth of these shared virtual machines swings by 2x within seconds (other
 // tenants), so each timed generation is paired with a bandwidth probe run right before it,
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--threads N] [--tokens N] [--reps N] [--preset 124M|small-test] "
-                   "[--dtypes f32,bf16,f16,q8_0,q4_0,q8_0/q8_0,q4_0/q8_0]\n",
+                   "[--dtypes f32,bf16,f16,q8_0,q4_0,q8_0/q8_0,q4_0/q8_0,bf16/bf16]\n",
                    argv[0]);
       return 2;
     }

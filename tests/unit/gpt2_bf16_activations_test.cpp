@@ -122,6 +122,17 @@ TEST(Gpt2Bf16Activations, ErrorsWhereTheModeCannotRun) {
                        {"bf16 activations need a bf16 model", std::string(dtype_name(t))});
   }
   Model m(ck.config, ck.params, DType::bf16);
+  if (kernels::bf16_dot_available()) {  // widths the kernels cannot take
+    Config c;
+    c.vocab_size = 100;
+    c.n_positions = 8;
+    c.n_embd = 48;  // whole 16 x 16 tiles, but not whole 32-input blocks of the head
+    c.n_layer = 1;
+    c.n_head = 4;
+    Model narrow(c, std::vector<float>(param_layout(c).size(), 0.5f), DType::bf16);
+    test::expect_error([&] { narrow.set_activations(DType::bf16); },
+                       {"n_embd a multiple of 32", "48 and 192"});
+  }
   test::for_each_isa([&](kernels::Isa isa) {
     if (kernels::bf16_dot_available()) return;
     test::expect_error([&] { m.set_activations(DType::bf16); },

@@ -168,7 +168,9 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
       if (to_pairs) {
         k::require_bf16_dot("gpt2: bf16 activations");
         check(conv_layout == k::Layout::tiles && config.n_embd % 32 == 0,
-              "gpt2: bf16 activations need n_embd a multiple of 32 (it is ", config.n_embd, ")");
+              "gpt2: bf16 activations need n_embd a multiple of 32 and the MLP width one of 16 "
+              "(they are ",
+              config.n_embd, " and ", config.mlp_dim(), ")");
       }
       const int64_t C = config.n_embd, F = config.mlp_dim();
       for (Layer& l : layers) {
