@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "gpt2_tiny.h"
 #include "test_util.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
@@ -18,28 +19,12 @@
 namespace tinylm::gpt2 {
 namespace {
 
-train::Gpt2Checkpoint tiny() {
-  return train::load_gpt2(test::source_path("tests/fixtures/gpt2/tiny/model.safetensors"),
-                          test::source_path("tests/fixtures/gpt2/tiny/config.json"));
-}
-
-std::vector<float> all_logits(Model& m, std::span<const int> tokens) {
-  KvCache cache = m.new_cache(static_cast<int>(tokens.size()));
-  std::vector<float> logits(tokens.size() * m.config().vocab_size);
-  m.forward(tokens, cache, logits, true);
-  return logits;
-}
-
-const std::vector<int> kTokens = {5, 17, 999, 0, 3, 250, 251, 7, 7, 7, 42, 600, 13};
-
-#define SKIP_UNLESS_BF16_DOT()                                                            \
-  if (!kernels::bf16_dot_available())                                                     \
-  GTEST_SKIP() << "bf16 activations need AVX512_BF16 at the avx512 level; level in use: " \
-               << kernels::isa_summary()                                                  \
-               << (kernels::cpu_has_avx512_bf16() ? "" : ", no AVX512_BF16")
+using test_tiny::all_logits;
+using test_tiny::kTokens;
+train::Gpt2Checkpoint tiny() { return test_tiny::checkpoint(); }
 
 TEST(Gpt2Bf16Activations, DecodeEqualsPrefillAtEveryThreadCount) {
-  SKIP_UNLESS_BF16_DOT();
+  TINYLM_SKIP_UNLESS_BF16_DOT();
   const train::Gpt2Checkpoint ck = tiny();
   const int64_t V = ck.config.vocab_size;
   const int n = static_cast<int>(kTokens.size());
@@ -65,7 +50,7 @@ TEST(Gpt2Bf16Activations, DecodeEqualsPrefillAtEveryThreadCount) {
 // Continuous batching: three sequences at different positions stepped together get the bits
 // of each alone (3 rows: the batched tiles, not decode's).
 TEST(Gpt2Bf16Activations, BatchedDecodingEqualsEachSequenceAlone) {
-  SKIP_UNLESS_BF16_DOT();
+  TINYLM_SKIP_UNLESS_BF16_DOT();
   const train::Gpt2Checkpoint ck = tiny();
   const int64_t V = ck.config.vocab_size;
   const int n = static_cast<int>(kTokens.size());
@@ -94,7 +79,7 @@ TEST(Gpt2Bf16Activations, BatchedDecodingEqualsEachSequenceAlone) {
 // Rounding the activations to bf16 moves the logits by bf16's precision, not more; turning
 // the mode off gives the f32-activation bits back (the matrices return to their layout).
 TEST(Gpt2Bf16Activations, StayCloseToF32ActivationsAndTurnBack) {
-  SKIP_UNLESS_BF16_DOT();
+  TINYLM_SKIP_UNLESS_BF16_DOT();
   const train::Gpt2Checkpoint ck = tiny();
   Model m(ck.config, ck.params, DType::bf16);
   const std::vector<float> a = all_logits(m, kTokens);

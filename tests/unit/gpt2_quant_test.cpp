@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpt2_tiny.h"
 #include "test_util.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
@@ -21,12 +22,9 @@
 namespace tinylm::gpt2 {
 namespace {
 
-const std::string kDir = "tests/fixtures/gpt2/tiny";
-
-train::Gpt2Checkpoint tiny() {
-  return train::load_gpt2(test::source_path(kDir + "/model.safetensors"),
-                          test::source_path(kDir + "/config.json"));
-}
+using test_tiny::all_logits;
+using test_tiny::kTokens;
+train::Gpt2Checkpoint tiny() { return test_tiny::checkpoint(); }
 
 bool is_matrix(const ParamEntry& e) { return e.shape.size() == 2 && e.name != "wpe.weight"; }
 
@@ -64,15 +62,6 @@ std::vector<float> dequantized_params(const Config& c, const std::vector<float>&
   }
   return out;
 }
-
-std::vector<float> all_logits(Model& m, std::span<const int> tokens) {
-  KvCache cache = m.new_cache(static_cast<int>(tokens.size()));
-  std::vector<float> logits(tokens.size() * m.config().vocab_size);
-  m.forward(tokens, cache, logits, true);
-  return logits;
-}
-
-const std::vector<int> kTokens = {5, 17, 999, 0, 3, 250, 251, 7, 7, 7, 42, 600, 13};
 
 // Weights and activations (Model::set_activations).
 const std::pair<DType, DType> kTypes[] = {{DType::q8_0, DType::f32},

@@ -18,11 +18,6 @@
 namespace tinylm::kernels {
 namespace {
 
-#define SKIP_UNLESS_BF16_DOT()                                                         \
-  if (!bf16_dot_available())                                                           \
-  GTEST_SKIP() << "bf16 products need AVX512_BF16 at the avx512 level; level in use: " \
-               << isa_summary() << (cpu_has_avx512_bf16() ? "" : ", no AVX512_BF16")
-
 Bf16 bf16(float v) { return {float_to_bf16(v)}; }
 
 // Random bf16 weights (normal, scale 0.05) with zeros and subnormals among them.
@@ -54,7 +49,7 @@ std::vector<Bf16> to_pairs(const std::vector<Bf16>& w, int64_t nin, int64_t nout
 }
 
 TEST(OpsBf16Dot, InOutEqualsTheReference) {
-  SKIP_UNLESS_BF16_DOT();
+  TINYLM_SKIP_UNLESS_BF16_DOT();
   // 80 and 208 inputs end in a partial chunk; 208 and 112 outputs leave column blocks over
   // the kernel's 3-block tile; 3..70 rows cover the row tile (8) and its rests.
   const int64_t shapes[][2] = {{64, 48}, {128, 96}, {80, 112}, {208, 208}};
@@ -83,7 +78,7 @@ TEST(OpsBf16Dot, InOutEqualsTheReference) {
 }
 
 TEST(OpsBf16Dot, OutInEqualsTheReference) {
-  SKIP_UNLESS_BF16_DOT();
+  TINYLM_SKIP_UNLESS_BF16_DOT();
   // 1, 5, 13 and 50 outputs: whole tiles of 4 and 6 and the outputs over; rows for every tile
   // (1, 2, 6 x 4 up to 16, 4 x 6 beyond) and its rests.
   for (int64_t nin : {32, 96, 768}) {
@@ -120,7 +115,7 @@ float head_of(const std::vector<float>& x, const std::vector<Bf16>& w) {
 // Values worked out by hand from the instruction's definition: rounding to nearest even,
 // subnormal inputs read as zero, tiny results flushed.
 TEST(OpsBf16Dot, RoundsAndFlushesAsTheInstruction) {
-  SKIP_UNLESS_BF16_DOT();
+  TINYLM_SKIP_UNLESS_BF16_DOT();
   std::vector<float> x(32, 0.0f);
   std::vector<Bf16> w(32, Bf16{0});
   w[0] = bf16(1.0f);

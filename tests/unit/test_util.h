@@ -16,6 +16,7 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/cpu/isa.h"
+#include "tinylm/kernels/matmul/bf16_dot.h"
 
 namespace tinylm::test {
 
@@ -75,6 +76,14 @@ void for_each_isa(F&& body) {
   }
   kernels::set_active_isa(saved);
 }
+
+// Skips the test, saying why, unless kernels/matmul/bf16_dot.h can run here (AVX512_BF16 at
+// the avx512 level).
+#define TINYLM_SKIP_UNLESS_BF16_DOT()                                                  \
+  if (!::tinylm::kernels::bf16_dot_available())                                        \
+  GTEST_SKIP() << "bf16 products need AVX512_BF16 at the avx512 level; level in use: " \
+               << ::tinylm::kernels::isa_summary()                                     \
+               << (::tinylm::kernels::cpu_has_avx512_bf16() ? "" : ", no AVX512_BF16")
 
 // n draws of normal(mean, scale) from a fixed seed.
 inline std::vector<double> random_normal(size_t n, uint64_t seed, double scale = 1.0,
