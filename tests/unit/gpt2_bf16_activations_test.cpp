@@ -23,26 +23,23 @@ using test_tiny::all_logits;
 using test_tiny::kTokens;
 train::Gpt2Checkpoint tiny() { return test_tiny::checkpoint(); }
 
+// The tiny model in bf16, with bf16 activations.
+Model bf16_activations_model(const train::Gpt2Checkpoint& ck) {
+  Model m(ck.config, ck.params, DType::bf16);
+  m.set_activations(DType::bf16);
+  return m;
+}
+
 TEST(Gpt2Bf16Activations, DecodeEqualsPrefillAtEveryThreadCount) {
   TINYLM_SKIP_UNLESS_BF16_DOT();
   const train::Gpt2Checkpoint ck = tiny();
-  const int64_t V = ck.config.vocab_size;
-  const int n = static_cast<int>(kTokens.size());
-  Model m(ck.config, ck.params, DType::bf16);
-  m.set_activations(DType::bf16);
+  Model m = bf16_activations_model(ck);
   const std::vector<float> want = all_logits(m, kTokens);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
+    SCOPED_TRACE("threads " + std::to_string(threads));
     EXPECT_EQ(std::memcmp(all_logits(m, kTokens).data(), want.data(), want.size() * 4), 0);
-    KvCache cache = m.new_cache(n);
-    std::vector<float> one(V);
-    m.forward(std::span(kTokens).first(4), cache, one);
-    ASSERT_EQ(std::memcmp(one.data(), want.data() + 3 * V, V * 4), 0);
-    for (int p = 4; p < n; ++p) {
-      m.forward(std::span(kTokens).subspan(p, 1), cache, one);
-      ASSERT_EQ(std::memcmp(one.data(), want.data() + p * V, V * 4), 0)
-          << "position " << p << " threads " << threads;
-    }
+    test_tiny::expect_decode_equals(m, want);
   }
   set_num_threads(0);
 }
@@ -54,8 +51,7 @@ TEST(Gpt2Bf16Activations, BatchedDecodingEqualsEachSequenceAlone) {
   const train::Gpt2Checkpoint ck = tiny();
   const int64_t V = ck.config.vocab_size;
   const int n = static_cast<int>(kTokens.size());
-  Model m(ck.config, ck.params, DType::bf16);
-  m.set_activations(DType::bf16);
+  Model m = bf16_activations_model(ck);
   const std::vector<float> want = all_logits(m, kTokens);
   const int prompts[3] = {1, 2, 6};
   std::vector<KvCache> caches;
@@ -86,13 +82,9 @@ TEST(Gpt2Bf16Activations, StayCloseToF32ActivationsAndTurnBack) {
   m.set_activations(DType::bf16);
   EXPECT_EQ(m.activations(), DType::bf16);
   const std::vector<float> b = all_logits(m, kTokens);
-  double worst = 0, spread = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, double(std::abs(a[i] - b[i])));
-    spread = std::max(spread, double(std::abs(a[i])));
-  }
-  EXPECT_GT(worst, 0);
-  EXPECT_LT(worst, 0.02 * spread);
+  const test_tiny::Change c = test_tiny::change(a, b);
+  EXPECT_GT(c.worst, 0);
+  EXPECT_LT(c.worst, 0.02 * c.spread);
   m.set_activations(DType::bf16);  // again: nothing changes
   EXPECT_EQ(std::memcmp(all_logits(m, kTokens).data(), b.data(), b.size() * 4), 0);
   m.set_activations(DType::f32);

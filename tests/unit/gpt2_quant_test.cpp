@@ -89,8 +89,6 @@ TEST(Gpt2Quant, LogitsEqualAnF32ModelOverTheDequantizedWeights) {
 
 TEST(Gpt2Quant, DecodeEqualsPrefillAtEveryLevelAndThreadCount) {
   const train::Gpt2Checkpoint ck = tiny();
-  const int64_t V = ck.config.vocab_size;
-  const int n = static_cast<int>(kTokens.size());
   for (const auto& types : kTypes) {
     const DType t = types.first, act = types.second;
     Model m(ck.config, ck.params, t);
@@ -99,16 +97,9 @@ TEST(Gpt2Quant, DecodeEqualsPrefillAtEveryLevelAndThreadCount) {
         [&] { return all_logits(m, kTokens); }, std::string(dtype_name(t)) + " prefill");
     test::for_each_isa([&](kernels::Isa) {
       for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + ", threads " + std::to_string(threads));
         set_num_threads(threads);
-        KvCache cache = m.new_cache(n);
-        std::vector<float> one(V);
-        m.forward(std::span(kTokens).first(4), cache, one);
-        ASSERT_EQ(std::memcmp(one.data(), want.data() + 3 * V, V * 4), 0);
-        for (int p = 4; p < n; ++p) {
-          m.forward(std::span(kTokens).subspan(p, 1), cache, one);
-          ASSERT_EQ(std::memcmp(one.data(), want.data() + p * V, V * 4), 0)
-              << dtype_name(t) << " position " << p << " threads " << threads;
-        }
+        test_tiny::expect_decode_equals(m, want);
       }
     });
     set_num_threads(0);
@@ -126,13 +117,9 @@ TEST(Gpt2Quant, Q8_0ActivationsStayCloseToF32Activations) {
     m.set_activations(DType::q8_0);
     EXPECT_EQ(m.activations(), DType::q8_0);
     const std::vector<float> b = all_logits(m, kTokens);
-    double worst = 0, spread = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      worst = std::max(worst, double(std::abs(a[i] - b[i])));
-      spread = std::max(spread, double(std::abs(a[i])));
-    }
-    EXPECT_GT(worst, 0) << dtype_name(t);
-    EXPECT_LT(worst, 0.02 * spread) << dtype_name(t);
+    const test_tiny::Change c = test_tiny::change(a, b);
+    EXPECT_GT(c.worst, 0) << dtype_name(t);
+    EXPECT_LT(c.worst, 0.02 * c.spread) << dtype_name(t);
     m.set_activations(DType::f32);
     EXPECT_EQ(std::memcmp(all_logits(m, kTokens).data(), a.data(), a.size() * 4), 0);
   }

@@ -1,6 +1,11 @@
 #pragma once
 // The tiny GPT-2 fixture (tests/fixtures/gpt2/tiny: 2 layers, n_embd 64, vocabulary 1000) and a
 // forward over it, for the tests of its storage and activation types.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -15,6 +20,8 @@ inline train::Gpt2Checkpoint checkpoint() {
                           test::source_path("tests/fixtures/gpt2/tiny/config.json"));
 }
 
+inline const std::vector<int> kTokens = {5, 17, 999, 0, 3, 250, 251, 7, 7, 7, 42, 600, 13};
+
 // Every position's logits of `tokens` run as one prompt: (tokens.size(), vocab).
 inline std::vector<float> all_logits(Model& m, std::span<const int> tokens) {
   KvCache cache = m.new_cache(static_cast<int>(tokens.size()));
@@ -23,6 +30,32 @@ inline std::vector<float> all_logits(Model& m, std::span<const int> tokens) {
   return logits;
 }
 
-inline const std::vector<int> kTokens = {5, 17, 999, 0, 3, 250, 251, 7, 7, 7, 42, 600, 13};
+// Decoding kTokens token by token (a 4-token prompt first) gives every position's logits of
+// `want` (all_logits of kTokens) bit for bit.
+inline void expect_decode_equals(Model& m, const std::vector<float>& want) {
+  const int64_t V = m.config().vocab_size;
+  const int n = static_cast<int>(kTokens.size());
+  KvCache cache = m.new_cache(n);
+  std::vector<float> one(V);
+  m.forward(std::span(kTokens).first(4), cache, one);
+  ASSERT_EQ(std::memcmp(one.data(), want.data() + 3 * V, V * 4), 0) << "prompt";
+  for (int p = 4; p < n; ++p) {
+    m.forward(std::span(kTokens).subspan(p, 1), cache, one);
+    ASSERT_EQ(std::memcmp(one.data(), want.data() + p * V, V * 4), 0) << "position " << p;
+  }
+}
+
+// How far logits b moved from a: the largest |a - b|, and the largest |a| to compare it with.
+struct Change {
+  double worst = 0, spread = 0;
+};
+inline Change change(const std::vector<float>& a, const std::vector<float>& b) {
+  Change c;
+  for (size_t i = 0; i < a.size(); ++i) {
+    c.worst = std::max(c.worst, double(std::abs(a[i] - b[i])));
+    c.spread = std::max(c.spread, double(std::abs(a[i])));
+  }
+  return c;
+}
 
 }  // namespace tinylm::gpt2::test_tiny

@@ -29,7 +29,7 @@ TINYLM_INLINE __m512i load_pairs(const Bf16* p) { return _mm512_loadu_si512(p); 
 // bf16_dot_round: checked over every float), into a buffer of this thread's, reused.
 const uint16_t* round_rows(const float* x, int64_t n) {
   thread_local AlignedVector<uint16_t> buf;
-  buf.resize(static_cast<size_t>(n + 2 * kLanes));
+  buf.resize(static_cast<size_t>(n));
   uint16_t* out = buf.data();
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
