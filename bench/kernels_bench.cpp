@@ -1,7 +1,7 @@
 // Kernel micro-benchmarks (Google Benchmark) at microgpt's shapes (T positions of width C), and
 // GPT-2 124M's weight products by weight type and row count (BM_Gpt2Product; the bf16 head:
-// BM_Gpt2Head): decode (1 row), a server batch (8) and a prompt (16, 64), the weights streamed
-// from memory. The context line "kernels" names the level.
+// BM_Gpt2Head): decode (1 row), a server batch (8; 32 with bf16 activations) and a prompt (16,
+// 64), the weights streamed from memory. The context line "kernels" names the level.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -174,6 +174,7 @@ BENCHMARK_CAPTURE(BM_Gpt2Product, bf16_dot, tinylm::DType::bf16, Act::bf16)
     ->Arg(1)
     ->Arg(8)
     ->Arg(16)
+    ->Arg(32)
     ->Arg(64)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Gpt2Product, q8_0, tinylm::DType::q8_0)

@@ -124,6 +124,8 @@ TEST(ServeEngine, Gpt2BatchedTextEqualsAloneAndGenerate) {
   for (const DType dtype : {DType::f32, DType::bf16}) {
     gpt2::Model model = small_gpt2(dtype);
     auto backend = generate::gpt2_backend(model);
+    // One slot: each case takes the cache the one before it left (its positions stale, its
+    // capacity sometimes larger), and must still give generate's text below.
     const std::vector<Output> alone = serve_all(*backend, 1, false, 1000);
     const std::vector<Output> batched = serve_all(*backend, 4, true, 1000);
     const std::vector<Output> wide = serve_all(*backend, 8, true, 1000);

@@ -40,7 +40,13 @@ class Gpt2Backend final : public DecodeBackend {
   explicit Gpt2Backend(gpt2::Model& model) : model_(&model) {}
   int vocab_size() const override { return model_->config().vocab_size; }
   int context_limit() const override { return model_->config().n_positions; }
-  std::unique_ptr<Sequence> start(int capacity) const override {
+  // A cache with room is taken as it is: attention reads only the positions filled since
+  // (its padding is masked), and a larger capacity changes the layout, not the arithmetic.
+  std::unique_ptr<Sequence> start(int capacity, std::unique_ptr<Sequence> reuse) const override {
+    if (auto* s = static_cast<Gpt2Sequence*>(reuse.get()); s && s->cache.capacity >= capacity) {
+      s->cache.length = 0;
+      return reuse;
+    }
     return std::make_unique<Gpt2Sequence>(model_->new_cache(capacity));
   }
   void prefill(Sequence& seq, std::span<const int> prompt, std::span<float> logits) override {
@@ -100,7 +106,7 @@ class EvermindBackend final : public DecodeBackend {
   explicit EvermindBackend(const evermind::Model<float>& model) : model_(&model) {}
   int vocab_size() const override { return static_cast<int>(model_->config().vocab_size); }
   int context_limit() const override { return 0; }
-  std::unique_ptr<Sequence> start(int) const override {
+  std::unique_ptr<Sequence> start(int, std::unique_ptr<Sequence>) const override {
     return std::make_unique<EvermindSequence>(*model_);
   }
   void prefill(Sequence& seq, std::span<const int> prompt, std::span<float> logits) override {

@@ -33,7 +33,9 @@ class DecodeBackend {
   // Positions one sequence can hold (GPT-2's n_positions); 0 when there is no end.
   virtual int context_limit() const = 0;
   // A sequence for up to `capacity` positions (<= context_limit() when that is not 0).
-  virtual std::unique_ptr<Sequence> start(int capacity) const = 0;
+  // `reuse` (may be null) is a finished sequence of this backend whose memory the new one may
+  // take: a server slot hands back its last, so a request neither allocates nor clears a cache.
+  virtual std::unique_ptr<Sequence> start(int capacity, std::unique_ptr<Sequence> reuse) const = 0;
   // Runs the prompt (at least one token) into a fresh sequence; logits gets the last
   // position's (vocab_size()).
   virtual void prefill(Sequence& seq, std::span<const int> prompt, std::span<float> logits) = 0;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tinylm/core/error.h"
+#include "tinylm/kernels/reduce/argmax.h"
 
 namespace tinylm::generate {
 
@@ -21,7 +22,7 @@ Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(optio
 int Sampler::sample(std::span<const float> logits) {
   check(!logits.empty(), "[Sampler] empty logits");
   if (options_.temperature == 0.0) {
-    return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    return static_cast<int>(kernels::argmax(logits.data(), static_cast<int64_t>(logits.size())));
   }
   candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i)

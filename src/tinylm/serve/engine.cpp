@@ -63,6 +63,7 @@ void Job::publish(std::string_view text, const TokenLogprob* lp, int completion_
 struct Engine::Slot {
   std::shared_ptr<Job> job;
   std::unique_ptr<generate::Sequence> seq;
+  std::unique_ptr<generate::Sequence> spare;  // the last choice's, lent to the next
   std::unique_ptr<generate::TokenSampler> sampler;
   std::optional<StreamDecoder> text;
   StopText stop;
@@ -187,7 +188,8 @@ bool Engine::start(Slot& slot) {
   }
   const int n = static_cast<int>(job.prompt.ids.size());
   const int limit = backend_.context_limit();
-  slot.seq = backend_.start(limit ? std::min(limit, n + job.prompt.max_tokens) : 0);
+  slot.seq =
+      backend_.start(limit ? std::min(limit, n + job.prompt.max_tokens) : 0, std::move(slot.spare));
   slot.sampler = backend_.sampler(job.params.sampling);
   slot.text.emplace(tokenizer_);
   slot.stop = StopText(job.params.stop);
@@ -299,7 +301,7 @@ void Engine::fail_slot(Slot& slot, const std::exception& e) {
 void Engine::finish(Slot& slot, std::string text, const TokenLogprob* lp,
                     const std::string& reason) {
   slot.job->publish(text, lp, slot.generated, reason);
-  slot.seq.reset();
+  if (slot.seq) slot.spare = std::move(slot.seq);
   slot.sampler.reset();
   slot.text.reset();
   {

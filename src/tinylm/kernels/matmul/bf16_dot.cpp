@@ -121,8 +121,9 @@ void in_out_decode(float* y, const uint16_t* xb, const Bf16* w, const float* b, 
 // y[r * ldy + 16 v ..] += the chunk's chains of MR rows and NV column blocks. w: the first
 // band's tile of the first block (the next block's is kTileElems on, the next band's `band`).
 // Per pair the tile loads NV weight vectors and broadcasts MR pairs of inputs, for MR NV
-// instructions. `ahead`: weights to prefetch into L2, one line per vector loaded (w itself
-// when there is nothing to prefetch: a branch in the loop made GCC spill the accumulators).
+// instructions. `ahead`: weights to prefetch into L1 (into L2, the next chunk's first tile
+// waited on them), one line per vector loaded (w itself when there is nothing to prefetch: a
+// branch in the loop made GCC spill the accumulators).
 template <int MR, int NV>
 TINYLM_INLINE void pair_tile(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w,
                              int64_t band, int64_t bands, const Bf16* ahead) {
@@ -138,7 +139,7 @@ TINYLM_INLINE void pair_tile(float* y, int64_t ldy, const uint16_t* x, int64_t l
       __m512i wv[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
-        __builtin_prefetch(ahead + at + v * kTileElems, 0, 2);
+        __builtin_prefetch(ahead + at + v * kTileElems, 0, 3);
         wv[v] = load_pairs(w + at + v * kTileElems);
       }
 #pragma GCC unroll 8
@@ -233,7 +234,7 @@ TINYLM_INLINE void head_tile(float* y, int64_t ldy, const uint16_t* x, const Bf1
   }
   for (int64_t i = 0; i < nin; i += 2 * kLanes) {
 #pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) __builtin_prefetch(ahead + o * nin + i, 0, 2);
+    for (int o = 0; o < NO; ++o) __builtin_prefetch(ahead + o * nin + i, 0, 3);
     __m512i xv[MR];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) xv[r] = _mm512_loadu_si512(x + r * nin + i);
