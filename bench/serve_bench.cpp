@@ -2,8 +2,9 @@
 // the HTTP server (continuous batching), against one stream, and one stream's decode rate and
 // time to first token against generate::generate's (what `tinylm generate` runs) in the same
 // process. Every request: a 16-token prompt, greedy, max_tokens new tokens, end-of-text
-// ignored. Medians over --reps rounds; the generate baseline is measured before and after the
-// server runs and its median taken over both.
+// ignored. Medians over --reps rounds, each round every stream count in turn; "vs 1 stream" is
+// the median of the rounds' ratios (the first --streams entry is the one stream). The generate
+// baseline is measured before and after the server runs and its median taken over both.
 //
 //   bench_serve --model DIR [--dtype bf16] [--activations f32] [--threads N] [--tokens 64]
 //               [--reps 3] [--streams 1,8,32]
@@ -208,7 +209,7 @@ int main(int argc, char** argv) {
   // The server on this thread (it loaded the model: one OpenMP team), the clients on others.
   struct Row {
     int n;
-    double aggregate, ttft_ms, stream_decode;
+    double aggregate, ratio, ratio_lo, ratio_hi, ttft_ms, stream_decode;
   };
   std::vector<Row> rows;
   std::thread driver([&] {
@@ -219,9 +220,13 @@ int main(int argc, char** argv) {
         {"ignore_eos", true},
         {"stream", true}}.dump();
     stream_one(port, body);  // warm-up: pages, threads, connections
-    for (const int n : streams) {
-      std::vector<double> agg, ttft, dec;
-      for (int r = 0; r < reps; ++r) {
+    // Each round runs every stream count back to back, so a ratio compares rates measured
+    // seconds apart (this host's speed drifts over minutes), and the ratios' median is taken.
+    const size_t ns = streams.size();
+    std::vector<std::vector<double>> agg(ns), ttft(ns), dec(ns);
+    for (int r = 0; r < reps; ++r) {
+      for (size_t i = 0; i < ns; ++i) {
+        const int n = streams[i];
         std::vector<StreamTimes> times(n);
         std::vector<std::thread> clients;
         for (int k = 0; k < n; ++k)
@@ -237,11 +242,17 @@ int main(int argc, char** argv) {
           start = std::min(start, t.start);
           end = std::max(end, t.end);
         }
-        agg.push_back(n * tokens / seconds(start, end));
-        ttft.push_back(seconds(times[0].start, times[0].first) * 1000.0);
-        dec.push_back((tokens - 1) / seconds(times[0].first, times[0].end));
+        agg[i].push_back(n * tokens / seconds(start, end));
+        ttft[i].push_back(seconds(times[0].start, times[0].first) * 1000.0);
+        dec[i].push_back((tokens - 1) / seconds(times[0].first, times[0].end));
       }
-      rows.push_back({n, median(agg), median(ttft), median(dec)});
+    }
+    for (size_t i = 0; i < ns; ++i) {
+      std::vector<double> ratio;
+      for (int r = 0; r < reps; ++r) ratio.push_back(agg[i][r] / agg[0][r]);
+      const auto [lo, hi] = std::minmax_element(ratio.begin(), ratio.end());
+      rows.push_back(
+          {streams[i], median(agg[i]), median(ratio), *lo, *hi, median(ttft[i]), median(dec[i])});
     }
     server.shutdown();
   });
@@ -252,18 +263,17 @@ int main(int argc, char** argv) {
   const double gen_tps = median(decode_tps), gen_prefill = median(prefill_ms);
   std::printf("generate (same process): decode %.1f tok/s, prefill of 16 tokens %.1f ms\n", gen_tps,
               gen_prefill);
-  std::printf("%8s %16s %12s %14s %10s\n", "streams", "aggregate tok/s", "vs 1 stream",
-              "first token ms", "vs prefill");
+  std::printf("%8s %16s %12s %16s %14s %10s\n", "streams", "aggregate tok/s", "vs 1 stream",
+              "(rounds' range)", "first token ms", "vs prefill");
   for (const auto& [n, rate] : model_rates) {
     std::printf(
         "model alone: %d sequences per forward_batch: %.1f tok/s (%.2fx one, %.1f%% of "
         "generate's decode per sequence)\n",
         n, rate, rate / model_rates.front().second, 100.0 * rate / n / gen_tps);
   }
-  const double one = rows.front().aggregate;
   for (const Row& r : rows) {
-    std::printf("%8d %16.1f %11.2fx %14.1f %9.2fx\n", r.n, r.aggregate, r.aggregate / one,
-                r.ttft_ms, r.ttft_ms / gen_prefill);
+    std::printf("%8d %16.1f %11.2fx %7.2f-%6.2fx %14.1f %9.2fx\n", r.n, r.aggregate, r.ratio,
+                r.ratio_lo, r.ratio_hi, r.ttft_ms, r.ttft_ms / gen_prefill);
   }
   std::printf("one stream, the engine alone: decode %.1f tok/s = %.1f%% of generate's\n",
               median(engine_tps), 100.0 * median(engine_tps) / gen_tps);
