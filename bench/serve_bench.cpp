@@ -1,13 +1,14 @@
 // tinylm serve under load: aggregate decode tokens/s of 1, 8 and 32 concurrent streams through
 // the HTTP server (continuous batching), against one stream, and one stream's decode rate and
 // time to first token against generate::generate's (what `tinylm generate` runs) in the same
-// process. Every request: a 16-token prompt, greedy, max_tokens new tokens, end-of-text
-// ignored. Medians over --reps rounds, each round every stream count in turn; "vs 1 stream" is
-// the median of the rounds' ratios (the first --streams entry is the one stream). The generate
+// process. Every request: a 16-token prompt, greedy (or sampled at --temperature from the whole
+// vocabulary, as the server does by default at 1), max_tokens new tokens, end-of-text ignored.
+// Medians over --reps rounds, each round every stream count in turn; "vs 1 stream" is the
+// median of the rounds' ratios (the first --streams entry is the one stream). The generate
 // baseline is measured before and after the server runs and its median taken over both.
 //
 //   bench_serve --model DIR [--dtype bf16] [--activations f32] [--threads N] [--tokens 64]
-//               [--reps 3] [--streams 1,8,32]
+//               [--reps 3] [--streams 1,8,32] [--temperature 0]
 #include <httplib.h>
 
 #include <algorithm>
@@ -80,6 +81,7 @@ StreamTimes stream_one(int port, const std::string& body) {
 int main(int argc, char** argv) {
   std::string model_dir, dtype = "bf16", activations = "f32", streams_arg = "1,8,32";
   int threads = 0, tokens = 64, reps = 3;
+  double temperature = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model")
@@ -96,6 +98,8 @@ int main(int argc, char** argv) {
       reps = std::stoi(v);
     else if (a == "--streams")
       streams_arg = v;
+    else if (a == "--temperature")
+      temperature = std::stod(v);
     else {
       std::fprintf(stderr, "bench_serve: unknown flag %s\n", a.c_str());
       return 2;
@@ -104,7 +108,7 @@ int main(int argc, char** argv) {
   if (model_dir.empty()) {
     std::fprintf(stderr,
                  "usage: bench_serve --model DIR [--dtype bf16] [--activations f32] "
-                 "[--threads N] [--tokens 64] [--reps 3] [--streams 1,8,32]\n");
+                 "[--threads N] [--tokens 64] [--reps 3] [--streams 1,8,32] [--temperature 0]\n");
     return 2;
   }
   std::vector<int> streams;
@@ -122,14 +126,18 @@ int main(int argc, char** argv) {
   std::vector<int> prompt = tok.encode(
       "The history of the city begins with a small settlement on the banks of the river, where");
   prompt.resize(16, prompt.back());
-  std::printf("GPT-2 %s, %s activations, %d threads, 16-token prompt, %d new tokens, %d reps\n",
-              dtype.c_str(), activations.c_str(), num_threads(), tokens, reps);
+  std::printf(
+      "GPT-2 %s, %s activations, %d threads, 16-token prompt, %d new tokens, temperature %g, "
+      "%d reps\n",
+      dtype.c_str(), activations.c_str(), num_threads(), tokens, temperature, reps);
 
   std::vector<double> decode_tps, prefill_ms;
   const auto baseline = [&] {
     for (int r = 0; r < reps; ++r) {
       generate::GenerateOptions o;
       o.max_tokens = tokens;
+      o.sampling.temperature = temperature;
+      o.sampling.seed = static_cast<uint64_t>(r);
       const generate::GenerateResult g = generate::generate(model, prompt, o);
       decode_tps.push_back((tokens - 1) * 1000.0 / g.decode_ms);
       prefill_ms.push_back(g.prefill_ms);
@@ -176,7 +184,7 @@ int main(int argc, char** argv) {
     serve::Engine engine(*backend, tok, serve::EngineOptions{1, 1, -1, false}, metrics);
     serve::GenParams params;
     params.max_tokens = tokens;
-    params.sampling.temperature = 0;
+    params.sampling.temperature = temperature;
     std::thread client([&] {
       for (int r = 0; r <= reps; ++r) {  // (the first warms up: dropped)
         const serve::Prompt p{prompt, "", tokens};
@@ -216,7 +224,7 @@ int main(int argc, char** argv) {
     const std::string body = nlohmann::json{
         {"prompt", prompt},
         {"max_tokens", tokens},
-        {"temperature", 0},
+        {"temperature", temperature},
         {"ignore_eos", true},
         {"stream", true}}.dump();
     stream_one(port, body);  // warm-up: pages, threads, connections

@@ -26,7 +26,8 @@ class Sampler {
  private:
   SamplingOptions options_;
   PyRandom rng_;
-  std::vector<std::pair<float, int>> candidates_;
+  std::vector<std::pair<float, int>> candidates_, sorted_;
+  std::vector<uint64_t> keys_, keys_scratch_;  // (sort order, candidate) for the radix sort
   std::vector<double> weights_;
 };
 

@@ -10,8 +10,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -132,8 +134,17 @@ class Engine {
   bool start(Slot& slot);
   // Starts the admitted slots and prefills their prompts, then takes each one's first token.
   void prefill(std::span<Slot* const> fresh);
-  // Chooses the slot's next token from its logits and publishes the result.
-  void advance(Slot& slot, std::span<const float> logits);
+  // A row's next token (and its logprobs when asked for), or what stopped the sampler.
+  struct Choice {
+    int token = 0;
+    std::optional<TokenLogprob> logprob;
+    std::exception_ptr error;
+  };
+  // Chooses each row's next token from its logits (rows.size() x vocab), then advances the
+  // rows in order.
+  void advance_all(std::span<Slot* const> rows, std::span<const float> logits);
+  // Publishes the slot's chosen token, ending the choice when it is done.
+  void advance(Slot& slot, Choice& choice);
   void finish(Slot& slot, std::string text, const TokenLogprob* lp, const std::string& reason);
   // A backend that throws (never for a checked request) ends the choice with reason "error".
   void fail_slot(Slot& slot, const std::exception& e);
@@ -144,6 +155,7 @@ class Engine {
   Metrics& metrics_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<float> logits_;
+  std::vector<Choice> chosen_;  // advance_all's, one per row
 
   std::mutex mu_;
   std::condition_variable cv_, idle_cv_;
