@@ -29,11 +29,13 @@ bool by_logit(const std::pair<float, int>& a, const std::pair<float, int>& b) {
   return a.first != b.first ? a.first > b.first : a.second < b.second;
 }
 
-// A key whose ascending order is by_logit's: the float's bits made monotonic, then inverted.
+// A key whose ascending order is by_logit's: the float's bits made monotonic (all flipped for
+// a negative value, the sign alone for a positive one), then inverted. Without branches: the
+// signs of a row of logits are random.
 uint32_t descending_key(float v) {
-  const uint32_t u = v == 0.0f ? 0u : std::bit_cast<uint32_t>(v);  // (-0 as +0)
-  const uint32_t up = (u & 0x80000000u) ? ~u : u | 0x80000000u;
-  return ~up;
+  const uint32_t u = std::bit_cast<uint32_t>(v + 0.0f);  // (-0 + 0 is +0)
+  const uint32_t flip = (0u - (u >> 31)) | 0x80000000u;
+  return ~(u ^ flip);
 }
 
 // Sorts c (in id order) by by_logit: a stable radix sort of (descending_key, position) in
