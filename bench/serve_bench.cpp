@@ -137,7 +137,6 @@ int main(int argc, char** argv) {
       generate::GenerateOptions o;
       o.max_tokens = tokens;
       o.sampling.temperature = temperature;
-      o.sampling.seed = static_cast<uint64_t>(r);
       const generate::GenerateResult g = generate::generate(model, prompt, o);
       decode_tps.push_back((tokens - 1) * 1000.0 / g.decode_ms);
       prefill_ms.push_back(g.prefill_ms);

@@ -169,7 +169,7 @@ void Engine::run() {
     try {
       backend_.step(seqs, tokens, std::span(logits_).first(batch.size() * V));
     } catch (const std::exception& e) {
-      for (Slot* s : batch) fail_slot(*s, e);
+      for (Slot* s : batch) fail_slot(*s, e.what());
       continue;
     }
     advance_all(batch, logits_);
@@ -211,7 +211,7 @@ void Engine::prefill(std::span<Slot* const> fresh) {
     try {
       if (ok) backend_.prefill_many(seqs, prompts, logits);
     } catch (const std::exception& e) {  // requests are checked first: this is a bug
-      for (Slot* s : group) fail_slot(*s, e);
+      for (Slot* s : group) fail_slot(*s, e.what());
       ok = false;
     }
     if (ok) {
@@ -229,7 +229,7 @@ void Engine::prefill(std::span<Slot* const> fresh) {
     try {
       if (!start(*s)) continue;
     } catch (const std::exception& e) {
-      fail_slot(*s, e);
+      fail_slot(*s, e.what());
       continue;
     }
     const std::span<const int> ids = s->job->prompt.ids;
@@ -279,20 +279,15 @@ void Engine::advance_all(std::span<Slot* const> rows, std::span<const float> log
     try {
       c.token = rows[r]->sampler->sample(row);
       if (job.params.logprobs >= 0) c.logprob = logprob_of(row, c.token, job.params.logprobs);
-    } catch (...) {  // (a model that gives no finite logits: not to leave a parallel region)
-      c.error = std::current_exception();
+    } catch (const std::exception& e) {  // (no finite logits; not to leave a parallel region)
+      c.error = e.what();
     }
   });
   for (size_t r = 0; r < rows.size(); ++r) {
-    if (!chosen_[r].error) {
+    if (chosen_[r].error.empty())
       advance(*rows[r], chosen_[r]);
-      continue;
-    }
-    try {
-      std::rethrow_exception(chosen_[r].error);
-    } catch (const std::exception& e) {
-      fail_slot(*rows[r], e);
-    }
+    else
+      fail_slot(*rows[r], chosen_[r].error);
   }
 }
 
@@ -322,8 +317,8 @@ void Engine::advance(Slot& slot, Choice& choice) {
   slot.job->publish(out, lp ? &*lp : nullptr, slot.generated);
 }
 
-void Engine::fail_slot(Slot& slot, const std::exception& e) {
-  std::fprintf(stderr, "tinylm serve: a generation failed: %s\n", e.what());
+void Engine::fail_slot(Slot& slot, const std::string& why) {
+  std::fprintf(stderr, "tinylm serve: a generation failed: %s\n", why.c_str());
   finish(slot, {}, nullptr, "error");
 }
 

@@ -10,7 +10,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -138,7 +137,7 @@ class Engine {
   struct Choice {
     int token = 0;
     std::optional<TokenLogprob> logprob;
-    std::exception_ptr error;
+    std::string error;  // the sampler's message when it failed
   };
   // Chooses each row's next token from its logits (rows.size() x vocab), then advances the
   // rows in order.
@@ -146,8 +145,9 @@ class Engine {
   // Publishes the slot's chosen token, ending the choice when it is done.
   void advance(Slot& slot, Choice& choice);
   void finish(Slot& slot, std::string text, const TokenLogprob* lp, const std::string& reason);
-  // A backend that throws (never for a checked request) ends the choice with reason "error".
-  void fail_slot(Slot& slot, const std::exception& e);
+  // A backend or sampler that throws (never for a checked request) ends the choice with reason
+  // "error"; `why` is its message.
+  void fail_slot(Slot& slot, const std::string& why);
 
   generate::DecodeBackend& backend_;
   const BpeTokenizer& tokenizer_;
