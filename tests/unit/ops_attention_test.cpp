@@ -166,13 +166,12 @@ OpCase attention_train_case() {
           Floats keys(C * ldk, nan_of<float>()), values(T * C, nan_of<float>()), q(T * C);
           for (int64_t t = 0; t < T; ++t) {
             const float* row = qkv.data() + (b * T + t) * 3 * C;
-            kv_store(keys.data(), values.data(), row + C, row + 2 * C, t, T, C);
+            kv_store(keys.data(), values.data(), row + C, row + 2 * C, t, C);
             std::copy_n(row, C, q.begin() + t * C);
           }
           float* ob = cached.data() + b * T * C;
-          if (t0 > 0) attention_cached(ob, q.data(), keys.data(), values.data(), 0, t0, T, C, H);
-          attention_cached(ob + t0 * C, q.data() + t0 * C, keys.data(), values.data(), t0, T, T, C,
-                           H);
+          if (t0 > 0) attention_cached(ob, q.data(), keys.data(), values.data(), 0, t0, C, H);
+          attention_cached(ob + t0 * C, q.data() + t0 * C, keys.data(), values.data(), t0, T, C, H);
         }
         return std::vector<Out>{out("out", o), out("att", att), out("dqkv", dqkv),
                                 out("out_cached", cached, "out")};
@@ -235,14 +234,14 @@ OpCase attention_cached_case() {
             const int64_t t0 = s.rows, t1 = s.n, C = H * s.k, cap = s.h;
             std::vector<W> keys(C * kv_key_stride(cap), nan_of<W>()), values(cap * C, nan_of<W>());
             for (int64_t t = 0; t < t1; ++t)
-              kv_store(keys.data(), values.data(), k.data() + t * C, v.data() + t * C, t, cap, C);
+              kv_store(keys.data(), values.data(), k.data() + t * C, v.data() + t * C, t, C);
             Floats o((t1 - t0) * C);
-            attention_cached(o.data(), q.data(), keys.data(), values.data(), t0, t1, cap, C, H);
+            attention_cached(o.data(), q.data(), keys.data(), values.data(), t0, t1, C, H);
             // Structured bindings named in the capture: clang before 16 cannot capture them
             // implicitly.
             const Floats decode = row_by_row(t1 - t0, C, [&, &q = q](int64_t r, float* yr) {
               attention_cached(yr, q.data() + r * C, keys.data(), values.data(), t0 + r, t0 + r + 1,
-                               cap, C, H);
+                               C, H);
             });
             return std::vector<Out>{bits_out("keys", keys), bits_out("values", values),
                                     out("out", o), out("out_row_by_row", decode, "out")};
@@ -251,7 +250,7 @@ OpCase attention_cached_case() {
             const auto [q, k, v] = inputs(s);
             const int64_t t0 = s.rows, t1 = s.n, C = H * s.k, cap = s.h, hd = s.k,
                           ldk = kv_key_stride(cap);
-            // keys transposed per head, (n_head, D, ldk); values as rows
+            // keys in blocks of 16 positions (causal.h); values as rows
             Vec keys(C * ldk, bits_of(nan_of<W>())), values(cap * C, bits_of(nan_of<W>()));
             std::vector<W> kw(k.size()), vw(v.size());
             for (size_t i = 0; i < k.size(); ++i) {
@@ -260,7 +259,7 @@ OpCase attention_cached_case() {
             }
             for (int64_t t = 0; t < t1; ++t) {
               for (int64_t c = 0; c < C; ++c) {
-                keys[c * ldk + t] = bits_of(kw[t * C + c]);
+                keys[kv_key_index(c, t, C)] = bits_of(kw[t * C + c]);
                 values[t * C + c] = bits_of(vw[t * C + c]);
               }
             }

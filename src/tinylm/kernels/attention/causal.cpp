@@ -30,14 +30,15 @@ namespace {
 // registers of AVX-512). Blocking the columns leaves every sum's order alone.
 constexpr int kMaxAcc = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 4;
 
-// row[0 .. padded(n)) = q . k_j for the keys in kt: (D, ldk), transposed (lanes past n are
-// computed from whatever the padding holds and ignored): two chains, even and odd channels.
+// row[0 .. padded(n)) = q . k_j for the keys in kt, transposed in blocks of 16 positions: key j's
+// channel d at kt[j / 16 * ldb + d * ldk + j % 16] (lanes past n are computed from whatever the
+// padding holds and ignored): two chains, even and odd channels.
 template <class W>
-TINYLM_INLINE void scores(float* row, const float* q, const W* kt, int64_t ldk, int64_t n,
-                          int64_t D) {
+TINYLM_INLINE void scores(float* row, const float* q, const W* kt, int64_t ldk, int64_t ldb,
+                          int64_t n, int64_t D) {
   for (int64_t s0 = 0; s0 < n; s0 += kLanes) {
     f32x16 even{}, odd{};
-    const W* col = kt + s0;
+    const W* col = kt + s0 / kLanes * ldb;
     int64_t d = 0;
     for (; d + 2 <= D; d += 2) {
       even = fma(q[d], load(col + d * ldk), even);
@@ -105,12 +106,13 @@ void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t n
   }
 }
 
-// One query row against keys and values 0 .. n-1: p = softmax of the scaled scores (into
-// p_out, or in place in row when null), out = sum_j p_j v_j. row: padded(n) floats of scratch.
+// One query row against keys (as scores reads them) and values 0 .. n-1: p = softmax of the
+// scaled scores (into p_out, or in place in row when null), out = sum_j p_j v_j. row: padded(n)
+// floats of scratch.
 template <class W>
 void attend_row(float* out, float* p_out, float* row, const float* q, const W* kt, int64_t ldk,
-                const W* v, int64_t ldv, int64_t n, int64_t D, float scale) {
-  scores(row, q, kt, ldk, n, D);
+                int64_t ldb, const W* v, int64_t ldv, int64_t n, int64_t D, float scale) {
+  scores(row, q, kt, ldk, ldb, n, D);
   const float inv = softmax_unnormalized(row, n, scale);
   float* p = p_out ? p_out : row;
   for (int64_t j = 0; j < n; j += kLanes) {
@@ -152,7 +154,8 @@ void forward_task(float* out, float* att, const float* base, float* scratch, int
   pack_rows(vp, base + 2 * C, C3, Tn, D);
   for (int64_t t = 0; t < Tn; ++t) {
     float* a = att + t * Tn;
-    attend_row(out + t * C, a, row, base + t * C3, kt, Tp, vp, D, t + 1, D, attention_scale(D));
+    attend_row(out + t * C, a, row, base + t * C3, kt, Tp, kLanes, vp, D, t + 1, D,
+               attention_scale(D));
     std::fill(a + t + 1, a + Tn, 0.0f);
   }
 }
@@ -177,7 +180,7 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
     const int64_t n = t + 1;
     const float* p = att + t * Tn;
     float* dsr = ds + t * Tp;
-    scores(dsr, gp + t * D, vt, Tp, n, D);  // the dP row
+    scores(dsr, gp + t * D, vt, Tp, kLanes, n, D);  // the dP row
     f32x16 acc{};
     for (int64_t j = 0; j < n; j += kLanes) {
       const int64_t w = std::min(kLanes, n - j);
@@ -224,33 +227,33 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
 // ---- inference -----------------------------------------------------------------------------
 
 template <class W>
-void store_kv(W* keys, W* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C) {
-  const int64_t ldk = kv_key_stride(capacity);
+void store_kv(W* keys, W* values, const float* k, const float* v, int64_t t, int64_t C) {
   W* vr = values + t * C;
+  W* kb = keys + kv_key_index(0, t, C);  // channel c at kb[c * 16]
   W tmp[kLanes];
   int64_t i = 0;
   for (; i + kLanes <= C; i += kLanes) {
     store(vr + i, load(v + i));
-    store(tmp, load(k + i));  // channel i + l of the key goes to column t of row i + l
-    for (int64_t l = 0; l < kLanes; ++l) keys[(i + l) * ldk + t] = tmp[l];
+    store(tmp, load(k + i));
+    for (int64_t l = 0; l < kLanes; ++l) kb[(i + l) * kLanes] = tmp[l];
   }
   for (; i < C; ++i) {
     from_float(vr[i], v[i]);
-    from_float(keys[i * ldk + t], k[i]);
+    from_float(kb[i * kLanes], k[i]);
   }
 }
 
 template <class W>
 void cached(float* out, const float* q, const W* keys, const W* values, int64_t t0, int64_t t1,
-            int64_t capacity, int64_t C, int64_t n_head) {
-  const int64_t D = C / n_head, ldk = kv_key_stride(capacity);
+            int64_t C, int64_t n_head) {
+  const int64_t D = C / n_head;
   parallel_for(0, n_head, 1, [&](int64_t h) {
     thread_local AlignedVector<float> row;  // grown once, then reused every token
     row.resize(static_cast<size_t>(padded(t1)));
     for (int64_t t = t0; t < t1; ++t) {
       attend_row(out + (t - t0) * C + h * D, nullptr, row.data(), q + (t - t0) * C + h * D,
-                 keys + h * D * ldk, ldk, values + h * D, C, t + 1, D, attention_scale(D));
+                 keys + kv_key_index(h * D, 0, C), kLanes, kLanes * C, values + h * D, C, t + 1, D,
+                 attention_scale(D));
     }
   });
 }
@@ -259,16 +262,15 @@ void cached(float* out, const float* q, const W* keys, const W* values, int64_t 
 // cached() computes it.
 template <class W>
 void cached_rows(float* out, const float* q, const W* const* keys, const W* const* values,
-                 const int64_t* positions, const int64_t* capacities, int64_t rows, int64_t C,
-                 int64_t n_head) {
+                 const int64_t* positions, int64_t rows, int64_t C, int64_t n_head) {
   const int64_t D = C / n_head;
   parallel_for(0, rows * n_head, 1, [&](int64_t task) {
     const int64_t r = task / n_head, h = task % n_head, t = positions[r];
-    const int64_t ldk = kv_key_stride(capacities[r]);
     thread_local AlignedVector<float> row;
     row.resize(static_cast<size_t>(padded(t + 1)));
-    attend_row(out + r * C + h * D, nullptr, row.data(), q + r * C + h * D, keys[r] + h * D * ldk,
-               ldk, values[r] + h * D, C, t + 1, D, attention_scale(D));
+    attend_row(out + r * C + h * D, nullptr, row.data(), q + r * C + h * D,
+               keys[r] + kv_key_index(h * D, 0, C), kLanes, kLanes * C, values[r] + h * D, C, t + 1,
+               D, attention_scale(D));
   });
 }
 
@@ -317,44 +319,41 @@ void causal_attention_backward(float* dqkv, const float* dout, const float* att,
   });
 }
 
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
-              int64_t capacity, int64_t C) {
-  store_kv(keys, values, k, v, t, capacity, C);
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C) {
+  store_kv(keys, values, k, v, t, C);
 }
-void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C) {
-  store_kv(keys, values, k, v, t, capacity, C);
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C) {
+  store_kv(keys, values, k, v, t, C);
 }
-void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C) {
-  store_kv(keys, values, k, v, t, capacity, C);
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C) {
+  store_kv(keys, values, k, v, t, C);
 }
 void attention_cached_rows(float* out, const float* q, const float* const* keys,
-                           const float* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
-  cached_rows(out, q, keys, values, positions, capacities, rows, C, n_head);
+                           const float* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head) {
+  cached_rows(out, q, keys, values, positions, rows, C, n_head);
 }
 void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
-                           const Bf16* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
-  cached_rows(out, q, keys, values, positions, capacities, rows, C, n_head);
+                           const Bf16* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head) {
+  cached_rows(out, q, keys, values, positions, rows, C, n_head);
 }
 void attention_cached_rows(float* out, const float* q, const F16* const* keys,
-                           const F16* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
-  cached_rows(out, q, keys, values, positions, capacities, rows, C, n_head);
+                           const F16* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head) {
+  cached_rows(out, q, keys, values, positions, rows, C, n_head);
 }
 void attention_cached(float* out, const float* q, const float* keys, const float* values,
-                      int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
-  cached(out, q, keys, values, t0, t1, capacity, C, n_head);
+                      int64_t t0, int64_t t1, int64_t C, int64_t n_head) {
+  cached(out, q, keys, values, t0, t1, C, n_head);
 }
 void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values, int64_t t0,
-                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
-  cached(out, q, keys, values, t0, t1, capacity, C, n_head);
+                      int64_t t1, int64_t C, int64_t n_head) {
+  cached(out, q, keys, values, t0, t1, C, n_head);
 }
 void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
-                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
-  cached(out, q, keys, values, t0, t1, capacity, C, n_head);
+                      int64_t t1, int64_t C, int64_t n_head) {
+  cached(out, q, keys, values, t0, t1, C, n_head);
 }
 
 TINYLM_LEVEL_END
@@ -368,27 +367,24 @@ TINYLM_LEVELS(
     void causal_attention_backward(float* dqkv, const float* dout, const float* att,
                                    const float* qkv, float* scratch, int64_t B, int64_t Tn,
                                    int64_t C, int64_t n_head);
-    void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
-                  int64_t capacity, int64_t C);
-    void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t,
-                  int64_t capacity, int64_t C);
-    void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t,
-                  int64_t capacity, int64_t C);
+    void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C);
+    void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C);
+    void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C);
     void attention_cached(float* out, const float* q, const float* keys, const float* values,
-                          int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+                          int64_t t0, int64_t t1, int64_t C, int64_t n_head);
     void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values,
-                          int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+                          int64_t t0, int64_t t1, int64_t C, int64_t n_head);
     void attention_cached(float* out, const float* q, const F16* keys, const F16* values,
-                          int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+                          int64_t t0, int64_t t1, int64_t C, int64_t n_head);
     void attention_cached_rows(float* out, const float* q, const float* const* keys,
-                               const float* const* values, const int64_t* positions,
-                               const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head);
+                               const float* const* values, const int64_t* positions, int64_t rows,
+                               int64_t C, int64_t n_head);
     void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
-                               const Bf16* const* values, const int64_t* positions,
-                               const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head);
+                               const Bf16* const* values, const int64_t* positions, int64_t rows,
+                               int64_t C, int64_t n_head);
     void attention_cached_rows(float* out, const float* q, const F16* const* keys,
-                               const F16* const* values, const int64_t* positions,
-                               const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head))
+                               const F16* const* values, const int64_t* positions, int64_t rows,
+                               int64_t C, int64_t n_head))
 
 int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t C, int64_t n_head) {
   return B * n_head * task_scratch(T, C / n_head);
@@ -424,47 +420,41 @@ void causal_attention_backward(double* dqkv, const double* dout, const double* a
   }
 }
 
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
-              int64_t capacity, int64_t C) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, capacity, C);
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C);
 }
-void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, capacity, C);
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C);
 }
-void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, capacity, C);
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C);
 }
 void attention_cached(float* out, const float* q, const float* keys, const float* values,
-                      int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, capacity, C, n_head);
+                      int64_t t0, int64_t t1, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, C, n_head);
 }
 void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values, int64_t t0,
-                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, capacity, C, n_head);
+                      int64_t t1, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, C, n_head);
 }
 void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
-                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, capacity, C, n_head);
+                      int64_t t1, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, C, n_head);
 }
 void attention_cached_rows(float* out, const float* q, const float* const* keys,
-                           const float* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, capacities, rows, C,
-                  n_head);
+                           const float* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, rows, C, n_head);
 }
 void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
-                           const Bf16* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, capacities, rows, C,
-                  n_head);
+                           const Bf16* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, rows, C, n_head);
 }
 void attention_cached_rows(float* out, const float* q, const F16* const* keys,
-                           const F16* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, capacities, rows, C,
-                  n_head);
+                           const F16* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, rows, C, n_head);
 }
 
 }  // namespace tinylm::kernels

@@ -37,42 +37,46 @@ void causal_attention_backward(double* dqkv, const double* dout, const double* a
                                const double* qkv, double* scratch, int64_t B, int64_t T, int64_t C,
                                int64_t n_head);
 
-// ---- inference against a KV cache of `capacity` positions in float, Bf16 or F16: keys are
-// kept transposed per head, (n_head, D, kv_key_stride(capacity)), so a row's scores run 16
-// keys to a vector; values as rows, (capacity, C).
+// ---- inference against a KV cache of `capacity` positions in float, Bf16 or F16: values as
+// rows, (capacity, C); keys transposed in blocks of 16 positions, (kv_key_stride(capacity) / 16,
+// C, 16), so that a row's scores run 16 keys to a vector, one head's block of keys is one
+// contiguous run (2 KiB for 64 bf16 channels), and a new key's channels lie within one 16 C run
+// (a cache line per channel of a plain transposed layout missed on every store).
 
+// Positions a layer's keys take room for: the capacity rounded up to whole blocks.
 inline int64_t kv_key_stride(int64_t capacity) { return (capacity + 15) / 16 * 16; }
+// Where channel c of position t's key sits among a layer's keys of width C.
+inline int64_t kv_key_index(int64_t c, int64_t t, int64_t C) {
+  return t / 16 * 16 * C + c * 16 + t % 16;
+}
 
 // Writes position t's key and value (k, v: C floats each, rounded to the cache's type).
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,
-              int64_t capacity, int64_t C);
-void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C);
-void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t capacity,
-              int64_t C);
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C);
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C);
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C);
 
 // Rows t0 .. t1-1 of one sequence against the cached positions 0 .. t1-1 (this call's rows
 // already stored): q, out: (t1 - t0, C). Threads split the heads.
 void attention_cached(float* out, const float* q, const float* keys, const float* values,
-                      int64_t t0, int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+                      int64_t t0, int64_t t1, int64_t C, int64_t n_head);
 void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values, int64_t t0,
-                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+                      int64_t t1, int64_t C, int64_t n_head);
 void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
-                      int64_t t1, int64_t capacity, int64_t C, int64_t n_head);
+                      int64_t t1, int64_t C, int64_t n_head);
 
 // Rows of several sequences (continuous batching), each against its own cache: row r at
-// position positions[r] of keys[r], values[r] with capacities[r] (its key and value already
-// stored; rows of one sequence share its cache and attend up to their own positions); q, out:
+// position positions[r] of keys[r], values[r] (its key and value already stored; rows of one
+// sequence share its cache and attend up to their own positions); q, out:
 // (rows, C). Row r's bits are attention_cached's for that row; threads split the (row, head)
 // pairs, so a step has one parallel region, not one per row.
 void attention_cached_rows(float* out, const float* q, const float* const* keys,
-                           const float* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head);
+                           const float* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head);
 void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
-                           const Bf16* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head);
+                           const Bf16* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head);
 void attention_cached_rows(float* out, const float* q, const F16* const* keys,
-                           const F16* const* values, const int64_t* positions,
-                           const int64_t* capacities, int64_t rows, int64_t C, int64_t n_head);
+                           const F16* const* values, const int64_t* positions, int64_t rows,
+                           int64_t C, int64_t n_head);
 
 }  // namespace tinylm::kernels

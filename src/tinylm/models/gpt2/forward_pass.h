@@ -29,9 +29,8 @@ struct ForwardPass : Model::Impl {
   // Scratch for one forward of up to `rows` positions, grown on demand.
   std::vector<float> x, xn, qkv, q, att, h;
   std::vector<int32_t> ids;
-  // forward_sequences's rows: positions, their caches and capacities, one layer's cache
-  // pointers.
-  std::vector<int64_t> positions, capacities;
+  // forward_sequences's rows: positions and their caches, one layer's cache pointers.
+  std::vector<int64_t> positions;
   std::vector<KvCache*> row_cache;
   std::vector<const KV*> layer_keys, layer_values;
 
@@ -53,9 +52,9 @@ struct ForwardPass : Model::Impl {
       KV* vl = values_of(cache, li);
       parallel_for(0, n, 1, [&](int64_t r) {
         const float* row = qkv.data() + r * 3 * C;
-        kernels::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, cap, C);
+        kernels::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, C);
       });
-      kernels::attention_cached(att.data(), q.data(), kl, vl, t0, t1, cap, C, c.n_head);
+      kernels::attention_cached(att.data(), q.data(), kl, vl, t0, t1, C, c.n_head);
     });
     cache.length = static_cast<int>(t1);
     final_norm(first, n - first);
@@ -86,13 +85,11 @@ struct ForwardPass : Model::Impl {
     check(total == n, "gpt2: ", n, " tokens for sequences of ", total);
     start(tokens);
     positions.clear();
-    capacities.clear();
     row_cache.clear();
     for (int64_t s = 0; s < ns; ++s) {
       for (int j = 0; j < lengths[s]; ++j) {
         const int64_t r = static_cast<int64_t>(positions.size());
         positions.push_back(caches[s]->length + j);
-        capacities.push_back(caches[s]->capacity);
         row_cache.push_back(caches[s]);
         self().embed(x.data() + r * C, ids.data() + r, 1, positions[r]);
       }
@@ -104,16 +101,16 @@ struct ForwardPass : Model::Impl {
         layer_keys.push_back(keys_of(*row_cache[r], li));
         layer_values.push_back(values_of(*row_cache[r], li));
       }
-      // (Each key goes to a column of its transposed cache: a cache line per channel, so the
+      // (A key's channels lie 32 to 64 bytes apart in its cache, each store a likely miss: the
       // rows' stores are spread over the threads.)
       parallel_for(0, n, 1, [&](int64_t r) {
         const float* row = qkv.data() + r * 3 * C;
         kernels::kv_store(keys_of(*row_cache[r], li), values_of(*row_cache[r], li), row + C,
-                          row + 2 * C, positions[r], capacities[r], C);
+                          row + 2 * C, positions[r], C);
       });
       // Every row's key and value are stored first: a row attends up to its own position.
       kernels::attention_cached_rows(att.data(), q.data(), layer_keys.data(), layer_values.data(),
-                                     positions.data(), capacities.data(), n, C, c.n_head);
+                                     positions.data(), n, C, c.n_head);
     });
     // Each sequence's last row moves up to row s (s <= that row: nothing is overwritten
     // before it is read), then the final norm and the head over those ns rows.
