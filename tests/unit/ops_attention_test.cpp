@@ -161,12 +161,12 @@ OpCase attention_train_case() {
         // Inference over the same rows: a float cache (NaN where nothing is stored), rows
         // [0, T/2) then [T/2, T), computes the training forward's bits.
         Floats cached(o.size());
-        const int64_t ldk = kv_key_stride(T), t0 = T / 2;
+        const int64_t ldk = kv_positions(T), t0 = T / 2;
         for (int64_t b = 0; b < B; ++b) {
-          Floats keys(C * ldk, nan_of<float>()), values(T * C, nan_of<float>()), q(T * C);
+          Floats keys(C * ldk, nan_of<float>()), values(C * ldk, nan_of<float>()), q(T * C);
           for (int64_t t = 0; t < T; ++t) {
             const float* row = qkv.data() + (b * T + t) * 3 * C;
-            kv_store(keys.data(), values.data(), row + C, row + 2 * C, t, C);
+            kv_store(keys.data(), values.data(), row + C, row + 2 * C, t, C, H);
             std::copy_n(row, C, q.begin() + t * C);
           }
           float* ob = cached.data() + b * T * C;
@@ -232,9 +232,10 @@ OpCase attention_cached_case() {
           [=](const Shape& s) {
             const auto [q, k, v] = inputs(s);
             const int64_t t0 = s.rows, t1 = s.n, C = H * s.k, cap = s.h;
-            std::vector<W> keys(C * kv_key_stride(cap), nan_of<W>()), values(cap * C, nan_of<W>());
+            std::vector<W> keys(C * kv_positions(cap), nan_of<W>()),
+                values(keys.size(), nan_of<W>());
             for (int64_t t = 0; t < t1; ++t)
-              kv_store(keys.data(), values.data(), k.data() + t * C, v.data() + t * C, t, C);
+              kv_store(keys.data(), values.data(), k.data() + t * C, v.data() + t * C, t, C, H);
             Floats o((t1 - t0) * C);
             attention_cached(o.data(), q.data(), keys.data(), values.data(), t0, t1, C, H);
             // Structured bindings named in the capture: clang before 16 cannot capture them
@@ -249,9 +250,9 @@ OpCase attention_cached_case() {
           [=](const Shape& s) {
             const auto [q, k, v] = inputs(s);
             const int64_t t0 = s.rows, t1 = s.n, C = H * s.k, cap = s.h, hd = s.k,
-                          ldk = kv_key_stride(cap);
-            // keys in blocks of 16 positions (causal.h); values as rows
-            Vec keys(C * ldk, bits_of(nan_of<W>())), values(cap * C, bits_of(nan_of<W>()));
+                          ldk = kv_positions(cap);
+            // keys and values in blocks of 16 positions (causal.h)
+            Vec keys(C * ldk, bits_of(nan_of<W>())), values(C * ldk, bits_of(nan_of<W>()));
             std::vector<W> kw(k.size()), vw(v.size());
             for (size_t i = 0; i < k.size(); ++i) {
               from_float(kw[i], k[i]);
@@ -260,7 +261,7 @@ OpCase attention_cached_case() {
             for (int64_t t = 0; t < t1; ++t) {
               for (int64_t c = 0; c < C; ++c) {
                 keys[kv_key_index(c, t, C)] = bits_of(kw[t * C + c]);
-                values[t * C + c] = bits_of(vw[t * C + c]);
+                values[kv_value_index(c, t, C, hd)] = bits_of(vw[t * C + c]);
               }
             }
             Vec o((t1 - t0) * C);

@@ -69,30 +69,35 @@ TINYLM_INLINE f32x16 load_row(const W* p, int64_t width) {
   return width >= kLanes ? load(p) : load_n(p, width);
 }
 
-// out[0 .. width) = sum_{j < n} p[j] v_j with v_j at v + j * ldv, NV vectors of columns.
+// out[0 .. width) = sum_{j < n} p[j] v_j, v_j at v + j / 16 * ldb + j % 16 * ldv (in blocks of
+// 16 positions), NV vectors of columns.
 template <int NV, class W>
-TINYLM_INLINE void weighted_block(float* out, const float* p, const W* v, int64_t ldv, int64_t n,
-                                  int64_t width) {
+TINYLM_INLINE void weighted_block(float* out, const float* p, const W* v, int64_t ldv, int64_t ldb,
+                                  int64_t n, int64_t width) {
   f32x16 acc[NV];  // (loops fully unrolled: the accumulators live in registers)
 #pragma GCC unroll 8
   for (int k = 0; k < NV; ++k) acc[k] = f32x16{};
-  for (int64_t j = 0; j < n; ++j) {
-    const f32x16 pj = splat(p[j]);
+  for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
+    const W* vb = v + j0 / kLanes * ldb;
+    for (int64_t j = j0; j < std::min(n, j0 + kLanes); ++j) {
+      const f32x16 pj = splat(p[j]);
 #pragma GCC unroll 8
-    for (int k = 0; k < NV; ++k)
-      acc[k] = fma(pj, load_row(v + j * ldv + k * kLanes, width - k * kLanes), acc[k]);
+      for (int k = 0; k < NV; ++k)
+        acc[k] = fma(pj, load_row(vb + (j - j0) * ldv + k * kLanes, width - k * kLanes), acc[k]);
+    }
   }
   for (int k = 0; k < NV; ++k)
     store_n(out + k * kLanes, acc[k], std::min(kLanes, width - k * kLanes));
 }
 
 template <class W>
-void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t n, int64_t D) {
+void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t ldb, int64_t n,
+                  int64_t D) {
   // The widest block that fits (each pass reads p and the value rows once).
   for (int64_t c = 0; c < D;) {
     const int64_t vectors = (D - c + kLanes - 1) / kLanes;
     const auto block = [&]<int NV>() {  // returns the columns done
-      weighted_block<NV>(out + c, p, v + c, ldv, n, std::min<int64_t>(D - c, NV * kLanes));
+      weighted_block<NV>(out + c, p, v + c, ldv, ldb, n, std::min<int64_t>(D - c, NV * kLanes));
       return int64_t{NV} * kLanes;
     };
     if (kMaxAcc >= 8 && vectors >= 8)
@@ -111,7 +116,8 @@ void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t n
 // floats of scratch.
 template <class W>
 void attend_row(float* out, float* p_out, float* row, const float* q, const W* kt, int64_t ldk,
-                int64_t ldb, const W* v, int64_t ldv, int64_t n, int64_t D, float scale) {
+                int64_t ldb, const W* v, int64_t ldv, int64_t ldvb, int64_t n, int64_t D,
+                float scale) {
   scores(row, q, kt, ldk, ldb, n, D);
   const float inv = softmax_unnormalized(row, n, scale);
   float* p = p_out ? p_out : row;
@@ -119,7 +125,7 @@ void attend_row(float* out, float* p_out, float* row, const float* q, const W* k
     const int64_t w = std::min(kLanes, n - j);
     store_n(p + j, load_n(row + j, w) * inv, w);
   }
-  weighted_sum(out, p, v, ldv, n, D);
+  weighted_sum(out, p, v, ldv, ldvb, n, D);
 }
 
 float attention_scale(int64_t D) { return 1.0f / std::sqrt(static_cast<float>(D)); }
@@ -154,7 +160,7 @@ void forward_task(float* out, float* att, const float* base, float* scratch, int
   pack_rows(vp, base + 2 * C, C3, Tn, D);
   for (int64_t t = 0; t < Tn; ++t) {
     float* a = att + t * Tn;
-    attend_row(out + t * C, a, row, base + t * C3, kt, Tp, kLanes, vp, D, t + 1, D,
+    attend_row(out + t * C, a, row, base + t * C3, kt, Tp, kLanes, vp, D, kLanes * D, t + 1, D,
                attention_scale(D));
     std::fill(a + t + 1, a + Tn, 0.0f);
   }
@@ -191,7 +197,7 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
       const int64_t w = std::min(kLanes, n - j);
       store_n(dsr + j, load_n(p + j, w) * (load_n(dsr + j, w) - dot) * scale, w);
     }
-    weighted_sum(dbase + t * C3, dsr, kp, D, n, D);  // dQ_t = dS_t K
+    weighted_sum(dbase + t * C3, dsr, kp, D, kLanes * D, n, D);  // dQ_t = dS_t K
   }
   // Columns: dK_j = sum_{t >= j} dS[t][j] Q_t, dV_j = sum_{t >= j} P[t][j] dO_t, each row
   // written once. Both sums in one pass where their registers fit, else one after the other.
@@ -227,19 +233,23 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
 // ---- inference -----------------------------------------------------------------------------
 
 template <class W>
-void store_kv(W* keys, W* values, const float* k, const float* v, int64_t t, int64_t C) {
-  W* vr = values + t * C;
+void store_kv(W* keys, W* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head) {
   W* kb = keys + kv_key_index(0, t, C);  // channel c at kb[c * 16]
   W tmp[kLanes];
   int64_t i = 0;
   for (; i + kLanes <= C; i += kLanes) {
-    store(vr + i, load(v + i));
     store(tmp, load(k + i));
     for (int64_t l = 0; l < kLanes; ++l) kb[(i + l) * kLanes] = tmp[l];
   }
-  for (; i < C; ++i) {
-    from_float(vr[i], v[i]);
-    from_float(kb[i * kLanes], k[i]);
+  for (; i < C; ++i) from_float(kb[i * kLanes], k[i]);
+  const int64_t D = C / n_head;
+  for (int64_t h = 0; h < n_head; ++h) {
+    W* vr = values + kv_value_index(h * D, t, C, D);
+    const float* vh = v + h * D;
+    int64_t d = 0;
+    for (; d + kLanes <= D; d += kLanes) store(vr + d, load(vh + d));
+    for (; d < D; ++d) from_float(vr[d], vh[d]);
   }
 }
 
@@ -252,7 +262,8 @@ void cached(float* out, const float* q, const W* keys, const W* values, int64_t 
     row.resize(static_cast<size_t>(padded(t1)));
     for (int64_t t = t0; t < t1; ++t) {
       attend_row(out + (t - t0) * C + h * D, nullptr, row.data(), q + (t - t0) * C + h * D,
-                 keys + kv_key_index(h * D, 0, C), kLanes, kLanes * C, values + h * D, C, t + 1, D,
+                 keys + kv_key_index(h * D, 0, C), kLanes, kLanes * C,
+                 values + kv_value_index(h * D, 0, C, D), D, kLanes * C, t + 1, D,
                  attention_scale(D));
     }
   });
@@ -269,8 +280,9 @@ void cached_rows(float* out, const float* q, const W* const* keys, const W* cons
     thread_local AlignedVector<float> row;
     row.resize(static_cast<size_t>(padded(t + 1)));
     attend_row(out + r * C + h * D, nullptr, row.data(), q + r * C + h * D,
-               keys[r] + kv_key_index(h * D, 0, C), kLanes, kLanes * C, values[r] + h * D, C, t + 1,
-               D, attention_scale(D));
+               keys[r] + kv_key_index(h * D, 0, C), kLanes, kLanes * C,
+               values[r] + kv_value_index(h * D, 0, C, D), D, kLanes * C, t + 1, D,
+               attention_scale(D));
   });
 }
 
@@ -319,14 +331,17 @@ void causal_attention_backward(float* dqkv, const float* dout, const float* att,
   });
 }
 
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C) {
-  store_kv(keys, values, k, v, t, C);
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head) {
+  store_kv(keys, values, k, v, t, C, n_head);
 }
-void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C) {
-  store_kv(keys, values, k, v, t, C);
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head) {
+  store_kv(keys, values, k, v, t, C, n_head);
 }
-void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C) {
-  store_kv(keys, values, k, v, t, C);
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head) {
+  store_kv(keys, values, k, v, t, C, n_head);
 }
 void attention_cached_rows(float* out, const float* q, const float* const* keys,
                            const float* const* values, const int64_t* positions, int64_t rows,
@@ -367,9 +382,12 @@ TINYLM_LEVELS(
     void causal_attention_backward(float* dqkv, const float* dout, const float* att,
                                    const float* qkv, float* scratch, int64_t B, int64_t Tn,
                                    int64_t C, int64_t n_head);
-    void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C);
-    void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C);
-    void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C);
+    void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C,
+                  int64_t n_head);
+    void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C,
+                  int64_t n_head);
+    void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C,
+                  int64_t n_head);
     void attention_cached(float* out, const float* q, const float* keys, const float* values,
                           int64_t t0, int64_t t1, int64_t C, int64_t n_head);
     void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values,
@@ -420,14 +438,17 @@ void causal_attention_backward(double* dqkv, const double* dout, const double* a
   }
 }
 
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C);
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C, n_head);
 }
-void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C);
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C, n_head);
 }
-void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C);
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head) {
+  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C, n_head);
 }
 void attention_cached(float* out, const float* q, const float* keys, const float* values,
                       int64_t t0, int64_t t1, int64_t C, int64_t n_head) {

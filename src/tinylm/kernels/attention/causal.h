@@ -37,23 +37,34 @@ void causal_attention_backward(double* dqkv, const double* dout, const double* a
                                const double* qkv, double* scratch, int64_t B, int64_t T, int64_t C,
                                int64_t n_head);
 
-// ---- inference against a KV cache of `capacity` positions in float, Bf16 or F16: values as
-// rows, (capacity, C); keys transposed in blocks of 16 positions, (kv_key_stride(capacity) / 16,
-// C, 16), so that a row's scores run 16 keys to a vector, one head's block of keys is one
-// contiguous run (2 KiB for 64 bf16 channels), and a new key's channels lie within one 16 C run
-// (a cache line per channel of a plain transposed layout missed on every store).
+// ---- inference against a KV cache of `capacity` positions in float, Bf16 or F16, in blocks of
+// 16 positions (capacity rounded up to whole blocks), each block 16 C keys and 16 C values:
+//  - keys transposed, (C, 16): a row's scores run 16 keys to a vector, and a new key's
+//    channels lie within one block (one cache line per channel of a plain transposed layout
+//    missed on every store);
+//  - values by head, (n_head, 16, D): the weighted sum reads a head's block as one run.
+// So one head's keys and values of a block are two contiguous runs (2 KiB each for 64 bf16
+// channels), which the hardware prefetchers follow.
 
-// Positions a layer's keys take room for: the capacity rounded up to whole blocks.
-inline int64_t kv_key_stride(int64_t capacity) { return (capacity + 15) / 16 * 16; }
+// Positions a layer's keys (or values) take room for: the capacity in whole blocks.
+inline int64_t kv_positions(int64_t capacity) { return (capacity + 15) / 16 * 16; }
 // Where channel c of position t's key sits among a layer's keys of width C.
 inline int64_t kv_key_index(int64_t c, int64_t t, int64_t C) {
   return t / 16 * 16 * C + c * 16 + t % 16;
 }
+// Where channel c of position t's value sits among a layer's values (width C, heads of D).
+inline int64_t kv_value_index(int64_t c, int64_t t, int64_t C, int64_t D) {
+  return t / 16 * 16 * C + c / D * 16 * D + t % 16 * D + c % D;
+}
 
-// Writes position t's key and value (k, v: C floats each, rounded to the cache's type).
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C);
-void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C);
-void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C);
+// Writes position t's key and value (k, v: C floats each, rounded to the cache's type; heads
+// of C / n_head).
+void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head);
+void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head);
+void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C,
+              int64_t n_head);
 
 // Rows t0 .. t1-1 of one sequence against the cached positions 0 .. t1-1 (this call's rows
 // already stored): q, out: (t1 - t0, C). Threads split the heads.

@@ -52,7 +52,7 @@ struct ForwardPass : Model::Impl {
       KV* vl = values_of(cache, li);
       parallel_for(0, n, 1, [&](int64_t r) {
         const float* row = qkv.data() + r * 3 * C;
-        kernels::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, C);
+        kernels::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, C, c.n_head);
       });
       kernels::attention_cached(att.data(), q.data(), kl, vl, t0, t1, C, c.n_head);
     });
@@ -106,7 +106,7 @@ struct ForwardPass : Model::Impl {
       parallel_for(0, n, 1, [&](int64_t r) {
         const float* row = qkv.data() + r * 3 * C;
         kernels::kv_store(keys_of(*row_cache[r], li), values_of(*row_cache[r], li), row + C,
-                          row + 2 * C, positions[r], C);
+                          row + 2 * C, positions[r], C, c.n_head);
       });
       // Every row's key and value are stored first: a row attends up to its own position.
       kernels::attention_cached_rows(att.data(), q.data(), layer_keys.data(), layer_values.data(),
@@ -144,10 +144,11 @@ struct ForwardPass : Model::Impl {
 
   KV* keys_of(KvCache& cache, int64_t li) const {
     return reinterpret_cast<KV*>(cache.keys.data()) +
-           li * config.n_embd * kernels::kv_key_stride(cache.capacity);
+           li * config.n_embd * kernels::kv_positions(cache.capacity);
   }
   KV* values_of(KvCache& cache, int64_t li) const {
-    return reinterpret_cast<KV*>(cache.values.data()) + li * cache.capacity * config.n_embd;
+    return reinterpret_cast<KV*>(cache.values.data()) +
+           li * config.n_embd * kernels::kv_positions(cache.capacity);
   }
 
   // The blocks over the n rows in x. attend(layer) stores the rows' keys and values (the

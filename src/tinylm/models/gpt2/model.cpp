@@ -311,11 +311,11 @@ KvCache Model::new_cache(int capacity) const {
         " outside 1..n_positions (", c.n_positions, ")");
   KvCache cache;
   cache.capacity = capacity;
-  // Keys transposed per head, each head's rows padded to a multiple of 16 positions
-  // (kernels/attention/causal.h); values as rows.
-  const size_t per_layer = static_cast<size_t>(c.n_embd) * dtype_size(impl_->cache_dtype);
-  cache.keys.resize(c.n_layer * per_layer * static_cast<size_t>(kernels::kv_key_stride(capacity)));
-  cache.values.resize(c.n_layer * per_layer * static_cast<size_t>(capacity));
+  // Keys and values in blocks of 16 positions (kernels/attention/causal.h).
+  const size_t per_layer = static_cast<size_t>(c.n_embd) * dtype_size(impl_->cache_dtype) *
+                           static_cast<size_t>(kernels::kv_positions(capacity));
+  cache.keys.resize(c.n_layer * per_layer);
+  cache.values.resize(c.n_layer * per_layer);
   return cache;
 }
 
