@@ -244,8 +244,32 @@ OpCase attention_cached_case() {
               attention_cached(yr, q.data() + r * C, keys.data(), values.data(), t0 + r, t0 + r + 1,
                                C, H);
             });
+            // A decode step over the same rows, each its own sequence: row r's cache holds
+            // positions before t0 + r (NaN beyond), and attention_step_rows stores its key and
+            // value as it attends.
+            const int64_t n = t1 - t0;
+            std::vector<std::vector<W>> own_keys(n), own_values(n);
+            std::vector<W*> key_ptrs, value_ptrs;
+            std::vector<int64_t> positions;
+            Floats kv(n * 2 * C);
+            for (int64_t r = 0; r < n; ++r) {
+              own_keys[r].assign(keys.size(), nan_of<W>());
+              own_values[r].assign(keys.size(), nan_of<W>());
+              for (int64_t t = 0; t < t0 + r; ++t)
+                kv_store(own_keys[r].data(), own_values[r].data(), k.data() + t * C,
+                         v.data() + t * C, t, C, H);
+              key_ptrs.push_back(own_keys[r].data());
+              value_ptrs.push_back(own_values[r].data());
+              positions.push_back(t0 + r);
+              std::copy_n(k.data() + (t0 + r) * C, C, kv.begin() + r * 2 * C);
+              std::copy_n(v.data() + (t0 + r) * C, C, kv.begin() + r * 2 * C + C);
+            }
+            Floats step(n * C);
+            attention_step_rows(step.data(), q.data(), kv.data(), 2 * C, key_ptrs.data(),
+                                value_ptrs.data(), positions.data(), n, C, H);
             return std::vector<Out>{bits_out("keys", keys), bits_out("values", values),
-                                    out("out", o), out("out_row_by_row", decode, "out")};
+                                    out("out", o), out("out_row_by_row", decode, "out"),
+                                    out("out_step_rows", step, "out")};
           },
           [=](const Shape& s) {
             const auto [q, k, v] = inputs(s);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/parallel.h"
@@ -232,25 +233,31 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
 
 // ---- inference -----------------------------------------------------------------------------
 
+// Head h's D channels of position t's key and value (k, v: the whole row's C floats).
+template <class W>
+void store_head(W* keys, W* values, const float* k, const float* v, int64_t t, int64_t C, int64_t D,
+                int64_t h) {
+  W* kb = keys + kv_key_index(h * D, t, C);  // channel h D + d at kb[d * 16]
+  W* vb = values + kv_value_index(h * D, t, C, D);
+  const float* kh = k + h * D;
+  const float* vh = v + h * D;
+  W tmp[kLanes];
+  int64_t d = 0;
+  for (; d + kLanes <= D; d += kLanes) {
+    store(tmp, load(kh + d));
+    for (int64_t l = 0; l < kLanes; ++l) kb[(d + l) * kLanes] = tmp[l];
+    store(vb + d, load(vh + d));
+  }
+  for (; d < D; ++d) {
+    from_float(kb[d * kLanes], kh[d]);
+    from_float(vb[d], vh[d]);
+  }
+}
+
 template <class W>
 void store_kv(W* keys, W* values, const float* k, const float* v, int64_t t, int64_t C,
               int64_t n_head) {
-  W* kb = keys + kv_key_index(0, t, C);  // channel c at kb[c * 16]
-  W tmp[kLanes];
-  int64_t i = 0;
-  for (; i + kLanes <= C; i += kLanes) {
-    store(tmp, load(k + i));
-    for (int64_t l = 0; l < kLanes; ++l) kb[(i + l) * kLanes] = tmp[l];
-  }
-  for (; i < C; ++i) from_float(kb[i * kLanes], k[i]);
-  const int64_t D = C / n_head;
-  for (int64_t h = 0; h < n_head; ++h) {
-    W* vr = values + kv_value_index(h * D, t, C, D);
-    const float* vh = v + h * D;
-    int64_t d = 0;
-    for (; d + kLanes <= D; d += kLanes) store(vr + d, load(vh + d));
-    for (; d < D; ++d) from_float(vr[d], vh[d]);
-  }
+  for (int64_t h = 0; h < n_head; ++h) store_head(keys, values, k, v, t, C, C / n_head, h);
 }
 
 template <class W>
@@ -269,14 +276,41 @@ void cached(float* out, const float* q, const W* keys, const W* values, int64_t 
   });
 }
 
-// One row of each of several sequences: threads split the (row, head) pairs, each computed as
-// cached() computes it.
+// Asks for head h's keys and values of positions 0 .. n-1 (whole blocks: two runs of 16 D
+// values each) to be brought into the cache.
 template <class W>
-void cached_rows(float* out, const float* q, const W* const* keys, const W* const* values,
-                 const int64_t* positions, int64_t rows, int64_t C, int64_t n_head) {
+TINYLM_INLINE void prefetch_head(const W* keys, const W* values, int64_t h, int64_t n, int64_t C,
+                                 int64_t D) {
+  constexpr int64_t kLine = 64 / sizeof(W);
+  const W* kb = keys + kv_key_index(h * D, 0, C);
+  const W* vb = values + kv_value_index(h * D, 0, C, D);
+  for (int64_t b = 0; b < n; b += kLanes, kb += kLanes * C, vb += kLanes * C) {
+    for (int64_t i = 0; i < kLanes * D; i += kLine) {
+      __builtin_prefetch(kb + i, 0, 3);
+      __builtin_prefetch(vb + i, 0, 3);
+    }
+  }
+}
+
+// Rows of several sequences: threads split the (row, head) pairs, each computed as cached()
+// computes it. With kv (a decode step: rows of distinct sequences), a pair first stores its head
+// of the row's key and value (kv + r ldkv, the value C on), so that the store's misses fetch
+// what the scores read next.
+template <class Cache>
+void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cache* const* keys,
+                 Cache* const* values, const int64_t* positions, int64_t rows, int64_t C,
+                 int64_t n_head) {
   const int64_t D = C / n_head;
   parallel_for(0, rows * n_head, 1, [&](int64_t task) {
     const int64_t r = task / n_head, h = task % n_head, t = positions[r];
+    // The next pair's blocks, while this one computes: each pair's few short runs leave the
+    // hardware prefetchers little to follow.
+    if (task + 1 < rows * n_head) {
+      const int64_t r1 = (task + 1) / n_head;
+      prefetch_head(keys[r1], values[r1], (task + 1) % n_head, positions[r1] + 1, C, D);
+    }
+    if constexpr (!std::is_const_v<Cache>)
+      store_head(keys[r], values[r], kv + r * ldkv, kv + r * ldkv + C, t, C, D, h);
     thread_local AlignedVector<float> row;
     row.resize(static_cast<size_t>(padded(t + 1)));
     attend_row(out + r * C + h * D, nullptr, row.data(), q + r * C + h * D,
@@ -346,17 +380,32 @@ void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t,
 void attention_cached_rows(float* out, const float* q, const float* const* keys,
                            const float* const* values, const int64_t* positions, int64_t rows,
                            int64_t C, int64_t n_head) {
-  cached_rows(out, q, keys, values, positions, rows, C, n_head);
+  cached_rows(out, q, nullptr, 0, keys, values, positions, rows, C, n_head);
 }
 void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
                            const Bf16* const* values, const int64_t* positions, int64_t rows,
                            int64_t C, int64_t n_head) {
-  cached_rows(out, q, keys, values, positions, rows, C, n_head);
+  cached_rows(out, q, nullptr, 0, keys, values, positions, rows, C, n_head);
 }
 void attention_cached_rows(float* out, const float* q, const F16* const* keys,
                            const F16* const* values, const int64_t* positions, int64_t rows,
                            int64_t C, int64_t n_head) {
-  cached_rows(out, q, keys, values, positions, rows, C, n_head);
+  cached_rows(out, q, nullptr, 0, keys, values, positions, rows, C, n_head);
+}
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         float* const* keys, float* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head) {
+  cached_rows(out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
+}
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         Bf16* const* keys, Bf16* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head) {
+  cached_rows(out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
+}
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         F16* const* keys, F16* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head) {
+  cached_rows(out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
 }
 void attention_cached(float* out, const float* q, const float* keys, const float* values,
                       int64_t t0, int64_t t1, int64_t C, int64_t n_head) {
@@ -402,7 +451,16 @@ TINYLM_LEVELS(
                                int64_t C, int64_t n_head);
     void attention_cached_rows(float* out, const float* q, const F16* const* keys,
                                const F16* const* values, const int64_t* positions, int64_t rows,
-                               int64_t C, int64_t n_head))
+                               int64_t C, int64_t n_head);
+    void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                             float* const* keys, float* const* values, const int64_t* positions,
+                             int64_t rows, int64_t C, int64_t n_head);
+    void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                             Bf16* const* keys, Bf16* const* values, const int64_t* positions,
+                             int64_t rows, int64_t C, int64_t n_head);
+    void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                             F16* const* keys, F16* const* values, const int64_t* positions,
+                             int64_t rows, int64_t C, int64_t n_head))
 
 int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t C, int64_t n_head) {
   return B * n_head * task_scratch(T, C / n_head);
@@ -476,6 +534,22 @@ void attention_cached_rows(float* out, const float* q, const F16* const* keys,
                            const F16* const* values, const int64_t* positions, int64_t rows,
                            int64_t C, int64_t n_head) {
   TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, rows, C, n_head);
+}
+
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         float* const* keys, float* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_step_rows, out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
+}
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         Bf16* const* keys, Bf16* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_step_rows, out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
+}
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         F16* const* keys, F16* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head) {
+  TINYLM_DISPATCH(attention_step_rows, out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
 }
 
 }  // namespace tinylm::kernels

@@ -90,4 +90,18 @@ void attention_cached_rows(float* out, const float* q, const F16* const* keys,
                            const F16* const* values, const int64_t* positions, int64_t rows,
                            int64_t C, int64_t n_head);
 
+// A decode step's rows, one row of each of several distinct sequences: row r's key and value
+// (kv + r * ldkv, the value C floats on, as a layer's qkv rows hold them) are stored at
+// positions[r] of keys[r], values[r], then the row attends as attention_cached_rows (the same
+// bits). Each (row, head) pair stores its head just before its scores read the block.
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         float* const* keys, float* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head);
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         Bf16* const* keys, Bf16* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head);
+void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
+                         F16* const* keys, F16* const* values, const int64_t* positions,
+                         int64_t rows, int64_t C, int64_t n_head);
+
 }  // namespace tinylm::kernels

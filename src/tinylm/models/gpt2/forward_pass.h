@@ -32,7 +32,7 @@ struct ForwardPass : Model::Impl {
   // forward_sequences's rows: positions and their caches, one layer's cache pointers.
   std::vector<int64_t> positions;
   std::vector<KvCache*> row_cache;
-  std::vector<const KV*> layer_keys, layer_values;
+  std::vector<KV*> layer_keys, layer_values;
 
   void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits, int64_t first,
                bool gemm_head) override {
@@ -101,12 +101,17 @@ struct ForwardPass : Model::Impl {
         layer_keys.push_back(keys_of(*row_cache[r], li));
         layer_values.push_back(values_of(*row_cache[r], li));
       }
+      if (n == ns) {  // a decode step: each row stores its key and value as it attends
+        kernels::attention_step_rows(att.data(), q.data(), qkv.data() + C, 3 * C, layer_keys.data(),
+                                     layer_values.data(), positions.data(), n, C, c.n_head);
+        return;
+      }
       // (A key's channels lie 32 to 64 bytes apart in its cache, each store a likely miss: the
       // rows' stores are spread over the threads.)
       parallel_for(0, n, 1, [&](int64_t r) {
         const float* row = qkv.data() + r * 3 * C;
-        kernels::kv_store(keys_of(*row_cache[r], li), values_of(*row_cache[r], li), row + C,
-                          row + 2 * C, positions[r], C, c.n_head);
+        kernels::kv_store(layer_keys[r], layer_values[r], row + C, row + 2 * C, positions[r], C,
+                          c.n_head);
       });
       // Every row's key and value are stored first: a row attends up to its own position.
       kernels::attention_cached_rows(att.data(), q.data(), layer_keys.data(), layer_values.data(),
