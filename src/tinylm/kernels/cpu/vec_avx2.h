@@ -110,6 +110,32 @@ TINYLM_INLINE float hsum(f32x16 x) {
   const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
   return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
 }
+// out[o] = hsum(a[o]) for o < N, bit for bit: each halving step adds the same lanes in the same
+// order, for two vectors at once.
+template <int N>
+TINYLM_INLINE void hsums(float* out, const f32x16* a) {
+  for (int g = 0; g < N; g += 4) {
+    const int m = N - g < 4 ? N - g : 4;
+    __m256 h[4];  // lanes i + (i + 8)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+      h[k] = k < m ? _mm256_add_ps(a[g + k].lo, a[g + k].hi) : _mm256_setzero_ps();
+    // Lanes j + (j + 4): vectors k and k + 1's four sums side by side.
+    const __m256 u0 = _mm256_add_ps(_mm256_permute2f128_ps(h[0], h[1], 0x20),
+                                    _mm256_permute2f128_ps(h[0], h[1], 0x31));
+    const __m256 u1 = _mm256_add_ps(_mm256_permute2f128_ps(h[2], h[3], 0x20),
+                                    _mm256_permute2f128_ps(h[2], h[3], 0x31));
+    // (0 + 2), (1 + 3): half q holds vector q's two, then vector q + 2's two.
+    const __m256 c = _mm256_add_ps(_mm256_shuffle_ps(u0, u1, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(u0, u1, _MM_SHUFFLE(3, 2, 3, 2)));
+    // Their sums in lanes 4q and 4q + 2, gathered in vector order.
+    const __m256 s = _mm256_add_ps(c, _mm256_shuffle_ps(c, c, _MM_SHUFFLE(2, 3, 0, 1)));
+    alignas(16) float v[4];
+    _mm_store_ps(v, _mm256_castps256_ps128(
+                        _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 4, 2, 6, 0, 0, 0, 0))));
+    for (int o = 0; o < m; ++o) out[g + o] = v[o];
+  }
+}
 TINYLM_INLINE float hmax(f32x16 x) {
   const __m256 a = _mm256_max_ps(x.lo, x.hi);
   const __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));

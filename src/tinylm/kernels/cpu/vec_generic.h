@@ -108,6 +108,11 @@ TINYLM_INLINE float hsum(f32x16 x) {
   const v4f b = (x.q[0] + x.q[2]) + (x.q[1] + x.q[3]);
   return (b[0] + b[2]) + (b[1] + b[3]);
 }
+// out[o] = hsum(a[o]) for o < N.
+template <int N>
+TINYLM_INLINE void hsums(float* out, const f32x16* a) {
+  for (int o = 0; o < N; ++o) out[o] = hsum(a[o]);
+}
 TINYLM_INLINE float hmax(f32x16 x) {
   const auto m = [](auto a, auto b) { return a > b ? a : b; };
   const v4f b = m(m(x.q[0], x.q[2]), m(x.q[1], x.q[3]));

@@ -220,46 +220,6 @@ void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, in
 
 // --- matmul_out_in_bf16 ------------------------------------------------------------------------
 
-// Two vectors' 128-bit blocks, as VSHUFF32X4 picks them: [a.i, a.j, b.k, b.l]. (The maskz forms
-// here: GCC 12 warns that the plain ones' undefined source may be used uninitialized.)
-#define TINYLM_BLOCKS(a, b, i, j, k, l) \
-  _mm512_maskz_shuffle_f32x4(0xffff, a, b, _MM_SHUFFLE(l, k, j, i))
-
-// y[0 .. NO) = hsum(a[o]) for NO <= 8 vectors, bit for bit, the eight sums together: each
-// halving step of hsum adds the same lanes in the same order, here for two or four vectors in
-// one instruction (a third of the instructions of NO hsums).
-template <int NO>
-TINYLM_INLINE void store_hsums(float* y, const __m512* a) {
-  static_assert(NO >= 1 && NO <= 8);
-  const auto at = [&](int o) { return o < NO ? a[o] : _mm512_setzero_ps(); };
-  // Lanes i + (i + 8): for vectors 2k and 2k + 1, their halves side by side.
-  __m512 h[4];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    if (2 * k >= NO) {
-      h[k] = _mm512_setzero_ps();
-      continue;
-    }
-    const __m512 x = at(2 * k), z = at(2 * k + 1);
-    h[k] = _mm512_add_ps(TINYLM_BLOCKS(x, z, 0, 1, 0, 1), TINYLM_BLOCKS(x, z, 2, 3, 2, 3));
-  }
-  // Lanes j + (j + 4): vector 4m + q's four sums in block q.
-  const __m512 q0 =
-      _mm512_add_ps(TINYLM_BLOCKS(h[0], h[1], 0, 2, 0, 2), TINYLM_BLOCKS(h[0], h[1], 1, 3, 1, 3));
-  const __m512 q1 = NO > 4 ? _mm512_add_ps(TINYLM_BLOCKS(h[2], h[3], 0, 2, 0, 2),
-                                           TINYLM_BLOCKS(h[2], h[3], 1, 3, 1, 3))
-                           : _mm512_setzero_ps();
-  // (0 + 2), (1 + 3): block q holds vector q's two then vector q + 4's two.
-  const __m512 c = _mm512_add_ps(_mm512_maskz_shuffle_ps(0xffff, q0, q1, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_maskz_shuffle_ps(0xffff, q0, q1, _MM_SHUFFLE(3, 2, 3, 2)));
-  // Their sum in lanes 4q and 4q + 2, gathered in output order.
-  const __m512 s = _mm512_add_ps(c, _mm512_maskz_shuffle_ps(0xffff, c, c, _MM_SHUFFLE(2, 3, 0, 1)));
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-  _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << NO) - 1),
-                        _mm512_maskz_permutexvar_ps(0xffff, order, s));
-}
-#undef TINYLM_BLOCKS
-
 // y[r * ldy + o] for MR rows and NO outputs: per 32 inputs, MR input vectors and NO weight
 // vectors loaded once for MR NO instructions; each output's 16 lane chains summed at the end.
 // `ahead` as pair_tile's: weights NO outputs on, or w.
@@ -286,7 +246,12 @@ TINYLM_INLINE void head_tile(float* y, int64_t ldy, const uint16_t* x, const Bf1
     }
   }
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) store_hsums<NO>(y + r * ldy, acc[r]);
+  for (int r = 0; r < MR; ++r) {
+    f32x16 a[NO];
+#pragma GCC unroll 6
+    for (int o = 0; o < NO; ++o) a[o] = f32x16{acc[r][o]};
+    hsums<NO>(y + r * ldy, a);
+  }
 }
 
 template <int M, int NO>

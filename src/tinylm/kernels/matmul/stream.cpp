@@ -412,7 +412,9 @@ TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t n
     }
   }
   for (int j = 0; j < NR; ++j) {
-    for (int o = 0; o < 4; ++o) y[j * ldy + o] = hsum(a[j][o]) + tail(w + o * nin, x + j * nin);
+    float s[4];
+    hsums<4>(s, a[j]);
+    for (int o = 0; o < 4; ++o) y[j * ldy + o] = s[o] + tail(w + o * nin, x + j * nin);
   }
 }
 
@@ -456,7 +458,9 @@ TINYLM_INLINE void head_tile(float* y, int64_t ldy, const float* x, int64_t nin,
     }
   }
   for (int r = 0; r < MR; ++r) {
-    for (int o = 0; o < NO; ++o) y[r * ldy + o] = hsum(a[r][o]) + tail(w + o * nin, x + r * nin);
+    float s[NO];
+    hsums<NO>(s, a[r]);
+    for (int o = 0; o < NO; ++o) y[r * ldy + o] = s[o] + tail(w + o * nin, x + r * nin);
   }
 }
 
