@@ -51,14 +51,15 @@ std::vector<Bf16> to_pairs(const std::vector<Bf16>& w, int64_t nin, int64_t nout
 TEST(OpsBf16Dot, InOutEqualsTheReference) {
   TINYLM_SKIP_UNLESS_BF16_DOT();
   // 80 and 208 inputs end in a partial chunk; 208 and 112 outputs leave column blocks over
-  // the kernel's 3-block tile; 3..70 rows cover the row tile (8) and its rests.
+  // the kernel's 3-block tile; 3..70 rows cover the row tile (8) and its rests, 133 a second
+  // block of rows (128 a block) with a rest.
   const int64_t shapes[][2] = {{64, 48}, {128, 96}, {80, 112}, {208, 208}};
   for (const auto& s : shapes) {
     const int64_t nin = s[0], nout = s[1];
     const std::vector<Bf16> w = random_weights(nin * nout, nin + nout);
     const std::vector<Bf16> pairs = to_pairs(w, nin, nout);
     const std::vector<float> bias = test::random_uniform(nout, 3);
-    for (int64_t rows : {1, 2, 3, 8, 13, 32, 70}) {
+    for (int64_t rows : {1, 2, 3, 8, 13, 32, 70, 133}) {
       const std::vector<float> x = random_inputs(rows * nin, rows);
       for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
         std::vector<float> want(rows * nout);

@@ -181,22 +181,26 @@ void pair_rows(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16
   if (r < nr) pair_rest<MR, NV>(nr - r, y + r * ldy, ldy, x + r * ldx, ldx, w, band, bands, ahead);
 }
 
-// Several rows: items of 256 rows x 96 columns, row blocks outermost. An item starts its rows at
+// Several rows: items of 128 rows x 96 columns, row blocks outermost. An item starts its rows at
 // the bias and adds each chunk's chains in order, as decode does: 8 rows x 3 column blocks a
 // register tile (24 accumulators), the chunk's 12 KiB of weights kept in L1 while the block's
-// rows go through them, the next chunk's prefetched by the first tile.
+// rows go through them, the next chunk's prefetched by the first tile. The sums build up in a
+// block of the item's own (rows of 96 floats, on the stack), copied to y at the end: y's rows,
+// nout floats apart, fall into a few L1 sets (3072 floats is a multiple of 4 KiB) and evict
+// one another between chunks.
 void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, int64_t rows,
                  int64_t nin, int64_t nout) {
   constexpr int MR = 8, NV = 3;
-  constexpr int64_t kGroup = 2 * NV * kTile, kRowBlock = 256;
+  constexpr int64_t kGroup = 2 * NV * kTile, kRowBlock = 128;
   const int64_t ngroups = (nout + kGroup - 1) / kGroup, band = kTile * nout;
   parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
     const int64_t c0 = item % ngroups * kGroup, width = std::min(kGroup, nout - c0);
     const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
-    float* yb = y + r0 * nout + c0;
+    alignas(64) float sums[kRowBlock * kGroup];  // row r's at sums + r * width
     for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < width; c += kTile)
-        _mm512_storeu_ps(yb + r * nout + c, b ? _mm512_loadu_ps(b + c0 + c) : _mm512_setzero_ps());
+        _mm512_store_ps(sums + r * width + c,
+                        b ? _mm512_loadu_ps(b + c0 + c) : _mm512_setzero_ps());
     }
     for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
       const int64_t bands = (std::min(nin, i0 + kChunk) - i0) / kTile;
@@ -207,13 +211,17 @@ void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, in
       const int64_t nv = width / kTile;
       int64_t v = 0;
       for (; v + NV <= nv; v += NV) {
-        pair_rows<MR, NV>(yb + v * kTile, nout, xc, nin, wc + v * kTileElems, band, bands, nr,
+        pair_rows<MR, NV>(sums + v * kTile, width, xc, nin, wc + v * kTileElems, band, bands, nr,
                           next + v * kTileElems);
       }
       for (; v < nv; ++v) {
-        pair_rows<MR, 1>(yb + v * kTile, nout, xc, nin, wc + v * kTileElems, band, bands, nr,
+        pair_rows<MR, 1>(sums + v * kTile, width, xc, nin, wc + v * kTileElems, band, bands, nr,
                          next + v * kTileElems);
       }
+    }
+    for (int64_t r = 0; r < nr; ++r) {
+      std::memcpy(y + (r0 + r) * nout + c0, sums + r * width,
+                  static_cast<size_t>(width) * sizeof(float));
     }
   });
 }

@@ -45,8 +45,9 @@ DType quant_embedding_dtype(DType dtype);
 struct KvCache {
   int capacity = 0;
   int length = 0;  // positions filled
-  // In the model's dtype: keys (n_layer, C, capacity rounded up to 16), transposed per head;
-  // values (n_layer, capacity, C).
+  // In the model's dtype, per layer kv_positions(capacity) * C keys and as many values, laid out
+  // in blocks of 16 positions as kernels/attention/causal.h's kv_key_index and kv_value_index
+  // place them.
   std::vector<std::byte> keys, values;
 };
 
