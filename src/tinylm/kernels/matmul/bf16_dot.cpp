@@ -118,15 +118,24 @@ void in_out_decode(float* y, const uint16_t* xb, const Bf16* w, const float* b, 
   });
 }
 
-// y[r * ldy + 16 v ..] += the chunk's chains of MR rows and NV column blocks. w: the first
-// band's tile of the first block (the next block's is kTileElems on, the next band's `band`).
-// Per pair the tile loads NV weight vectors and broadcasts MR pairs of inputs, for MR NV
-// instructions. `ahead`: weights to prefetch into L1 (into L2, the next chunk's first tile
-// waited on them), one line per vector loaded (w itself when there is nothing to prefetch: a
-// branch in the loop made GCC spill the accumulators).
+// Where a tile's sums go: to[r * ldt + c] = from[r * ldf + c] + the chunk's chains.
+struct Sums {
+  const float* from;
+  int64_t ldf;
+  float* to;
+  int64_t ldt;
+  Sums at(int64_t r, int64_t c) const { return {from + r * ldf + c, ldf, to + r * ldt + c, ldt}; }
+};
+
+// s.to[r, 16 v ..] = s.from[r, 16 v ..] + the chunk's chains of MR rows and NV column blocks.
+// w: the first band's tile of the first block (the next block's is kTileElems on, the next
+// band's `band`). Per pair the tile loads NV weight vectors and broadcasts MR pairs of inputs,
+// for MR NV instructions. `ahead`: weights to prefetch into L1 (into L2, the next chunk's first
+// tile waited on them), one line per vector loaded (w itself when there is nothing to prefetch:
+// a branch in the loop made GCC spill the accumulators).
 template <int MR, int NV>
-TINYLM_INLINE void pair_tile(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w,
-                             int64_t band, int64_t bands, const Bf16* ahead) {
+TINYLM_INLINE void pair_tile(Sums s, const uint16_t* x, int64_t ldx, const Bf16* w, int64_t band,
+                             int64_t bands, const Bf16* ahead) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -154,40 +163,40 @@ TINYLM_INLINE void pair_tile(float* y, int64_t ldy, const uint16_t* x, int64_t l
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      float* yr = y + r * ldy + v * kTile;
-      _mm512_storeu_ps(yr, _mm512_add_ps(_mm512_loadu_ps(yr), acc[r][v]));
+      const Sums t = s.at(r, v * kTile);
+      _mm512_storeu_ps(t.to, _mm512_add_ps(_mm512_loadu_ps(t.from), acc[r][v]));
     }
   }
 }
 
 // The last nr < M rows through pair_tile<nr, NV>.
 template <int M, int NV>
-TINYLM_INLINE void pair_rest(int64_t nr, float* y, int64_t ldy, const uint16_t* x, int64_t ldx,
-                             const Bf16* w, int64_t band, int64_t bands, const Bf16* ahead) {
+TINYLM_INLINE void pair_rest(int64_t nr, Sums s, const uint16_t* x, int64_t ldx, const Bf16* w,
+                             int64_t band, int64_t bands, const Bf16* ahead) {
   if constexpr (M > 1) {
-    if (nr == M - 1) return pair_tile<M - 1, NV>(y, ldy, x, ldx, w, band, bands, ahead);
-    pair_rest<M - 1, NV>(nr, y, ldy, x, ldx, w, band, bands, ahead);
+    if (nr == M - 1) return pair_tile<M - 1, NV>(s, x, ldx, w, band, bands, ahead);
+    pair_rest<M - 1, NV>(nr, s, x, ldx, w, band, bands, ahead);
   }
 }
 
 // Every row through NV column blocks of one chunk, MR rows at a time (the first tile
 // prefetches).
 template <int MR, int NV>
-void pair_rows(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w, int64_t band,
-               int64_t bands, int64_t nr, const Bf16* ahead) {
+void pair_rows(Sums s, const uint16_t* x, int64_t ldx, const Bf16* w, int64_t band, int64_t bands,
+               int64_t nr, const Bf16* ahead) {
   int64_t r = 0;
   for (; r + MR <= nr; r += MR, ahead = w)
-    pair_tile<MR, NV>(y + r * ldy, ldy, x + r * ldx, ldx, w, band, bands, ahead);
-  if (r < nr) pair_rest<MR, NV>(nr - r, y + r * ldy, ldy, x + r * ldx, ldx, w, band, bands, ahead);
+    pair_tile<MR, NV>(s.at(r, 0), x + r * ldx, ldx, w, band, bands, ahead);
+  if (r < nr) pair_rest<MR, NV>(nr - r, s.at(r, 0), x + r * ldx, ldx, w, band, bands, ahead);
 }
 
 // Several rows: items of 128 rows x 96 columns, row blocks outermost. An item starts its rows at
 // the bias and adds each chunk's chains in order, as decode does: 8 rows x 3 column blocks a
 // register tile (24 accumulators), the chunk's 12 KiB of weights kept in L1 while the block's
 // rows go through them, the next chunk's prefetched by the first tile. The sums build up in a
-// block of the item's own (rows of 96 floats, on the stack), copied to y at the end: y's rows,
-// nout floats apart, fall into a few L1 sets (3072 floats is a multiple of 4 KiB) and evict
-// one another between chunks.
+// block of the item's own (rows of 96 floats, on the stack) and the last chunk's tiles write
+// them to y: y's rows, nout floats apart, fall into a few L1 sets (3072 floats is a multiple
+// of 4 KiB), and summed in place they evicted one another between chunks.
 void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, int64_t rows,
                  int64_t nin, int64_t nout) {
   constexpr int MR = 8, NV = 3;
@@ -196,10 +205,10 @@ void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, in
   parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
     const int64_t c0 = item % ngroups * kGroup, width = std::min(kGroup, nout - c0);
     const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
-    alignas(64) float sums[kRowBlock * kGroup];  // row r's at sums + r * width
+    alignas(64) float block[kRowBlock * kGroup];  // row r's at block + r * width
     for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < width; c += kTile)
-        _mm512_store_ps(sums + r * width + c,
+        _mm512_store_ps(block + r * width + c,
                         b ? _mm512_loadu_ps(b + c0 + c) : _mm512_setzero_ps());
     }
     for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
@@ -208,20 +217,18 @@ void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, in
       // The next chunk's weights, if whole; else this chunk's (in L1 by then).
       const Bf16* next = i0 + 2 * kChunk <= nin ? wc + kChunk * nout : wc;
       const uint16_t* xc = xb + r0 * nin + i0;
+      const Sums s = i0 + kChunk < nin ? Sums{block, width, block, width}
+                                       : Sums{block, width, y + r0 * nout + c0, nout};
       const int64_t nv = width / kTile;
       int64_t v = 0;
       for (; v + NV <= nv; v += NV) {
-        pair_rows<MR, NV>(sums + v * kTile, width, xc, nin, wc + v * kTileElems, band, bands, nr,
+        pair_rows<MR, NV>(s.at(0, v * kTile), xc, nin, wc + v * kTileElems, band, bands, nr,
                           next + v * kTileElems);
       }
       for (; v < nv; ++v) {
-        pair_rows<MR, 1>(sums + v * kTile, width, xc, nin, wc + v * kTileElems, band, bands, nr,
+        pair_rows<MR, 1>(s.at(0, v * kTile), xc, nin, wc + v * kTileElems, band, bands, nr,
                          next + v * kTileElems);
       }
-    }
-    for (int64_t r = 0; r < nr; ++r) {
-      std::memcpy(y + (r0 + r) * nout + c0, sums + r * width,
-                  static_cast<size_t>(width) * sizeof(float));
     }
   });
 }
