@@ -231,13 +231,14 @@ OpCase small_gemm_f64_case() {
 // Widths that tile take the banded prefill (320 x 256: five chunks of 64, two column groups of
 // 128; 48 x 208: one short chunk, a last group of 80) and can be packed into tiles (208: three
 // chunks and a short one; 384: three column groups). Rows below, at and past a multiple of the
-// 4-row passes; 70: two row blocks, the second of six. Few rows go through register tiles of 8
-// rows (AVX-512) or 6 (AVX2) and what is left over: 7, 8, 9, 16, 33 leave 7, 0, 1, 0, 1 rows
-// or 1, 2, 3, 4, 3.
-const std::vector<Shape> kInOutShapes = {
-    {1, 37, 96},  {2, 40, 64},    {7, 37, 96},  {1, 64, 100}, {7, 40, 100},  {3, 320, 256},
-    {9, 48, 208}, {1, 48, 80},    {2, 208, 80}, {7, 48, 80},  {1, 208, 384}, {16, 64, 384},
-    {3, 48, 208}, {16, 208, 208}, {5, 64, 384}, {33, 48, 80}, {70, 48, 80},  {8, 64, 384}};
+// 4-row passes; 70 and 259 past the few rows' 64, 259 a second row block (256 a block) of
+// three. Few rows go through register tiles of 8 rows (AVX-512) or 6 (AVX2) and what is left
+// over: 7, 8, 9, 16, 33 leave 7, 0, 1, 0, 1 rows or 1, 2, 3, 4, 3.
+const std::vector<Shape> kInOutShapes = {{1, 37, 96},  {2, 40, 64},    {7, 37, 96},   {1, 64, 100},
+                                         {7, 40, 100}, {3, 320, 256},  {9, 48, 208},  {1, 48, 80},
+                                         {2, 208, 80}, {7, 48, 80},    {1, 208, 384}, {16, 64, 384},
+                                         {3, 48, 208}, {16, 208, 208}, {5, 64, 384},  {33, 48, 80},
+                                         {70, 48, 80}, {8, 64, 384},   {259, 208, 80}};
 
 template <class W>
 struct StreamInputs {

@@ -8,6 +8,7 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
 #include "tinylm/kernels/matmul/stream.h"
+#include "tinylm/kernels/matmul/tile_sums.h"
 
 // Only the avx512 pass has kernels, compiled for AVX512_BF16 on top of the level's set: the
 // public entry points call them only where the CPU has it.
@@ -118,15 +119,6 @@ void in_out_decode(float* y, const uint16_t* xb, const Bf16* w, const float* b, 
   });
 }
 
-// Where a tile's sums go: to[r * ldt + c] = from[r * ldf + c] + the chunk's chains.
-struct Sums {
-  const float* from;
-  int64_t ldf;
-  float* to;
-  int64_t ldt;
-  Sums at(int64_t r, int64_t c) const { return {from + r * ldf + c, ldf, to + r * ldt + c, ldt}; }
-};
-
 // s.to[r, 16 v ..] = s.from[r, 16 v ..] + the chunk's chains of MR rows and NV column blocks.
 // w: the first band's tile of the first block (the next block's is kTileElems on, the next
 // band's `band`). Per pair the tile loads NV weight vectors and broadcasts MR pairs of inputs,
@@ -134,8 +126,8 @@ struct Sums {
 // tile waited on them), one line per vector loaded (w itself when there is nothing to prefetch:
 // a branch in the loop made GCC spill the accumulators).
 template <int MR, int NV>
-TINYLM_INLINE void pair_tile(Sums s, const uint16_t* x, int64_t ldx, const Bf16* w, int64_t band,
-                             int64_t bands, const Bf16* ahead) {
+TINYLM_INLINE void pair_tile(TileSums s, const uint16_t* x, int64_t ldx, const Bf16* w,
+                             int64_t band, int64_t bands, const Bf16* ahead) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -163,7 +155,7 @@ TINYLM_INLINE void pair_tile(Sums s, const uint16_t* x, int64_t ldx, const Bf16*
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const Sums t = s.at(r, v * kTile);
+      const TileSums t = s.at(r, v * kTile);
       _mm512_storeu_ps(t.to, _mm512_add_ps(_mm512_loadu_ps(t.from), acc[r][v]));
     }
   }
@@ -171,7 +163,7 @@ TINYLM_INLINE void pair_tile(Sums s, const uint16_t* x, int64_t ldx, const Bf16*
 
 // The last nr < M rows through pair_tile<nr, NV>.
 template <int M, int NV>
-TINYLM_INLINE void pair_rest(int64_t nr, Sums s, const uint16_t* x, int64_t ldx, const Bf16* w,
+TINYLM_INLINE void pair_rest(int64_t nr, TileSums s, const uint16_t* x, int64_t ldx, const Bf16* w,
                              int64_t band, int64_t bands, const Bf16* ahead) {
   if constexpr (M > 1) {
     if (nr == M - 1) return pair_tile<M - 1, NV>(s, x, ldx, w, band, bands, ahead);
@@ -182,8 +174,8 @@ TINYLM_INLINE void pair_rest(int64_t nr, Sums s, const uint16_t* x, int64_t ldx,
 // Every row through NV column blocks of one chunk, MR rows at a time (the first tile
 // prefetches).
 template <int MR, int NV>
-void pair_rows(Sums s, const uint16_t* x, int64_t ldx, const Bf16* w, int64_t band, int64_t bands,
-               int64_t nr, const Bf16* ahead) {
+void pair_rows(TileSums s, const uint16_t* x, int64_t ldx, const Bf16* w, int64_t band,
+               int64_t bands, int64_t nr, const Bf16* ahead) {
   int64_t r = 0;
   for (; r + MR <= nr; r += MR, ahead = w)
     pair_tile<MR, NV>(s.at(r, 0), x + r * ldx, ldx, w, band, bands, ahead);
@@ -217,8 +209,8 @@ void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, in
       // The next chunk's weights, if whole; else this chunk's (in L1 by then).
       const Bf16* next = i0 + 2 * kChunk <= nin ? wc + kChunk * nout : wc;
       const uint16_t* xc = xb + r0 * nin + i0;
-      const Sums s = i0 + kChunk < nin ? Sums{block, width, block, width}
-                                       : Sums{block, width, y + r0 * nout + c0, nout};
+      const TileSums s = i0 + kChunk < nin ? TileSums::in(block, width)
+                                           : TileSums{block, width, y + r0 * nout + c0, nout};
       const int64_t nv = width / kTile;
       int64_t v = 0;
       for (; v + NV <= nv; v += NV) {

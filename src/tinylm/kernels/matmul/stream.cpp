@@ -7,6 +7,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/tile_sums.h"
 
 namespace tinylm::kernels {
 namespace {
@@ -184,13 +185,13 @@ struct ChunkWeights {
   ChunkWeights at(int64_t v) const { return {w + v * vstep, band, kstep, vstep}; }
 };
 
-// acc[r * lda + 16 v ..] += the chunk's chains for MR rows and NV vectors of columns: from
-// zero, fma(x[k], W(k, ..), chain) for the chunk's inputs k in order (a multiple of 16). x: the
-// chunk's inputs of each row, ldx apart. Per input the tile loads NV weight vectors and
-// broadcasts MR inputs for MR NV fused multiply-adds.
+// s.to[r, 16 v ..] = s.from[r, 16 v ..] + the chunk's chains for MR rows and NV vectors of
+// columns (tile_sums.h): from zero, fma(x[k], W(k, ..), chain) for the chunk's inputs k in order (a
+// multiple of 16). x: the chunk's inputs of each row, ldx apart. Per input the tile loads NV weight
+// vectors and broadcasts MR inputs for MR NV fused multiply-adds.
 template <int MR, int NV, class W>
-TINYLM_INLINE void chunk_tile(float* acc, int64_t lda, const float* x, int64_t ldx,
-                              const ChunkWeights<W>& wc, int64_t inputs, const W* ahead) {
+TINYLM_INLINE void chunk_tile(TileSums s, const float* x, int64_t ldx, const ChunkWeights<W>& wc,
+                              int64_t inputs, const W* ahead) {
   f32x16 chain[MR][NV];  // (loops fully unrolled: the chains live in registers)
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -220,19 +221,19 @@ TINYLM_INLINE void chunk_tile(float* acc, int64_t lda, const float* x, int64_t l
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      float* ar = acc + r * lda + v * kLanes;
-      store(ar, load(ar) + chain[r][v]);
+      const TileSums t = s.at(r, v * kLanes);
+      store(t.to, load(t.from) + chain[r][v]);
     }
   }
 }
 
 // The last nr < M rows through chunk_tile<nr, NV>.
 template <int M, int NV, class W>
-TINYLM_INLINE void chunk_rest(int64_t nr, float* acc, int64_t lda, const float* x, int64_t ldx,
+TINYLM_INLINE void chunk_rest(int64_t nr, TileSums s, const float* x, int64_t ldx,
                               const ChunkWeights<W>& wc, int64_t inputs, const W* ahead) {
   if constexpr (M > 1) {
-    if (nr == M - 1) return chunk_tile<M - 1, NV>(acc, lda, x, ldx, wc, inputs, ahead);
-    chunk_rest<M - 1, NV>(nr, acc, lda, x, ldx, wc, inputs, ahead);
+    if (nr == M - 1) return chunk_tile<M - 1, NV>(s, x, ldx, wc, inputs, ahead);
+    chunk_rest<M - 1, NV>(nr, s, x, ldx, wc, inputs, ahead);
   }
 }
 
@@ -240,25 +241,25 @@ TINYLM_INLINE void chunk_rest(int64_t nr, float* acc, int64_t lda, const float* 
 // `ahead`, if not null, is where the weights (in wc's layout) to prefetch into L2 start: the
 // first tile issues a prefetch per weight vector it loads, spread through its arithmetic.
 template <int MR, int NV, class W>
-void chunk_columns(float* acc, int64_t lda, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
+void chunk_columns(TileSums s, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
                    int64_t inputs, int64_t nr, const W* ahead) {
   int64_t r = 0;
   for (; r + MR <= nr; r += MR, ahead = nullptr)
-    chunk_tile<MR, NV>(acc + r * lda, lda, xc + r * ldx, ldx, wc, inputs, ahead);
-  if (r < nr) chunk_rest<MR, NV>(nr - r, acc + r * lda, lda, xc + r * ldx, ldx, wc, inputs, ahead);
+    chunk_tile<MR, NV>(s.at(r, 0), xc + r * ldx, ldx, wc, inputs, ahead);
+  if (r < nr) chunk_rest<MR, NV>(nr - r, s.at(r, 0), xc + r * ldx, ldx, wc, inputs, ahead);
 }
 
 // Every column vector of a group [0, width) through one chunk, NV vectors at a time.
 template <int MR, int NV, class W>
-void chunk_group(float* acc, int64_t lda, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
+void chunk_group(TileSums s, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
                  int64_t inputs, int64_t nr, int64_t width, const W* ahead = nullptr) {
   const int64_t nv = width / kLanes;
   const auto at = [&](int64_t v) { return ahead ? ahead + v * wc.vstep : nullptr; };
   int64_t v = 0;
   for (; v + NV <= nv; v += NV)
-    chunk_columns<MR, NV>(acc + v * kLanes, lda, xc, ldx, wc.at(v), inputs, nr, at(v));
+    chunk_columns<MR, NV>(s.at(0, v * kLanes), xc, ldx, wc.at(v), inputs, nr, at(v));
   for (; v < nv; ++v)
-    chunk_columns<MR, 1>(acc + v * kLanes, lda, xc, ldx, wc.at(v), inputs, nr, at(v));
+    chunk_columns<MR, 1>(s.at(0, v * kLanes), xc, ldx, wc.at(v), inputs, nr, at(v));
 }
 
 // Copies the chunk's inputs [i0, i0 + inputs) of each row into xc (rows x kChunk): read in
@@ -321,11 +322,9 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
       }
       gather_chunk(xc, x + r0 * nin, nr, nin, i0, inputs);
       const ChunkWeights<float> widened{wc, kTile * kGroup, kGroup, kLanes};
-      chunk_group<kTileRows, kTileVectors>(acc, kGroup, xc, kChunk, widened, inputs, nr, width);
-    }
-    for (int64_t r = 0; r < nr; ++r) {
-      for (int64_t c = 0; c < width; c += kLanes)
-        store(y + (r0 + r) * nout + c0 + c, load(acc + r * kGroup + c));
+      const TileSums s = i0 + kChunk < nin ? TileSums::in(acc, kGroup)
+                                           : TileSums{acc, kGroup, y + r0 * nout + c0, nout};
+      chunk_group<kTileRows, kTileVectors>(s, xc, kChunk, widened, inputs, nr, width);
     }
   });
 }
@@ -333,8 +332,10 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
 // Few rows (a server's batch): the register tile reads the weights straight from the matrix,
 // widening each vector once for all MR rows: 8 rows x 3 vectors on AVX-512 (24 accumulators),
 // 6 x 1 on AVX2. With few rows the product is bound by reading the weights, which the
-// widening pass of the tiles above only slows. The same operations per element as decode,
-// so the same bits.
+// widening pass of the tiles above only slows. The sums build up in a block of the group's
+// own and the last chunk writes y, as in the tiles above (tile_sums.h): summed in place, y's
+// rows (nout floats apart) evicted one another. The same operations per element as decode, so
+// the same bits.
 constexpr int64_t kFewRowsMax = 64;
 constexpr int64_t kFewRows = TINYLM_LEVEL == TINYLM_LEVEL_GENERIC ? 0 : kFewRowsMax;
 constexpr int kFewTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 6;
@@ -354,15 +355,18 @@ void matmul_in_out_few(float* y, const float* x, const W* w, const float* b, int
     thread_local AlignedVector<float> scratch;  // grown once, then reused
     scratch.resize(static_cast<size_t>(kFewRowsMax * kChunk));
     float* xc = scratch.data();  // (rows, kChunk): the chunk's inputs of each row
-    start_at_bias(y + c0, nout, b ? b + c0 : nullptr, rows, width);
+    alignas(64) float block[kFewRowsMax * kGroup];  // row r's sums so far at block + r * kGroup
+    start_at_bias(block, kGroup, b ? b + c0 : nullptr, rows, width);
     for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
       const int64_t inputs = std::min(kChunk, nin - i0);  // a multiple of 16
       const int64_t ahead = i0 + kAhead * kChunk;
       gather_chunk(xc, x, rows, nin, i0, inputs);
       ChunkWeights<W> wc = matrix;
       wc.w = element<L>(w, nout, i0, c0);
+      const TileSums s =
+          i0 + kChunk < nin ? TileSums::in(block, kGroup) : TileSums{block, kGroup, y + c0, nout};
       chunk_group<kFewTileRows, kFewTileVectors>(
-          y + c0, nout, xc, kChunk, wc, inputs, rows, width,
+          s, xc, kChunk, wc, inputs, rows, width,
           ahead + inputs <= nin ? element<L>(w, nout, ahead, c0) : nullptr);
     }
   });
