@@ -333,8 +333,8 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
 // widening each vector once for all MR rows: 8 rows x 3 vectors on AVX-512 (24 accumulators),
 // 6 x 1 on AVX2. With few rows the product is bound by reading the weights, which the
 // widening pass of the tiles above only slows. The sums build up in a block of the group's
-// own and the last chunk writes y, as in the tiles above (tile_sums.h): summed in place, y's
-// rows (nout floats apart) evicted one another. The same operations per element as decode, so
+// own and the last chunk writes y, as in the banded prefill above (tile_sums.h): summed in place,
+// y's rows (nout floats apart) evicted one another. The same operations per element as decode, so
 // the same bits.
 constexpr int64_t kFewRowsMax = 64;
 constexpr int64_t kFewRows = TINYLM_LEVEL == TINYLM_LEVEL_GENERIC ? 0 : kFewRowsMax;
