@@ -260,6 +260,15 @@ void store_kv(W* keys, W* values, const float* k, const float* v, int64_t t, int
   for (int64_t h = 0; h < n_head; ++h) store_head(keys, values, k, v, t, C, C / n_head, h);
 }
 
+// One query row (q, out: head h's D channels) against head h's cached keys and values of
+// positions 0 .. n-1, in the cache's blocks of 16 positions. row: padded(n) floats of scratch.
+template <class W>
+TINYLM_INLINE void attend_head(float* out, float* row, const float* q, const W* keys,
+                               const W* values, int64_t h, int64_t n, int64_t C, int64_t D) {
+  attend_row(out, nullptr, row, q, keys + kv_key_index(h * D, 0, C), kLanes, kLanes * C,
+             values + kv_value_index(h * D, 0, C, D), D, kLanes * C, n, D, attention_scale(D));
+}
+
 template <class W>
 void cached(float* out, const float* q, const W* keys, const W* values, int64_t t0, int64_t t1,
             int64_t C, int64_t n_head) {
@@ -268,10 +277,8 @@ void cached(float* out, const float* q, const W* keys, const W* values, int64_t 
     thread_local AlignedVector<float> row;  // grown once, then reused every token
     row.resize(static_cast<size_t>(padded(t1)));
     for (int64_t t = t0; t < t1; ++t) {
-      attend_row(out + (t - t0) * C + h * D, nullptr, row.data(), q + (t - t0) * C + h * D,
-                 keys + kv_key_index(h * D, 0, C), kLanes, kLanes * C,
-                 values + kv_value_index(h * D, 0, C, D), D, kLanes * C, t + 1, D,
-                 attention_scale(D));
+      attend_head(out + (t - t0) * C + h * D, row.data(), q + (t - t0) * C + h * D, keys, values, h,
+                  t + 1, C, D);
     }
   });
 }
@@ -313,10 +320,8 @@ void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cach
       store_head(keys[r], values[r], kv + r * ldkv, kv + r * ldkv + C, t, C, D, h);
     thread_local AlignedVector<float> row;
     row.resize(static_cast<size_t>(padded(t + 1)));
-    attend_row(out + r * C + h * D, nullptr, row.data(), q + r * C + h * D,
-               keys[r] + kv_key_index(h * D, 0, C), kLanes, kLanes * C,
-               values[r] + kv_value_index(h * D, 0, C, D), D, kLanes * C, t + 1, D,
-               attention_scale(D));
+    attend_head(out + r * C + h * D, row.data(), q + r * C + h * D, keys[r], values[r], h, t + 1, C,
+                D);
   });
 }
 
