@@ -7,8 +7,10 @@
 // median of the rounds' ratios (the first --streams entry is the one stream). The generate
 // baseline is measured before and after the server runs and its median taken over both.
 //
+// --stream-interval: the server's (default its default); the engine-alone client's bell too.
+//
 //   bench_serve --model DIR [--dtype bf16] [--activations f32] [--threads N] [--tokens 64]
-//               [--reps 3] [--streams 1,8,32] [--temperature 0]
+//               [--reps 3] [--streams 1,8,32] [--temperature 0] [--stream-interval MS]
 #include <httplib.h>
 
 #include <algorithm>
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
   std::string model_dir, dtype = "bf16", activations = "f32", streams_arg = "1,8,32";
   int threads = 0, tokens = 64, reps = 3;
   double temperature = 0;
+  std::chrono::milliseconds interval = serve::ServerOptions{}.stream_interval;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model")
@@ -100,6 +103,8 @@ int main(int argc, char** argv) {
       streams_arg = v;
     else if (a == "--temperature")
       temperature = std::stod(v);
+    else if (a == "--stream-interval")
+      interval = std::chrono::milliseconds(std::stoi(v));
     else {
       std::fprintf(stderr, "bench_serve: unknown flag %s\n", a.c_str());
       return 2;
@@ -108,7 +113,8 @@ int main(int argc, char** argv) {
   if (model_dir.empty()) {
     std::fprintf(stderr,
                  "usage: bench_serve --model DIR [--dtype bf16] [--activations f32] "
-                 "[--threads N] [--tokens 64] [--reps 3] [--streams 1,8,32] [--temperature 0]\n");
+                 "[--threads N] [--tokens 64] [--reps 3] [--streams 1,8,32] [--temperature 0] "
+                 "[--stream-interval MS]\n");
     return 2;
   }
   std::vector<int> streams;
@@ -128,8 +134,9 @@ int main(int argc, char** argv) {
   prompt.resize(16, prompt.back());
   std::printf(
       "GPT-2 %s, %s activations, %d threads, 16-token prompt, %d new tokens, temperature %g, "
-      "%d reps\n",
-      dtype.c_str(), activations.c_str(), num_threads(), tokens, temperature, reps);
+      "stream interval %d ms, %d reps\n",
+      dtype.c_str(), activations.c_str(), num_threads(), tokens, temperature,
+      static_cast<int>(interval.count()), reps);
 
   std::vector<double> decode_tps, prefill_ms;
   const auto baseline = [&] {
@@ -188,7 +195,8 @@ int main(int argc, char** argv) {
       for (int r = 0; r <= reps; ++r) {  // (the first warms up: dropped)
         const serve::Prompt p{prompt, "", tokens};
         auto job =
-            std::make_shared<serve::Job>(p, params, serve::Clock::now() + std::chrono::hours(1));
+            std::make_shared<serve::Job>(p, params, serve::Clock::now() + std::chrono::hours(1),
+                                         std::make_shared<serve::Bell>(interval));
         engine.submit(std::span(&job, 1));
         serve::Delta d;
         Clock::time_point first{};
@@ -211,6 +219,7 @@ int main(int argc, char** argv) {
   o.port = 0;
   o.slots = *std::max_element(streams.begin(), streams.end());
   o.queue = 64;
+  o.stream_interval = interval;
   serve::Server server(*backend, info, o);
   const int port = server.bind();
   // The server on this thread (it loaded the model: one OpenMP team), the clients on others.

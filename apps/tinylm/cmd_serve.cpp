@@ -3,6 +3,7 @@
 // or running finish and are answered, and it exits 0; a second signal ends it at once.
 #include <pthread.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,7 @@ struct ServeFlags {
   serve::ServerOptions server;
   int ctx = 0;
   double max_body_mb = 1.0;
+  int stream_interval_ms = static_cast<int>(serve::ServerOptions{}.stream_interval.count());
 };
 
 // Positions per request for an EvermindLM model, which has no context end of its own.
@@ -47,6 +49,9 @@ void run_serve(ServeFlags& f) {
   if (!(f.max_body_mb > 0 && f.max_body_mb <= 1024))
     throw UsageError("--max-body must be in (0, 1024] MB");
   f.server.max_body = static_cast<size_t>(f.max_body_mb * 1e6);
+  if (f.stream_interval_ms < 0 || f.stream_interval_ms > 1000)
+    throw UsageError("--stream-interval must be in 0..1000 ms");
+  f.server.stream_interval = std::chrono::milliseconds(f.stream_interval_ms);
   if (f.server.api_key.empty()) {
     if (const char* key = std::getenv("TINYLM_API_KEY")) f.server.api_key = key;
   }
@@ -156,6 +161,9 @@ void register_serve(CLI::App& app) {
                   "Seconds a request may take, queue included; then it ends as at max_tokens")
       ->capture_default_str();
   cmd->add_option("--max-body", f->max_body_mb, "Largest request body, in MB (past it: 413)")
+      ->capture_default_str();
+  cmd->add_option("--stream-interval", f->stream_interval_ms,
+                  "Streamed news at most this often, in ms (0: each token as it comes)")
       ->capture_default_str();
   cmd->add_option("--name", f->name, "The model's id in the API (default: the model's file name)");
   cmd->callback([f] { run_serve(*f); });

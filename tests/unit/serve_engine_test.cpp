@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <thread>
 
 #include "test_util.h"
 #include "tinylm/generate/decode_backend.h"
@@ -200,6 +201,37 @@ TEST(ServeEngine, QueueLimitAndClose) {
   // What was accepted still finishes.
   EXPECT_EQ(collect(*three[0]).finish, "length");
   EXPECT_EQ(collect(*three[1]).finish, "length");
+}
+
+TEST(ServeBell, WakesOnEveryRingOnceAGapOrOnlyAtTheEnd) {
+  Bell every;
+  EXPECT_TRUE(every.ring(false));
+  EXPECT_TRUE(every.ring(false));
+  EXPECT_TRUE(every.ring(true));
+
+  Bell paced(1h);
+  EXPECT_TRUE(paced.ring(false));   // the first news
+  EXPECT_FALSE(paced.ring(false));  // within the gap: only counted
+  EXPECT_TRUE(paced.ring(true));    // a choice's end
+  EXPECT_FALSE(paced.ring(false));
+  EXPECT_EQ(paced.rings(), 4u);
+  // A waiter finds the news that did not wake it (here at once: it came before the wait).
+  const uint64_t seen = paced.rings();
+  EXPECT_FALSE(paced.ring(false));
+  const auto t0 = Clock::now();
+  paced.wait(seen, 1h);
+  EXPECT_LT(Clock::now() - t0, 1min);
+
+  Bell short_gap(1ms);
+  EXPECT_TRUE(short_gap.ring(false));
+  std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(short_gap.ring(false));  // the gap has passed
+
+  Bell ends(-1ms);
+  EXPECT_FALSE(ends.ring(false));
+  EXPECT_FALSE(ends.ring(false));
+  EXPECT_TRUE(ends.ring(true));
+  EXPECT_EQ(ends.rings(), 3u);
 }
 
 TEST(ServeEngine, CancelledAndExpiredChoicesEnd) {

@@ -235,6 +235,37 @@ TEST(ServeHttp, EveryEndpoint) {
   EXPECT_NE(r->body.find("tinylm_queue_length 0"), std::string::npos);
 }
 
+// The stream interval only groups a stream's news into fewer events: each token's text and
+// logprobs arrive, in order, whether sent one by one or an hour's gap apart (then the writer
+// finds them at the end of each of its waits, and at the end).
+TEST(ServeHttp, StreamIntervalOnlyGroupsTheNews) {
+  const std::string body =
+      R"({"prompt":"Hello","max_tokens":30,"temperature":0.9,"seed":7,"logprobs":1,)";
+  Json whole;
+  for (const std::chrono::milliseconds interval : {0ms, std::chrono::milliseconds(1h)}) {
+    ServerOptions o;
+    o.stream_interval = interval;
+    Running s(o);
+    httplib::Client c = s.client();
+    if (whole.is_null()) {
+      auto r = post(c, "/v1/completions", body + R"("stream":false})");
+      ASSERT_TRUE(r);
+      whole = Json::parse(r->body);
+    }
+    auto r = post(c, "/v1/completions", body + R"("stream":true})");
+    ASSERT_TRUE(r);
+    const Sse sse = parse_sse(r->body);
+    EXPECT_TRUE(sse.done);
+    EXPECT_EQ(sse.text, whole["choices"][0]["text"]) << interval.count();
+    Json tokens = Json::array();
+    for (const Json& ev : sse.events) {
+      for (const Json& t : ev["choices"][0]["logprobs"]["tokens"]) tokens.push_back(t);
+    }
+    EXPECT_EQ(tokens, whole["choices"][0]["logprobs"]["tokens"]) << interval.count();
+    EXPECT_EQ(sse.events.back()["usage"], whole["usage"]);
+  }
+}
+
 TEST(ServeHttp, EveryErrorStatus) {
   ServerOptions o;
   o.api_key = "sesame";

@@ -13,12 +13,16 @@
 
 namespace tinylm::serve {
 
-void Bell::ring() {
+bool Bell::ring(bool last) {
   {
     std::lock_guard lock(mu_);
     ++rings_;
+    const Clock::time_point now = Clock::now();
+    if (!last && (gap_.count() < 0 || now - woke_ < gap_)) return false;
+    woke_ = now;
   }
   cv_.notify_all();
+  return true;
 }
 
 uint64_t Bell::rings() {
@@ -57,7 +61,7 @@ void Job::publish(std::string_view text, const TokenLogprob* lp, int completion_
       finished_ = true;
     }
   }
-  bell_->ring();
+  bell_->ring(!finish_reason.empty());
 }
 
 struct Engine::Slot {

@@ -43,10 +43,16 @@ struct Delta {
 };
 
 // Rung whenever one of a request's choices has news, so the writer of a many-choice response
-// waits once for all of them instead of on each in turn.
+// waits once for all of them instead of on each in turn. Waking a waiter costs a thread switch
+// on each side, which the engine's threads pay on a small machine (docs/performance.md): rings
+// closer than `gap` to the last wake-up are only counted, and the waiter finds them at the
+// next wake-up or at the end of its wait. A choice's last news always wakes.
 class Bell {
  public:
-  void ring();
+  // gap 0: every ring wakes; below 0: only the last news of a choice.
+  explicit Bell(std::chrono::milliseconds gap = std::chrono::milliseconds(0)) : gap_(gap) {}
+  // Returns whether it woke the waiters.
+  bool ring(bool last);
   // Rings so far: read before taking news, then wait(seen) misses nothing taken after it.
   uint64_t rings();
   // Returns once the count differs from `seen`, or after `wait`.
@@ -56,6 +62,8 @@ class Bell {
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t rings_ = 0;
+  const std::chrono::milliseconds gap_;
+  Clock::time_point woke_{};
 };
 
 // One choice of a request, shared by the HTTP thread that reads it and the engine that

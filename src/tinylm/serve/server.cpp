@@ -206,7 +206,8 @@ struct Server::Impl {
     g->stream = r.params.stream;
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(opt.timeout_s));
-    const auto bell = std::make_shared<Bell>();
+    // (A response sent whole needs only the end.)
+    const auto bell = std::make_shared<Bell>(g->stream ? opt.stream_interval : -1ms);
     for (const Prompt& p : r.prompts) {
       g->jobs.push_back(std::make_shared<Job>(p, r.params, deadline, bell));
       g->usage.prompt_tokens += static_cast<int64_t>(p.ids.size());

@@ -5,6 +5,7 @@
 // Requests are checked whole before anything is queued; generations run in the Engine
 // (continuous batching); a client that goes away cancels its generation.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -22,6 +23,9 @@ struct ServerOptions {
   int queue = 64;             // generations waiting for a slot
   double timeout_s = 600;     // per request: queue wait + generation
   size_t max_body = 1 << 20;  // bytes of a request body
+  // A streamed response's news is sent at most this often (0: each token as it comes); its
+  // first news and each choice's last are sent at once.
+  std::chrono::milliseconds stream_interval{20};
 };
 
 class Server {
