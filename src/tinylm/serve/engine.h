@@ -135,7 +135,6 @@ class Engine {
 
  private:
   struct Slot;
-  void admit(std::unique_lock<std::mutex>& lock);
   // A fresh slot's sequence and sampler; false when the choice ended already (cancelled, past
   // its deadline, nothing to generate).
   bool start(Slot& slot);
