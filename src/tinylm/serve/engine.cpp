@@ -18,7 +18,7 @@ bool Bell::ring(bool last) {
     std::lock_guard lock(mu_);
     ++rings_;
     const Clock::time_point now = Clock::now();
-    if (!last && (gap_.count() < 0 || now - woke_ < gap_)) return false;
+    if (!last && (gap_.count() < 0 || (woke_ && now - *woke_ < gap_))) return false;
     woke_ = now;
   }
   cv_.notify_all();

@@ -63,7 +63,7 @@ class Bell {
   std::condition_variable cv_;
   uint64_t rings_ = 0;
   const std::chrono::milliseconds gap_;
-  Clock::time_point woke_{};
+  std::optional<Clock::time_point> woke_;  // the last wake-up (none: the first news wakes)
 };
 
 // One choice of a request, shared by the HTTP thread that reads it and the engine that
