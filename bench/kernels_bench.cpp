@@ -237,6 +237,7 @@ BENCHMARK_CAPTURE(BM_Gpt2Head, bf16_dot, true)->Arg(1)->Arg(8)->Arg(32)->Arg(64)
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::AddCustomContext("kernels", std::string(k::isa_name(k::active_isa())));
+  benchmark::AddCustomContext("bf16 products", std::string(k::bf16_unit_name(k::bf16_dot_unit())));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 }

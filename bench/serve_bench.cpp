@@ -28,6 +28,7 @@
 #include "tinylm/core/timer.h"
 #include "tinylm/generate/decode_backend.h"
 #include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/serve/engine.h"
 #include "tinylm/serve/server.h"
 #include "tinylm/train/gpt2_checkpoint.h"
@@ -133,10 +134,11 @@ int main(int argc, char** argv) {
       "The history of the city begins with a small settlement on the banks of the river, where");
   prompt.resize(16, prompt.back());
   std::printf(
-      "GPT-2 %s, %s activations, %d threads, 16-token prompt, %d new tokens, temperature %g, "
-      "stream interval %d ms, %d reps\n",
-      dtype.c_str(), activations.c_str(), num_threads(), tokens, temperature,
-      static_cast<int>(interval.count()), reps);
+      "GPT-2 %s, %s activations%s%s, %d threads, 16-token prompt, %d new tokens, "
+      "temperature %g, stream interval %d ms, %d reps\n",
+      dtype.c_str(), activations.c_str(), activations == "bf16" ? " on " : "",
+      activations == "bf16" ? kernels::bf16_unit_name(kernels::bf16_dot_unit()).data() : "",
+      num_threads(), tokens, temperature, static_cast<int>(interval.count()), reps);
 
   std::vector<double> decode_tps, prefill_ms;
   const auto baseline = [&] {

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/cpu/isa.h"
+#include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/train/comm.h"
 
 namespace {
@@ -93,10 +94,12 @@ int usage_error(const std::string& message) {
 
 int run(int argc, char** argv) {
   using tinylm::cli::kExitRuntime;
-  // The kernels' instruction-set level (TINYLM_ISA or the best this CPU has), settled before
-  // anything runs: a bad TINYLM_ISA is one line, not an error in the middle of a command.
+  // The kernels' instruction-set level (TINYLM_ISA or the best this CPU has) and the bf16
+  // products' unit (TINYLM_BF16_UNIT), settled before anything runs: a bad value is one line,
+  // not an error in the middle of a command.
   try {
     tinylm::kernels::active_isa();
+    tinylm::kernels::bf16_dot_unit();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tinylm: error: %s\n", e.what());
     return kExitRuntime;

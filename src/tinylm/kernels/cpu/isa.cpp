@@ -8,6 +8,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace tinylm::kernels {
 
@@ -46,9 +50,25 @@ bool detect_avx512_bf16() {
   if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
   return a & (1u << 5);
 }
+
+bool detect_amx_bf16() {
+  unsigned a, b, c, d;
+  if (!detect_avx512_bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24);
+  if (!amx_bf16 || !amx_tile || (xgetbv0() & 0x60000) != 0x60000)
+    return false;  // XTILECFG, XTILEDATA
+#if defined(__linux__)
+  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA: without it the first tile instruction faults.
+  constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+  return false;
+#endif
+}
 #else
 Isa detect_best() { return Isa::generic; }
 bool detect_avx512_bf16() { return false; }
+bool detect_amx_bf16() { return false; }
 #endif
 
 std::string supported_names() {
@@ -78,6 +98,11 @@ Isa resolve_active_isa() {
 
 bool cpu_has_avx512_bf16() {
   static const bool has = detect_avx512_bf16();
+  return has;
+}
+
+bool cpu_has_amx_bf16() {
+  static const bool has = detect_amx_bf16();
   return has;
 }
 

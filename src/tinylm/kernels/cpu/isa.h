@@ -44,6 +44,10 @@ inline Isa active_isa() {
 // (kernels/matmul/bf16_dot.h).
 bool cpu_has_avx512_bf16();
 
+// Whether the CPU has AMX-TILE and AMX-BF16 besides, and the OS lets this process use the
+// tiles (on Linux the first call asks for them, as the kernel requires before first use).
+bool cpu_has_amx_bf16();
+
 // Switches every kernel to `isa` (tests and benchmarks); throws Error when it is not
 // supported. Not meant to race with running kernels.
 void set_active_isa(Isa isa);

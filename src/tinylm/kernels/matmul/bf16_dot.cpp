@@ -1,12 +1,16 @@
 #include "tinylm/kernels/matmul/bf16_dot.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/bf16_amx.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/matmul/tile_sums.h"
 
@@ -304,6 +308,7 @@ void out_in_rows(float* y, const uint16_t* xb, const Bf16* w, int64_t rows, int6
 
 void matmul_in_out_bf16(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
                         int64_t nin, int64_t nout) {
+  if (bf16_dot_unit() == Bf16Unit::amx) return amx_in_out(y, x, w, b, rows, nin, nout);
   const uint16_t* xb = round_rows(x, rows * nin);
   if (rows <= 2) return in_out_decode(y, xb, w, b, rows, nin, nout);
   in_out_rows(y, xb, w, b, rows, nin, nout);
@@ -313,6 +318,7 @@ void matmul_in_out_bf16(float* y, const float* x, const Bf16* w, const float* b,
 // beyond.
 void matmul_out_in_bf16(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
                         int64_t nout) {
+  if (bf16_dot_unit() == Bf16Unit::amx) return amx_out_in(y, x, w, rows, nin, nout);
   const uint16_t* xb = round_rows(x, rows * nin);
   if (rows == 1) return out_in_rows<1, 4>(y, xb, w, rows, nin, nout);
   if (rows == 2) return out_in_rows<2, 4>(y, xb, w, rows, nin, nout);
@@ -339,6 +345,40 @@ inline void matmul_in_out_bf16(float*, const float*, const Bf16*, const float*, 
 inline void matmul_out_in_bf16(float*, const float*, const Bf16*, int64_t, int64_t, int64_t) {}
 #endif
 }  // namespace avx512
+
+namespace {
+std::atomic<int> unit{-1};  // -1 until resolved
+
+Bf16Unit parse_unit(std::string_view name) {
+  for (Bf16Unit u : {Bf16Unit::vdpbf16ps, Bf16Unit::amx}) {
+    if (name != bf16_unit_name(u)) continue;
+    check(u != Bf16Unit::amx || cpu_has_amx_bf16(), "TINYLM_BF16_UNIT=amx: this CPU (or OS) ",
+          "does not offer AMX-BF16");
+    return u;
+  }
+  fail("TINYLM_BF16_UNIT=", name, ": unknown unit (vdpbf16ps or amx)");
+}
+}  // namespace
+
+std::string_view bf16_unit_name(Bf16Unit u) { return u == Bf16Unit::amx ? "amx" : "vdpbf16ps"; }
+
+Bf16Unit bf16_dot_unit() {
+  if (const int u = unit.load(std::memory_order_relaxed); u >= 0) return static_cast<Bf16Unit>(u);
+  static std::mutex mu;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (const int u = unit.load(); u >= 0) return static_cast<Bf16Unit>(u);
+  const char* env = std::getenv("TINYLM_BF16_UNIT");
+  const Bf16Unit u = env && *env          ? parse_unit(env)
+                     : cpu_has_amx_bf16() ? Bf16Unit::amx
+                                          : Bf16Unit::vdpbf16ps;
+  unit.store(static_cast<int>(u));
+  return u;
+}
+
+void set_bf16_dot_unit(Bf16Unit u) {
+  parse_unit(bf16_unit_name(u));
+  unit.store(static_cast<int>(u));
+}
 
 bool bf16_dot_available() { return active_isa() == Isa::avx512 && cpu_has_avx512_bf16(); }
 

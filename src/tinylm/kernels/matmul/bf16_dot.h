@@ -22,7 +22,18 @@
 //
 // These kernels run only where bf16_dot_available(); elsewhere every call throws Error (the
 // other levels have no such instruction, and emulating it would be slower than stream.h).
+//
+// Where the CPU has AMX-BF16 the products run on AMX tiles instead (Bf16Unit::amx, the
+// default there): TDPBF16PS multiplies a tile of up to 16 rows by 16 columns in one
+// instruction, which makes a batch's products bound by memory, not arithmetic. Its arithmetic
+// is another: one pair of products with a single rounding (measured: c + fl(p0 + p1), as the
+// reference's bf16_amx_pair), but a tile step's 8 or 16 pairs grouped in a way Intel does not
+// document, so the tests check it against the exact sums within recursive summation's bound,
+// not bit for bit. Each output is one chain from +0 over its inputs, 16 (in_out, the bias
+// added after) or 32 (out_in) at a time; so again a row's results are the same bits alone or
+// among other rows, at any thread count, on one CPU.
 #include <cstdint>
+#include <string_view>
 
 #include "tinylm/kernels/cast/half.h"
 
@@ -32,6 +43,17 @@ namespace tinylm::kernels {
 bool bf16_dot_available();
 // Throws Error "<what> need(s) ...", saying which of the two is missing, unless available.
 void require_bf16_dot(const char* what);
+
+// The instruction the products run on.
+enum class Bf16Unit : uint8_t { vdpbf16ps, amx };
+std::string_view bf16_unit_name(Bf16Unit unit);
+// TINYLM_BF16_UNIT ("vdpbf16ps" or "amx") when set, else amx where cpu_has_amx_bf16(), else
+// vdpbf16ps. The first call reads the environment and throws Error for an unknown name or amx
+// where the CPU lacks it.
+Bf16Unit bf16_dot_unit();
+// Switches the unit (tests and benchmarks); throws Error for amx where the CPU lacks it. Not
+// meant to race with running kernels.
+void set_bf16_dot_unit(Bf16Unit unit);
 
 // Layout of a Conv1D matrix W (nin, nout) for matmul_in_out_bf16: stream.h's Layout::tiles
 // (16 x 16 tiles by band of 16 inputs, then by column), each tile holding its 8 input pairs in

@@ -1,0 +1,275 @@
+#include "tinylm/kernels/matmul/bf16_amx.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "tinylm/core/aligned_vector.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/stream.h"
+
+// Only the avx512 pass has kernels, compiled for AMX on top of AVX512_BF16: bf16_dot.cpp calls
+// them only where the CPU has both and the process may use the tiles.
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
+TINYLM_TARGET_PUSH_OF(
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")
+namespace tinylm::kernels::avx512 {
+namespace {
+
+constexpr int64_t kTileElems = kTile * kTile;  // a pairs-layout tile: 8 pairs of 16 columns
+constexpr int64_t kRowsPerTile = 16;           // the most rows an AMX tile holds
+
+// LDTILECFG's 64-byte operand, palette 1.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+  void set(int t, int nrows, int bytes_per_row) {
+    rows[t] = static_cast<uint8_t>(nrows);
+    colsb[t] = static_cast<uint16_t>(bytes_per_row);
+  }
+};
+
+// GCC's tile intrinsics are asm statements that do not tell the compiler they read or write
+// memory: a fence before the tile loads and after the tile stores keeps the plain accesses of
+// the same buffers in order.
+TINYLM_INLINE void compiler_fence() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+// The activations rounded to bf16 (VCVTNEPS2BF16, as bf16_dot.cpp's) into rows `ld` apart, the
+// rows from `rows` to `padded` zero: a tile of 16 rows may read them.
+const uint16_t* round_padded(const float* x, int64_t rows, int64_t n, int64_t padded) {
+  thread_local AlignedVector<uint16_t> buf;
+  buf.resize(static_cast<size_t>(padded * n));
+  uint16_t* out = buf.data();
+  int64_t i = 0;
+  for (; i + kLanes <= rows * n; i += kLanes) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(x + i));
+    std::memcpy(out + i, &h, sizeof h);
+  }
+  if (i < rows * n) {
+    const __m256bh h =
+        _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(first_lanes16(rows * n - i), x + i));
+    std::memcpy(out + i, &h, static_cast<size_t>(rows * n - i) * sizeof(uint16_t));
+  }
+  std::fill(out + rows * n, out + padded * n, uint16_t{0});
+  return out;
+}
+
+// --- in_out ------------------------------------------------------------------------------------
+
+// tmm0-3: the sums of m rows by 4 blocks of 16 columns; tmm4: m rows' band of 16 inputs;
+// tmm5-7: a band's tile of one column block (8 pairs x 16 columns), as the pairs layout holds it.
+void config_in_out(int64_t m) {
+  TileConfig c;
+  for (int t = 0; t < 4; ++t) c.set(t, static_cast<int>(m), 64);
+  c.set(4, static_cast<int>(m), 32);
+  for (int t = 5; t < 8; ++t) c.set(t, 8, 64);
+  _tile_loadconfig(&c);
+}
+
+// y[r, 16 j ..] = m rows of x times NB column blocks of w, from +0, one band after another; then
+// the bias added. w: the first band's tile of the first block (the next block's is kTileElems
+// on, the next band's `band`).
+template <int NB>
+void in_out_block(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w,
+                  int64_t band, int64_t nbands, const float* b, int64_t m) {
+  compiler_fence();
+  _tile_zero(0);
+  if constexpr (NB > 1) _tile_zero(1);
+  if constexpr (NB > 2) _tile_zero(2);
+  if constexpr (NB > 3) _tile_zero(3);
+  const long xstride = static_cast<long>(ldx * 2), wstride = 64;
+  for (int64_t k = 0; k < nbands; ++k) {
+    const Bf16* wk = w + k * band;
+    _tile_loadd(4, x + k * kTile, xstride);
+    _tile_loadd(5, wk, wstride);
+    _tile_dpbf16ps(0, 4, 5);
+    if constexpr (NB > 1) {
+      _tile_loadd(6, wk + kTileElems, wstride);
+      _tile_dpbf16ps(1, 4, 6);
+    }
+    if constexpr (NB > 2) {
+      _tile_loadd(7, wk + 2 * kTileElems, wstride);
+      _tile_dpbf16ps(2, 4, 7);
+    }
+    if constexpr (NB > 3) {
+      _tile_loadd(5, wk + 3 * kTileElems, wstride);
+      _tile_dpbf16ps(3, 4, 5);
+    }
+  }
+  const long ystride = static_cast<long>(ldy * 4);
+  _tile_stored(0, y, ystride);
+  if constexpr (NB > 1) _tile_stored(1, y + kTile, ystride);
+  if constexpr (NB > 2) _tile_stored(2, y + 2 * kTile, ystride);
+  if constexpr (NB > 3) _tile_stored(3, y + 3 * kTile, ystride);
+  compiler_fence();
+  if (!b) return;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < NB * kTile; c += kTile)
+      _mm512_storeu_ps(y + r * ldy + c,
+                       _mm512_add_ps(_mm512_loadu_ps(b + c), _mm512_loadu_ps(y + r * ldy + c)));
+  }
+}
+
+}  // namespace
+
+// Items of 64 columns by up to 128 rows, row blocks of 16 within an item (the item's weights,
+// 64 columns of every band, stay in L2 between them).
+void amx_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
+                int64_t nin, int64_t nout) {
+  constexpr int64_t kGroup = 4 * kTile, kRowGroup = 8 * kRowsPerTile;
+  const int64_t padded = (rows + kRowsPerTile - 1) / kRowsPerTile * kRowsPerTile;
+  const uint16_t* xb = round_padded(x, rows, nin, padded);
+  const int64_t ngroups = (nout + kGroup - 1) / kGroup, band = kTile * nout, nbands = nin / kTile;
+  parallel_for_balanced((rows + kRowGroup - 1) / kRowGroup * ngroups, [&](int64_t item) {
+    const int64_t c0 = item % ngroups * kGroup, nb = std::min(kGroup, nout - c0) / kTile;
+    const int64_t g0 = item / ngroups * kRowGroup, g1 = std::min(rows, g0 + kRowGroup);
+    int64_t configured = 0;
+    for (int64_t r0 = g0; r0 < g1; r0 += kRowsPerTile) {
+      const int64_t m = std::min(kRowsPerTile, g1 - r0);
+      if (m != configured) config_in_out(configured = m);
+      float* yr = y + r0 * nout + c0;
+      const uint16_t* xr = xb + r0 * nin;
+      const Bf16* wc = w + c0 * kTile;
+      const float* bc = b ? b + c0 : nullptr;
+      switch (nb) {
+        case 4:
+          in_out_block<4>(yr, nout, xr, nin, wc, band, nbands, bc, m);
+          break;
+        case 3:
+          in_out_block<3>(yr, nout, xr, nin, wc, band, nbands, bc, m);
+          break;
+        case 2:
+          in_out_block<2>(yr, nout, xr, nin, wc, band, nbands, bc, m);
+          break;
+        default:
+          in_out_block<1>(yr, nout, xr, nin, wc, band, nbands, bc, m);
+      }
+    }
+    _tile_release();
+  });
+}
+
+// --- out_in ------------------------------------------------------------------------------------
+
+namespace {
+
+// tmm0-3: 16 outputs by 16 rows, for 4 blocks of rows; tmm4: 16 outputs' weights over 32
+// inputs; tmm5-7: 16 rows' 32 inputs as 16 pairs (a pair of each row side by side).
+void config_out_in() {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) c.set(t, 16, 64);
+  _tile_loadconfig(&c);
+}
+
+// The rows, rounded, as tiles for the B operand: per block of 16 rows and 32 inputs, row k
+// holds pair k of the 16 rows side by side.
+const uint32_t* pair_tiles(const uint16_t* xb, int64_t padded, int64_t nin) {
+  thread_local AlignedVector<uint32_t> buf;
+  const int64_t npairs = nin / 2, nkb = nin / 32;
+  buf.resize(static_cast<size_t>(padded * npairs));
+  uint32_t* out = buf.data();
+  for (int64_t rb = 0; rb < padded / kRowsPerTile; ++rb) {
+    for (int64_t n = 0; n < kRowsPerTile; ++n) {
+      const uint16_t* row = xb + (rb * kRowsPerTile + n) * nin;
+      for (int64_t p = 0; p < npairs; ++p) {
+        uint32_t v;
+        std::memcpy(&v, row + 2 * p, sizeof v);
+        out[((rb * nkb + p / 16) * 16 + p % 16) * kRowsPerTile + n] = v;
+      }
+    }
+  }
+  return out;
+}
+
+// NQ blocks of 16 rows for 16 outputs: t[q][o][n], output o of row 16 q + n, from +0 over the
+// inputs 32 at a time. w: the outputs' weights, nin apart; xp: the first row block's tiles.
+template <int NQ>
+void out_in_block(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32_t* xp) {
+  compiler_fence();
+  _tile_zero(0);
+  if constexpr (NQ > 1) _tile_zero(1);
+  if constexpr (NQ > 2) _tile_zero(2);
+  if constexpr (NQ > 3) _tile_zero(3);
+  const int64_t nkb = nin / 32, qstride = nkb * 256;  // uint32s between row blocks' tiles
+  const long wstride = static_cast<long>(nin * 2);
+  for (int64_t kb = 0; kb < nkb; ++kb) {
+    const uint32_t* xk = xp + kb * 256;
+    _tile_loadd(4, w + kb * 32, wstride);
+    _tile_loadd(5, xk, 64);
+    _tile_dpbf16ps(0, 4, 5);
+    if constexpr (NQ > 1) {
+      _tile_loadd(6, xk + qstride, 64);
+      _tile_dpbf16ps(1, 4, 6);
+    }
+    if constexpr (NQ > 2) {
+      _tile_loadd(7, xk + 2 * qstride, 64);
+      _tile_dpbf16ps(2, 4, 7);
+    }
+    if constexpr (NQ > 3) {
+      _tile_loadd(5, xk + 3 * qstride, 64);
+      _tile_dpbf16ps(3, 4, 5);
+    }
+  }
+  _tile_stored(0, t[0], 64);
+  if constexpr (NQ > 1) _tile_stored(1, t[1], 64);
+  if constexpr (NQ > 2) _tile_stored(2, t[2], 64);
+  if constexpr (NQ > 3) _tile_stored(3, t[3], 64);
+  compiler_fence();
+}
+
+}  // namespace
+
+// Items of 256 outputs by up to 64 rows; within an item 16 outputs at a time, the last block
+// of outputs (when nout is not a multiple of 16) from a copy padded with zero weights.
+void amx_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+                int64_t nout) {
+  constexpr int64_t kOutBlock = 16, kGroup = 16 * kOutBlock, kRowGroup = 4 * kRowsPerTile;
+  const int64_t padded = (rows + kRowsPerTile - 1) / kRowsPerTile * kRowsPerTile;
+  const uint32_t* xp = pair_tiles(round_padded(x, rows, nin, padded), padded, nin);
+  const int64_t ngroups = (nout + kGroup - 1) / kGroup, nkb = nin / 32;
+  parallel_for_balanced((rows + kRowGroup - 1) / kRowGroup * ngroups, [&](int64_t item) {
+    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
+    const int64_t r0 = item / ngroups * kRowGroup, nr = std::min(kRowGroup, rows - r0);
+    const int64_t nq = (nr + kRowsPerTile - 1) / kRowsPerTile;
+    const uint32_t* xq = xp + r0 / kRowsPerTile * nkb * 256;
+    thread_local AlignedVector<Bf16> tail;
+    config_out_in();
+    alignas(64) float t[4][16][16];
+    for (int64_t o = o0; o < o1; o += kOutBlock) {
+      const int64_t mo = std::min(kOutBlock, o1 - o);
+      const Bf16* wo = w + o * nin;
+      if (mo < kOutBlock) {
+        tail.assign(static_cast<size_t>(kOutBlock * nin), Bf16{0});
+        std::copy(wo, wo + mo * nin, tail.begin());
+        wo = tail.data();
+      }
+      switch (nq) {
+        case 4:
+          out_in_block<4>(t, wo, nin, xq);
+          break;
+        case 3:
+          out_in_block<3>(t, wo, nin, xq);
+          break;
+        case 2:
+          out_in_block<2>(t, wo, nin, xq);
+          break;
+        default:
+          out_in_block<1>(t, wo, nin, xq);
+      }
+      for (int64_t r = 0; r < nr; ++r) {
+        const float* tr = &t[r / 16][0][r % 16];
+        float* yr = y + (r0 + r) * nout + o;
+        for (int64_t j = 0; j < mo; ++j) yr[j] = tr[j * 16];
+      }
+    }
+    _tile_release();
+  });
+}
+
+}  // namespace tinylm::kernels::avx512
+TINYLM_TARGET_POP_OF
+#endif
