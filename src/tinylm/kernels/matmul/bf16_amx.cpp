@@ -73,6 +73,7 @@ void config_in_out(int64_t m) {
 // y[r, 16 j ..] = m rows of x times NB column blocks of w, from +0, one band after another; then
 // the bias added. w: the first band's tile of the first block (the next block's is kTileElems
 // on, the next band's `band`).
+constexpr int64_t kAhead = 4;
 template <int NB>
 void in_out_block(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w,
                   int64_t band, int64_t nbands, const float* b, int64_t m) {
@@ -84,6 +85,11 @@ void in_out_block(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const B
   const long xstride = static_cast<long>(ldx * 2), wstride = 64;
   for (int64_t k = 0; k < nbands; ++k) {
     const Bf16* wk = w + k * band;
+    if (k + kAhead < nbands) {
+      const char* next = reinterpret_cast<const char*>(wk + kAhead * band);
+#pragma GCC unroll 32
+      for (int64_t l = 0; l < NB * 8; ++l) __builtin_prefetch(next + 64 * l, 0, 2);
+    }
     _tile_loadd(4, x + k * kTile, xstride);
     _tile_loadd(5, wk, wstride);
     _tile_dpbf16ps(0, 4, 5);
@@ -118,8 +124,8 @@ void in_out_block(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const B
 
 // Items of 64 columns by up to 128 rows, row blocks of 16 within an item (the item's weights,
 // 64 columns of every band, stay in L2 between them).
-void amx_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
-                int64_t nin, int64_t nout) {
+void amx_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows, int64_t nin,
+                int64_t nout) {
   constexpr int64_t kGroup = 4 * kTile, kRowGroup = 8 * kRowsPerTile;
   const int64_t padded = (rows + kRowsPerTile - 1) / kRowsPerTile * kRowsPerTile;
   const uint16_t* xb = round_padded(x, rows, nin, padded);
@@ -221,12 +227,55 @@ void out_in_block(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32_t
   compiler_fence();
 }
 
+// One block of up to 16 rows for NO blocks of 16 outputs: t[q][o][n], output 16 q + o of row n
+// (four chains in flight where the rows are too few for out_in_block's). w: the first output's
+// weights, the others nin apart; xp: the row block's tiles; ahead: the next outputs' weights,
+// prefetched a share per step in order (the tile loads' 16 rows at a time were not followed by
+// the hardware prefetchers), or w itself.
+template <int NO>
+void out_in_outputs(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32_t* xp,
+                    const Bf16* ahead) {
+  compiler_fence();
+  _tile_zero(0);
+  if constexpr (NO > 1) _tile_zero(1);
+  if constexpr (NO > 2) _tile_zero(2);
+  if constexpr (NO > 3) _tile_zero(3);
+  const int64_t nkb = nin / 32, ostride = 16 * nin;  // Bf16s between output blocks' weights
+  const long wstride = static_cast<long>(nin * 2);
+  for (int64_t kb = 0; kb < nkb; ++kb) {
+    const Bf16* wk = w + kb * 32;
+    const char* next = reinterpret_cast<const char*>(ahead + kb * NO * 16 * 32);
+#pragma GCC unroll 64
+    for (int64_t l = 0; l < NO * 16; ++l) __builtin_prefetch(next + 64 * l, 0, 2);
+    _tile_loadd(6, xp + kb * 256, 64);
+    _tile_loadd(4, wk, wstride);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NO > 1) {
+      _tile_loadd(5, wk + ostride, wstride);
+      _tile_dpbf16ps(1, 5, 6);
+    }
+    if constexpr (NO > 2) {
+      _tile_loadd(7, wk + 2 * ostride, wstride);
+      _tile_dpbf16ps(2, 7, 6);
+    }
+    if constexpr (NO > 3) {
+      _tile_loadd(4, wk + 3 * ostride, wstride);
+      _tile_dpbf16ps(3, 4, 6);
+    }
+  }
+  _tile_stored(0, t[0], 64);
+  if constexpr (NO > 1) _tile_stored(1, t[1], 64);
+  if constexpr (NO > 2) _tile_stored(2, t[2], 64);
+  if constexpr (NO > 3) _tile_stored(3, t[3], 64);
+  compiler_fence();
+}
+
 }  // namespace
 
-// Items of 256 outputs by up to 64 rows; within an item 16 outputs at a time, the last block
-// of outputs (when nout is not a multiple of 16) from a copy padded with zero weights.
-void amx_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
-                int64_t nout) {
+// Items of 256 outputs by up to 64 rows; within an item 16 outputs at a time (64 where the
+// item has at most 16 rows), the last block of outputs (when nout is not a multiple of 16) from
+// a copy padded with zero weights.
+void amx_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin, int64_t nout) {
   constexpr int64_t kOutBlock = 16, kGroup = 16 * kOutBlock, kRowGroup = 4 * kRowsPerTile;
   const int64_t padded = (rows + kRowsPerTile - 1) / kRowsPerTile * kRowsPerTile;
   const uint32_t* xp = pair_tiles(round_padded(x, rows, nin, padded), padded, nin);
@@ -239,7 +288,16 @@ void amx_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t n
     thread_local AlignedVector<Bf16> tail;
     config_out_in();
     alignas(64) float t[4][16][16];
-    for (int64_t o = o0; o < o1; o += kOutBlock) {
+    int64_t o = o0;
+    for (; nq == 1 && o + 4 * kOutBlock <= o1; o += 4 * kOutBlock) {
+      const int64_t next = o + 8 * kOutBlock <= nout ? o + 4 * kOutBlock : o;
+      out_in_outputs<4>(t, w + o * nin, nin, xq, w + next * nin);
+      for (int64_t r = 0; r < nr; ++r) {
+        float* yr = y + (r0 + r) * nout + o;
+        for (int64_t j = 0; j < 4 * kOutBlock; ++j) yr[j] = t[j / 16][j % 16][r];
+      }
+    }
+    for (; o < o1; o += kOutBlock) {
       const int64_t mo = std::min(kOutBlock, o1 - o);
       const Bf16* wo = w + o * nin;
       if (mo < kOutBlock) {

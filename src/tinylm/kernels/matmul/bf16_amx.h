@@ -10,10 +10,9 @@
 namespace tinylm::kernels::avx512 {
 
 // As matmul_in_out_bf16: w in the pairs layout, nin and nout multiples of 16.
-void amx_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
-                int64_t nin, int64_t nout);
-// As matmul_out_in_bf16: w (nout, nin) row-major, nin a multiple of 32.
-void amx_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
+void amx_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows, int64_t nin,
                 int64_t nout);
+// As matmul_out_in_bf16: w (nout, nin) row-major, nin a multiple of 32.
+void amx_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin, int64_t nout);
 
 }  // namespace tinylm::kernels::avx512
