@@ -229,7 +229,7 @@ TEST(ServeBell, WakesOnEveryRingOnceAGapOrOnlyAtTheEnd) {
   std::this_thread::sleep_for(5ms);
   EXPECT_TRUE(short_gap.ring(false));  // the gap has passed
 
-  Bell ends(-1ms);
+  Bell ends(Bell::kEndsOnly);
   EXPECT_FALSE(ends.ring(false));
   EXPECT_FALSE(ends.ring(false));
   EXPECT_TRUE(ends.ring(true));

@@ -49,7 +49,8 @@ struct Delta {
 // next wake-up or at the end of its wait. A choice's last news always wakes.
 class Bell {
  public:
-  // gap 0: every ring wakes; below 0: only the last news of a choice.
+  // gap 0: every ring wakes; kEndsOnly (any gap below 0): only the last news of a choice.
+  static constexpr std::chrono::milliseconds kEndsOnly{-1};
   explicit Bell(std::chrono::milliseconds gap = std::chrono::milliseconds(0)) : gap_(gap) {}
   // Returns whether it woke the waiters.
   bool ring(bool last);

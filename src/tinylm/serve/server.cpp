@@ -207,7 +207,7 @@ struct Server::Impl {
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(opt.timeout_s));
     // (A response sent whole needs only the end.)
-    const auto bell = std::make_shared<Bell>(g->stream ? opt.stream_interval : -1ms);
+    const auto bell = std::make_shared<Bell>(g->stream ? opt.stream_interval : Bell::kEndsOnly);
     for (const Prompt& p : r.prompts) {
       g->jobs.push_back(std::make_shared<Job>(p, r.params, deadline, bell));
       g->usage.prompt_tokens += static_cast<int64_t>(p.ids.size());

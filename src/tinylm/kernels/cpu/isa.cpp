@@ -55,8 +55,8 @@ bool detect_amx_bf16() {
   unsigned a, b, c, d;
   if (!detect_avx512_bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   const bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24);
-  if (!amx_bf16 || !amx_tile || (xgetbv0() & 0x60000) != 0x60000)
-    return false;  // XTILECFG, XTILEDATA
+  // And the OS enables the tile state: XCR0's XTILECFG and XTILEDATA.
+  if (!amx_bf16 || !amx_tile || (xgetbv0() & 0x60000) != 0x60000) return false;
 #if defined(__linux__)
   // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA: without it the first tile instruction faults.
   constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
