@@ -5,7 +5,8 @@
 // (gpt2::Model::set_activations(bf16)): rounding the activations changes the results, which
 // stay within bf16's precision of stream.h's.
 //
-// Contract: the instruction's arithmetic, fixed by bf16_dot_reference.h's plain loops.
+// Contract (Bf16Unit::vdpbf16ps): the instruction's arithmetic, fixed by bf16_dot_reference.h's
+// plain loops.
 //  - Each activation is rounded to bf16 to nearest even; one below 2^-126 in magnitude becomes
 //    zero, and a subnormal bf16 weight reads as zero (the instruction reads both so).
 //  - A pair step adds input 2p + 1's product to a float chain, then input 2p's, each an exact
@@ -26,12 +27,12 @@
 // Where the CPU has AMX-BF16 the products run on AMX tiles instead (Bf16Unit::amx, the
 // default there): TDPBF16PS multiplies a tile of up to 16 rows by 16 columns in one
 // instruction, which makes a batch's products bound by memory, not arithmetic. Its arithmetic
-// is another: one pair of products with a single rounding (measured: c + fl(p0 + p1), as the
-// reference's bf16_amx_pair), but a tile step's 8 or 16 pairs grouped in a way Intel does not
-// document, so the tests check it against the exact sums within recursive summation's bound,
-// not bit for bit. Each output is one chain from +0 over its inputs, 16 (in_out, the bias
-// added after) or 32 (out_in) at a time; so again a row's results are the same bits alone or
-// among other rows, at any thread count, on one CPU.
+// is another, and not documented past the single pair: one pair a step adds fl(p0 + p1) to the
+// sum, but the 8 or 16 pairs of the steps used here come out as no simple model does
+// (tools/amx_probe.cpp measures it). So the tests hold these kernels to the exact sums within
+// recursive summation's bound, not bit for bit. Each output is one chain from +0 over its
+// inputs, 16 (in_out, the bias added after) or 32 (out_in) at a time, whatever the rows: a
+// row's results are the same bits alone or among other rows, at any thread count, on one CPU.
 #include <cstdint>
 #include <string_view>
 
