@@ -38,6 +38,25 @@ struct alignas(64) TileConfig {
 // the same buffers in order.
 TINYLM_INLINE void compiler_fence() { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
+// The sums tmm0 .. tmm(N - 1) (tile numbers are immediates, hence the spelled-out cases) set to
+// zero, and stored: tile q at p + q * step, its rows `stride` bytes apart.
+template <int N>
+TINYLM_INLINE void zero_sums() {
+  compiler_fence();
+  _tile_zero(0);
+  if constexpr (N > 1) _tile_zero(1);
+  if constexpr (N > 2) _tile_zero(2);
+  if constexpr (N > 3) _tile_zero(3);
+}
+template <int N>
+TINYLM_INLINE void store_sums(float* p, int64_t step, long stride) {
+  _tile_stored(0, p, stride);
+  if constexpr (N > 1) _tile_stored(1, p + step, stride);
+  if constexpr (N > 2) _tile_stored(2, p + 2 * step, stride);
+  if constexpr (N > 3) _tile_stored(3, p + 3 * step, stride);
+  compiler_fence();
+}
+
 // The activations rounded to bf16 (VCVTNEPS2BF16, as bf16_dot.cpp's) into rows `ld` apart, the
 // rows from `rows` to `padded` zero: a tile of 16 rows may read them.
 const uint16_t* round_padded(const float* x, int64_t rows, int64_t n, int64_t padded) {
@@ -77,11 +96,7 @@ constexpr int64_t kAhead = 4;
 template <int NB>
 void in_out_block(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w,
                   int64_t band, int64_t nbands, const float* b, int64_t m) {
-  compiler_fence();
-  _tile_zero(0);
-  if constexpr (NB > 1) _tile_zero(1);
-  if constexpr (NB > 2) _tile_zero(2);
-  if constexpr (NB > 3) _tile_zero(3);
+  zero_sums<NB>();
   const long xstride = static_cast<long>(ldx * 2), wstride = 64;
   for (int64_t k = 0; k < nbands; ++k) {
     const Bf16* wk = w + k * band;
@@ -106,12 +121,7 @@ void in_out_block(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const B
       _tile_dpbf16ps(3, 4, 5);
     }
   }
-  const long ystride = static_cast<long>(ldy * 4);
-  _tile_stored(0, y, ystride);
-  if constexpr (NB > 1) _tile_stored(1, y + kTile, ystride);
-  if constexpr (NB > 2) _tile_stored(2, y + 2 * kTile, ystride);
-  if constexpr (NB > 3) _tile_stored(3, y + 3 * kTile, ystride);
-  compiler_fence();
+  store_sums<NB>(y, kTile, static_cast<long>(ldy * 4));
   if (!b) return;
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t c = 0; c < NB * kTile; c += kTile)
@@ -195,11 +205,7 @@ const uint32_t* pair_tiles(const uint16_t* xb, int64_t padded, int64_t nin) {
 // inputs 32 at a time. w: the outputs' weights, nin apart; xp: the first row block's tiles.
 template <int NQ>
 void out_in_block(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32_t* xp) {
-  compiler_fence();
-  _tile_zero(0);
-  if constexpr (NQ > 1) _tile_zero(1);
-  if constexpr (NQ > 2) _tile_zero(2);
-  if constexpr (NQ > 3) _tile_zero(3);
+  zero_sums<NQ>();
   const int64_t nkb = nin / 32, qstride = nkb * 256;  // uint32s between row blocks' tiles
   const long wstride = static_cast<long>(nin * 2);
   for (int64_t kb = 0; kb < nkb; ++kb) {
@@ -220,11 +226,7 @@ void out_in_block(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32_t
       _tile_dpbf16ps(3, 4, 5);
     }
   }
-  _tile_stored(0, t[0], 64);
-  if constexpr (NQ > 1) _tile_stored(1, t[1], 64);
-  if constexpr (NQ > 2) _tile_stored(2, t[2], 64);
-  if constexpr (NQ > 3) _tile_stored(3, t[3], 64);
-  compiler_fence();
+  store_sums<NQ>(t[0][0], 256, 64);
 }
 
 // One block of up to 16 rows for NO blocks of 16 outputs: t[q][o][n], output 16 q + o of row n
@@ -235,11 +237,7 @@ void out_in_block(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32_t
 template <int NO>
 void out_in_outputs(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32_t* xp,
                     const Bf16* ahead) {
-  compiler_fence();
-  _tile_zero(0);
-  if constexpr (NO > 1) _tile_zero(1);
-  if constexpr (NO > 2) _tile_zero(2);
-  if constexpr (NO > 3) _tile_zero(3);
+  zero_sums<NO>();
   const int64_t nkb = nin / 32, ostride = 16 * nin;  // Bf16s between output blocks' weights
   const long wstride = static_cast<long>(nin * 2);
   for (int64_t kb = 0; kb < nkb; ++kb) {
@@ -263,11 +261,7 @@ void out_in_outputs(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32
       _tile_dpbf16ps(3, 4, 6);
     }
   }
-  _tile_stored(0, t[0], 64);
-  if constexpr (NO > 1) _tile_stored(1, t[1], 64);
-  if constexpr (NO > 2) _tile_stored(2, t[2], 64);
-  if constexpr (NO > 3) _tile_stored(3, t[3], 64);
-  compiler_fence();
+  store_sums<NO>(t[0][0], 256, 64);
 }
 
 }  // namespace
