@@ -57,8 +57,8 @@ TINYLM_INLINE void store_sums(float* p, int64_t step, long stride) {
   compiler_fence();
 }
 
-// The activations rounded to bf16 (VCVTNEPS2BF16, as bf16_dot.cpp's) into rows `ld` apart, the
-// rows from `rows` to `padded` zero: a tile of 16 rows may read them.
+// The activations (rows of n) rounded to bf16 (VCVTNEPS2BF16, as bf16_dot.cpp's), the rows from
+// `rows` to `padded` zero: a tile of 16 rows may read them.
 const uint16_t* round_padded(const float* x, int64_t rows, int64_t n, int64_t padded) {
   thread_local AlignedVector<uint16_t> buf;
   buf.resize(static_cast<size_t>(padded * n));
@@ -89,10 +89,13 @@ void config_in_out(int64_t m) {
   _tile_loadconfig(&c);
 }
 
+// Bands of an item's columns prefetched ahead: each band's are a 2 KiB run far from the next
+// band's, which the hardware prefetchers did not follow.
+constexpr int64_t kAhead = 4;
+
 // y[r, 16 j ..] = m rows of x times NB column blocks of w, from +0, one band after another; then
 // the bias added. w: the first band's tile of the first block (the next block's is kTileElems
 // on, the next band's `band`).
-constexpr int64_t kAhead = 4;
 template <int NB>
 void in_out_block(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const Bf16* w,
                   int64_t band, int64_t nbands, const float* b, int64_t m) {
