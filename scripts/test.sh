@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, part 2: install what is missing, check the formatting, build, and run every
 # test: optimized (release) once per kernel level this CPU supports (generic always, then
-# AVX2 and AVX-512 where the CPU has them), then under AddressSanitizer + UndefinedBehavior
+# AVX2 and AVX-512 where the CPU has them; on a CPU with AMX the bf16 products' tests on both
+# units), then under AddressSanitizer + UndefinedBehavior
 # Sanitizer (dev, clang) at the best level, with every fuzz target run over its seed corpus,
 # then every fuzz target for about 20 s (scripts/fuzz.sh).
 set -euo pipefail
@@ -22,6 +23,12 @@ for level in $levels; do
   echo "== release tests, kernel level $level"
   TINYLM_ISA=$level ctest --preset release -j "$jobs"
 done
+# Where bf16 products run on AMX tiles by default, the tests that use them once more on
+# VDPBF16PS, the unit of CPUs without AMX.
+if build/release/tinylm --version | grep -qx 'bf16 products: amx'; then
+  echo "== release tests of bf16 activations and the server, TINYLM_BF16_UNIT=vdpbf16ps"
+  TINYLM_BF16_UNIT=vdpbf16ps ctest --preset release -j "$jobs" -R 'Bf16|Serve|CliGpt2'
+fi
 
 echo "== sanitizer build (clang, ASan + UBSan): tests and fuzz seeds"
 cmake --preset dev >/dev/null
