@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "evermind_common.h"
 #include "gpt2_common.h"
+#include "int_flags.h"
 #include "model_kind.h"
 #include "stop_signals.h"
 #include "tinylm/core/error.h"
@@ -156,7 +157,12 @@ void run(TrainFlags& f) {
   request.terminal = isatty(STDERR_FILENO) != 0;
   request.peak_flops = f.peak_gflops * 1e9;
   request.should_stop = [&stop] { return stop.requested(); };
-  const train::RunSummary s = train::run_training(request);
+  train::RunSummary s;
+  try {
+    s = train::run_training(request);
+  } catch (const train::FlagError& e) {  // found before the run directory is written
+    throw UsageError(e.what());
+  }
   if (s.stopped) {
     // Interrupted: the loop saved a checkpoint (atomically) before returning.
     if (train::Comm::world().root()) {
@@ -214,6 +220,8 @@ void register_train(CLI::App& app) {
     // No defaults shown per flag: they depend on --arch (the footer lists them).
     f->options[name] = std::is_same_v<V, bool> ? cmd->add_flag(flag, value, help)
                                                : cmd->add_option(flag, value, help);
+    if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>)
+      f->options[name]->check(decimal_integer<V>());
     if (flag == "--threads") f->options[name]->check(CLI::Range(1, max_threads()));
   });
   cmd->footer(defaults_table());

@@ -14,6 +14,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "int_flags.h"
 #include "model_kind.h"
 #include "stop_signals.h"
 #include "tinylm/core/error.h"
@@ -54,20 +55,30 @@ class FixedBatch final : public train::StepData {
   std::vector<int32_t> grid_;
 };
 
+// Every flag's value, before any file is read or written: a usage error (exit 2).
+void check_flags(const Flags& f, int processes) {
+  const auto need = [](bool ok, auto&&... what) {
+    if (!ok) throw UsageError(cat(what...));
+  };
+  need(f.steps >= 0, "--steps must be non-negative (got ", f.steps, ")");
+  need(std::isfinite(f.lr) && f.lr >= 0.0, "--lr must be finite and >= 0 (got ", f.lr, ")");
+  need(f.dropout >= 0.0 && f.dropout < 1.0, "--dropout must be in [0, 1) (got ", f.dropout, ")");
+  need(f.compute == "f32" || f.compute == "bf16" || f.compute == "f16",
+       "--compute-dtype must be f32, bf16 or f16 (got ", f.compute, ")");
+  const int shards = processes * f.devices;
+  need(f.devices >= 1 && kBatch % shards == 0, "--devices ", f.devices, ": the batch of ", kBatch,
+       " rows must split into equal shards (processes x devices = ", shards,
+       "; 1, 2 or 4 shards)");
+}
+
 void run(const Flags& f) {
   const StopSignals stop;  // (before any thread starts)
+  const train::Comm& comm = train::Comm::world();
+  check_flags(f, comm.size());
+  const int shards = comm.size() * f.devices;
   // What --model is, from the file: a wrong kind is one line before anything loads.
   const std::string model_path = resolve_model("train-gpt2", f.model, "", {ModelKind::gpt2}).path;
-  check(f.steps >= 0, "--steps must be non-negative (got ", f.steps, ")");
-  check(f.dropout >= 0.0 && f.dropout < 1.0, "--dropout must be in [0, 1) (got ", f.dropout, ")");
   const DType compute = parse_dtype(f.compute);
-  check(compute == DType::f32 || compute == DType::bf16 || compute == DType::f16,
-        "--compute-dtype must be f32, bf16 or f16 (got ", f.compute, ")");
-  const train::Comm& comm = train::Comm::world();
-  const int shards = comm.size() * f.devices;
-  check(f.devices >= 1 && kBatch % shards == 0, "--devices ", f.devices, ": the batch of ", kBatch,
-        " rows must split into equal shards (processes x devices = ", shards,
-        "; 1, 2 or 4 shards)");
   // Under mpirun every process trains its shards; the first one prints and writes.
   const bool root = comm.root();
   set_num_threads(f.threads);
@@ -202,18 +213,22 @@ void register_train_gpt2(CLI::App& app) {
   cmd->add_option("--tokens", f->tokens,
                   "The 4 x 65 grid, JSON {\"ids\": [[65 ids] x 4]} (tinylm tokenize --grid 4x65)")
       ->required();
-  cmd->add_option("--steps", f->steps, "Optimizer steps (default 20)");
+  cmd->add_option("--steps", f->steps, "Optimizer steps (default 20)")
+      ->check(decimal_integer<int>());
   cmd->add_option("--lr", f->lr, "SGD learning rate (default 1e-4)");
   cmd->add_option("--metrics-out", f->metrics_out, "Write the run's metrics JSON here");
   cmd->add_option("--save-weights", f->save_weights,
                   "Write the trained weights here (the input file's layout)");
   cmd->add_option("--dropout", f->dropout, "Dropout rate in [0, 1) (default 0)");
-  cmd->add_option("--seed", f->seed, "Seed of the dropout masks (default 0)");
+  cmd->add_option("--seed", f->seed, "Seed of the dropout masks (default 0)")
+      ->check(decimal_integer<uint64_t>());
   cmd->add_option("--devices", f->devices,
-                  "Data-parallel replicas, each on its shard of the batch (1, 2 or 4; default 1)");
+                  "Data-parallel replicas, each on its shard of the batch (1, 2 or 4; default 1)")
+      ->check(decimal_integer<int>());
   cmd->add_option("--compute-dtype", f->compute,
                   "f32 | bf16 | f16 (f16 adds dynamic loss scaling)");
   cmd->add_option("--threads", f->threads, "Threads (default: all cores)")
+      ->check(decimal_integer<int>())
       ->check(CLI::Range(1, max_threads()));
   cmd->add_option("--overlap", f->overlap,
                   "Under mpirun, exchange gradients during the backward: auto (when a core is "

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "test_util.h"
+#include "tinylm/train/run_dir.h"
 
 namespace tinylm::test {
 namespace {
@@ -18,11 +19,13 @@ void expect_one_line_error(const CommandResult& r, const std::string& fragment) 
   EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
 }
 
-// Every file of a run directory and its bytes, to check that nothing changed.
+// Every file of a run directory and its bytes, to check that nothing changed. The lock file
+// is left out: it holds the pid of the last process that took the run, not the run's data.
 std::vector<std::pair<std::string, std::string>> snapshot(const fs::path& dir) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) out.emplace_back(e.path().string(), read_text(e.path().string()));
+    if (e.is_regular_file() && e.path().filename() != ".lock")
+      out.emplace_back(e.path().string(), read_text(e.path().string()));
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -84,6 +87,71 @@ TEST(CliTrain, ResumeChecksTheRunAndOverwritesNothing) {
   const CommandResult more = run_cli("train --resume " + run2 + " --steps 6");
   ASSERT_EQ(more.exit_code, 0) << more.err;
   EXPECT_TRUE(fs::exists(run2 + "/step-00000006/model.safetensors"));
+}
+
+void expect_usage_error(const CommandResult& r, const std::string& fragment) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  expect_one_line_error(r, fragment);
+}
+
+// Every flag is checked before the run directory, a tokenizer or tokens.bin is written: a
+// wrong value is a usage error (exit 2) naming the flag, and --out is not even created.
+TEST(CliTrain, EveryFlagIsCheckedBeforeAnythingIsWritten) {
+  TempDir tmp;
+  const std::string data = tmp.file("text.txt");
+  write_text(data, read_text(source_path("data/tinyshakespeare.txt")).substr(0, 20000));
+  const std::string gpt2 = "train --arch gpt2 --preset small-test --seq-len 32 --data " + data;
+  const std::string evermind = "train --arch evermind --vocab-size 300 --data " + data;
+  const std::string microgpt = "train --arch microgpt --data " + source_path("data/names.txt");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {gpt2 + " --beta1 1.5", "--beta1"},
+      {gpt2 + " --beta2 1", "--beta2"},
+      {gpt2 + " --eps 0", "--eps"},
+      {gpt2 + " --weight-decay -1", "--weight-decay"},
+      {gpt2 + " --lr 1e-3 --min-lr 1e-2", "--min-lr"},
+      {gpt2 + " --warmup -1", "--warmup"},
+      {gpt2 + " --clip -1", "--clip"},
+      {gpt2 + " --clip nan", "--clip"},
+      {gpt2 + " --max-bad-steps -1", "--max-bad-steps"},
+      {gpt2 + " --schedule cosine-ish", "--schedule: "},
+      {gpt2 + " --optimizer adam", "--optimizer: "},
+      {gpt2 + " --decay none", "--decay: "},
+      {gpt2 + " --order shuffled", "--order: "},
+      {gpt2 + " --compute-dtype f64", "--compute-dtype"},
+      {gpt2 + " --seed 18446744073709551616", "--seed"},
+      {gpt2 + " --seed -1", "--seed"},
+      {gpt2 + " --steps 9223372036854775808", "--steps"},
+      {gpt2 + " --keep 0", "--keep"},
+      {evermind + " --beta1 -0.5", "--beta1"},
+      {evermind + " --aux-loss-coef -1", "--aux-loss-coef"},
+      {microgpt + " --n-embd 10 --n-head 4", "--n-embd"},
+      {microgpt + " --n-layer 0", "--n-layer"},
+      // The preset's 128 positions against the default --seq-len of 256: the value to use.
+      {"train --arch gpt2 --preset small-test --data " + data,
+       "--seq-len must be at most 128 for preset small-test"},
+  };
+  for (const auto& [command, fragment] : cases) {
+    SCOPED_TRACE(command);
+    const std::string run = tmp.file("run");
+    expect_usage_error(run_cli(command + " --out " + run), fragment);
+    EXPECT_FALSE(fs::exists(run)) << "the run directory was written";
+  }
+}
+
+// A run that stopped before its first checkpoint may be started over with --out, but then too
+// every flag is checked before its run.json, metrics.jsonl or tokens.bin are touched.
+TEST(CliTrain, BadFlagsLeaveARunWithoutCheckpointsAsItWas) {
+  TempDir tmp;
+  const std::string data = tmp.file("text.txt"), run = tmp.file("run");
+  write_text(data, read_text(source_path("data/tinyshakespeare.txt")).substr(0, 20000));
+  const std::string gpt2 = "train --arch gpt2 --preset small-test --seq-len 32 --batch 2 " +
+                           std::string("--eval-batches 1 --threads 1 --data ") + data;
+  ASSERT_EQ(run_cli(gpt2 + " --steps 2 --out " + run).exit_code, 0);
+  for (const train::Checkpoint& c : train::RunDir(run).checkpoints()) fs::remove_all(c.path);
+  fs::remove(run + "/latest");
+  const auto before = snapshot(run);
+  expect_usage_error(run_cli(gpt2 + " --steps 2 --eps -1 --out " + run), "--eps");
+  EXPECT_EQ(snapshot(run), before);
 }
 
 TEST(CliTrain, RunDirectoryFromAnotherArchIsRejected) {

@@ -80,6 +80,7 @@ TrainState<T> sample_state(size_t n, bool with_best) {
   s.loop.elapsed_s = 0.1 + 0.2;
   s.shards = 3;
   s.config = {{"arch", s.arch}, {"lr", 6e-4}, {"steps", 5000}, {"data", {"a.txt", "b.txt"}}};
+  if (with_best) s.files = {{{"model.safetensors", 0xfedcba98u}, {"config.json", 0}}};
   s.m = any_bits<T>(n, 1);
   s.v = any_bits<T>(n, 2);
   return s;
@@ -112,6 +113,7 @@ void expect_same(const TrainState<T>& a, const TrainState<T>& b) {
   EXPECT_EQ(a.loop.scaler_skipped, b.loop.scaler_skipped);
   EXPECT_EQ(dbits(a.loop.elapsed_s), dbits(b.loop.elapsed_s));
   EXPECT_EQ(a.config.dump(), b.config.dump());
+  EXPECT_EQ(a.files, b.files);
   EXPECT_EQ(bits(a.m), bits(b.m));
   EXPECT_EQ(bits(a.v), bits(b.v));
 }

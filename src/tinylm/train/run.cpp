@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
@@ -11,8 +12,11 @@
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/text_file.h"
 #include "tinylm/train/comm.h"
+#include "tinylm/train/disk_space.h"
+#include "tinylm/train/file_crc.h"
 #include "tinylm/train/metrics_log.h"
 #include "tinylm/train/progress.h"
+#include "tinylm/train/run_lock.h"
 #include "tinylm/train/run_session.h"
 #include "tinylm/train/token_file.h"
 
@@ -40,13 +44,50 @@ LoopOptions loop_options(const RunConfig& c) {
 }
 
 template <class T>
-TrainState<T> train_state(const std::string& arch, const LoopState& l, const RunConfig& config) {
+TrainState<T> train_state(const std::string& arch, const LoopState& l, const RunConfig& config,
+                          std::map<std::string, uint32_t> files) {
   TrainState<T> s;
   s.arch = arch;
   s.loop = l;
   s.shards = run_shards(config);
   s.config = to_json(config);
+  s.files = std::move(files);
   return s;
+}
+
+// The CRC-32 of every file in a checkpoint's directory, by name: recorded in its state, which
+// is written last, so that resume finds weights that changed or belong to another step.
+std::map<std::string, uint32_t> file_crcs(const std::string& dir) {
+  std::map<std::string, uint32_t> crcs;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) crcs[it->path().filename().string()] = file_crc32(it->path());
+  }
+  check(!ec, dir, ": cannot list: ", ec.message());
+  return crcs;
+}
+
+// The checkpoint's files against the CRCs its state recorded; a state written before they
+// were recorded is accepted with a note.
+void verify_checkpoint_files(const std::string& dir, const std::string& state_path,
+                             const std::optional<std::map<std::string, uint32_t>>& files,
+                             std::FILE* log) {
+  if (!files) {
+    std::fprintf(log,
+                 "note: %s records no checksums of its files (written by an older tinylm): "
+                 "they are not verified\n",
+                 state_path.c_str());
+    return;
+  }
+  for (const auto& [name, crc] : *files) {
+    const std::string path = dir + "/" + name;
+    std::error_code ec;
+    check(fs::is_regular_file(path, ec), path, ": missing from the checkpoint (", state_path,
+          " records it)");
+    check(file_crc32(path) == crc, path, ": checksum mismatch: the file changed after ",
+          state_path, " was written (corrupt, or from another checkpoint)");
+  }
 }
 
 template <class T>
@@ -61,12 +102,17 @@ bool all_finite(std::span<const T> x) {
 // cores, so --threads 0 is refused rather than silently read as "all".
 void check_given_threads(const json& given) {
   const auto it = given.find("threads");
-  if (it != given.end() && it->is_number_integer()) check_threads(it->get<int64_t>());
+  if (it == given.end() || !it->is_number_integer()) return;
+  try {
+    check_threads(it->get<int64_t>());
+  } catch (const Error& e) {
+    throw FlagError(e.what());
+  }
 }
 
 // The configuration of a fresh run: the architecture's defaults, then the given flags.
 RunConfig fresh_config(const json& given) {
-  check(given.contains("arch") && given["arch"].is_string(), "--arch is required");
+  if (!given.contains("arch") || !given["arch"].is_string()) throw FlagError("--arch is required");
   RunConfig c = defaults_for(given["arch"].get<std::string>());
   merge_json(c, given, "the command line");
   check_given_threads(given);
@@ -104,6 +150,26 @@ void crash_point(const char* point, int64_t step) {
   }
 }
 
+// --out's directory: new, empty (but for a lock file), or a run that stopped before its first
+// checkpoint (nothing to keep: it starts over). Writes nothing.
+void check_new_run_dir(const std::string& path) {
+  if (RunDir::looks_like_run(path)) {
+    check(RunDir(path).checkpoints().empty(), path,
+          ": already holds a training run; continue it with --resume ", path,
+          ", or choose another --out");
+    return;
+  }
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  check(fs::is_directory(path, ec), path, ": exists and is not a directory");
+  for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    check(it->path().filename() == RunLock::kFileName, path,
+          ": exists and is not empty; --out must be a new or empty directory");
+  }
+  check(!ec, path, ": cannot list: ", ec.message());
+}
+
 void write_json(const std::string& path, const json& j) {
   const std::string text = j.dump(2) + "\n";
   io::AtomicFile f(path);
@@ -118,9 +184,16 @@ std::vector<std::string> data_files(const RunConfig& config) {
 }
 
 TextData::TextData(const RunConfig& c, const RunDir& dir, const TokenizerIdentity& identity,
-                   const Encoder& encoder)
+                   const Encoder& encoder, std::FILE* log)
     : tokens(root_first([&] {
-        return build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity, encoder);
+        // Only the first process writes it; the others read what it wrote.
+        TokenFileBuild built = build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity,
+                                                         encoder, Comm::world().root());
+        if (!built.rebuilt_because.empty()) {
+          std::fprintf(log, "%s: rebuilt from the data (the old one: %s)\n",
+                       dir.tokens_bin().c_str(), built.rebuilt_because.c_str());
+        }
+        return built;
       })),
       sampler(split_tokens(tokens.file.size(), c.val_fraction, c.seq_len), c.batch, c.seq_len,
               c.accum, c.seed, parse_data_order(c.order)),
@@ -178,7 +251,8 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
     const std::string tmp = dir.begin_checkpoint(step);
     session.save_model(tmp);
     crash_point("model", step);
-    save_train_state(tmp + "/train_state.bin", train_state<T>(config.arch, loop.state(), config),
+    save_train_state(tmp + "/train_state.bin",
+                     train_state<T>(config.arch, loop.state(), config, file_crcs(tmp)),
                      loop.first_moment(), loop.second_moment());
     crash_point("state", step);
     summary.checkpoint = dir.publish_checkpoint(step);
@@ -201,10 +275,14 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
 
 template <class T>
 std::optional<TrainState<T>> resume_state(const RunConfig& config,
-                                          const std::optional<Checkpoint>& resume) {
+                                          const std::optional<Checkpoint>& resume,
+                                          std::FILE* log) {
   if (!resume) return std::nullopt;
   const std::string path = resume->path + "/train_state.bin";
   TrainState<T> s = load_train_state<T>(path);
+  check(s.loop.step == resume->step, path, ": the training state of step ", s.loop.step,
+        ", in the checkpoint of step ", resume->step, " (copied from another checkpoint?)");
+  verify_checkpoint_files(resume->path, path, s.files, log);
   check(s.arch == config.arch, path, ": the training state of an --arch ", s.arch,
         " run, but the run's configuration says ", config.arch);
   const int64_t processes = Comm::world().size(), shards = run_shards(config);
@@ -215,9 +293,11 @@ std::optional<TrainState<T>> resume_state(const RunConfig& config,
 }
 
 template std::optional<TrainState<float>> resume_state(const RunConfig&,
-                                                       const std::optional<Checkpoint>&);
+                                                       const std::optional<Checkpoint>&,
+                                                       std::FILE*);
 template std::optional<TrainState<double>> resume_state(const RunConfig&,
-                                                        const std::optional<Checkpoint>&);
+                                                        const std::optional<Checkpoint>&,
+                                                        std::FILE*);
 
 template RunSummary drive<float>(const RunConfig&, RunDir&, const RunRequest&, Session<float>,
                                  std::optional<TrainState<float>>);
@@ -236,6 +316,8 @@ RunSummary run_training(const RunRequest& given_request) {
   check(!request.dir.empty(), "no run directory given (--out DIR, or --resume DIR)");
   // The first process checks and prepares the run directory; the others follow once it has.
   if (!comm.root()) comm.barrier();
+  // A run another process is training is refused first, naming it, whatever else is wrong.
+  if (comm.root()) RunLock::check_free(request.dir);
   RunConfig config;
   std::optional<Checkpoint> resume;
   if (request.resume) {
@@ -245,24 +327,33 @@ RunSummary run_training(const RunRequest& given_request) {
     config = resumed_config(probe, request.given);
   } else {
     config = fresh_config(request.given);
-    if (!comm.root()) {
-      // The directory is the first process's, prepared above.
-    } else if (RunDir::looks_like_run(request.dir)) {
-      // One that stopped before its first checkpoint holds nothing to keep: start it over.
-      check(RunDir(request.dir).checkpoints().empty(), request.dir,
-            ": already holds a training run; continue it with --resume ", request.dir,
-            ", or choose another --out");
-    } else {
-      std::error_code ec;
-      check(!fs::exists(request.dir, ec) || fs::is_empty(request.dir, ec), request.dir,
-            ": exists and is not empty; --out must be a new or empty directory");
-    }
+    if (comm.root()) check_new_run_dir(request.dir);
   }
   const int64_t shards = run_shards(config);
-  check(config.batch % shards == 0, "--batch ", config.batch, " does not split into ", shards,
-        " shards (", comm.size(), " process(es) x --devices ", config.devices, ")");
+  if (config.batch % shards != 0) {
+    throw FlagError(cat("--batch ", config.batch, " does not split into ", shards, " shards (",
+                        comm.size(), " process(es) x --devices ", config.devices, ")"));
+  }
+  // A disk too small for the checkpoints is found now, not at the first of them.
+  if (comm.root()) {
+    const std::vector<Checkpoint> existing =
+        request.resume ? RunDir(request.dir).checkpoints() : std::vector<Checkpoint>();
+    check_disk_space(request.dir, estimate_disk_need(config, existing),
+                     available_bytes(request.dir));
+  }
+  // Only the first process writes the run directory, so only it holds the lock: from here,
+  // before its first write, until run_training returns.
+  std::optional<RunLock> lock;
+  // The others never create it: on a filesystem they do not share, they would train alone.
+  check(comm.root() || fs::is_directory(request.dir), request.dir,
+        ": the run directory is missing on this process's machine (every process must see it)");
   RunDir dir(request.dir);
-  if (comm.root()) dir.remove_stale_temporaries();
+  if (comm.root()) {
+    lock.emplace(RunLock::acquire(dir.root()));
+    // Again under the lock: another process may have started the run since the check above.
+    if (!request.resume) check_new_run_dir(request.dir);
+    dir.remove_stale_temporaries();
+  }
   if (request.resume) {
     const std::vector<Checkpoint> all = dir.checkpoints();
     check(!all.empty(), request.dir, ": no checkpoint to resume from (the run stopped before ",

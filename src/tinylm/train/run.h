@@ -30,6 +30,8 @@ struct RunSummary {
   bool stopped = false;    // should_stop ended it early
 };
 
+// Every flag is checked (a wrong one is a FlagError, run_config.h) before anything in the run
+// directory is written; a run another process is training is refused (train/run_lock.h).
 RunSummary run_training(const RunRequest& request);
 
 }  // namespace tinylm::train

@@ -8,7 +8,11 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/models/evermind/config.h"
+#include "tinylm/models/gpt2/config.h"
+#include "tinylm/optim/schedule.h"
+#include "tinylm/train/batches.h"
 #include "tinylm/train/comm.h"
+#include "tinylm/train/loop.h"
 
 namespace tinylm::train {
 
@@ -87,13 +91,78 @@ void check_resume_flags(const RunConfig& stored, const json& given) {
   RunConfig::visit(stored, [&](const char* name, const auto&, FieldKind kind) {
     const auto it = given.find(name);
     if (kind == FieldKind::cadence || it == given.end() || *it == was[name]) return;
-    fail("--", name, " ", it->dump(), " differs from the run's ", was[name].dump(),
-         ": it changes the run, so it cannot change on --resume (start a new run with --out, or "
-         "--init-from a checkpoint)");
+    throw FlagError(cat("--", name, " ", it->dump(), " differs from the run's ",
+                        was[name].dump(),
+                        ": it changes the run, so it cannot change on --resume (start a new run "
+                        "with --out, or --init-from a checkpoint)"));
   });
 }
 
-void validate(const RunConfig& c) {
+namespace {
+
+bool finite_at_least(double v, double lo) { return std::isfinite(v) && v >= lo; }
+
+// A named choice through its parser, whose Error lists the choices, prefixed with the flag.
+template <class Parse>
+void check_choice(const char* flag, const std::string& value, Parse&& parse) {
+  try {
+    parse(value);
+  } catch (const Error& e) {
+    fail(flag, ": ", e.what());
+  }
+}
+
+void check_choices(const RunConfig& c) {
+  check_choice("--overlap", c.overlap, parse_overlap);
+  check_choice("--order", c.order, parse_data_order);
+  check_choice("--optimizer", c.optimizer, parse_optimizer);
+  check_choice("--schedule", c.schedule, optim::parse_lr_decay);
+  check_choice("--decay", c.decay, parse_decay_scope);
+  check(c.compute == "f32" || c.compute == "bf16" || c.compute == "f16",
+        "--compute-dtype must be f32, bf16 or f16 (got ", c.compute, ")");
+}
+
+// The optimizer's numbers (the loop checks them too, but only once the data is tokenized).
+void check_optimizer(const RunConfig& c) {
+  check(finite_at_least(c.lr, 0.0), "--lr must be finite and >= 0 (got ", c.lr, ")");
+  check(finite_at_least(c.min_lr, 0.0) && c.min_lr <= c.lr, "--min-lr must be in [0, --lr ",
+        c.lr, "] (got ", c.min_lr, ")");
+  check(c.warmup >= 0, "--warmup must be >= 0 (got ", c.warmup, ")");
+  check(finite_at_least(c.beta1, 0.0) && c.beta1 < 1.0, "--beta1 must be in [0, 1) (got ",
+        c.beta1, ")");
+  check(finite_at_least(c.beta2, 0.0) && c.beta2 < 1.0, "--beta2 must be in [0, 1) (got ",
+        c.beta2, ")");
+  check(std::isfinite(c.eps) && c.eps > 0.0, "--eps must be finite and > 0 (got ", c.eps, ")");
+  check(finite_at_least(c.weight_decay, 0.0), "--weight-decay must be finite and >= 0 (got ",
+        c.weight_decay, ")");
+  check(finite_at_least(c.clip, 0.0), "--clip must be finite and >= 0 (0: off; got ", c.clip, ")");
+  check(finite_at_least(c.aux_loss_coef, 0.0), "--aux-loss-coef must be finite and >= 0 (got ",
+        c.aux_loss_coef, ")");
+  check(c.max_bad_steps >= 0, "--max-bad-steps must be >= 0 (got ", c.max_bad_steps, ")");
+}
+
+// The model shapes a fresh run builds from flags (--init-from brings its own).
+void check_shape(const RunConfig& c) {
+  if (!c.init_from.empty()) return;
+  if (c.arch == "gpt2") {
+    const gpt2::Config g = gpt2::preset(c.preset);
+    check(c.seq_len <= g.n_positions, "--seq-len must be at most ", g.n_positions,
+          " for preset ", c.preset, " (got ", c.seq_len, "; its model has ", g.n_positions,
+          " positions)");
+  } else if (c.arch == "microgpt") {
+    const auto at_most = [](int64_t v, int64_t hi, const char* flag) {
+      check(v >= 1 && v <= hi, "--", flag, " must be in [1, ", hi, "] (got ", v, ")");
+    };
+    at_most(c.n_layer, 1024, "n-layer");
+    at_most(c.n_head, 1 << 16, "n-head");
+    at_most(c.n_embd, 1 << 16, "n-embd");
+    at_most(c.block_size, 1 << 16, "block-size");
+    check(c.n_embd % c.n_head == 0, "--n-embd ", c.n_embd, " must be a multiple of --n-head ",
+          c.n_head);
+  }
+}
+
+void validate_flags(const RunConfig& c) {
   check(c.arch == "gpt2" || c.arch == "evermind" || c.arch == "microgpt", "--arch ", c.arch,
         ": unknown (expected gpt2, evermind or microgpt)");
   check(!c.data.empty(), "--data: no training text given");
@@ -110,8 +179,8 @@ void validate(const RunConfig& c) {
   check(c.eval_batches >= 0, "--eval-batches must be >= 0");
   check(c.keep >= 1, "--keep must be >= 1 (got ", c.keep, ")");
   if (c.threads != 0) check_threads(c.threads);  // 0: all cores (the default)
-  parse_overlap(c.overlap);
-  check(std::isfinite(c.lr) && c.lr >= 0.0, "--lr must be finite and >= 0 (got ", c.lr, ")");
+  check_choices(c);
+  check_optimizer(c);
   check(c.dropout >= 0.0 && c.dropout < 1.0, "--dropout must be in [0, 1) (got ", c.dropout, ")");
   check(c.arch == "gpt2" || (c.compute == "f32" && c.dropout == 0.0),
         "--compute-dtype and --dropout apply to --arch gpt2 only");
@@ -119,7 +188,20 @@ void validate(const RunConfig& c) {
         "--mixed-precision and --checkpoint-activations apply to --arch evermind only");
   check(c.arch != "microgpt" || (c.batch == 1 && c.accum == 1),
         "--arch microgpt trains one document per step: --batch and --accum must be 1");
+  check_shape(c);
   validate_sizes(c);
+}
+
+}  // namespace
+
+void validate(const RunConfig& c) {
+  try {
+    validate_flags(c);
+  } catch (const FlagError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FlagError(e.what());
+  }
 }
 
 evermind::Config evermind_config(const RunConfig& c, int64_t vocab) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tinylm/core/error.h"
 #include "tinylm/models/evermind/config.h"
 
 namespace tinylm::train {
@@ -116,7 +117,7 @@ nlohmann::ordered_json to_json(const RunConfig& c);
 void merge_json(RunConfig& c, const nlohmann::ordered_json& j, const std::string& source);
 
 // Checks a resumed run's stored configuration against the flags given now (`given`: the
-// given flags as JSON); a fixed field that differs is an Error naming the flag.
+// given flags as JSON); a fixed field that differs is a FlagError naming the flag.
 void check_resume_flags(const RunConfig& stored, const nlohmann::ordered_json& given);
 
 // Ceilings on the sizes a run allocates from (docs/limits.md).
@@ -126,8 +127,16 @@ struct RunLimits {
   static constexpr int64_t batch_tokens = int64_t{1} << 24;  // --batch x --seq-len
 };
 
-// Checks values and combinations for the architecture (one-line Errors naming the flag),
-// validate_sizes() included.
+// A flag's value or a combination of flags is wrong: the command line's fault (the CLI's usage
+// error), found before anything is written.
+class FlagError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Checks every value and combination for the architecture (one-line FlagErrors naming the
+// flag): ranges, the named choices, the optimizer's numbers, a fresh model's shape (a gpt2
+// preset's positions against --seq-len), validate_sizes() included. Reads no file.
 void validate(const RunConfig& c);
 
 // The sizes: sequence and batch ceilings, and a fresh EvermindLM's whole shape

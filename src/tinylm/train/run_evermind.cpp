@@ -21,11 +21,11 @@ namespace fs = std::filesystem;
 namespace {
 
 // RUN/tokenizer.json: copied from --tokenizer, or trained on the run's text, on a fresh run;
-// read back on a resumed one.
+// read back on a resumed one, and by every process but the first (which never writes it).
 BpeTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunRequest& request,
                            bool resume) {
   const std::string path = dir.root() + "/tokenizer.json";
-  if (!resume || !fs::exists(path)) {
+  if (Comm::world().root() && (!resume || !fs::exists(path))) {
     if (!c.tokenizer.empty()) {
       BpeTokenizer::from_tokenizer_json(c.tokenizer);  // validates before copying
       io::copy_file_atomic(c.tokenizer, path);
@@ -47,10 +47,10 @@ BpeTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunReque
 
 RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& request,
                         const std::optional<Checkpoint>& resume) {
-  std::optional<TrainState<float>> state = resume_state<float>(c, resume);
+  std::optional<TrainState<float>> state = resume_state<float>(c, resume, request.log);
   // The first process trains (or copies) the tokenizer; the others read what it wrote.
   const BpeTokenizer tok = root_first(
-      [&] { return run_tokenizer(c, dir, request, resume.has_value() || !Comm::world().root()); });
+      [&] { return run_tokenizer(c, dir, request, resume.has_value()); });
   const std::string tokenizer_path = dir.root() + "/tokenizer.json";
   const std::string tokenizer_text = io::read_file(tokenizer_path);
 
@@ -70,7 +70,8 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   const TokenizerIdentity identity{
       "bpe-json:" + std::to_string(io::crc32(std::as_bytes(std::span(tokenizer_text)))),
       tok.vocab_size(), tok.eot_id()};
-  TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); });
+  TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); },
+                request.log);
 
   EvermindTrainOptions options;
   options.aux_loss_coef = c.aux_loss_coef;

@@ -16,7 +16,7 @@ namespace tinylm::train {
 
 RunSummary run_microgpt(const RunConfig& c, RunDir& dir, const RunRequest& request,
                         const std::optional<Checkpoint>& resume) {
-  std::optional<TrainState<double>> state = resume_state<double>(c, resume);
+  std::optional<TrainState<double>> state = resume_state<double>(c, resume, request.log);
   std::vector<io::Documents> files;
   std::vector<std::string_view> docs;
   for (const std::string& f : data_files(c)) {

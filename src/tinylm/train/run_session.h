@@ -30,10 +30,11 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
                  Session<T> session, std::optional<TrainState<T>> resumed);
 
 // The training state of the checkpoint a run resumes from (nullopt for a fresh run), loaded
-// and checked against the run's architecture before anything else is set up.
+// and checked against the run's architecture, the checkpoint's step and the CRCs of the
+// checkpoint's files before anything else is set up (a state without CRCs: a note on log).
 template <class T>
 std::optional<TrainState<T>> resume_state(const RunConfig& config,
-                                          const std::optional<Checkpoint>& resume);
+                                          const std::optional<Checkpoint>& resume, std::FILE* log);
 
 RunSummary run_gpt2(const RunConfig& config, RunDir& dir, const RunRequest& request,
                     const std::optional<Checkpoint>& resume);
@@ -69,8 +70,9 @@ std::vector<std::string> data_files(const RunConfig& config);
 // and validation windows, and the batches cut from them. Built in place: data refers to the
 // two members before it.
 struct TextData {
+  // Notes on log that an existing tokens.bin was rebuilt, and why.
   TextData(const RunConfig& config, const RunDir& dir, const TokenizerIdentity& identity,
-           const Encoder& encoder);
+           const Encoder& encoder, std::FILE* log);
   TextData(const TextData&) = delete;
   TextData& operator=(const TextData&) = delete;
 

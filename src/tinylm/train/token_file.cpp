@@ -278,7 +278,7 @@ std::string read_text_source(const std::string& path) {
 TokenFileBuild build_or_reuse_token_file(const std::string& path,
                                          std::span<const std::string> sources,
                                          const TokenizerIdentity& identity,
-                                         const Encoder& encoder) {
+                                         const Encoder& encoder, bool may_build) {
   check_identity(identity, path);
   check(!sources.empty(), path, ": no data files to tokenize");
 
@@ -288,6 +288,7 @@ TokenFileBuild build_or_reuse_token_file(const std::string& path,
     const std::string text = io::read_file(src);
     prints.push_back({src, text.size(), crc_of(text)});
   }
+  std::string rebuilt_because;
   if (fs::exists(path)) {
     try {
       TokenFile f = TokenFile::open(path);
@@ -298,12 +299,17 @@ TokenFileBuild build_or_reuse_token_file(const std::string& path,
                                    [](const TokenSource& a, const TokenSource& b) {
                                      return a.bytes == b.bytes && a.crc32 == b.crc32;
                                    });
-      if (same) return {std::move(f), true};
-    } catch (const Error&) {
+      if (same) return {std::move(f), true, ""};
+      rebuilt_because = "made from other data or by another tokenizer";
+    } catch (const Error& e) {
       // A damaged or foreign cache is rebuilt, like a stale one.
+      rebuilt_because = e.what();
     }
   }
 
+  check(may_build, path, ": not the token file this run's first process built (",
+        rebuilt_because.empty() ? std::string("missing") : rebuilt_because,
+        "); every process must see the same run directory");
   // Rebuild. The metadata records each file as read now, so a file edited since the
   // fingerprint pass cannot leave a cache whose fingerprint does not describe its tokens.
   const int width = token_width(identity.vocab_size);
@@ -325,7 +331,7 @@ TokenFileBuild build_or_reuse_token_file(const std::string& path,
     out.write(tokens);
     out.commit();
   }
-  return {TokenFile::open(path), false};
+  return {TokenFile::open(path), false, std::move(rebuilt_because)};
 }
 
 }  // namespace tinylm::train

@@ -96,14 +96,19 @@ std::string read_text_source(const std::string& path);
 struct TokenFileBuild {
   TokenFile file;
   bool reused = false;  // true: the existing cache matched and nothing was tokenized
+  // Why an existing file at the path was not reused and was rebuilt (it is damaged, or was
+  // made from other data or by another tokenizer); empty when there was none or it was reused.
+  std::string rebuilt_because;
 };
 
 // Opens the cache at `path` when it is valid and was built by this tokenizer (identity,
 // vocab_size, separator) from sources with the same (bytes, crc32), in order; otherwise
 // reads each source (non-empty, valid UTF-8), tokenizes it, appends the separator, checks
-// every id, writes the cache atomically and opens it.
+// every id, writes the cache atomically and opens it. With may_build false (a process that
+// only reads the run directory) a cache that does not match is an Error instead.
 TokenFileBuild build_or_reuse_token_file(const std::string& path,
                                          std::span<const std::string> sources,
-                                         const TokenizerIdentity& identity, const Encoder& encoder);
+                                         const TokenizerIdentity& identity, const Encoder& encoder,
+                                         bool may_build = true);
 
 }  // namespace tinylm::train

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -20,6 +19,7 @@
 #include "tinylm/io/crc32.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/little_endian.h"
+#include "tinylm/train/file_crc.h"
 
 namespace tinylm::train {
 
@@ -86,6 +86,13 @@ void check_state(const TrainState<T>& s, size_t m_size, size_t v_size, std::stri
         s.loop.elapsed_s, ") is not a non-negative finite number");
   check(s.shards >= 1, name, ": \"shards\" (", s.shards, ") is not >= 1");
   check(s.config.is_object(), name, ": \"config\" is not a JSON object");
+  if (s.files) {
+    for (const auto& [file, crc] : *s.files) {
+      (void)crc;
+      check(!file.empty() && file != "." && file != ".." && file.find('/') == std::string::npos,
+            name, ": \"files\" names '", file, "', not a plain file name");
+    }
+  }
   check(m_size == v_size, name, ": moment vectors differ in size (m ", m_size, ", v ", v_size, ")");
 }
 
@@ -105,6 +112,7 @@ std::string state_json(const TrainState<T>& s, std::string_view name) {
   j["elapsed_s"] = s.loop.elapsed_s;
   j["shards"] = s.shards;
   j["config"] = s.config;
+  if (s.files) j["files"] = *s.files;
   try {
     return j.dump();  // nlohmann prints doubles with enough digits to read back the same bits
   } catch (const nlohmann::json::exception& e) {
@@ -155,6 +163,16 @@ void parse_state_json(std::string_view text, std::string_view name, TrainState<T
   const auto config = j.find("config");
   check(config != j.end(), name, ": state JSON lacks \"config\"");
   s.config = std::move(*config);
+  if (const auto files = j.find("files"); files != j.end()) {
+    check(files->is_object(), name, ": \"files\" is not a JSON object");
+    s.files.emplace();
+    for (auto it = files->begin(); it != files->end(); ++it) {
+      const Json& crc = it.value();
+      check(crc.is_number_unsigned() && crc.get<uint64_t>() <= 0xffffffffu, name,
+            ": \"files\": the CRC of '", it.key(), "' is not a 32-bit unsigned number");
+      (*s.files)[it.key()] = crc.get<uint32_t>();
+    }
+  }
   check_state(s, s.m.size(), s.v.size(), name);
 }
 
@@ -168,25 +186,6 @@ bool layout(uint64_t n, uint64_t width, uint64_t json_bytes, uint64_t* offset, u
          !__builtin_mul_overflow(one, uint64_t{2}, &both) &&
          !__builtin_add_overflow(*offset, both, total) &&
          !__builtin_add_overflow(*total, kCrcBytes, total);
-}
-
-// The CRC of bytes continued from crc. Pieces are checksummed on separate threads and
-// combined in order (zlib's crc32_combine), since a single thread's CRC (about 1 GB/s here)
-// would take as long as writing or reading a 124M model's moments.
-uint32_t crc32_parallel(Bytes bytes, uint32_t crc) {
-  constexpr size_t kPiece = size_t{32} << 20;
-  const size_t pieces = (bytes.size() + kPiece - 1) / kPiece;
-  std::vector<uint32_t> crcs(pieces);
-  const auto piece = [&](size_t i) {
-    return bytes.subspan(i * kPiece, std::min(kPiece, bytes.size() - i * kPiece));
-  };
-  parallel_for(0, static_cast<int64_t>(pieces), 1, [&](int64_t i) {
-    crcs[static_cast<size_t>(i)] = io::crc32(piece(static_cast<size_t>(i)));
-  });
-  for (size_t i = 0; i < pieces; ++i)
-    crc =
-        static_cast<uint32_t>(::crc32_combine(crc, crcs[i], static_cast<z_off_t>(piece(i).size())));
-  return crc;
 }
 
 // Streams the file through emit(bytes): the header and JSON of s, the moments straight from

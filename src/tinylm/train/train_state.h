@@ -11,8 +11,10 @@
 //   32  ... UTF-8 JSON object: "arch", "step", "applied_steps", "tokens_seen",
 //           "bad_steps_in_a_row", "best_val_loss" (a number, or null when there is none),
 //           "best_val_step", "loss_scale", "scaler_good_in_a_row", "scaler_skipped",
-//           "elapsed_s", "shards" (>= 1; 1 when absent), "config" (an object); other keys
-//           are ignored. Doubles are written
+//           "elapsed_s", "shards" (>= 1; 1 when absent), "config" (an object), "files" (an
+//           object: the CRC-32 of each other file of the checkpoint's directory, by name;
+//           absent in states written before it was kept); other keys are ignored. Doubles
+//           are written
 //           with enough digits to read back to the same bits.
 //       ... zero padding to a multiple of 64
 //       ... m: n values, then v: n values
@@ -23,6 +25,7 @@
 // then every field's presence, type and range. Each failure is one Error line naming the file.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -41,6 +44,9 @@ struct TrainState {
                                   // elapsed_s finite and >= 0, and the rules below
   int64_t shards = 1;             // the batch's shards (processes x devices); kept on resume
   nlohmann::ordered_json config;  // the run's configuration (what run.json holds); an object
+  // The CRC-32 of every other file of the checkpoint's directory, by file name (a plain name:
+  // no '/', not "." or ".."); nullopt: not recorded (a state written before they were).
+  std::optional<std::map<std::string, uint32_t>> files;
   std::vector<T> m, v;            // AdamW moments, the model's parameter order; equal sizes
 };
 
