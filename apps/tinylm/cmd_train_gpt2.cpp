@@ -67,8 +67,7 @@ void check_flags(const Flags& f, int processes) {
        "--compute-dtype must be f32, bf16 or f16 (got ", f.compute, ")");
   const int shards = processes * f.devices;
   need(f.devices >= 1 && kBatch % shards == 0, "--devices ", f.devices, ": the batch of ", kBatch,
-       " rows must split into equal shards (processes x devices = ", shards,
-       "; 1, 2 or 4 shards)");
+       " rows must split into equal shards (processes x devices = ", shards, "; 1, 2 or 4 shards)");
 }
 
 void run(const Flags& f) {

@@ -89,9 +89,9 @@ TEST(RunLock, SecondTrainOnARunningRunIsRefusedAndAKilledRunResumes) {
   const std::string data = tmp.file("text.txt"), run = tmp.file("run");
   write_text(data, read_text(source_path("data/tinyshakespeare.txt")).substr(0, 40000));
   const std::vector<std::string> flags = {
-      "--arch",       "gpt2", "--preset",   "small-test", "--seq-len",     "32",   "--batch", "2",
-      "--eval-every", "0",    "--eval-batches", "1",      "--save-every",  "10",   "--threads",
-      "1",            "--data", data};
+      "--arch",       "gpt2", "--preset",     "small-test", "--seq-len",      "32",
+      "--batch",      "2",    "--eval-every", "0",          "--eval-batches", "1",
+      "--save-every", "10",   "--threads",    "1",          "--data",         data};
   std::vector<std::string> first = {"train"};
   first.insert(first.end(), flags.begin(), flags.end());
   first.insert(first.end(), {"--steps", "100000000", "--out", run});

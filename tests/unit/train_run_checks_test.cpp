@@ -44,8 +44,7 @@ TEST(TrainRunChecks, AFlippedBitInACheckpointsWeightsIsRefusedOnResume) {
     std::string bad = good;
     bad[at] ^= 0x01;
     write_text(model, bad);
-    expect_refused(run_cli("train --resume " + run + " --steps 6"),
-                   {model, "checksum mismatch"});
+    expect_refused(run_cli("train --resume " + run + " --steps 6"), {model, "checksum mismatch"});
   }
   write_text(model, good);
   const CommandResult ok = run_cli("train --resume " + run + " --steps 6");

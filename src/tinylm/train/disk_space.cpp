@@ -117,8 +117,8 @@ uint64_t available_bytes(const std::string& path) {
   std::error_code ec;
   while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
   struct statvfs st {};
-  if (::statvfs(p.c_str(), &st) != 0) fail(p.string(), ": cannot query free space: ",
-                                           std::strerror(errno));
+  if (::statvfs(p.c_str(), &st) != 0)
+    fail(p.string(), ": cannot query free space: ", std::strerror(errno));
   return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
 }
 

@@ -14,10 +14,10 @@
 namespace tinylm::train {
 
 struct DiskNeed {
-  uint64_t model_bytes = 0;    // the model's files in one checkpoint
-  uint64_t moment_bytes = 0;   // train_state.bin: the optimizer's moments
-  int64_t checkpoints = 0;     // checkpoints that may lie on disk at once, beyond those there
-  uint64_t tokens_bytes = 0;   // tokens.bin, at most
+  uint64_t model_bytes = 0;   // the model's files in one checkpoint
+  uint64_t moment_bytes = 0;  // train_state.bin: the optimizer's moments
+  int64_t checkpoints = 0;    // checkpoints that may lie on disk at once, beyond those there
+  uint64_t tokens_bytes = 0;  // tokens.bin, at most
   uint64_t total() const;
 };
 

@@ -85,8 +85,8 @@ void verify_checkpoint_files(const std::string& dir, const std::string& state_pa
     std::error_code ec;
     check(fs::is_regular_file(path, ec), path, ": missing from the checkpoint (", state_path,
           " records it)");
-    check(file_crc32(path) == crc, path, ": checksum mismatch: the file changed after ",
-          state_path, " was written (corrupt, or from another checkpoint)");
+    check(file_crc32(path) == crc, path, ": checksum mismatch: the file changed after ", state_path,
+          " was written (corrupt, or from another checkpoint)");
   }
 }
 
@@ -275,8 +275,7 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
 
 template <class T>
 std::optional<TrainState<T>> resume_state(const RunConfig& config,
-                                          const std::optional<Checkpoint>& resume,
-                                          std::FILE* log) {
+                                          const std::optional<Checkpoint>& resume, std::FILE* log) {
   if (!resume) return std::nullopt;
   const std::string path = resume->path + "/train_state.bin";
   TrainState<T> s = load_train_state<T>(path);

@@ -91,8 +91,7 @@ void check_resume_flags(const RunConfig& stored, const json& given) {
   RunConfig::visit(stored, [&](const char* name, const auto&, FieldKind kind) {
     const auto it = given.find(name);
     if (kind == FieldKind::cadence || it == given.end() || *it == was[name]) return;
-    throw FlagError(cat("--", name, " ", it->dump(), " differs from the run's ",
-                        was[name].dump(),
+    throw FlagError(cat("--", name, " ", it->dump(), " differs from the run's ", was[name].dump(),
                         ": it changes the run, so it cannot change on --resume (start a new run "
                         "with --out, or --init-from a checkpoint)"));
   });
@@ -125,13 +124,13 @@ void check_choices(const RunConfig& c) {
 // The optimizer's numbers (the loop checks them too, but only once the data is tokenized).
 void check_optimizer(const RunConfig& c) {
   check(finite_at_least(c.lr, 0.0), "--lr must be finite and >= 0 (got ", c.lr, ")");
-  check(finite_at_least(c.min_lr, 0.0) && c.min_lr <= c.lr, "--min-lr must be in [0, --lr ",
-        c.lr, "] (got ", c.min_lr, ")");
+  check(finite_at_least(c.min_lr, 0.0) && c.min_lr <= c.lr, "--min-lr must be in [0, --lr ", c.lr,
+        "] (got ", c.min_lr, ")");
   check(c.warmup >= 0, "--warmup must be >= 0 (got ", c.warmup, ")");
-  check(finite_at_least(c.beta1, 0.0) && c.beta1 < 1.0, "--beta1 must be in [0, 1) (got ",
-        c.beta1, ")");
-  check(finite_at_least(c.beta2, 0.0) && c.beta2 < 1.0, "--beta2 must be in [0, 1) (got ",
-        c.beta2, ")");
+  check(finite_at_least(c.beta1, 0.0) && c.beta1 < 1.0, "--beta1 must be in [0, 1) (got ", c.beta1,
+        ")");
+  check(finite_at_least(c.beta2, 0.0) && c.beta2 < 1.0, "--beta2 must be in [0, 1) (got ", c.beta2,
+        ")");
   check(std::isfinite(c.eps) && c.eps > 0.0, "--eps must be finite and > 0 (got ", c.eps, ")");
   check(finite_at_least(c.weight_decay, 0.0), "--weight-decay must be finite and >= 0 (got ",
         c.weight_decay, ")");
@@ -146,9 +145,8 @@ void check_shape(const RunConfig& c) {
   if (!c.init_from.empty()) return;
   if (c.arch == "gpt2") {
     const gpt2::Config g = gpt2::preset(c.preset);
-    check(c.seq_len <= g.n_positions, "--seq-len must be at most ", g.n_positions,
-          " for preset ", c.preset, " (got ", c.seq_len, "; its model has ", g.n_positions,
-          " positions)");
+    check(c.seq_len <= g.n_positions, "--seq-len must be at most ", g.n_positions, " for preset ",
+          c.preset, " (got ", c.seq_len, "; its model has ", g.n_positions, " positions)");
   } else if (c.arch == "microgpt") {
     const auto at_most = [](int64_t v, int64_t hi, const char* flag) {
       check(v >= 1 && v <= hi, "--", flag, " must be in [1, ", hi, "] (got ", v, ")");

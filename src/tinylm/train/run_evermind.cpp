@@ -49,8 +49,8 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
                         const std::optional<Checkpoint>& resume) {
   std::optional<TrainState<float>> state = resume_state<float>(c, resume, request.log);
   // The first process trains (or copies) the tokenizer; the others read what it wrote.
-  const BpeTokenizer tok = root_first(
-      [&] { return run_tokenizer(c, dir, request, resume.has_value()); });
+  const BpeTokenizer tok =
+      root_first([&] { return run_tokenizer(c, dir, request, resume.has_value()); });
   const std::string tokenizer_path = dir.root() + "/tokenizer.json";
   const std::string tokenizer_text = io::read_file(tokenizer_path);
 
@@ -70,8 +70,8 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   const TokenizerIdentity identity{
       "bpe-json:" + std::to_string(io::crc32(std::as_bytes(std::span(tokenizer_text)))),
       tok.vocab_size(), tok.eot_id()};
-  TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); },
-                request.log);
+  TextData text(
+      c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); }, request.log);
 
   EvermindTrainOptions options;
   options.aux_loss_coef = c.aux_loss_coef;

@@ -74,8 +74,8 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
         " tokens, more than the model's vocabulary of ", config.vocab_size);
 
   const TokenizerIdentity identity{vocab_identity(vocab), tok.vocab_size(), tok.eot_id()};
-  TextData text(c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); },
-                request.log);
+  TextData text(
+      c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); }, request.log);
 
   // One replica per device, each planned for its shard of the batch.
   const gpt2::TrainerOptions per_shard{static_cast<int>(shard_rows(c)), static_cast<int>(c.seq_len),

@@ -277,8 +277,8 @@ std::string read_text_source(const std::string& path) {
 
 TokenFileBuild build_or_reuse_token_file(const std::string& path,
                                          std::span<const std::string> sources,
-                                         const TokenizerIdentity& identity,
-                                         const Encoder& encoder, bool may_build) {
+                                         const TokenizerIdentity& identity, const Encoder& encoder,
+                                         bool may_build) {
   check_identity(identity, path);
   check(!sources.empty(), path, ": no data files to tokenize");
 

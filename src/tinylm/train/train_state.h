@@ -47,7 +47,7 @@ struct TrainState {
   // The CRC-32 of every other file of the checkpoint's directory, by file name (a plain name:
   // no '/', not "." or ".."); nullopt: not recorded (a state written before they were).
   std::optional<std::map<std::string, uint32_t>> files;
-  std::vector<T> m, v;            // AdamW moments, the model's parameter order; equal sizes
+  std::vector<T> m, v;  // AdamW moments, the model's parameter order; equal sizes
 };
 
 inline constexpr char kTrainStateMagic[8] = {'T', 'L', 'M', 'S', 'T', 'A', 'T', 'E'};
