@@ -4,6 +4,7 @@
 #include "tinylm/train/run_lock.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

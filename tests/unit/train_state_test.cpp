@@ -233,7 +233,7 @@ TEST(TrainState, LayoutIsTheDocumentedOne) {
   EXPECT_EQ(keys, (std::vector<std::string>{"arch", "step", "applied_steps", "tokens_seen",
                                             "bad_steps_in_a_row", "best_val_loss", "best_val_step",
                                             "loss_scale", "scaler_good_in_a_row", "scaler_skipped",
-                                            "elapsed_s", "shards", "config"}));
+                                            "elapsed_s", "shards", "config", "files"}));
   const size_t offset = (32 + json_bytes + 63) / 64 * 64;
   for (size_t i = 32 + json_bytes; i < offset; ++i) EXPECT_EQ(b[i], std::byte{0}) << i;
   ASSERT_EQ(b.size(), offset + 2 * 5 * 4 + 4);
