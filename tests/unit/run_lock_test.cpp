@@ -3,8 +3,8 @@
 // by a killed process does not block.
 #include "tinylm/train/run_lock.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
