@@ -15,6 +15,7 @@
 #include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/kernels/matmul/exact.h"
 #include "tinylm/kernels/matmul/exact_reference.h"
+#include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/rmsnorm.h"
 #include "tinylm/kernels/quant/blocks.h"
@@ -231,6 +232,27 @@ void BM_Gpt2Head(benchmark::State& state, bool bf16_dot) {
 }
 BENCHMARK_CAPTURE(BM_Gpt2Head, f32, false)->Arg(1)->Arg(8)->Arg(32)->Arg(64)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Gpt2Head, bf16_dot, true)->Arg(1)->Arg(8)->Arg(32)->Arg(64)->UseRealTime();
+
+// The f32 head over a perplexity window's rows (logits for every row: 77 GFLOP per 1,000 rows):
+// the row-invariant product that inference uses, and oneDNN's gemm on the same operands for
+// comparison (tolerance contract: not the same bits at every level, so not used for inference).
+void BM_Gpt2HeadRows(benchmark::State& state, bool onednn) {
+  const int64_t rows = state.range(0), nin = 768, nout = 50257;
+  std::vector<float> x(rows * nin), y(rows * nout), w(nin * nout);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.02f * static_cast<float>(std::sin(0.11 * i));
+  for (auto _ : state) {
+    if (onednn)
+      k::gemm(k::Trans::No, k::Trans::Yes, rows, nout, nin, 1.0f, x.data(), nin, w.data(), nin,
+              0.0f, y.data(), nout);
+    else
+      k::matmul_out_in(y.data(), x.data(), w.data(), rows, nin, nout);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(state.iterations() * rows * nin * nout);  // multiply-adds
+}
+BENCHMARK_CAPTURE(BM_Gpt2HeadRows, stream, false)->Arg(256)->Arg(1024)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gpt2HeadRows, onednn, true)->Arg(256)->Arg(1024)->UseRealTime();
 
 }  // namespace
 

@@ -294,6 +294,48 @@ TEST(Gpt2Logits, HalfModelsWithAndWithoutTilesMatchF32) {
   }
 }
 
+// Perplexity's logits (Model::forward_rows: every scored row, here 70, from the 32 on which an
+// f32 head once went to oneDNN's gemm) are the bits forward() gives those rows, for each weight
+// type with f32 activations, and the same at every level. An odd vocabulary leaves outputs
+// over after the head's register tiles.
+TEST(Gpt2Logits, ForwardRowsEqualsForwardAtEveryLevel) {
+  Config c;
+  c.vocab_size = 1001;
+  c.n_positions = 96;
+  c.n_embd = 64;
+  c.n_layer = 2;
+  c.n_head = 4;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 0.2f);
+  std::vector<float> params(param_layout(c).size());
+  for (float& p : params) p = normal(rng);
+  std::vector<int> tokens(80);
+  for (int& t : tokens) t = static_cast<int>(rng() % c.vocab_size);
+  const int64_t V = c.vocab_size, n = static_cast<int64_t>(tokens.size()), first = 10;
+  for (DType dt : {DType::f32, DType::bf16, DType::f16, DType::q8_0}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Model m(c, params, dt);
+    const std::vector<float> all = test::expect_same_at_every_level(
+        [&] {
+          KvCache cache = m.new_cache(c.n_positions);
+          std::vector<float> logits(n * V);
+          m.forward(tokens, cache, logits, true);
+          return logits;
+        },
+        "forward");
+    const std::vector<float> rows = test::expect_same_at_every_level(
+        [&] {
+          KvCache cache = m.new_cache(c.n_positions);
+          std::vector<float> logits((n - first) * V);
+          m.forward_rows(tokens, cache, logits, first);
+          return logits;
+        },
+        "forward_rows");
+    ASSERT_EQ(rows.size(), all.size() - first * V);
+    EXPECT_EQ(std::memcmp(rows.data(), all.data() + first * V, rows.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(Gpt2Checkpoint, InPlaceF32ModelEqualsCopiedModel) {
   const std::vector<int> tokens = ints(expected()["tokens"]);
   for (const char* weights : {"model.safetensors", "model_prefixed.safetensors"}) {

@@ -367,7 +367,9 @@ OpCase threads_case() {
 // outputs and one left over, 40 ten blocks of four, or six of six and four single outputs; nin
 // 37 a tail after two vectors; from 3 rows on, register tiles and what is left over: on AVX-512
 // 6 x 4 up to 16 rows (8, 10: 2, 4 rows over; 3 and 5 no whole tile), 4 x 6 beyond (67, 70: 3,
-// 2 over); 67 and 70 rows: two row blocks.
+// 2 over); 67 and 70 rows: two row blocks. Then the head of perplexity's windows (every row's
+// logits; GPT-2's vocabulary is odd): 1 to 300 rows against odd output counts, each row the
+// bits it gets alone, at every level.
 template <class W>
 OpCase matmul_out_in_case() {
   return {"matmul_out_in_" + dtype_suffix<W>(),
@@ -379,7 +381,17 @@ OpCase matmul_out_in_case() {
            {10, 48, 40},
            {67, 48, 40},
            {70, 40, 13},
-           {3, 17, 1}},
+           {3, 17, 1},
+           {1, 15, 3},
+           {2, 16, 5},
+           {3, 768, 61},
+           {7, 80, 333},
+           {16, 64, 97},
+           {17, 37, 101},
+           {33, 32, 67},
+           {64, 48, 257},
+           {129, 64, 1001},
+           {300, 16, 77}},
           [](const Shape& s) {
             const Floats x = test::random_uniform(s.rows * s.n, 7);
             const std::vector<W> w = narrow<W>(test::random_uniform(s.k * s.n, 8));

@@ -8,7 +8,7 @@
 //   lnf_w, lnf_b
 //   embed(x, ids, rows, first_position)        wte[id] + wpe[position] for each row
 //   matmul(y, x, matrix, bias, rows, nin, nout) a Conv1D product (row-invariant)
-//   head(logits, xn, rows, gemm_head)           the output head
+//   head(logits, xn, rows)                      the output head (row-invariant)
 // and KV is the cache's element type.
 #include <cstring>
 #include <span>
@@ -34,8 +34,8 @@ struct ForwardPass : Model::Impl {
   std::vector<KvCache*> row_cache;
   std::vector<KV*> layer_keys, layer_values;
 
-  void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits, int64_t first,
-               bool gemm_head) override {
+  void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
+               int64_t first) override {
     const Config& c = config;
     const int64_t n = static_cast<int64_t>(tokens.size());
     const int64_t C = c.n_embd, V = c.vocab_size, cap = cache.capacity;
@@ -58,7 +58,7 @@ struct ForwardPass : Model::Impl {
     });
     cache.length = static_cast<int>(t1);
     final_norm(first, n - first);
-    self().head(logits.data(), xn.data(), n - first, gemm_head);
+    self().head(logits.data(), xn.data(), n - first);
   }
 
   void forward_sequences(std::span<const int> tokens, std::span<const int> lengths,
@@ -126,7 +126,7 @@ struct ForwardPass : Model::Impl {
       if (last != s) std::memcpy(x.data() + s * C, x.data() + last * C, C * sizeof(float));
     }
     final_norm(0, ns);
-    self().head(logits.data(), xn.data(), ns, false);
+    self().head(logits.data(), xn.data(), ns);
   }
 
  private:

@@ -12,7 +12,6 @@
 #include "tinylm/kernels/cast/cast.h"
 #include "tinylm/kernels/embedding/embedding.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
-#include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/layernorm.h"
 #include "tinylm/models/gpt2/forward_pass.h"
@@ -21,9 +20,6 @@
 namespace tinylm::gpt2 {
 
 namespace k = tinylm::kernels;
-
-// From this many rows on, forward_rows's f32 head is a GEMM.
-constexpr int64_t kGemmHeadRows = 32;
 
 namespace {
 
@@ -199,17 +195,8 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
     }
     k::matmul_in_out(y, in, w, b, rows, nin, nout, conv_layout);
   }
-  void head(float* logits, const float* normed, int64_t rows, bool gemm_head) const {
+  void head(float* logits, const float* normed, int64_t rows) const {
     const int64_t C = config.n_embd, V = config.vocab_size;
-    if constexpr (std::is_same_v<W, float>) {
-      // Every row's logits (perplexity): the head is 30% of 124M's FLOPs per token, and the
-      // library GEMM runs it at several times the streaming kernel's rate.
-      if (gemm_head && rows >= kGemmHeadRows) {
-        k::gemm(k::Trans::No, k::Trans::Yes, rows, V, C, 1.0f, normed, C, lm_head, C, 0.0f, logits,
-                V);
-        return;
-      }
-    }
     if constexpr (std::is_same_v<W, k::Bf16>) {
       if (this->activations == DType::bf16)
         return k::matmul_out_in_bf16(logits, normed, lm_head, rows, C, V);
@@ -321,8 +308,7 @@ KvCache Model::new_cache(int capacity) const {
 
 void Model::forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                     bool all_logits) {
-  impl_->forward(tokens, cache, logits, all_logits ? 0 : static_cast<int64_t>(tokens.size()) - 1,
-                 false);
+  impl_->forward(tokens, cache, logits, all_logits ? 0 : static_cast<int64_t>(tokens.size()) - 1);
 }
 
 void Model::forward_batch(std::span<const int> tokens, std::span<KvCache* const> caches,
@@ -338,7 +324,7 @@ void Model::forward_sequences(std::span<const int> tokens, std::span<const int> 
 
 void Model::forward_rows(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                          int64_t first_row) {
-  impl_->forward(tokens, cache, logits, first_row, true);
+  impl_->forward(tokens, cache, logits, first_row);
 }
 
 }  // namespace tinylm::gpt2

@@ -136,10 +136,8 @@ class Model {
   void forward_sequences(std::span<const int> tokens, std::span<const int> lengths,
                          std::span<KvCache* const> caches, std::span<float> logits);
   // The same, with the logits of positions first_row .. tokens.size() - 1 only
-  // ((tokens.size() - first_row, vocab) values): perplexity scores only part of a window. An
-  // f32 model's head of many rows runs as a library GEMM (kernels/matmul/gemm.h: tolerance
-  // contract, the same bytes for the same inputs and threads), so these logits match
-  // forward's within rounding, not bit for bit.
+  // ((tokens.size() - first_row, vocab) values): perplexity scores only part of a window. Each
+  // row's logits are the bits forward() gives it, at every kernel level.
   void forward_rows(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                     int64_t first_row);
 

@@ -15,10 +15,9 @@ struct Model::Impl {
   virtual ~Impl() = default;
   virtual size_t weight_bytes() const = 0;
   virtual void set_activations(DType t) { activations = t; }
-  // logits receives the rows first_row .. tokens.size() - 1, (rows, vocab); gemm_head: an f32
-  // head of many rows goes to the library GEMM (Model::forward_rows).
+  // logits receives the rows first_row .. tokens.size() - 1, (rows, vocab).
   virtual void forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
-                       int64_t first_row, bool gemm_head) = 0;
+                       int64_t first_row) = 0;
   // Several sequences' tokens, each sequence's last logits (Model::forward_sequences;
   // forward_batch is the case of one token each).
   virtual void forward_sequences(std::span<const int> tokens, std::span<const int> lengths,

@@ -269,7 +269,7 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
     }
     k::quant_matmul(w.dtype, y, in, w.data, b, rows, nin, nout);
   }
-  void head(float* logits, const float* normed, int64_t rows, bool) const {
+  void head(float* logits, const float* normed, int64_t rows) const {
     if (lm_head.dtype == DType::f32) {
       k::matmul_out_in(logits, normed, reinterpret_cast<const float*>(lm_head.data), rows,
                        config.n_embd, config.vocab_size);
