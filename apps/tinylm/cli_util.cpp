@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <iostream>
 #include <iterator>
 #include <vector>
 
 #include "tinylm/core/error.h"
+#include "tinylm/io/output_target.h"
 #include "tinylm/io/text_file.h"
 #include "tinylm/train/progress.h"
 
@@ -45,10 +45,11 @@ std::string resolve_data_path(const std::string& path) {
 }
 
 std::string read_text_input(const std::string& path) {
-  if (path != "-") return io::read_file(path);
-  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  check(!std::cin.bad(), "stdin: read error");
-  return text;
+  return path == "-" ? io::read_stdin(io::kMaxTextBytes) : io::read_file(path, io::kMaxTextBytes);
+}
+
+std::FILE* report_stream(const std::string& out) {
+  return io::output_mode(out) == io::OutputMode::stream ? stderr : stdout;
 }
 
 bool stdin_is_piped() { return ::isatty(STDIN_FILENO) == 0; }

@@ -40,8 +40,13 @@ std::string bundled_data_path(const std::string& name);
 // examples work from any directory); anything else as given (its reader names it).
 std::string resolve_data_path(const std::string& path);
 
-// Reads all of `path`, or stdin when path is "-".
+// Reads all of `path`, or stdin when path is "-": a text, at most io::kMaxTextBytes, from a
+// regular file or a pipe (io::read_file's rules).
 std::string read_text_input(const std::string& path);
+
+// Where a command's "wrote OUT" line goes: stdout, or stderr when OUT is written in place
+// (/dev/stdout, a pipe, a device: io/output_target.h), so the line never lands in the output.
+std::FILE* report_stream(const std::string& out);
 
 // True when stdin is not a terminal (something is piped or redirected in).
 bool stdin_is_piped();

@@ -56,6 +56,7 @@ void register_convert(CLI::App& app) {
       throw UsageError("--dtype " + f->dtype +
                        " is for a GGUF output; a model directory is written f32");
     if (from_gguf && !f->config.empty()) throw UsageError("--config is for a directory input");
+    if (to_gguf) io::probe_output(f->out);  // before the model is read
     std::string where;
     if (from_gguf) {
       const train::Gpt2Gguf g = train::load_gpt2_gguf(f->in);
@@ -65,7 +66,6 @@ void register_convert(CLI::App& app) {
       if (to_gguf) {
         // GGUF to GGUF: the weights as loaded (dequantized), written in the type asked for.
         const io::GgmlType type = f->dtype.empty() ? g.weight_type : ggml_type_of(f->dtype);
-        io::probe_output(f->out);
         train::save_gpt2_gguf(f->out, ck.config, ck.params, ck.lm_head, tok, type, f->name);
         where = std::string("GGUF ") + io::ggml_type_name(static_cast<uint32_t>(type));
       } else {
@@ -87,11 +87,11 @@ void register_convert(CLI::App& app) {
                          " tokens, more than the model's " + std::to_string(ck.config.vocab_size) +
                          ": pass its own with --tokenizer");
       const io::GgmlType type = ggml_type_of(f->dtype);
-      io::probe_output(f->out);
       train::save_gpt2_gguf(f->out, ck.config, ck.params, ck.lm_head, tok, type, f->name);
       where = std::string("GGUF ") + io::ggml_type_name(static_cast<uint32_t>(type));
     }
-    std::printf("wrote %s: %s\n", f->out.c_str(), where.c_str());
+    std::fprintf(to_gguf ? report_stream(f->out) : stdout, "wrote %s: %s\n", f->out.c_str(),
+                 where.c_str());
     std::fprintf(stderr, "convert %.0f ms\n", timer.elapsed_ms());
   });
 }

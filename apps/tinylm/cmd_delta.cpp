@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
@@ -35,11 +36,11 @@ void register_delta(CLI::App& app) {
     const io::EvlCheckpoint base = io::load_evl(f->base);
     const io::EvlCheckpoint current = io::load_evl(f->model, base.config);
     const io::EvlDeltaSummary s = io::export_evl_delta(f->out, base, current.params, f->eps);
-    std::printf("%s: %llu of %llu rows (%llu runs), %llu bytes\n", f->out.c_str(),
-                static_cast<unsigned long long>(s.rows_exported),
-                static_cast<unsigned long long>(s.rows_total),
-                static_cast<unsigned long long>(s.runs),
-                static_cast<unsigned long long>(s.file_bytes));
+    std::fprintf(report_stream(f->out), "%s: %llu of %llu rows (%llu runs), %llu bytes\n",
+                 f->out.c_str(), static_cast<unsigned long long>(s.rows_exported),
+                 static_cast<unsigned long long>(s.rows_total),
+                 static_cast<unsigned long long>(s.runs),
+                 static_cast<unsigned long long>(s.file_bytes));
     std::error_code ec;
     const uint64_t model_bytes = std::filesystem::file_size(f->model, ec);
     if (!ec && s.file_bytes >= model_bytes) {
@@ -66,7 +67,8 @@ void register_delta(CLI::App& app) {
     io::probe_output(f->out, ec ? 0 : base_bytes);
     const uint64_t rows = io::apply_evl_delta_to_file(f->base, f->delta, f->out,
                                                       io::parse_evl_precision(f->precision));
-    std::printf("%s: %llu rows applied\n", f->out.c_str(), static_cast<unsigned long long>(rows));
+    std::fprintf(report_stream(f->out), "%s: %llu rows applied\n", f->out.c_str(),
+                 static_cast<unsigned long long>(rows));
   });
 }
 

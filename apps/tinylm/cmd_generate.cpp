@@ -11,6 +11,7 @@
 #include "evermind_common.h"
 #include "gpt2_common.h"
 #include "model_kind.h"
+#include "standard_streams.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
@@ -215,20 +216,20 @@ void run_generate(GenerateFlags& f) {
         const std::string dumped =
             line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         std::printf("%s\n", dumped.c_str());
-        std::fflush(stdout);
+        flush_stdout();
       } else {
         if (many && s > 0) std::fputs("\n", stdout);
         std::fputs(prompts[i].c_str(), stdout);
-        std::fflush(stdout);
+        flush_stdout();
         st = g.run(
             f, ids[i], seed,
             [](const std::string& piece) {
               std::fwrite(piece.data(), 1, piece.size(), stdout);
-              std::fflush(stdout);
+              flush_stdout();
             },
             on_token);
         std::fputs("\n", stdout);
-        std::fflush(stdout);
+        flush_stdout();
       }
       total.prompt_tokens += st.prompt_tokens;
       total.new_tokens += st.new_tokens;

@@ -8,6 +8,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/io/atomic_file.h"
 #include "tinylm/train/microgpt_run.h"
 
 namespace tinylm::cli {
@@ -55,6 +56,7 @@ void register_microgpt(CLI::App& app) {
     opt->engine = microgpt::parse_engine(*engine);
     opt->data_path = resolve_data_path(opt->data_path);  // data/names.txt from anywhere
     if (steps_opt->count() > 0) opt->steps = *steps;
+    if (!opt->save_path.empty()) io::probe_output(opt->save_path);  // before the training
     std::ios::sync_with_stdio(false);
     const bool tty = ::isatty(::fileno(stdout)) != 0;
     const train::MicrogptResult r = train::run_microgpt(*opt, std::cout, tty);

@@ -1,5 +1,6 @@
 // tinylm perplexity: mean negative log-likelihood of a text under a GPT-2 checkpoint.
 #include <cstdio>
+#include <limits>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -22,14 +23,16 @@ void register_perplexity(CLI::App& app) {
       "perplexity", "Perplexity of a text file under a GPT-2 checkpoint (sliding windows)");
   f->model.add_to(cmd);
   cmd->add_option("--file", f->file, "Text file (- : stdin)")->required();
-  cmd->add_option("--context", f->context, "Window length in tokens (default: n_positions)");
-  cmd->add_option("--stride", f->stride, "Window step in tokens (default: context / 2)");
+  // Unset, they are 0 and take their defaults below; given, 0 is an error, not the default.
+  cmd->add_option("--context", f->context,
+                  "Window length in tokens, at least 2 (default: n_positions)")
+      ->check(CLI::Range(2, std::numeric_limits<int>::max()));
+  cmd->add_option("--stride", f->stride, "Window step in tokens, at least 1 (default: context / 2)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   cmd->add_option("--limit", f->limit, "Use only the text's first N tokens (0: all)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([f] {
-    // Inputs are checked before the (slow, chatty) model load.
-    if (f->context < 0 || (f->context == 1)) throw UsageError("--context must be >= 2");
-    if (f->stride < 0) throw UsageError("--stride must be >= 1");
+    // Inputs are checked (flags as parsed, the text here) before the (slow, chatty) model load.
     const DetectedModel d = resolve_model("perplexity", f->model.model, "", {ModelKind::gpt2});
     const std::string text = read_text_input(resolve_data_path(f->file));
     const BpeTokenizer tok = load_tokenizer(f->model.tokenizer, d.path);

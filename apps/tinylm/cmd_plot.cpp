@@ -3,6 +3,7 @@
 #include <map>
 #include <span>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/train/plot.h"
@@ -35,6 +36,7 @@ void register_plot(CLI::App& app) {
                   "about 1/100 of the steps, when the curves are noisy)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([f] {
+    io::probe_output(f->out);  // before the runs are read
     std::vector<train::RunCurves> runs;
     for (const std::string& path : f->runs) runs.push_back(train::read_run_metrics(path));
     // Runs that share a directory name (a/run, b/run) are told apart by the paths as given.
@@ -47,7 +49,8 @@ void register_plot(CLI::App& app) {
     io::AtomicFile out(f->out);
     out.write(std::as_bytes(std::span(svg)));
     out.commit();
-    std::printf("wrote %s: %zu run%s\n", f->out.c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+    std::fprintf(report_stream(f->out), "wrote %s: %zu run%s\n", f->out.c_str(), runs.size(),
+                 runs.size() == 1 ? "" : "s");
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "standard_streams.h"
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
@@ -27,8 +28,9 @@ int run(int argc, char** argv);
 }  // namespace
 
 int main(int argc, char** argv) {
+  tinylm::cli::hold_standard_descriptors();
   tinylm::train::Comm::init(&argc, &argv);
-  const int code = run(argc, argv);
+  const int code = tinylm::cli::finish_stdout(run(argc, argv));
   if (code != 0) return fail_run(code);
   tinylm::train::Comm::finalize();
   return 0;

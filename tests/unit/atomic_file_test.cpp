@@ -1,6 +1,6 @@
 // io::AtomicFile, io::StagedDir and io::probe_output: outputs that cannot be hijacked through
-// planted symlinks, that a kill leaves whole, whose orphans are cleaned up, and whose
-// problems show before any work.
+// planted symlinks, that a kill leaves whole, whose orphans are cleaned up, whose problems
+// show before any work, and that never put a regular file where a device or a FIFO was.
 #include "tinylm/io/atomic_file.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "special_files.h"
 #include "test_util.h"
+#include "tinylm/io/output_target.h"
 #include "tinylm/io/staged_dir.h"
 
 namespace tinylm {
@@ -161,6 +163,80 @@ const std::vector<std::string> kModelFiles = {"config.json", "weights.bin"};
 void write_model(io::StagedDir& out, const std::string& tag) {
   write_atomic(out.file("config.json"), "config " + tag);
   write_atomic(out.file("weights.bin"), "weights " + tag);
+}
+
+// Issue 35, finding 2: the rename put a regular file where a device was (as root, `convert
+// MODEL /dev/full` replaced /dev/full). A character device is written in place.
+TEST(AtomicFile, ACharacterDeviceIsWrittenInPlaceNotReplaced) {
+  TINYLM_SKIP_UNLESS_ROOT();
+  test::TempDir dir;
+  const std::string null = dir.file("null"), full = dir.file("full");
+  test::make_memory_device(null, test::kNullMinor);
+  test::make_memory_device(full, test::kFullMinor);
+  EXPECT_EQ(io::output_mode(null), io::OutputMode::stream);
+  io::probe_output(null, uint64_t{1} << 62);  // nothing is stored: no space needed
+  write_atomic(null, std::string(100000, 'x'));
+  EXPECT_TRUE(test::is_char_device(null));
+  // A write error is still an error, and the device stays.
+  expect_error([&] { write_atomic(full, std::string(100000, 'x')); }, {"full", "write failed"});
+  EXPECT_TRUE(test::is_char_device(full));
+  // A symlink to a device is followed: the device is written, the link stays.
+  fs::create_symlink("null", dir.file("link"));
+  write_atomic(dir.file("link"), "through the link");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir.file("link"))));
+  EXPECT_TRUE(test::is_char_device(null));
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"full", "link", "null"}));
+}
+
+TEST(AtomicFile, AFifoIsStreamedToItsReader) {
+  test::TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  test::make_fifo(fifo);
+  const std::string text(300000, 'y');  // more than a pipe holds: the writer must stream
+  test::FifoReader reader(fifo);
+  write_atomic(fifo, text);
+  EXPECT_EQ(reader.finish(), text);
+  EXPECT_TRUE(test::is_fifo(fifo));
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"pipe"});
+}
+
+// /dev/stdout, /dev/fd/N and /proc/self/fd/N name a descriptor of this process: the writer
+// writes through it (here a pipe's), and never renames anything in /dev or /proc.
+TEST(AtomicFile, ALinkToAnOwnDescriptorWritesThroughIt) {
+  EXPECT_EQ(io::output_mode("/dev/stdout"), io::OutputMode::stream);
+  EXPECT_EQ(io::output_mode("/dev/fd/2"), io::OutputMode::stream);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string path = "/proc/self/fd/" + std::to_string(fds[1]);
+  io::probe_output(path);
+  write_atomic(path, "through the descriptor");
+  ::close(fds[1]);
+  char buf[64] = {};
+  EXPECT_EQ(::read(fds[0], buf, sizeof buf - 1), 22);
+  ::close(fds[0]);
+  EXPECT_STREQ(buf, "through the descriptor");
+}
+
+TEST(AtomicFile, DirectoriesBlockDevicesAndSocketsAreRefusedBeforeAnyWrite) {
+  test::TempDir dir;
+  fs::create_directory(dir.file("sub"));
+  test::make_socket(dir.file("sock"));
+  std::vector<std::pair<std::string, std::string>> refused = {{"sub", "is a directory"},
+                                                              {"sock", "is a socket"}};
+  if (::geteuid() == 0) {
+    test::make_block_device(dir.file("block"));
+    refused.push_back({"block", "is a block device"});
+  }
+  const std::vector<std::string> before = entries(dir.path());
+  for (const auto& [name, phrase] : refused) {
+    const std::string path = dir.file(name);
+    expect_error([&] { io::probe_output(path); }, {name, phrase});
+    expect_error([&] { io::AtomicFile f(path); }, {name, phrase});
+    expect_error([&] { write_atomic(path, "x"); }, {name, phrase});
+  }
+  EXPECT_EQ(entries(dir.path()), before);
+  EXPECT_TRUE(fs::is_directory(dir.file("sub")));
+  EXPECT_TRUE(fs::is_socket(dir.file("sock")));
 }
 
 TEST(StagedDir, ADirectoryAppearsWholeOrNotAtAll) {

@@ -2,7 +2,8 @@
 // line on stderr and a non-zero exit (not a crash), with no output file created or changed.
 // Covers issue 17's list: unbounded --threads, EvermindLM shapes without ceilings, outputs
 // found unwritable only after the work, symlinks planted at temporary names, and the
-// malformed files the fuzz corpora hold.
+// malformed files the fuzz corpora hold; and issue 35's: outputs that are devices or FIFOs,
+// stdout that fails, unbounded reads, out-of-range values taken as defaults.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "special_files.h"
 #include "test_util.h"
 #include "tinylm/models/evermind/config.h"
 
@@ -282,6 +284,200 @@ TEST_F(HostileInput, TheFuzzCorporasInvalidFilesAreRefusedByTheCli) {
   }
   EXPECT_GE(cases, 20);
   EXPECT_TRUE(fs::is_empty(out.path()));
+}
+
+// Issue 35, finding 2: every writer command, given a device node, a FIFO, a symlink to a
+// device, a directory, a block device or a socket as its output. A character device and a
+// FIFO are written in place (the node stays what it was), the others are refused in one line
+// before any work.
+TEST_F(HostileInput, OutputsThatAreDevicesOrFifosAreWrittenInPlaceNeverReplaced) {
+  TINYLM_SKIP_UNLESS_ROOT();
+  test::TempDir out;
+  test::write_text(out.file("metrics.jsonl"),
+                   "{\"type\":\"step\",\"step\":1,\"loss\":3.5}\n"
+                   "{\"type\":\"step\",\"step\":2,\"loss\":3.25}\n");
+  const std::string evl = test::source_path("tests/fuzz/corpus/evl_checkpoint/valid_tiny_f32.evl");
+  const std::string train_gpt2 = "train-gpt2 --threads 1 --steps 1 --model " +
+                                 test::source_path(kTinyModel) + " --tokens " +
+                                 test::source_path(kTokens);
+  // Each writer with OUT where its output goes.
+  const std::vector<std::string> writers = {
+      "convert " + file("model") + " OUT",
+      "microgpt --data " + test::source_path("data/names.txt") +
+          " --steps 1 --samples 0 --save OUT",
+      train_gpt2 + " --save-weights OUT",
+      train_gpt2 + " --metrics-out OUT",
+      "plot " + out.file("metrics.jsonl") + " --out OUT",
+      "delta export --base " + evl + " --model " + evl + " --out OUT",
+  };
+  const auto with = [](std::string cmd, const std::string& path) {
+    return cmd.replace(cmd.find("OUT"), 3, path);
+  };
+  test::TempDir nodes;
+  const std::string null = nodes.file("null"), full = nodes.file("full"), fifo = nodes.file("fifo");
+  test::make_memory_device(null, test::kNullMinor);
+  test::make_memory_device(full, test::kFullMinor);
+  test::make_fifo(fifo);
+  fs::create_symlink(null, nodes.file("to_null"));
+  fs::create_directory(nodes.file("dir"));
+  test::make_block_device(nodes.file("block"));
+  test::make_socket(nodes.file("sock"));
+  for (const std::string& w : writers) {
+    SCOPED_TRACE(w);
+    for (const std::string& dev : {null, nodes.file("to_null")}) {
+      const test::CommandResult r = run_cli(with(w, dev));
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    EXPECT_TRUE(test::is_char_device(null));
+    EXPECT_TRUE(fs::is_symlink(fs::symlink_status(nodes.file("to_null"))));
+    test::FifoReader reader(fifo);
+    const test::CommandResult r = run_cli(with(w, fifo));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_GT(reader.finish().size(), 20u) << "nothing came through the FIFO";
+    EXPECT_TRUE(test::is_fifo(fifo));
+    // A write error on the device is still an error.
+    const test::CommandResult no_space = run_cli(with(w, full));
+    EXPECT_EQ(no_space.exit_code, 1);
+    EXPECT_NE(no_space.err.find("No space left on device"), std::string::npos) << no_space.err;
+    EXPECT_TRUE(test::is_char_device(full));
+    for (const auto& [name, phrase] : std::vector<std::pair<std::string, std::string>>{
+             {"dir", "is a directory"}, {"block", "is a block device"}, {"sock", "is a socket"}})
+      expect_refused(with(w, nodes.file(name)), phrase, nodes.path());
+  }
+  // init writes a directory: any node at its target is refused and left alone.
+  expect_refused("init --preset small-test --threads 1 --out " + null, "not a directory",
+                 nodes.path());
+  EXPECT_TRUE(test::is_char_device(null));
+}
+
+// Runs the CLI with stdout redirected by the shell (">/dev/full", ">&-"), stderr captured.
+test::CommandResult run_cli_stdout_to(const std::string& args, const std::string& redirect) {
+  return test::run_shell("{ " + std::string(TINYLM_CLI_PATH) + " " + args + " " + redirect + "; }");
+}
+
+// Issue 35, finding 5: with stdout on a full device or closed, every command that prints
+// exits 1 with one error line naming stdout, instead of 0 with its output lost.
+TEST_F(HostileInput, AFailedWriteToStdoutIsAnErrorNotSilentLoss) {
+  test::TempDir out;
+  test::write_text(out.file("metrics.jsonl"), "{\"type\":\"step\",\"step\":1,\"loss\":3.5}\n");
+  const std::string evl = test::source_path("tests/fuzz/corpus/evl_checkpoint/valid_tiny_f32.evl");
+  const std::string model = " --threads 1 --model " + file("model");
+  const std::vector<std::string> commands = {
+      "--help",
+      "--version",
+      "help generate",
+      "completion bash",
+      "tokenize 'Hello world'",
+      "generate" + model + " --prompt Hi --max-tokens 4",
+      "generate" + model + " --prompts " + file("prompts.txt") + " --max-tokens 2",
+      "perplexity" + model + " --file " + file("corpus.txt"),
+      "microgpt --data " + test::source_path("data/names.txt") + " --steps 2 --samples 2",
+      "init --preset small-test --threads 1 --out " + out.file("init"),
+      "convert " + file("model") + " " + out.file("m.gguf"),
+      "plot " + out.file("metrics.jsonl") + " --out " + out.file("p.svg"),
+      "delta export --base " + evl + " --model " + evl + " --out " + out.file("d.evd"),
+      "train-gpt2 --threads 1 --steps 1 --model " + test::source_path(kTinyModel) + " --tokens " +
+          test::source_path(kTokens),
+  };
+  test::write_text(file("prompts.txt"), "Hi\nThere\n");
+  for (const std::string& cmd : commands) {
+    ASSERT_EQ(run_cli(cmd).exit_code, 0) << cmd << ": fails even with a working stdout";
+    for (const std::string redirect : {">/dev/full", ">&-"}) {
+      const test::CommandResult r = run_cli_stdout_to(cmd, redirect);
+      EXPECT_EQ(r.exit_code, 1) << cmd << " " << redirect << "\n" << r.err;
+      const size_t at = r.err.find("tinylm: error: stdout: write failed");
+      EXPECT_NE(at, std::string::npos) << cmd << " " << redirect << "\n" << r.err;
+      EXPECT_EQ(r.err.find("error", at + 14), std::string::npos) << "more than one error\n"
+                                                                 << r.err;
+      EXPECT_EQ(r.err.back(), '\n');
+      EXPECT_EQ(r.err.find('\n', at), r.err.size() - 1) << "the error is not the last line\n"
+                                                        << r.err;
+    }
+  }
+}
+
+// A streaming command stops at the first lost piece instead of generating everything: no
+// timing line after the error, which is printed only once every token is made.
+TEST_F(HostileInput, GenerateStopsAtTheFirstFailedWriteToStdout) {
+  const test::CommandResult r = run_cli_stdout_to(
+      "generate --threads 1 --model " + file("model") + " --prompt Hi --max-tokens 10000",
+      ">/dev/full");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("stdout: write failed: No space left on device"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("decode"), std::string::npos) << "generated to the end:\n" << r.err;
+}
+
+// Issue 35, finding 6: every file a command reads whole is checked for its type and size
+// first. A character device (/dev/zero, /dev/urandom: nodes of the test's own) is refused
+// before it is opened, a regular file over the limit before it is read, a pipe once it passes
+// the limit; /dev/null reads as empty.
+TEST_F(HostileInput, ReadsAreBoundedAndRefuseDevices) {
+  TINYLM_SKIP_UNLESS_ROOT();
+  test::TempDir nodes;
+  const std::string zero = nodes.file("zero"), urandom = nodes.file("urandom");
+  test::make_memory_device(zero, test::kZeroMinor);
+  test::make_memory_device(urandom, 9);
+  // One byte over io::kMaxTextBytes (1 GiB), sparse: no disk is used. Not in the watched
+  // directory, whose snapshots read every regular file.
+  test::TempDir sparse;
+  const std::string big = sparse.file("big.txt");
+  test::write_text(big, "x");
+  fs::resize_file(big, (uint64_t{1} << 30) + 1);
+  const std::string model = " --threads 1 --model " + file("model");
+  const std::vector<std::string> readers = {
+      "perplexity" + model + " --file IN",        "generate" + model + " --prompt-file IN",
+      "generate" + model + " --prompts IN",       "tokenize --file IN",
+      "microgpt --steps 1 --samples 0 --data IN",
+  };
+  for (const std::string& r : readers) {
+    for (const auto& [in, phrase] : std::vector<std::pair<std::string, std::string>>{
+             {zero, "zero: is a character device"},
+             {urandom, "urandom: is a character device"},
+             {big, "big.txt: more than 1 GiB"},
+             {nodes.path().string(), "is a directory"}}) {
+      std::string cmd = r;
+      cmd.replace(cmd.find("IN"), 2, in);
+      expect_refused(cmd, phrase, nodes.path());
+    }
+  }
+  // stdin: a device refused, a pipe refused once past the limit.
+  const std::string tokenize = std::string(TINYLM_CLI_PATH) + " tokenize";
+  for (const auto& [cmd, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {"{ " + tokenize + " <" + zero + "; }", "stdin: is a character device"},
+           {"{ head -c 1073741825 " + big + " | " + tokenize + "; }", "stdin: more than 1 GiB"},
+           {"{ " + tokenize + " --file - <" + urandom + "; }", "stdin: is a character device"}}) {
+    const test::CommandResult r = test::run_shell(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << cmd << "\n" << r.err;
+  }
+  // /dev/null (a node of ours) is an empty text, not a device error.
+  const std::string null = nodes.file("null");
+  test::make_memory_device(null, test::kNullMinor);
+  const test::CommandResult empty = run_cli("tokenize --file " + null);
+  EXPECT_EQ(empty.err.find("character device"), std::string::npos) << empty.err;
+}
+
+// Issue 35, finding 13: a flag given a value out of its range is a usage error (exit 2), not
+// silently its default.
+TEST_F(HostileInput, OutOfRangeValuesAreUsageErrorsNotDefaults) {
+  const std::string ppl =
+      "perplexity --threads 1 --model " + file("model") + " --file " + file("corpus.txt");
+  for (const auto& [flags, phrase] : std::vector<std::pair<std::string, std::string>>{
+           {" --stride 0", "--stride"},
+           {" --stride -3", "--stride"},
+           {" --context 0", "--context"},
+           {" --context 1", "--context"},
+           {" --context -5", "--context"},
+           {" --limit -1", "--limit"},
+       }) {
+    const test::CommandResult r = run_cli(ppl + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << flags;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << flags << "\n" << r.err;
+  }
 }
 
 // The ceilings themselves: each size at its ceiling passes, one above is refused naming the

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "special_files.h"
 #include "test_util.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/text_file.h"
@@ -343,6 +346,65 @@ TEST(ReadDocuments, NamesDataset) {
   EXPECT_EQ(docs.front(), "emma");
   EXPECT_EQ(docs[1], "olivia");
   EXPECT_EQ(docs.back(), "zzyzx");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounded reads (issue 35, finding 6): read_file checks what it reads and how much.
+
+TEST(ReadFile, ARegularFileOverTheLimitIsRefusedBeforeItIsRead) {
+  test::TempDir dir;
+  const std::string path = dir.file("big.txt");
+  test::write_text(path, std::string(1001, 'a'));
+  EXPECT_EQ(io::read_file(path, 1001).size(), 1001u);
+  test::expect_error([&] { io::read_file(path, 1000); }, {"big.txt", "more than 1000 bytes"});
+  // The whole limit: a sparse file of 16 GiB + 1 is refused at once, nothing allocated.
+  std::filesystem::resize_file(path, io::kMaxFileBytes + 1);
+  test::expect_error([&] { io::read_file(path); }, {"big.txt", "more than 16 GiB"});
+}
+
+TEST(ReadFile, AFifoIsReadUntilItPassesTheLimit) {
+  test::TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  test::make_fifo(fifo);
+  for (const size_t n : {size_t{1000}, size_t{5000}}) {
+    // Fits the pipe's buffer: the writer is done before the reader stops.
+    std::thread writer([&] {
+      const int fd = ::open(fifo.c_str(), O_WRONLY);
+      const std::string text(n, 'p');
+      EXPECT_EQ(::write(fd, text.data(), n), static_cast<ssize_t>(n));
+      ::close(fd);
+    });
+    if (n <= 1000) {
+      EXPECT_EQ(io::read_file(fifo, 1000), std::string(n, 'p'));
+    } else {
+      test::expect_error([&] { io::read_file(fifo, 1000); }, {"pipe", "more than 1000 bytes"});
+    }
+    writer.join();
+  }
+}
+
+TEST(ReadFile, DevicesDirectoriesAndSocketsAreRefusedBeforeTheyAreOpened) {
+  test::TempDir dir;
+  std::filesystem::create_directory(dir.file("sub"));
+  test::make_socket(dir.file("sock"));
+  test::expect_error([&] { io::read_file(dir.file("sub")); }, {"sub", "is a directory"});
+  test::expect_error([&] { io::read_file(dir.file("sock")); }, {"sock", "is a socket"});
+  test::expect_error([&] { io::read_documents(dir.file("sub")); }, {"sub", "is a directory"});
+  test::expect_error([&] { io::read_file(dir.file("missing")); }, {"missing", "cannot open"});
+  if (::geteuid() != 0) GTEST_SKIP() << "making device nodes (mknod) needs root";
+  test::make_memory_device(dir.file("zero"), test::kZeroMinor);
+  test::make_memory_device(dir.file("null"), test::kNullMinor);
+  test::make_block_device(dir.file("block"));
+  test::expect_error([&] { io::read_file(dir.file("zero")); }, {"zero", "is a character device"});
+  test::expect_error([&] { io::read_file(dir.file("block")); }, {"block", "is a block device"});
+  EXPECT_EQ(io::read_file(dir.file("null")), "");  // /dev/null: an empty input
+}
+
+TEST(ReadFile, SizeTextNamesWholeUnits) {
+  EXPECT_EQ(io::size_text(uint64_t{1} << 30), "1 GiB");
+  EXPECT_EQ(io::size_text(uint64_t{16} << 30), "16 GiB");
+  EXPECT_EQ(io::size_text(uint64_t{3} << 20), "3 MiB");
+  EXPECT_EQ(io::size_text(1000), "1000 bytes");
 }
 
 }  // namespace

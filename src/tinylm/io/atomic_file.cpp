@@ -14,6 +14,7 @@
 #include <random>
 
 #include "tinylm/core/error.h"
+#include "tinylm/io/output_target.h"
 #include "tinylm/io/temp_name.h"
 #include "tinylm/io/text_file.h"
 
@@ -65,13 +66,14 @@ bool pid_is_gone(const std::string& digits) {
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   check(!path_.empty() && path_.back() != '/', path_, ": cannot write: not a file name");
-  const int fd = create_temp_file(path_, tmp_);
+  in_place_ = output_mode(path_) == OutputMode::stream;
+  const int fd = in_place_ ? open_in_place(path_) : create_temp_file(path_, tmp_);
   if (fd < 0) fail(path_, ": cannot write: ", std::strerror(errno));
   f_ = ::fdopen(fd, "wb");
   if (!f_) {
     const int err = errno;
     ::close(fd);
-    ::unlink(tmp_.c_str());
+    if (!in_place_) ::unlink(tmp_.c_str());
     fail(path_, ": cannot write: ", std::strerror(err));
   }
 }
@@ -79,7 +81,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 AtomicFile::~AtomicFile() {
   if (f_) {
     std::fclose(f_);
-    ::unlink(tmp_.c_str());
+    if (!in_place_) ::unlink(tmp_.c_str());
   }
 }
 
@@ -92,7 +94,7 @@ void AtomicFile::write(std::span<const std::byte> bytes) {
     }
     written_ += n;
     bytes = bytes.subspan(n);
-    if (written_ - handed_to_disk_ >= kWritebackChunk) start_writeback();
+    if (!in_place_ && written_ - handed_to_disk_ >= kWritebackChunk) start_writeback();
   }
 }
 
@@ -108,6 +110,7 @@ void AtomicFile::start_writeback() {
 
 void AtomicFile::commit() {
   check(f_ != nullptr, path_, ": committed twice");
+  if (in_place_) return commit_in_place();
   const bool ok = std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0;
   const int err = errno;
   std::fclose(f_);
@@ -119,6 +122,22 @@ void AtomicFile::commit() {
   }
   fsync_path(parent_dir(path_));  // the rename itself is only durable once the directory is
   remove_stale_temporaries(path_);
+}
+
+void AtomicFile::commit_in_place() {
+  // A device or a pipe cannot be synced (EINVAL); a regular file behind /dev/stdout can.
+  bool ok = std::fflush(f_) == 0;
+  int err = errno;
+  if (ok && ::fsync(::fileno(f_)) != 0 && errno != EINVAL && errno != EROFS) {
+    ok = false;
+    err = errno;
+  }
+  if (std::fclose(f_) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  f_ = nullptr;
+  if (!ok) fail(path_, ": write failed: ", std::strerror(err));
 }
 
 void write_file_atomic(const std::string& path, std::span<const std::byte> bytes) {
@@ -169,10 +188,13 @@ int remove_stale_temporaries(const std::string& path) {
 }
 
 void probe_output(const std::string& path, uint64_t expected_bytes) {
-  check(!path.empty(), "output path is empty");
+  if (output_mode(path) == OutputMode::stream) {
+    // Written in place: nothing to create beside it, no space to need. Not opened here: a
+    // FIFO's open waits for its reader.
+    if (::access(path.c_str(), W_OK) != 0) fail(path, ": cannot write: ", std::strerror(errno));
+    return;
+  }
   struct stat st;
-  if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
-    fail(path, ": is a directory; give a file name to write");
   const std::string dir = parent_dir(path);
   if (::stat(dir.c_str(), &st) != 0)
     fail(path, ": cannot write: directory ", dir, ": ", std::strerror(errno));

@@ -8,7 +8,9 @@
 // orphaned temporary, which the next successful write to PATH removes (its pid is gone).
 //
 // PATH itself may be a symlink: the rename replaces the link with the new file; the file it
-// pointed to is not touched.
+// pointed to is not touched. A PATH that is (or links to) a character device or a FIFO, or
+// that is /dev/stdout or /dev/fd/N, is written in place instead, streamed, with no temporary
+// and no rename; a directory, a block device or a socket is refused (io/output_target.h).
 //
 // Large files are handed to the disk while they are written (every 32 MiB, without waiting
 // for it): otherwise the kernel holds the dirty pages until commit()'s fsync, and writing a
@@ -38,8 +40,10 @@ class AtomicFile {
 
  private:
   void start_writeback();
+  void commit_in_place();
 
-  std::string path_, tmp_;
+  std::string path_, tmp_;  // tmp_ empty when written in place
+  bool in_place_ = false;
   std::FILE* f_ = nullptr;
   size_t written_ = 0, handed_to_disk_ = 0;  // bytes
 };
@@ -57,8 +61,9 @@ void copy_file_atomic(const std::string& from, const std::string& to);
 int remove_stale_temporaries(const std::string& path);
 
 // Checks, before any long work, that `path` can be written as an output file: it is not a
-// directory, its directory exists and a file can be created in it, and the filesystem has
-// about `expected_bytes` free. Throws Error naming the path and the problem.
+// directory, a block device or a socket, its directory exists and a file can be created in it,
+// and the filesystem has about `expected_bytes` free; a device or a FIFO, written in place,
+// must be writable. Throws Error naming the path and the problem.
 void probe_output(const std::string& path, uint64_t expected_bytes = 0);
 
 // fsync(2) on a file or a directory (a directory's sync makes the renames and creations in it
