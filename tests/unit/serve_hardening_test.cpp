@@ -127,12 +127,14 @@ std::vector<double> real_requests(Running& s, int n, std::chrono::milliseconds b
     httplib::Client c = s.client();
     c.set_read_timeout(bound.count() / 1000, (bound.count() % 1000) * 1000);
     const auto t0 = Clock::now();
-    auto r = i % 2 ? c.Post("/tokenize", R"({"content":"Hello world"})", "application/json")
+    auto r = i % 2 ? c.Post("/tokenize", R"({"content":"a"})", "application/json")
                    : c.Post("/v1/completions", R"({"prompt":[7, 8],"max_tokens":4,"seed":1})",
                             "application/json");
     const double took = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     EXPECT_TRUE(r) << "request " << i << " not answered within " << bound.count() << " ms";
-    if (r) EXPECT_EQ(r->status, 200) << r->body;
+    if (r) {
+      EXPECT_EQ(r->status, 200) << r->body;
+    }
     EXPECT_LT(took, static_cast<double>(bound.count()));
     ms.push_back(took);
   }
@@ -172,10 +174,14 @@ TEST(ServeHardening, ConnectionCapsCloseIdleThenSlowConnectionsForRealOnes) {
     ASSERT_TRUE(k->read_response());
   }
   EXPECT_EQ(closed_count(kept, 0ms), 0);
+  // (The server takes a connection back for its next request just after the response; only
+  // then is it idle.)
+  std::this_thread::sleep_for(200ms);
   auto half = open_sockets(s.port(), 40);
   for (auto& h : half) ASSERT_TRUE(h->send(kHalfRequest));
   real_requests(s, 4, 5000ms);
-  EXPECT_EQ(closed_count(kept, 2000ms), 8) << "idle keep-alive connections go first";
+  for (size_t i = 0; i < kept.size(); ++i)
+    EXPECT_TRUE(kept[i]->closed_by_server(2000ms)) << "idle keep-alive connection " << i;
   EXPECT_GE(closed_count(half, 100ms), 40 - 8) << "then the oldest unfinished requests";
 }
 
@@ -222,12 +228,12 @@ TEST(ServeHardening, ChunkedBodiesCountAgainstMaxBody) {
   EXPECT_TRUE(big.closed_by_server(2000ms));
   // Within the limit, a chunked body is decoded.
   RawSocket ok(s.port());
-  ASSERT_TRUE(ok.send(head + chunk(R"({"content":)") + chunk(R"("Hello )") + chunk(R"(world"})") +
+  ASSERT_TRUE(ok.send(head + chunk(R"({"content":)") + chunk(R"("a)") + chunk(R"("})") +
                       "0\r\n\r\n"));
   const auto tokens = ok.read_response();
   ASSERT_TRUE(tokens);
   EXPECT_EQ(tokens->status, 200) << tokens->body;
-  EXPECT_EQ(Json::parse(tokens->body)["tokens"], Json::parse("[15496, 995]"));
+  EXPECT_EQ(Json::parse(tokens->body)["tokens"], Json::parse("[64]"));
 }
 
 TEST(ServeHardening, JsonNestedDeeperThan64LevelsIs400) {
@@ -266,13 +272,13 @@ TEST(ServeHardening, PipelinedRequestsAreAnsweredInOrder) {
   Running s({}, 128, 64, 1024);
   RawSocket so(s.port());
   const std::string tokenize =
-      "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 25\r\n\r\n"
-      R"({"content":"Hello world"})";
+      "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n"
+      R"({"content":"a"})";
   ASSERT_TRUE(so.send(kHealth + tokenize + "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"));
   const auto health = so.read_response(), tokens = so.read_response(), models = so.read_response();
   ASSERT_TRUE(health && tokens && models) << "not every pipelined request was answered";
   EXPECT_EQ(Json::parse(health->body)["status"], "ok");
-  EXPECT_EQ(Json::parse(tokens->body)["tokens"], Json::parse("[15496, 995]"));
+  EXPECT_EQ(Json::parse(tokens->body)["tokens"], Json::parse("[64]"));
   EXPECT_EQ(Json::parse(models->body)["object"], "list");
 }
 
