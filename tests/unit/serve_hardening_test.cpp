@@ -148,7 +148,8 @@ TEST(ServeHardening, RealRequestsAreAnsweredWhile200SlowClientsSend) {
   std::atomic<int> rounds{0};
   std::thread drip([&] {  // one byte each every 300 ms: never a whole request
     for (size_t at = 0; !done; ++at) {
-      for (auto& so : slow) so->send(std::string_view(kHalfRequest).substr(at % kHalfRequest.size(), 1));
+      for (auto& so : slow)
+        so->send(std::string_view(kHalfRequest).substr(at % kHalfRequest.size(), 1));
       ++rounds;
       for (int i = 0; i < 30 && !done; ++i) std::this_thread::sleep_for(10ms);
     }
@@ -228,8 +229,8 @@ TEST(ServeHardening, ChunkedBodiesCountAgainstMaxBody) {
   EXPECT_TRUE(big.closed_by_server(2000ms));
   // Within the limit, a chunked body is decoded.
   RawSocket ok(s.port());
-  ASSERT_TRUE(ok.send(head + chunk(R"({"content":)") + chunk(R"("a)") + chunk(R"("})") +
-                      "0\r\n\r\n"));
+  ASSERT_TRUE(
+      ok.send(head + chunk(R"({"content":)") + chunk(R"("a)") + chunk(R"("})") + "0\r\n\r\n"));
   const auto tokens = ok.read_response();
   ASSERT_TRUE(tokens);
   EXPECT_EQ(tokens->status, 200) << tokens->body;
@@ -287,8 +288,8 @@ TEST(ServeHardening, UsageNeverRepeatsThePreviousRequestsCount) {
   o.slots = 1;  // both requests in the same slot
   Running s(o, 128, 64, 1024);
   httplib::Client c = s.client();
-  auto r = c.Post("/v1/completions", R"({"prompt":[7],"max_tokens":12,"seed":1})",
-                  "application/json");
+  auto r =
+      c.Post("/v1/completions", R"({"prompt":[7],"max_tokens":12,"seed":1})", "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(Json::parse(r->body)["usage"]["completion_tokens"], 12);
   for (const char* stream : {"false", "true"}) {

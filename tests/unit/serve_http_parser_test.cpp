@@ -96,7 +96,8 @@ TEST(ServeHttpParser, BodyLimitsBeforeTheBodyArrives) {
             ParseStatus::incomplete);
   // Chunked: refused at the size line that goes past it, its data not needed.
   EXPECT_EQ(error_of("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     "32\r\n" + std::string(50, 'a') + "\r\n33\r\n"),
+                     "32\r\n" +
+                     std::string(50, 'a') + "\r\n33\r\n"),
             413);
   EXPECT_EQ(error_of("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffff\r\n"),
             413);
@@ -104,13 +105,14 @@ TEST(ServeHttpParser, BodyLimitsBeforeTheBodyArrives) {
   std::string framing = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 30; ++i) framing += "1;e\r\na\r\n";
   EXPECT_EQ(error_of(framing), 413);
-  EXPECT_EQ(error_of("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1" + std::string(70, ';')),
-            413);
+  EXPECT_EQ(
+      error_of("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1" + std::string(70, ';')),
+      413);
 }
 
 TEST(ServeHttpParser, HeaderLimit) {
   const std::string big = "GET / HTTP/1.1\r\nX: " + std::string(600, 'a');
-  EXPECT_EQ(error_of(big), 431);  // even before its line ends
+  EXPECT_EQ(error_of(big), 431);                     // even before its line ends
   EXPECT_EQ(error_of(std::string(600, '\n')), 431);  // empty lines count too
 }
 

@@ -65,8 +65,8 @@ class StrictBuilder {
 
  private:
   void check_depth() const {
-    check(open_.size() < static_cast<size_t>(kMaxJsonDepth), what_, ": invalid JSON: nested deeper than ",
-          kMaxJsonDepth, " levels");
+    check(open_.size() < static_cast<size_t>(kMaxJsonDepth), what_,
+          ": invalid JSON: nested deeper than ", kMaxJsonDepth, " levels");
   }
   // Where the next value goes: the root, the end of the open array, or the last key's value.
   // The open containers' addresses stay valid: a container only grows while it is the

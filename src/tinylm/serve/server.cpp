@@ -102,9 +102,8 @@ struct Server::Impl {
         metrics(opt.slots),
         engine(b, *m.tokenizer, EngineOptions{opt.slots, opt.queue, m.eos_id, false}, metrics),
         http(
-            http_options(opt), [this](const http::Request& req, http::Response& res) {
-              handle(req, res);
-            },
+            http_options(opt),
+            [this](const http::Request& req, http::Response& res) { handle(req, res); },
             [this](const http::Request& req, int status, const std::string& what,
                    http::Response& res) { refused(req, status, what, res); }) {}
 
@@ -144,8 +143,7 @@ struct Server::Impl {
   }
 
   // A request the HTTP layer refused before it was whole (malformed, too large, too slow).
-  void refused(const http::Request& req, int status, const std::string& what,
-               http::Response& res) {
+  void refused(const http::Request& req, int status, const std::string& what, http::Response& res) {
     if (status == 413) {
       reply_error(res, ApiError(413, "invalid_request_error",
                                 cat("the request body is larger than ", opt.max_body,

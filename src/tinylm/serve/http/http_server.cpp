@@ -35,7 +35,7 @@ constexpr int kReservedFiles = 64;        // open files kept for the model, logs
 
 struct Conn {
   int fd = -1;
-  std::string peer;  // the client's address, without its port
+  std::string peer;      // the client's address, without its port
   uint64_t started = 0;  // order of the accept or of the current request's first byte
   std::string in;        // received, not yet parsed
   size_t need = 0;       // parse again once `in` holds this many bytes

@@ -235,8 +235,8 @@ ParseResult parse_request(std::string_view bytes, const Limits& limits) {
   const size_t header_end = lines.pos;
 
   const std::string_view connection = req.header("Connection");
-  req.keep_alive = req.minor_version == 1 ? !list_has(connection, "close")
-                                          : list_has(connection, "keep-alive");
+  req.keep_alive =
+      req.minor_version == 1 ? !list_has(connection, "close") : list_has(connection, "keep-alive");
   std::optional<uint64_t> length;
   int te_count = 0;
   for (const Header& h : req.headers) {

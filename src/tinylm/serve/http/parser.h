@@ -16,12 +16,12 @@ struct Header {
 };
 
 struct Request {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // as sent: path and query
-  std::string path;    // the target up to '?'
+  std::string method;     // "GET", "POST", ...
+  std::string target;     // as sent: path and query
+  std::string path;       // the target up to '?'
   int minor_version = 1;  // HTTP/1.0 or HTTP/1.1
   std::vector<Header> headers;
-  std::string body;  // chunked bodies decoded
+  std::string body;        // chunked bodies decoded
   bool keep_alive = true;  // the client lets the connection serve another request
 
   // The first header of that name (compared without case), or "" when there is none.
@@ -47,8 +47,8 @@ struct ParseResult {
   // incomplete: parsing again is useless until this many bytes have been received.
   size_t need = 0;
   bool headers_done = false;  // incomplete: the headers are whole (100-continue may be sent)
-  int error_status = 0;  // error: 400, 413 (body), 431 (headers), 501 (transfer coding), 505
-  std::string error;     // error: what was wrong, one line
+  int error_status = 0;       // error: 400, 413 (body), 431 (headers), 501 (transfer coding), 505
+  std::string error;          // error: what was wrong, one line
 };
 
 ParseResult parse_request(std::string_view bytes, const Limits& limits);
