@@ -141,8 +141,8 @@ struct HttpServer::Impl {
     socklen_t len = sizeof bound;
     getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
     const int64_t files = raise_file_limit();
-    max_connections = static_cast<int>(
-        std::clamp<int64_t>(files - kReservedFiles - opt.threads, 1, opt.max_connections));
+    max_connections =
+        static_cast<int>(std::clamp<int64_t>(files - kReservedFiles, 1, opt.max_connections));
     return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(bound).sin6_port
                                              : reinterpret_cast<sockaddr_in&>(bound).sin_port);
   }
