@@ -227,6 +227,14 @@ TEST(ServeHardening, ChunkedBodiesCountAgainstMaxBody) {
   EXPECT_EQ(r->status, 413);
   EXPECT_EQ(Json::parse(r->body)["error"]["code"], "request_too_large");
   EXPECT_TRUE(big.closed_by_server(2000ms));
+  // A client that sends on past the limit (200 kB in one go) gets its 413 too.
+  RawSocket huge(s.port());
+  std::string body = head;
+  for (int i = 0; i < 200; ++i) body += chunk(std::string(1000, ' '));
+  huge.send(body);  // (may fail part-way once the server has closed)
+  const auto r2 = huge.read_response();
+  ASSERT_TRUE(r2) << "the 413 was lost";
+  EXPECT_EQ(r2->status, 413);
   // Within the limit, a chunked body is decoded.
   RawSocket ok(s.port());
   ASSERT_TRUE(

@@ -32,6 +32,7 @@ using std::chrono::milliseconds;
 
 constexpr size_t kReadBytes = 64 * 1024;  // per read of a ready connection
 constexpr int kReservedFiles = 64;        // open files kept for the model, logs, ...
+constexpr milliseconds kDrain{1000};      // how long a refused request's rest is read
 
 struct Conn {
   int fd = -1;
@@ -42,6 +43,10 @@ struct Conn {
   bool busy = false;     // a worker is answering it
   bool kept = false;     // waiting for the next request after a response
   bool sent_continue = false;
+  // Refused mid-request: its answer is sent and its writing side shut; what the client still
+  // sends is read and dropped for a moment, so closing does not reset the connection (which
+  // could discard the answer before the client reads it).
+  bool draining = false;
   Clock::time_point deadline;
 };
 
@@ -95,7 +100,12 @@ struct HttpServer::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Task> tasks;
-  std::vector<std::pair<Conn*, bool>> returned;  // answered: (connection, keep it)
+  struct Answered {
+    Conn* conn;
+    bool keep;   // for the next request
+    bool drain;  // refused before its end: drain, then close
+  };
+  std::vector<Answered> returned;
   bool quit = false;
   std::atomic<bool> stopping{false};
   std::vector<std::thread> workers;
@@ -162,7 +172,7 @@ struct HttpServer::Impl {
       const bool keep = answer(t);
       {
         std::lock_guard lock(mu);
-        returned.emplace_back(t.conn, keep);
+        returned.push_back({t.conn, keep, t.parsed.status == ParseStatus::error});
       }
       wake();
     }
@@ -243,6 +253,7 @@ struct HttpServer::Impl {
       close_conn(c);
       return;
     }
+    if (c->draining) return;
     if (c->kept && c->in.empty()) {  // the next request's first byte: its deadline starts
       c->kept = false;
       c->started = ++serial;
@@ -258,8 +269,8 @@ struct HttpServer::Impl {
   Conn* victim(const std::string* peer) {
     Conn* best = nullptr;
     const auto rank = [&](const Conn* c) {
-      return std::make_tuple(c->kept && c->in.empty() ? 0 : 1, peer ? 0 : -per_peer[c->peer],
-                             c->started);
+      return std::make_tuple((c->kept && c->in.empty()) || c->draining ? 0 : 1,
+                             peer ? 0 : -per_peer[c->peer], c->started);
     };
     for (auto& [fd, c] : conns) {
       if (c->busy || (peer && c->peer != *peer)) continue;
@@ -316,14 +327,21 @@ struct HttpServer::Impl {
   // Connections the workers have answered: kept for their next request (maybe buffered
   // already: pipelined) or closed.
   void take_back() {
-    std::vector<std::pair<Conn*, bool>> back;
+    std::vector<Answered> back;
     {
       std::lock_guard lock(mu);
       back.swap(returned);
     }
-    for (auto [c, keep] : back) {
+    for (auto [c, keep, drain] : back) {
       --busy;
       c->busy = false;
+      if (drain && !stopping) {
+        ::shutdown(c->fd, SHUT_WR);
+        c->draining = true;
+        c->in.clear();
+        c->deadline = Clock::now() + kDrain;
+        continue;
+      }
       if (!keep || stopping) {
         close_conn(c);
         continue;
