@@ -11,7 +11,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
   libcpp-httplib-dev chromium nodejs
 )
-# cpp-httplib is tinylm serve's HTTP layer; chromium and nodejs run the web page's browser test
+# cpp-httplib is the serve tests' HTTP client; chromium and nodejs run the web page's browser test
 # (tests/browser). clang builds the sanitizer build (tests and fuzz targets; its OpenMP is libomp); Open MPI
 # runs training over several processes (mpirun; the tests start 2 and 4 locally). Extra
 # packages for the side-by-side benchmarks come with --bench-compare (--fuzz is still accepted,

@@ -52,6 +52,11 @@ void run_serve(ServeFlags& f) {
   if (f.stream_interval_ms < 0 || f.stream_interval_ms > 1000)
     throw UsageError("--stream-interval must be in 0..1000 ms");
   f.server.stream_interval = std::chrono::milliseconds(f.stream_interval_ms);
+  if (f.server.max_connections < 1 || f.server.max_connections > 65536)
+    throw UsageError("--max-connections must be in 1..65536");
+  if (f.server.max_connections_per_peer < 1 ||
+      f.server.max_connections_per_peer > f.server.max_connections)
+    throw UsageError("--max-connections-per-peer must be in 1..--max-connections");
   if (f.server.api_key.empty()) {
     if (const char* key = std::getenv("TINYLM_API_KEY")) f.server.api_key = key;
   }
@@ -164,6 +169,12 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--stream-interval", f->stream_interval_ms,
                   "Streamed news at most this often, in ms (0: each token as it comes)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", f->server.max_connections,
+                  "Connections open at once; past it idle ones, then the slowest requests, close")
+      ->capture_default_str();
+  cmd->add_option("--max-connections-per-peer", f->server.max_connections_per_peer,
+                  "Connections open at once from one client address")
       ->capture_default_str();
   cmd->add_option("--name", f->name, "The model's id in the API (default: the model's file name)");
   cmd->callback([f] { run_serve(*f); });

@@ -59,6 +59,15 @@ TEST(ServeRequest, ParsesACompletionWithEveryField) {
   EXPECT_EQ(r.params.logprobs, 2);
 }
 
+TEST(ServeRequest, JsonNestsAtMost64Levels) {
+  const auto nested = [](int arrays) {  // the object is one level, each array one more
+    return R"({"prompt":"a","x":)" + std::string(arrays, '[') + std::string(arrays, ']') + "}";
+  };
+  EXPECT_EQ(refusal(nested(63)).second, "accepted");
+  EXPECT_EQ(refusal(nested(64)), std::make_pair(400, std::string()));
+  EXPECT_EQ(refusal(std::string(1 << 20, '[')).first, 400);
+}
+
 TEST(ServeRequest, DefaultsAreOpenAIs) {
   const CompletionRequest r = parse_completion(R"({"prompt":"Hi"})", info(), 7);
   EXPECT_EQ(r.params.max_tokens, 16);
@@ -70,11 +79,13 @@ TEST(ServeRequest, DefaultsAreOpenAIs) {
 
 TEST(ServeRequest, PromptsAsStringsListsAndTokenIds) {
   const CompletionRequest r =
-      parse_completion(R"({"prompt":["a", [1, 2, 3], ""], "max_tokens": 4})", info(), 0);
-  ASSERT_EQ(r.prompts.size(), 3u);
+      parse_completion(R"({"prompt":["a", [1, 2, 3]], "max_tokens": 4})", info(), 0);
+  ASSERT_EQ(r.prompts.size(), 2u);
   EXPECT_EQ(r.prompts[1].ids, (std::vector<int>{1, 2, 3}));
-  EXPECT_EQ(r.prompts[1].text, "\"#$");                    // ids 1..3 decode to these bytes
-  EXPECT_EQ(r.prompts[2].ids, (std::vector<int>{50256}));  // empty: after end-of-text
+  EXPECT_EQ(r.prompts[1].text, "\"#$");  // ids 1..3 decode to these bytes
+  // An empty prompt is refused, as the CLI refuses it.
+  for (const char* empty : {R"({"prompt":""})", R"({"prompt":["a", ""]})", R"({"prompt":[[]]})"})
+    EXPECT_EQ(refusal(empty), std::make_pair(400, std::string("prompt"))) << empty;
   const CompletionRequest ids = parse_completion(R"({"prompt":[464, 3290]})", info(), 0);
   EXPECT_EQ(ids.prompts[0].ids, (std::vector<int>{464, 3290}));
 }

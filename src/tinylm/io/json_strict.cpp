@@ -28,6 +28,7 @@ class StrictBuilder {
   bool string(Json::string_t& v) { return put(Json(std::move(v))); }
   bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
   bool start_object(size_t /*n*/) {
+    check_depth();
     open_.push_back(slot(Json::object()));
     keys_.emplace_back();
     return true;
@@ -46,6 +47,7 @@ class StrictBuilder {
     return true;
   }
   bool start_array(size_t /*n*/) {
+    check_depth();
     open_.push_back(slot(Json::array()));
     return true;
   }
@@ -62,6 +64,10 @@ class StrictBuilder {
   }
 
  private:
+  void check_depth() const {
+    check(open_.size() < static_cast<size_t>(kMaxJsonDepth), what_,
+          ": invalid JSON: nested deeper than ", kMaxJsonDepth, " levels");
+  }
   // Where the next value goes: the root, the end of the open array, or the last key's value.
   // The open containers' addresses stay valid: a container only grows while it is the
   // innermost open one.

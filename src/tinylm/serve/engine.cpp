@@ -183,6 +183,9 @@ void Engine::run() {
 
 bool Engine::start(Slot& slot) {
   const Job& job = *slot.job;
+  // Before anything can finish the choice: finish() reports this count, which must not be the
+  // slot's previous choice's.
+  slot.generated = 0;
   if (job.params.echo) slot.job->publish(job.prompt.text, nullptr, 0);
   if (job.cancelled() || job.prompt.max_tokens == 0 || Clock::now() >= job.deadline) {
     finish(slot, {}, nullptr, job.cancelled() ? "cancelled" : "length");
@@ -195,7 +198,6 @@ bool Engine::start(Slot& slot) {
   slot.sampler = backend_.sampler(job.params.sampling);
   slot.text.emplace(tokenizer_);
   slot.stop = StopText(job.params.stop);
-  slot.generated = 0;
   return true;
 }
 

@@ -199,10 +199,8 @@ GenParams common_params(const Json& j, uint64_t random_seed) {
 // Clamps max_tokens per prompt to the room its context leaves, and checks the prompt fits.
 void fit_context(CompletionRequest& r, const ModelInfo& m) {
   for (Prompt& p : r.prompts) {
-    if (p.ids.empty()) {
-      if (m.eos_id < 0) invalid("prompt", "the prompt is empty");
-      p.ids.push_back(m.eos_id);  // as OpenAI does: an empty prompt starts after end-of-text
-    }
+    // As the CLI refuses it: there is nothing to continue.
+    if (p.ids.empty()) invalid("prompt", "the prompt is empty");
     const int64_t n = static_cast<int64_t>(p.ids.size());
     if (n > m.context || (n == m.context && r.params.max_tokens > 0)) {
       throw ApiError(400, "invalid_request_error",

@@ -1,9 +1,7 @@
 #include "tinylm/serve/server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <mutex>
 #include <random>
@@ -13,6 +11,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/serve/api_error.h"
 #include "tinylm/serve/engine.h"
+#include "tinylm/serve/http/http_server.h"
 #include "tinylm/serve/metrics.h"
 #include "tinylm/serve/responses.h"
 #include "tinylm/serve/web/web_page.h"
@@ -46,12 +45,28 @@ constexpr auto kPoll = 20ms;
 // (A write to a closed connection fails only the second time, so the probe runs often.)
 constexpr auto kProbeEvery = 250ms;
 
-void reply(httplib::Response& res, int status, const Json& body) {
+void reply(http::Response& res, int status, const Json& body) {
   res.status = status;
-  res.set_content(dump(body), "application/json");
+  res.content_type = "application/json";
+  res.body = dump(body);
 }
 
-void reply_error(httplib::Response& res, const ApiError& e) { reply(res, e.status, error_body(e)); }
+void reply_error(http::Response& res, const ApiError& e) { reply(res, e.status, error_body(e)); }
+
+http::HttpOptions http_options(const ServerOptions& o) {
+  http::HttpOptions h;
+  h.host = o.host;
+  h.port = o.port;
+  // One worker per request being answered: enough for every slot, the whole queue, and the
+  // cheap endpoints beside them. Connections that are still sending hold no worker.
+  h.threads = o.slots + o.queue + 8;
+  h.limits.max_body = o.max_body;
+  h.max_connections = o.max_connections;
+  h.max_connections_per_peer = o.max_connections_per_peer;
+  h.request_timeout = o.request_timeout;
+  h.idle_timeout = o.idle_timeout;
+  return h;
+}
 
 // One generation request from submission to its last byte.
 struct Generation {
@@ -73,9 +88,8 @@ struct Server::Impl {
   ServerOptions opt;
   Metrics metrics;
   Engine engine;
-  httplib::Server http;
+  http::HttpServer http;
   std::atomic<int> in_flight{0};
-  int listen_fd = -1;
   std::atomic<bool> closing{false};
   std::mutex rng_mu;
   std::mt19937_64 rng{std::random_device{}()};
@@ -86,25 +100,12 @@ struct Server::Impl {
         model(m),
         opt(std::move(o)),
         metrics(opt.slots),
-        engine(b, *m.tokenizer, EngineOptions{opt.slots, opt.queue, m.eos_id, false}, metrics) {
-    // One thread per connection being answered: enough for every slot, the whole queue, and
-    // the cheap endpoints beside them.
-    const size_t threads = static_cast<size_t>(opt.slots + opt.queue + 8);
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    http.set_payload_max_length(opt.max_body);
-    http.set_read_timeout(10, 0);
-    http.set_write_timeout(10, 0);
-    http.set_keep_alive_timeout(2);
-    // httplib listens with a backlog of 5, so a burst of clients overflows the accept queue
-    // and some see their connection reset: the listening socket is kept here and given a
-    // backlog of 1,024 once bound.
-    http.set_socket_options([this](socket_t sock) {
-      const int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-      listen_fd = sock;
-    });
-    routes();
-  }
+        engine(b, *m.tokenizer, EngineOptions{opt.slots, opt.queue, m.eos_id, false}, metrics),
+        http(
+            http_options(opt),
+            [this](const http::Request& req, http::Response& res) { handle(req, res); },
+            [this](const http::Request& req, int status, const std::string& what,
+                   http::Response& res) { refused(req, status, what, res); }) {}
 
   uint64_t random64() {
     std::lock_guard lock(rng_mu);
@@ -118,88 +119,82 @@ struct Server::Impl {
     return id;
   }
 
-  bool authorized(const httplib::Request& req) const {
+  bool authorized(const http::Request& req) const {
     if (opt.api_key.empty()) return true;
-    return constant_time_equal(req.get_header_value("Authorization"), "Bearer " + opt.api_key);
+    return constant_time_equal(req.header("Authorization"), "Bearer " + opt.api_key);
   }
 
-  void routes() {
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (req.path == "/" || req.path == "/health" || authorized(req))
-        return httplib::Server::HandlerResponse::Unhandled;
-      reply_error(res, ApiError(401, "invalid_request_error",
-                                "missing or incorrect API key (send 'Authorization: Bearer KEY')",
-                                "", "invalid_api_key"));
-      return httplib::Server::HandlerResponse::Handled;
-    });
-    // Statuses httplib sets itself (no route, body too large, a malformed request) get an
-    // OpenAI error object too.
-    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;
-      if (res.status == 404) {
-        reply_error(res, ApiError(404, "invalid_request_error",
-                                  cat("no endpoint ", req.method, " ", req.path), "", "not_found"));
-      } else if (res.status == 413) {
-        reply_error(res, ApiError(413, "invalid_request_error",
-                                  cat("the request body is larger than ", opt.max_body,
-                                      " bytes (--max-body)"),
-                                  "", "request_too_large"));
-      } else {
-        reply_error(res,
-                    ApiError(res.status, "invalid_request_error", cat("HTTP status ", res.status)));
-      }
-    });
-    http.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-          try {
-            std::rethrow_exception(ep);
-          } catch (const ApiError& e) {
-            reply_error(res, e);
-          } catch (const std::exception& e) {
-            reply_error(res, ApiError(500, "server_error", e.what()));
-          }
-        });
-    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      metrics.count_request(kEndpoints.count(req.path) ? req.path : "other", res.status);
-    });
+  void count(const std::string& path, int status) {
+    metrics.count_request(kEndpoints.count(path) ? path : "other", status);
+  }
 
-    http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(std::string(web_page()), "text/html; charset=utf-8");
-    });
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      if (closing) {
-        reply(res, 503, Json{{"status", "shutting down"}});
-      } else {
-        reply(res, 200, Json{{"status", "ok"}});
-      }
-    });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics.prometheus(), "text/plain; version=0.0.4");
-    });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  // A whole request, on one of the HTTP layer's workers.
+  void handle(const http::Request& req, http::Response& res) {
+    try {
+      route(req, res);
+    } catch (const ApiError& e) {
+      res = http::Response{};
+      reply_error(res, e);
+    } catch (const std::exception& e) {
+      res = http::Response{};
+      reply_error(res, ApiError(500, "server_error", e.what()));
+    }
+    count(req.path, res.status);
+  }
+
+  // A request the HTTP layer refused before it was whole (malformed, too large, too slow).
+  void refused(const http::Request& req, int status, const std::string& what, http::Response& res) {
+    if (status == 413) {
+      reply_error(res, ApiError(413, "invalid_request_error",
+                                cat("the request body is larger than ", opt.max_body,
+                                    " bytes (--max-body)", what == "body too large" ? "" : ": ",
+                                    what == "body too large" ? "" : what),
+                                "", "request_too_large"));
+    } else {
+      reply_error(res, ApiError(status, "invalid_request_error", "HTTP: " + what));
+    }
+    count(req.path, status);
+  }
+
+  void route(const http::Request& req, http::Response& res) {
+    const std::string& path = req.path;
+    if (path != "/" && path != "/health" && !authorized(req)) {
+      throw ApiError(401, "invalid_request_error",
+                     "missing or incorrect API key (send 'Authorization: Bearer KEY')", "",
+                     "invalid_api_key");
+    }
+    if (req.method == "GET" && path == "/") {
+      // The whole page whatever Range asks for: it is small, and a range answer is optional.
+      res.content_type = "text/html; charset=utf-8";
+      res.body = std::string(web_page());
+    } else if (req.method == "GET" && path == "/health") {
+      reply(res, closing ? 503 : 200, Json{{"status", closing ? "shutting down" : "ok"}});
+    } else if (req.method == "GET" && path == "/metrics") {
+      res.content_type = "text/plain; version=0.0.4";
+      res.body = metrics.prometheus();
+    } else if (req.method == "GET" && path == "/v1/models") {
       const Json entry{{"id", model.id},
                        {"object", "model"},
                        {"created", started},
                        {"owned_by", "tinylm"},
                        {"context_length", model.context}};
       reply(res, 200, Json{{"object", "list"}, {"data", Json::array({entry})}});
-    });
-    http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    } else if (req.method == "POST" && path == "/tokenize") {
       reply(res, 200, Json{{"tokens", parse_tokenize(req.body, model)}});
-    });
-    http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    } else if (req.method == "POST" && path == "/detokenize") {
       const std::vector<int> ids = parse_detokenize(req.body, model);
       reply(res, 200, Json{{"content", sanitize_utf8(model.tokenizer->decode(ids))}});
-    });
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    } else if (req.method == "POST" && path == "/v1/completions") {
       start(res, parse_completion(req.body, model, random64()));
-    });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    } else if (req.method == "POST" && path == "/v1/chat/completions") {
       start(res, parse_chat(req.body, model, random64()));
-    });
+    } else {
+      throw ApiError(404, "invalid_request_error", cat("no endpoint ", req.method, " ", path), "",
+                     "not_found");
+    }
   }
 
-  void start(httplib::Response& res, const CompletionRequest& r) {
+  void start(http::Response& res, const CompletionRequest& r) {
     auto g = std::make_shared<Generation>();
     g->head = {new_id(r.chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)),
                model.id, r.chat};
@@ -215,27 +210,23 @@ struct Server::Impl {
     g->choices.resize(g->jobs.size());
     engine.submit(g->jobs);  // 429 / 503 before anything is sent
     ++in_flight;
-    const auto done = [this, g](bool success) {
-      if (!success) g->cancel();
+    res.content_type = g->stream ? "text/event-stream" : "application/json";
+    if (g->stream) res.headers.push_back({"Cache-Control", "no-cache"});
+    res.stream = [this, g](http::Sink& sink) {
+      if (write_response(*g, sink)) return true;
+      g->cancel();
+      return false;
+    };
+    res.done = [this, g](bool whole) {
+      if (!whole) g->cancel();
       --in_flight;
     };
-    const auto provider = [this, g](size_t, httplib::DataSink& sink) {
-      if (!write_response(*g, sink)) {
-        g->cancel();
-        return false;
-      }
-      sink.done();
-      return true;
-    };
-    res.set_chunked_content_provider(g->stream ? "text/event-stream" : "application/json", provider,
-                                     done);
-    if (g->stream) res.set_header("Cache-Control", "no-cache");
   }
 
   // Writes the whole response as the choices produce it; false when the client is gone.
-  bool write_response(Generation& g, httplib::DataSink& sink) {
+  bool write_response(Generation& g, http::Sink& sink) {
     const BpeTokenizer& tok = *model.tokenizer;
-    const auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+    const auto send = [&](const std::string& s) { return sink.write(s); };
     const auto event = [&](const Json& j) { return send("data: " + dump(j) + "\n\n"); };
     const size_t n = g.jobs.size();
     if (g.stream && g.head.chat) {
@@ -280,7 +271,7 @@ struct Server::Impl {
         if (!send(g.stream ? ": waiting\n\n" : " ")) return false;
         quiet_since = now;
       }
-      if (!sink.is_writable()) return false;
+      if (!sink.client_alive()) return false;
       if (!news) bell.wait(seen, kPoll);
     }
     if (g.stream) return send("data: [DONE]\n\n");
@@ -295,22 +286,20 @@ Server::~Server() = default;
 
 int Server::bind() {
   const ServerOptions& o = impl_->opt;
-  int port = o.port;
-  if (port == 0) {
-    port = impl_->http.bind_to_any_port(o.host);
-  } else if (!impl_->http.bind_to_port(o.host, port)) {
-    port = -1;
-  }
+  const int port = impl_->http.bind();
   check(port > 0, "serve: cannot listen on ", o.host, ":", o.port,
         " (in use, or not an address of this machine)");
-  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, 1024);
   return port;
 }
 
 void Server::run() {
   std::thread http([this] {
-    impl_->http.listen_after_bind();
-    impl_->engine.stop();  // (also when listening failed: run() must not wait forever)
+    try {
+      impl_->http.run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tinylm serve: %s\n", e.what());
+    }
+    impl_->engine.stop();  // (also when serving failed: run() must not wait forever)
   });
   impl_->engine.run();
   http.join();
@@ -322,7 +311,6 @@ void Server::shutdown() {
   impl_->engine.wait_idle();
   while (impl_->in_flight > 0) std::this_thread::sleep_for(10ms);
   impl_->http.stop();
-  impl_->engine.stop();
 }
 
 }  // namespace tinylm::serve
