@@ -19,6 +19,13 @@ inline constexpr int kExitUsage = 2;    // the command line is wrong; nothing wa
 inline constexpr int kExitInterrupted = 130;
 inline constexpr int kExitTerminated = 143;
 
+// What the training commands' --help says of their bits across kernel levels (README).
+inline constexpr const char* kGpt2TrainingLevelsNote =
+    "GPT-2 training multiplies with oneDNN, whose sums differ between kernel levels in the last "
+    "bits: the same flags repeat their bytes on the same level, but losses and checkpoints can "
+    "differ in their last digits between TINYLM_ISA=avx2 and avx512 (inference gives the same "
+    "bits at every level).";
+
 // A wrong command line found by a command's own checks (flag values that conflict, ...):
 // main prints it as one line and exits with kExitUsage.
 class UsageError : public std::runtime_error {

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "evermind_common.h"
 #include "gpt2_common.h"
+#include "int_flags.h"
 #include "model_kind.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
@@ -161,7 +162,9 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--ctx", f->ctx,
                   "Positions per request, prompt + completion (default: the model's; EvermindLM "
-                  "4096)");
+                  "4096)")
+      ->check(decimal_integer<int>())
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--timeout", f->server.timeout_s,
                   "Seconds a request may take, queue included; then it ends as at max_tokens")
       ->capture_default_str();

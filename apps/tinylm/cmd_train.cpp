@@ -224,7 +224,7 @@ void register_train(CLI::App& app) {
       f->options[name]->check(decimal_integer<V>());
     if (flag == "--threads") f->options[name]->check(CLI::Range(1, max_threads()));
   });
-  cmd->footer(defaults_table());
+  cmd->footer(defaults_table() + "\n" + kGpt2TrainingLevelsNote);
   cmd->callback([f] { run(*f); });
 }
 

@@ -233,6 +233,7 @@ void register_train_gpt2(CLI::App& app) {
                   "Under mpirun, exchange gradients during the backward: auto (when a core is "
                   "free for it), on or off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->footer(kGpt2TrainingLevelsNote);
   cmd->callback([f] { run(*f); });
 }
 

@@ -464,15 +464,19 @@ TEST_F(HostileInput, ReadsAreBoundedAndRefuseDevices) {
 TEST_F(HostileInput, OutOfRangeValuesAreUsageErrorsNotDefaults) {
   const std::string ppl =
       "perplexity --threads 1 --model " + file("model") + " --file " + file("corpus.txt");
+  const std::string serve = "serve --threads 1 --port 0 --model " + file("model");
   for (const auto& [flags, phrase] : std::vector<std::pair<std::string, std::string>>{
-           {" --stride 0", "--stride"},
-           {" --stride -3", "--stride"},
-           {" --context 0", "--context"},
-           {" --context 1", "--context"},
-           {" --context -5", "--context"},
-           {" --limit -1", "--limit"},
+           {ppl + " --stride 0", "--stride"},
+           {ppl + " --stride -3", "--stride"},
+           {ppl + " --context 0", "--context"},
+           {ppl + " --context 1", "--context"},
+           {ppl + " --context -5", "--context"},
+           {ppl + " --limit -1", "--limit"},
+           {serve + " --ctx 0", "--ctx"},
+           {serve + " --ctx -1", "--ctx"},
+           {serve + " --ctx 010", "--ctx"},
        }) {
-    const test::CommandResult r = run_cli(ppl + flags);
+    const test::CommandResult r = run_cli(flags);
     EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.err;
     EXPECT_EQ(r.out, "") << flags;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << flags << "\n" << r.err;

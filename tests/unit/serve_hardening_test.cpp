@@ -277,6 +277,23 @@ TEST(ServeHardening, RangeNeverEnlargesThePage) {
   EXPECT_EQ(r->body, page->body);
 }
 
+TEST(ServeHardening, HeadAnswersTheGetHeadersWithoutTheBody) {
+  Running s({}, 128, 64, 1024);
+  httplib::Client c = s.client();
+  c.set_keep_alive(true);
+  const auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  const auto head = c.Head("/");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->get_header_value("Content-Length"), std::to_string(page->body.size()));
+  EXPECT_TRUE(head->body.empty());
+  // A body sent after the head would be read as the next response's start.
+  const auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(Json::parse(health->body)["status"], "ok");
+}
+
 TEST(ServeHardening, PipelinedRequestsAreAnsweredInOrder) {
   Running s({}, 128, 64, 1024);
   RawSocket so(s.port());

@@ -185,7 +185,14 @@ struct HttpServer::Impl {
     bool keep = false;
     if (t.parsed.status == ParseStatus::complete) {
       try {
-        handler(req, res);
+        if (req.method == "HEAD") {  // answered as GET, then sent without the body
+          Request get = req;
+          get.method = "GET";
+          handler(get, res);
+          res.head_only = true;
+        } else {
+          handler(req, res);
+        }
       } catch (const std::exception& e) {  // (the handler reports its own errors)
         res = Response{};
         on_error(req, 500, e.what(), res);

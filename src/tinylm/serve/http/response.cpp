@@ -118,7 +118,9 @@ bool write_response(int fd, Response& res, int minor_version, bool* keep_alive,
   const bool chunked = res.stream && minor_version == 1;
   if (res.stream && !chunked) *keep_alive = false;
   bool whole = false;
-  if (!res.stream) {
+  if (res.head_only) {
+    whole = write_all(fd, response_head(res, false, *keep_alive), timeout);
+  } else if (!res.stream) {
     whole = write_all(fd, response_head(res, false, *keep_alive) + res.body, timeout);
   } else if (write_all(fd, response_head(res, chunked, *keep_alive), timeout)) {
     SocketSink sink(fd, chunked, timeout);

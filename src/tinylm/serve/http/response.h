@@ -33,6 +33,8 @@ struct Response {
   std::function<bool(Sink&)> stream;
   // Set: called once after the response, with whether it was written whole.
   std::function<void(bool whole)> done;
+  // HEAD: the status line and headers of the GET answer, without its body.
+  bool head_only = false;
 };
 
 // The status line and headers. `chunked`: Transfer-Encoding: chunked; else Content-Length when
