@@ -1,4 +1,4 @@
-// How AMX's TDPBF16PS rounds, measured against candidate models (docs/performance.md, "bf16
+// How AMX's TDPBF16PS rounds, measured against candidate models (docs/performance-history.md, "bf16
 // products on AMX tiles"): random bf16 tiles through the instruction, every output compared
 // with plain-C++ models of its arithmetic. Not part of the build:
 //   g++ -O2 -mamx-tile -mamx-bf16 tools/amx_probe.cpp -o /tmp/amx_probe && /tmp/amx_probe
