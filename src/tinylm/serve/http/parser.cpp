@@ -133,18 +133,21 @@ ParseResult chunked_body(ParseResult r, std::string_view bytes, size_t pos, cons
   size_t data = 0, framing = 0;
   Lines lines{bytes, pos};
   std::string_view line;
-  const auto too_much_framing = [&](size_t extra) {
-    return framing + extra > limits.max_chunk_framing;
+  // The next line of framing (a size line or a trailer), counted against its limit: true when
+  // it is whole and within it; else `r` holds the answer (wait for more bytes, or 413).
+  const auto framing_line = [&]() {
+    const size_t start = lines.pos;
+    const bool whole = lines.next(line);
+    framing += (whole ? lines.pos : bytes.size()) - start;
+    if (framing > limits.max_chunk_framing) {
+      r = error(std::move(r), 413, "chunk framing too large");
+    } else if (!whole) {
+      r = incomplete(std::move(r), bytes.size() + 1, true);
+    }
+    return whole && framing <= limits.max_chunk_framing;
   };
   for (;;) {  // chunks: a size line, its data, CRLF; a zero size ends them
-    const size_t start = lines.pos;
-    if (!lines.next(line)) {
-      if (too_much_framing(bytes.size() - start))
-        return error(std::move(r), 413, "chunk framing too large");
-      return incomplete(std::move(r), bytes.size() + 1, true);
-    }
-    framing += lines.pos - start;
-    if (too_much_framing(0)) return error(std::move(r), 413, "chunk framing too large");
+    if (!framing_line()) return r;
     const std::string_view size_text = trim(line.substr(0, line.find(';')));
     const std::optional<uint64_t> size = parse_number(size_text, 16, 15);
     if (!size) return error(std::move(r), 400, "malformed chunk size");
@@ -164,14 +167,7 @@ ParseResult chunked_body(ParseResult r, std::string_view bytes, size_t pos, cons
     lines.pos = end + crlf;
   }
   for (;;) {  // trailers, up to a blank line; their content is not used
-    const size_t start = lines.pos;
-    if (!lines.next(line)) {
-      if (too_much_framing(bytes.size() - start))
-        return error(std::move(r), 413, "chunk framing too large");
-      return incomplete(std::move(r), bytes.size() + 1, true);
-    }
-    framing += lines.pos - start;
-    if (too_much_framing(0)) return error(std::move(r), 413, "chunk framing too large");
+    if (!framing_line()) return r;
     if (line.empty()) break;
   }
   r.request.body.reserve(data);
