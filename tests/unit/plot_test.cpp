@@ -9,7 +9,7 @@
 #include <random>
 
 #include "test_util.h"
-#include "tinylm/tokenizers/utf8.h"
+#include "tinylm/core/utf8.h"
 
 namespace tinylm::train {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "tinylm/core/error.h"
-#include "tinylm/tokenizers/utf8.h"
+#include "tinylm/core/utf8.h"
 
 namespace tinylm::train {
 
