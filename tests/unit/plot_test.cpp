@@ -1,5 +1,5 @@
 // tinylm plot: reading metrics.jsonl, the axis ticks, the smoothing, and the SVG figure.
-#include "tinylm/train/plot.h"
+#include "tinylm/report/plot.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "tinylm/core/utf8.h"
 
-namespace tinylm::train {
+namespace tinylm::report {
 namespace {
 
 using test::expect_error;
@@ -372,4 +372,4 @@ TEST(PlotCli, WritesTheFigureAndReportsBadLines) {
 }
 
 }  // namespace
-}  // namespace tinylm::train
+}  // namespace tinylm::report
