@@ -35,12 +35,12 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/generate/gpt2_generate.h"
 #include "tinylm/models/gpt2/model.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
 extern char** environ;
 
@@ -135,7 +135,7 @@ int run_child(const std::string& dir, const std::string& spec, int new_tokens, i
   const double rss0 = bench::proc_status_bytes("VmRSS");
   const auto [dt, activations] = parse_spec(spec);
   Timer load_timer;
-  gpt2::Model m = train::load_gpt2_model(dir, "", dt);
+  gpt2::Model m = checkpoints::load_gpt2_model(dir, "", dt);
   m.set_activations(activations);
   const double load_ms = load_timer.elapsed_ms();
   generate::GenerateOptions opt;
@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("tinylm_bench_gpt2_" + std::to_string(getpid())))
           .string();
-  train::save_gpt2(dir, c, params);
+  checkpoints::save_gpt2(dir, c, params);
   params = {};
   std::printf(
       "%s\nGPT-2 %s (random weights, f32 safetensors), %d threads, %zu-token prompt, %d new "

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "bench_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/generate/decode_backend.h"
@@ -31,7 +32,6 @@
 #include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/serve/engine.h"
 #include "tinylm/serve/server.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
 using namespace tinylm;
 using Clock = std::chrono::steady_clock;
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   for (std::string s; std::getline(ss, s, ',');) streams.push_back(std::stoi(s));
   set_num_threads(threads);
   std::printf("%s\n", bench::level_line().c_str());
-  gpt2::Model model = train::load_gpt2_model(model_dir, "", parse_dtype(dtype));
+  gpt2::Model model = checkpoints::load_gpt2_model(model_dir, "", parse_dtype(dtype));
   model.set_activations(parse_dtype(activations));
   const std::filesystem::path dir(model_dir);
   const BpeTokenizer tok =

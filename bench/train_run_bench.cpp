@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
+#include "tinylm/models/gpt2/init.h"
 #include "tinylm/tokenizers/bpe.h"
-#include "tinylm/train/gpt2_checkpoint.h"
-#include "tinylm/train/gpt2_init.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/loop.h"
 #include "tinylm/train/run_config.h"
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   WindowData data(tokens.file, sampler, batch, 1, eval_batches);
 
   gpt2::Config config = gpt2::preset(preset);
-  Gpt2Trainable model(config, init_gpt2_params(config, 1),
+  Gpt2Trainable model(config, gpt2::init_params(config, 1),
                       {static_cast<int>(batch), static_cast<int>(seq_len), 0.0f, DType::f32});
   LoopOptions options;
   options.steps = 1 << 30;
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     sync();
     const Timer save_clock;
     const std::string tmp = run.begin_checkpoint(r + 1);
-    save_gpt2(tmp, config, model.params());
+    checkpoints::save_gpt2(tmp, config, model.params());
     TrainState<float> state;
     state.arch = "gpt2";
     state.loop.step = r + 1;
@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
     const std::string committed = run.commit_checkpoint(r + 1, 1);
     if (r > 0) save_s.push_back(save_clock.elapsed_ms() / 1e3);
     const Timer load_clock;
-    const Gpt2Checkpoint ck = load_gpt2(committed);
+    const checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(committed);
     const TrainState<float> back = load_train_state<float>(committed + "/train_state.bin");
     if (r > 0) load_s.push_back(load_clock.elapsed_ms() / 1e3);
     if (ck.params.size() != model.params().size() || back.m.size() != ck.params.size()) return 1;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Quick start, part 2: install what is missing, check the formatting, build, and run every
-# test: optimized (release) once per kernel level this CPU supports (generic always, then
+# Quick start, part 2: install what is missing, check the formatting and the layers, build, and
+# run every test: optimized (release) once per kernel level this CPU supports (generic always, then
 # AVX2 and AVX-512 where the CPU has them; on a CPU with AMX the bf16 products' tests on both
 # units), then under AddressSanitizer + UndefinedBehavior
 # Sanitizer (dev, clang) at the best level, with every fuzz target run over its seed corpus,
@@ -12,6 +12,8 @@ jobs=$(nproc)
 
 echo "== formatting (clang-format)"
 scripts/check-format.sh
+echo "== layers (no include runs up docs/architecture.md's picture)"
+scripts/check-layers.sh
 
 echo "== release build"
 cmake --preset release -DTINYLM_BUILD_TESTS=ON >/dev/null

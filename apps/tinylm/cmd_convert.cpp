@@ -7,11 +7,12 @@
 #include "commands.h"
 #include "gpt2_common.h"
 #include "model_kind.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
+#include "tinylm/checkpoints/gpt2_gguf.h"
+#include "tinylm/checkpoints/sniff.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/staged_dir.h"
-#include "tinylm/train/gpt2_checkpoint.h"
-#include "tinylm/train/gpt2_gguf.h"
 
 namespace tinylm::cli {
 
@@ -50,7 +51,7 @@ void register_convert(CLI::App& app) {
   cmd->add_option("--name", f->name, "general.name of the GGUF (default: none)");
   cmd->callback([f] {
     Timer timer;
-    const bool from_gguf = train::is_gguf_file(f->in);
+    const bool from_gguf = checkpoints::sniff(f->in).format == checkpoints::Format::gguf;
     const bool to_gguf = !from_gguf || f->out.ends_with(".gguf");
     if (!to_gguf && !f->dtype.empty() && f->dtype != "f32")
       throw UsageError("--dtype " + f->dtype +
@@ -59,35 +60,35 @@ void register_convert(CLI::App& app) {
     if (to_gguf) io::probe_output(f->out);  // before the model is read
     std::string where;
     if (from_gguf) {
-      const train::Gpt2Gguf g = train::load_gpt2_gguf(f->in);
-      const BpeTokenizer tok = f->tokenizer.empty() ? train::load_gguf_tokenizer(f->in)
+      const checkpoints::Gpt2Gguf g = checkpoints::load_gpt2_gguf(f->in);
+      const BpeTokenizer tok = f->tokenizer.empty() ? checkpoints::load_gguf_tokenizer(f->in)
                                                     : load_tokenizer(f->tokenizer, "");
-      const train::Gpt2Checkpoint& ck = g.checkpoint;
+      const checkpoints::Gpt2Checkpoint& ck = g.checkpoint;
       if (to_gguf) {
         // GGUF to GGUF: the weights as loaded (dequantized), written in the type asked for.
         const io::GgmlType type = f->dtype.empty() ? g.weight_type : ggml_type_of(f->dtype);
-        train::save_gpt2_gguf(f->out, ck.config, ck.params, ck.lm_head, tok, type, f->name);
+        checkpoints::save_gpt2_gguf(f->out, ck.config, ck.params, ck.lm_head, tok, type, f->name);
         where = std::string("GGUF ") + io::ggml_type_name(static_cast<uint32_t>(type));
       } else {
         const std::vector<std::string> files = {"config.json", "model.safetensors",
                                                 "tokenizer.json"};
-        io::check_staged_target(f->out, files, train::gpt2_saved_bytes(ck.config));
+        io::check_staged_target(f->out, files, checkpoints::gpt2_saved_bytes(ck.config));
         io::StagedDir out(f->out, files);
-        train::save_gpt2(out.path(), ck.config, ck.params, ck.lm_head);
+        checkpoints::save_gpt2(out.path(), ck.config, ck.params, ck.lm_head);
         tok.save_tokenizer_json(out.file("tokenizer.json"));
         out.commit();
         where = "a model directory (f32)";
       }
     } else {
       const DetectedModel d = resolve_model("convert", f->in, "", {ModelKind::gpt2});
-      const train::Gpt2Checkpoint ck = train::load_gpt2(d.path, f->config);
+      const checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(d.path, f->config);
       const BpeTokenizer tok = load_tokenizer(f->tokenizer, d.path);
       if (tok.vocab_size() > ck.config.vocab_size)
         throw UsageError("the tokenizer has " + std::to_string(tok.vocab_size()) +
                          " tokens, more than the model's " + std::to_string(ck.config.vocab_size) +
                          ": pass its own with --tokenizer");
       const io::GgmlType type = ggml_type_of(f->dtype);
-      train::save_gpt2_gguf(f->out, ck.config, ck.params, ck.lm_head, tok, type, f->name);
+      checkpoints::save_gpt2_gguf(f->out, ck.config, ck.params, ck.lm_head, tok, type, f->name);
       where = std::string("GGUF ") + io::ggml_type_name(static_cast<uint32_t>(type));
     }
     std::fprintf(to_gguf ? report_stream(f->out) : stdout, "wrote %s: %s\n", f->out.c_str(),

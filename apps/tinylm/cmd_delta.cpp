@@ -6,10 +6,10 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tinylm/checkpoints/evl_checkpoint.h"
+#include "tinylm/checkpoints/evl_delta.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
-#include "tinylm/io/evl_checkpoint.h"
-#include "tinylm/io/evl_delta.h"
 
 namespace tinylm::cli {
 
@@ -33,9 +33,10 @@ void register_delta(CLI::App& app) {
   ex->callback([f] {
     check(f->eps >= 0.0f, "--eps must be non-negative");
     io::probe_output(f->out);
-    const io::EvlCheckpoint base = io::load_evl(f->base);
-    const io::EvlCheckpoint current = io::load_evl(f->model, base.config);
-    const io::EvlDeltaSummary s = io::export_evl_delta(f->out, base, current.params, f->eps);
+    const checkpoints::EvlCheckpoint base = checkpoints::load_evl(f->base);
+    const checkpoints::EvlCheckpoint current = checkpoints::load_evl(f->model, base.config);
+    const checkpoints::EvlDeltaSummary s =
+        checkpoints::export_evl_delta(f->out, base, current.params, f->eps);
     std::fprintf(report_stream(f->out), "%s: %llu of %llu rows (%llu runs), %llu bytes\n",
                  f->out.c_str(), static_cast<unsigned long long>(s.rows_exported),
                  static_cast<unsigned long long>(s.rows_total),
@@ -65,8 +66,8 @@ void register_delta(CLI::App& app) {
     std::error_code ec;
     const auto base_bytes = std::filesystem::file_size(f->base, ec);
     io::probe_output(f->out, ec ? 0 : base_bytes);
-    const uint64_t rows = io::apply_evl_delta_to_file(f->base, f->delta, f->out,
-                                                      io::parse_evl_precision(f->precision));
+    const uint64_t rows = checkpoints::apply_evl_delta_to_file(
+        f->base, f->delta, f->out, checkpoints::parse_evl_precision(f->precision));
     std::fprintf(report_stream(f->out), "%s: %llu rows applied\n", f->out.c_str(),
                  static_cast<unsigned long long>(rows));
   });

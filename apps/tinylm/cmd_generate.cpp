@@ -128,11 +128,10 @@ Generator load_tokenizer_of(const GenerateFlags& f, ModelKind kind, const std::s
   return g;
 }
 
-void load_weights(Generator& g, const GenerateFlags& f, const std::string& path) {
+void load_weights(Generator& g, const GenerateFlags& f, const DetectedModel& file) {
+  const std::string& path = file.path;
   if (g.kind == ModelKind::gpt2) {
-    Gpt2Flags flags = f.model;
-    flags.model = path;
-    g.gpt2.emplace(load_model(flags));
+    g.gpt2.emplace(load_model(f.model, file));
     g.context = g.gpt2->config().n_positions;
     return;
   }
@@ -173,15 +172,15 @@ void run_generate(GenerateFlags& f) {
   f.gen.sampling.validate();
   const DetectedModel d =
       resolve_model("generate", f.model.model, f.arch, {ModelKind::gpt2, ModelKind::evermind});
-  if (d.kind == ModelKind::evermind) {
+  if (d.family == ModelKind::evermind) {
     if (f.temperature->count() == 0) f.gen.sampling.temperature = kEvermindTemperature;
     if (f.top_k->count() == 0 && f.temperature->count() == 0) f.gen.sampling.top_k = kEvermindTopK;
   }
   const std::vector<std::string> prompts = read_prompts(f);
-  Generator g = load_tokenizer_of(f, d.kind, d.path);
+  Generator g = load_tokenizer_of(f, d.family, d.path);
   std::vector<std::vector<int>> ids;
   for (const std::string& p : prompts) ids.push_back(g.encode(f, p));
-  load_weights(g, f, d.path);
+  load_weights(g, f, d);
   for (const std::vector<int>& v : ids) {  // now against the model's context
     check(g.context == 0 || static_cast<int64_t>(v.size()) <= g.context, "the prompt has ",
           v.size(), " tokens, more than the model's context of ", g.context);

@@ -5,11 +5,11 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "gpt2_common.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/io/staged_dir.h"
-#include "tinylm/train/gpt2_checkpoint.h"
-#include "tinylm/train/gpt2_init.h"
+#include "tinylm/models/gpt2/init.h"
 
 namespace tinylm::cli {
 
@@ -39,15 +39,15 @@ void register_init(CLI::App& app) {
     // The directory is written whole or not at all (io/staged_dir.h): checked before the
     // work, staged beside --out, renamed into place. An earlier init's directory is replaced.
     const std::vector<std::string> files = {"config.json", "model.safetensors", "tokenizer.json"};
-    io::check_staged_target(f->out, files, train::gpt2_saved_bytes(config));
+    io::check_staged_target(f->out, files, checkpoints::gpt2_saved_bytes(config));
     TerminalProgress progress("init", "M parameters", 1e6);  // on a terminal only
-    const std::vector<float> params = train::init_gpt2_params(
+    const std::vector<float> params = gpt2::init_params(
         config, f->seed,
         [&progress](int64_t done, int64_t total) { progress.update(done, total); });
     progress.finish();
     const BpeTokenizer tok = load_tokenizer(f->tokenizer, "");
     io::StagedDir out(f->out, files);
-    train::save_gpt2(out.path(), config, params);
+    checkpoints::save_gpt2(out.path(), config, params);
     tok.save_tokenizer_json(out.file("tokenizer.json"));
     out.commit();
     std::printf("wrote %s: GPT-2 %s, %zu parameters\n", f->out.c_str(), f->preset.c_str(),

@@ -38,9 +38,7 @@ void register_perplexity(CLI::App& app) {
     const BpeTokenizer tok = load_tokenizer(f->model.tokenizer, d.path);
     std::vector<int> tokens = tok.encode(text);
     if (f->limit > 0 && static_cast<int64_t>(tokens.size()) > f->limit) tokens.resize(f->limit);
-    Gpt2Flags flags = f->model;
-    flags.model = d.path;
-    gpt2::Model model = load_model(flags);
+    gpt2::Model model = load_model(f->model, d);
     const int context = f->context > 0 ? f->context : model.config().n_positions;
     const int stride = f->stride > 0 ? f->stride : std::max(1, context / 2);
     TerminalProgress progress("perplexity", "tokens");

@@ -6,7 +6,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "tinylm/io/atomic_file.h"
-#include "tinylm/train/plot.h"
+#include "tinylm/report/plot.h"
 
 namespace tinylm::cli {
 
@@ -14,7 +14,7 @@ void register_plot(CLI::App& app) {
   struct Flags {
     std::vector<std::string> runs;
     std::string out;
-    train::PlotOptions plot;
+    report::PlotOptions plot;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -37,15 +37,15 @@ void register_plot(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->callback([f] {
     io::probe_output(f->out);  // before the runs are read
-    std::vector<train::RunCurves> runs;
-    for (const std::string& path : f->runs) runs.push_back(train::read_run_metrics(path));
+    std::vector<report::RunCurves> runs;
+    for (const std::string& path : f->runs) runs.push_back(report::read_run_metrics(path));
     // Runs that share a directory name (a/run, b/run) are told apart by the paths as given.
     std::map<std::string, int> uses;
     for (const auto& r : runs) ++uses[r.name];
     for (size_t i = 0; i < runs.size(); ++i) {
       if (uses[runs[i].name] > 1) runs[i].name = f->runs[i];
     }
-    const std::string svg = train::render_loss_svg(runs, f->plot);
+    const std::string svg = report::render_loss_svg(runs, f->plot);
     io::AtomicFile out(f->out);
     out.write(std::as_bytes(std::span(svg)));
     out.commit();

@@ -78,11 +78,9 @@ void run_serve(ServeFlags& f) {
   std::optional<evermind::Model<float>> evermind;
   std::unique_ptr<generate::DecodeBackend> backend;
   serve::ModelInfo info;
-  if (d.kind == ModelKind::gpt2) {
+  if (d.family == ModelKind::gpt2) {
     tok.emplace(load_tokenizer(f.model.tokenizer, d.path));
-    Gpt2Flags flags = f.model;
-    flags.model = d.path;
-    gpt2.emplace(load_model(flags));
+    gpt2.emplace(load_model(f.model, d));
     backend = generate::gpt2_backend(*gpt2);
     info.context = gpt2->config().n_positions;
   } else {

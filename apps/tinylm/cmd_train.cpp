@@ -114,7 +114,7 @@ void run(TrainFlags& f) {
       const DetectedModel d = resolve_model(
           "train --init-from", f.config.init_from, given.contains("arch") ? f.config.arch : "",
           {ModelKind::gpt2, ModelKind::evermind, ModelKind::microgpt});
-      f.config.arch = model_kind_name(d.kind);
+      f.config.arch = checkpoints::family_name(d.family);
       f.config.init_from = d.path;
       given["arch"] = f.config.arch;
       given["init-from"] = d.path;

@@ -17,11 +17,11 @@
 #include "int_flags.h"
 #include "model_kind.h"
 #include "stop_signals.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/train/comm.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_metrics.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/loop.h"
@@ -89,7 +89,7 @@ void run(const Flags& f) {
     io::probe_output(f.save_weights, ec ? 0 : weights);
   }
 
-  train::Gpt2Checkpoint ck = train::load_gpt2(model_path, f.config);
+  checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(model_path, f.config);
   check(ck.lm_head.empty(), model_path,
         ": lm_head.weight differs from wte; train-gpt2 trains the tied head only");
   FixedBatch data(train::load_token_grid(f.tokens, kBatch, kSeq + 1, ck.config.vocab_size));
@@ -163,7 +163,7 @@ void run(const Flags& f) {
   const int64_t done = loop.state().step;
   if (done < f.steps) {  // interrupted: keep what was trained, say where
     if (root && !f.save_weights.empty()) {
-      train::save_gpt2_weights_like(source, f.save_weights, config, model.params());
+      checkpoints::save_gpt2_weights_like(source, f.save_weights, config, model.params());
     }
     if (root) {
       std::fprintf(stderr, "tinylm: interrupted after step %lld of %d: %s\n",
@@ -192,7 +192,7 @@ void run(const Flags& f) {
     out.commit();
   }
   if (!f.save_weights.empty()) {
-    train::save_gpt2_weights_like(source, f.save_weights, config, model.params());
+    checkpoints::save_gpt2_weights_like(source, f.save_weights, config, model.params());
     std::fprintf(stderr, "weights written to %s\n", f.save_weights.c_str());
   }
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/error.h"
-#include "tinylm/io/evl_checkpoint.h"
 
 namespace tinylm::cli {
 
@@ -13,7 +13,8 @@ std::string default_evermind_tokenizer_path(const std::string& model_path) {
 }
 
 evermind::Model<float> load_evermind(const std::string& path, int64_t max_seq_len) {
-  const io::EvlCheckpoint ck = io::load_evl(path);  // checks the count against the config
+  const checkpoints::EvlCheckpoint ck =
+      checkpoints::load_evl(path);  // checks the count against the config
   return evermind::Model<float>(ck.config, max_seq_len, ck.params);
 }
 

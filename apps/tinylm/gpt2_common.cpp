@@ -5,11 +5,11 @@
 #include <optional>
 #include <vector>
 
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
+#include "tinylm/checkpoints/gpt2_gguf.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
-#include "tinylm/train/gpt2_checkpoint.h"
-#include "tinylm/train/gpt2_gguf.h"
 
 namespace tinylm::cli {
 
@@ -57,11 +57,13 @@ std::string default_vocab_dir() {
 
 BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_dir) {
   if (!explicit_path.empty()) {
-    if (train::is_gguf_file(explicit_path)) return train::load_gguf_tokenizer(explicit_path);
+    if (checkpoints::sniff(explicit_path).format == checkpoints::Format::gguf)
+      return checkpoints::load_gguf_tokenizer(explicit_path);
     return fs::is_directory(explicit_path) ? BpeTokenizer::from_directory(explicit_path)
                                            : BpeTokenizer::from_tokenizer_json(explicit_path);
   }
-  if (train::is_gguf_file(model_dir)) return train::load_gguf_tokenizer(model_dir);
+  if (checkpoints::sniff(model_dir).format == checkpoints::Format::gguf)
+    return checkpoints::load_gguf_tokenizer(model_dir);
   const fs::path dir =
       fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
   for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json"}) {
@@ -70,18 +72,18 @@ BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string&
   return BpeTokenizer::from_directory(default_vocab_dir());
 }
 
-gpt2::Model load_model(const Gpt2Flags& flags) {
+gpt2::Model load_model(const Gpt2Flags& flags, const DetectedModel& file) {
   set_num_threads(flags.threads);
   Timer timer;
   std::optional<DType> dtype;
   if (!flags.dtype.empty()) dtype = parse_dtype(flags.dtype);
-  gpt2::Model model =
-      train::is_gguf_file(flags.model)
-          ? train::load_gpt2_gguf_model(flags.model, dtype)
-          : train::load_gpt2_model(flags.model, flags.config, dtype.value_or(DType::f32));
+  // generate, serve and perplexity have always ignored --config for a GGUF file (whose
+  // configuration is inside); the library's load entry refuses one.
+  const std::string config = file.format == checkpoints::Format::gguf ? "" : flags.config;
+  gpt2::Model model = checkpoints::load_gpt2_model(file, config, dtype);
   model.set_activations(parse_dtype(flags.activations));
   std::fprintf(
-      stderr, "loaded %s in %.0f ms: %.1f MB of %s weights%s, %d threads\n", flags.model.c_str(),
+      stderr, "loaded %s in %.0f ms: %.1f MB of %s weights%s, %d threads\n", file.path.c_str(),
       timer.elapsed_ms(), model.weight_bytes() / 1e6,
       std::string(dtype_name(model.dtype())).c_str(),
       model.activations() == DType::f32

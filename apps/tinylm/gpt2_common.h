@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "model_kind.h"
 #include "tinylm/models/gpt2/model.h"
 #include "tinylm/tokenizers/bpe.h"
 
@@ -24,8 +25,8 @@ std::string default_vocab_dir();
 // vocabulary.
 BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_dir);
 
-// Loads the checkpoint and converts it to the requested dtype; prints load time, weight bytes
-// and dtype to stderr.
-gpt2::Model load_model(const Gpt2Flags& flags);
+// Loads `file` (flags.model as resolve_model sniffed it) and converts it to the requested dtype;
+// prints load time, weight bytes and dtype to stderr.
+gpt2::Model load_model(const Gpt2Flags& flags, const DetectedModel& file);
 
 }  // namespace tinylm::cli

@@ -11,35 +11,35 @@
 #include <span>
 #include <vector>
 
+#include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
-#include "tinylm/io/evl_checkpoint.h"
 
 namespace {
 
-namespace io = tinylm::io;
+namespace checkpoints = tinylm::checkpoints;
 
 void require(bool ok) {
   if (!ok) std::abort();
 }
 
 void check_one(std::span<const std::byte> bytes) {
-  io::EvlCheckpoint ck;
+  checkpoints::EvlCheckpoint ck;
   try {
-    ck = io::decode_evl(bytes, "fuzz.evl");
+    ck = checkpoints::decode_evl(bytes, "fuzz.evl");
   } catch (const tinylm::Error&) {
     return;  // a rejected file: the expected outcome for most inputs
   }
   // A checkpoint that loads is self-consistent, and writing it back gives the same file
   // (f16: the same values; a NaN may come back quieted).
   require(ck.params.size() == tinylm::evermind::param_layout(ck.config).size());
-  require(bytes.size() == io::evl_file_bytes(ck.config, ck.precision));
-  const std::vector<std::byte> again = io::encode_evl(ck.config, ck.params, ck.precision);
-  if (ck.precision == io::EvlPrecision::f32) {
+  require(bytes.size() == checkpoints::evl_file_bytes(ck.config, ck.precision));
+  const std::vector<std::byte> again = checkpoints::encode_evl(ck.config, ck.params, ck.precision);
+  if (ck.precision == checkpoints::EvlPrecision::f32) {
     require(again.size() == bytes.size() &&
             std::memcmp(again.data(), bytes.data(), again.size()) == 0);
   } else {
-    const io::EvlCheckpoint back = io::decode_evl(again, "again");
+    const checkpoints::EvlCheckpoint back = checkpoints::decode_evl(again, "again");
     for (size_t i = 0; i < ck.params.size(); ++i) {
       const float a = ck.params[i], b = back.params[i];
       require(tinylm::float_bits(a) == tinylm::float_bits(b) || (std::isnan(a) && std::isnan(b)));
@@ -54,15 +54,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_one(bytes);
 
   try {
-    const io::EvlHeader h =
-        io::decode_evl_header(bytes.first(std::min(size, io::kEvlHeaderBytes)), size, "fuzz.evl");
-    require(h.file_bytes == size && h.file_bytes == io::evl_file_bytes(h.config, h.precision));
+    const checkpoints::EvlHeader h = checkpoints::decode_evl_header(
+        bytes.first(std::min(size, checkpoints::kEvlHeaderBytes)), size, "fuzz.evl");
+    require(h.file_bytes == size &&
+            h.file_bytes == checkpoints::evl_file_bytes(h.config, h.precision));
   } catch (const tinylm::Error&) {
   }
 
-  if (size >= io::kEvlTrailerBytes) {
-    std::vector<std::byte> sealed(bytes.begin(), bytes.end() - io::kEvlTrailerBytes);
-    io::append_evl_trailer(sealed);
+  if (size >= checkpoints::kEvlTrailerBytes) {
+    std::vector<std::byte> sealed(bytes.begin(), bytes.end() - checkpoints::kEvlTrailerBytes);
+    checkpoints::append_evl_trailer(sealed);
     check_one(sealed);
   }
   return 0;

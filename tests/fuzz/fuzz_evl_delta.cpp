@@ -11,13 +11,13 @@
 #include <span>
 #include <vector>
 
+#include "tinylm/checkpoints/evl_checkpoint.h"
+#include "tinylm/checkpoints/evl_delta.h"
 #include "tinylm/core/error.h"
-#include "tinylm/io/evl_checkpoint.h"
-#include "tinylm/io/evl_delta.h"
 
 namespace {
 
-namespace io = tinylm::io;
+namespace checkpoints = tinylm::checkpoints;
 
 void require(bool ok) {
   if (!ok) std::abort();
@@ -25,8 +25,8 @@ void require(bool ok) {
 
 // vocab 5, d_model 4, 1 layer, kernel 2, hidden 6, 2 experts, top_k 1; parameter i is
 // ((7 i) mod 17 - 8) / 16, exactly as the corpus generator writes it.
-const io::EvlCheckpoint& base() {
-  static const io::EvlCheckpoint* const b = [] {
+const checkpoints::EvlCheckpoint& base() {
+  static const checkpoints::EvlCheckpoint* const b = [] {
     tinylm::evermind::Config c;
     c.vocab_size = 5;
     c.d_model = 4;
@@ -38,27 +38,28 @@ const io::EvlCheckpoint& base() {
     std::vector<float> p(tinylm::evermind::param_layout(c).size());
     for (size_t i = 0; i < p.size(); ++i)
       p[i] = static_cast<float>(static_cast<int>((7 * i) % 17) - 8) / 16.0f;
-    return new io::EvlCheckpoint(io::decode_evl(io::encode_evl(c, p), "base"));
+    return new checkpoints::EvlCheckpoint(
+        checkpoints::decode_evl(checkpoints::encode_evl(c, p), "base"));
   }();
   return *b;
 }
 
 void check_one(std::span<const std::byte> bytes) {
   try {
-    io::decode_evl_delta_info(bytes, "fuzz.evd");
+    checkpoints::decode_evl_delta_info(bytes, "fuzz.evd");
   } catch (const tinylm::Error&) {
   }
-  io::EvlDeltaApplied a;
+  checkpoints::EvlDeltaApplied a;
   try {
-    a = io::apply_evl_delta(base(), bytes, "fuzz.evd");
+    a = checkpoints::apply_evl_delta(base(), bytes, "fuzz.evd");
   } catch (const tinylm::Error&) {
     return;  // a rejected delta: the expected outcome for most inputs
   }
   require(a.params.size() == base().params.size());
-  io::EvlDeltaSummary s;
-  const std::vector<std::byte> again = io::encode_evl_delta(base(), a.params, 0.0f, &s);
+  checkpoints::EvlDeltaSummary s;
+  const std::vector<std::byte> again = checkpoints::encode_evl_delta(base(), a.params, 0.0f, &s);
   require(s.rows_exported <= a.rows_applied);
-  const io::EvlDeltaApplied b = io::apply_evl_delta(base(), again, "again");
+  const checkpoints::EvlDeltaApplied b = checkpoints::apply_evl_delta(base(), again, "again");
   require(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
 }
 
@@ -67,15 +68,15 @@ void check_one(std::span<const std::byte> bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   check_one(bytes);
-  if (size < io::kEvlTrailerBytes) return 0;
-  std::vector<std::byte> sealed(bytes.begin(), bytes.end() - io::kEvlTrailerBytes);
-  io::append_evl_trailer(sealed);
+  if (size < checkpoints::kEvlTrailerBytes) return 0;
+  std::vector<std::byte> sealed(bytes.begin(), bytes.end() - checkpoints::kEvlTrailerBytes);
+  checkpoints::append_evl_trailer(sealed);
   check_one(sealed);
-  if (size >= io::kEvlDeltaHeaderBytes + io::kEvlTrailerBytes) {
-    sealed.resize(size - io::kEvlTrailerBytes);
+  if (size >= checkpoints::kEvlDeltaHeaderBytes + checkpoints::kEvlTrailerBytes) {
+    sealed.resize(size - checkpoints::kEvlTrailerBytes);
     const uint32_t crc = base().crc;
     for (int i = 0; i < 4; ++i) sealed[36 + i] = static_cast<std::byte>((crc >> (8 * i)) & 0xffu);
-    io::append_evl_trailer(sealed);
+    checkpoints::append_evl_trailer(sealed);
     check_one(sealed);
   }
   return 0;

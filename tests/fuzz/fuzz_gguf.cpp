@@ -8,10 +8,10 @@
 #include <span>
 #include <vector>
 
+#include "tinylm/checkpoints/gguf_quant.h"
+#include "tinylm/checkpoints/gpt2_gguf.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/gguf.h"
-#include "tinylm/train/gguf_quant.h"
-#include "tinylm/train/gpt2_gguf.h"
 
 namespace {
 
@@ -26,7 +26,7 @@ void check_invariants(const tinylm::io::GgufFile& f, size_t input_size) {
     require(tinylm::io::ggml_type_supported(static_cast<uint32_t>(t.type)));
     require(!t.ne.empty() && t.ne.size() <= 4);
     require(t.ne[0] % tinylm::io::ggml_block_size(t.type) == 0);
-    require(t.bytes == tinylm::train::ggml_bytes(t.type, t.numel));
+    require(t.bytes == tinylm::checkpoints::ggml_bytes(t.type, t.numel));
     require(t.offset % f.alignment() == 0);
     require(f.data(t).size() == t.bytes && t.bytes <= input_size);
     require(f.find_tensor(t.name) == &t);
@@ -45,14 +45,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const tinylm::io::GgufTensor& t : f.tensors()) {
       if (t.numel > (size_t{1} << 22)) continue;  // dimensions that only a large input can hold
       values.resize(t.numel);
-      tinylm::train::decode_ggml(t.type, f.data(t), values);
+      tinylm::checkpoints::decode_ggml(t.type, f.data(t), values);
     }
     try {
-      const tinylm::gpt2::Config c = tinylm::train::read_gpt2_gguf_config(f);
+      const tinylm::gpt2::Config c = tinylm::checkpoints::read_gpt2_gguf_config(f);
       require(c.vocab_size > 0 && c.n_embd > 0);
     } catch (const tinylm::Error&) {
     }
-    const tinylm::BpeTokenizer tok = tinylm::train::load_gguf_tokenizer(f);
+    const tinylm::BpeTokenizer tok = tinylm::checkpoints::load_gguf_tokenizer(f);
     const std::vector<int> ids = tok.encode("fuzz the tokenizer");
     (void)tok.decode(ids);
   } catch (const tinylm::Error&) {

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "tinylm/checkpoints/microgpt_checkpoint.h"
 #include "tinylm/core/error.h"
-#include "tinylm/train/microgpt_checkpoint.h"
 
 namespace {
 
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = scratch_path();
   write_file(path, data, size);
   try {
-    const tinylm::train::MicrogptCheckpoint ck = tinylm::train::load_microgpt(path);
+    const tinylm::checkpoints::MicrogptCheckpoint ck = tinylm::checkpoints::load_microgpt(path);
     // A loaded checkpoint is self-consistent.
     if (ck.params.size() != tinylm::microgpt::param_layout(ck.config).size()) std::abort();
   } catch (const tinylm::Error&) {

@@ -17,7 +17,7 @@
 
 #include "test_util.h"
 #include "tinylm/core/error.h"
-#include "tinylm/tokenizers/utf8.h"
+#include "tinylm/core/utf8.h"
 
 namespace tinylm {
 namespace {

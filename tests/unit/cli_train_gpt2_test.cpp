@@ -9,7 +9,7 @@
 #include <regex>
 
 #include "test_util.h"
-#include "tinylm/train/gpt2_checkpoint.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 
 namespace tinylm {
 namespace {
@@ -140,8 +140,8 @@ TEST(CliTrainGpt2, SavedWeightsReloadAsTheTrainedModel) {
   ASSERT_EQ(next.exit_code, 0) << next.err;
   const double want = num(expected()["sgd"]["losses"]["0.5"][2]);
   EXPECT_NEAR(std::stod(next.out.substr(next.out.find(": ") + 2)), want, 1e-4 * want) << next.out;
-  const train::Gpt2Checkpoint saved = train::load_gpt2(out);
-  const train::Gpt2Checkpoint orig = train::load_gpt2(test::source_path(kModel));
+  const checkpoints::Gpt2Checkpoint saved = checkpoints::load_gpt2(out);
+  const checkpoints::Gpt2Checkpoint orig = checkpoints::load_gpt2(test::source_path(kModel));
   EXPECT_NE(saved.params, orig.params);
 }
 

@@ -18,13 +18,13 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/philox.h"
 #include "tinylm/core/py_random.h"
+#include "tinylm/core/utf8.h"
 #include "tinylm/generate/evermind_generate.h"
 #include "tinylm/models/evermind/config.h"
 #include "tinylm/models/evermind/decoder.h"
 #include "tinylm/models/evermind/init.h"
 #include "tinylm/models/evermind/model.h"
 #include "tinylm/tokenizers/bpe.h"
-#include "tinylm/tokenizers/utf8.h"
 
 namespace tinylm::evermind {
 namespace {

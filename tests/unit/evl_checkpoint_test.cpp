@@ -2,7 +2,7 @@
 // Python writer produces (tools/gen_evl_fixtures.py: struct + zlib); f32 round trips bit for
 // bit, f16 rounds to nearest even; every single-byte corruption and every truncation is an
 // Error naming the file.
-#include "tinylm/io/evl_checkpoint.h"
+#include "tinylm/checkpoints/evl_checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -26,8 +26,8 @@
 namespace tinylm {
 namespace {
 
-using io::EvlCheckpoint;
-using io::EvlPrecision;
+using checkpoints::EvlCheckpoint;
+using checkpoints::EvlPrecision;
 using test::bits_of;
 using test::expect_error;
 using test::file_bytes;
@@ -89,9 +89,9 @@ TEST(EvlCrc32, MatchesTheStandardCheckValueAndChains) {
 }
 
 TEST(EvlCheckpoint, ReadsThePythonWrittenF32File) {
-  const EvlCheckpoint ck = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const EvlCheckpoint ck = checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"));
   const evermind::Config want = tiny_config();
-  EXPECT_EQ(io::evl_config_diff(ck.config, want, "want"), "");
+  EXPECT_EQ(checkpoints::evl_config_diff(ck.config, want, "want"), "");
   EXPECT_EQ(ck.config.seed, 0u);
   EXPECT_EQ(ck.precision, EvlPrecision::f32);
   EXPECT_EQ(ck.crc, test::evl_tiny()["crc_f32"].get<uint32_t>());
@@ -101,28 +101,29 @@ TEST(EvlCheckpoint, ReadsThePythonWrittenF32File) {
 
 TEST(EvlCheckpoint, WritesTheSameBytesAsThePythonWriter) {
   const std::vector<float> base = floats_from_bits(test::evl_tiny()["base_bits"]);
-  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f32),
+  EXPECT_EQ(checkpoints::encode_evl(tiny_config(), base, EvlPrecision::f32),
             file_bytes(test::evl_fixture("tiny_f32.evl")));
-  EXPECT_EQ(io::encode_evl(tiny_config(), base, EvlPrecision::f16),
+  EXPECT_EQ(checkpoints::encode_evl(tiny_config(), base, EvlPrecision::f16),
             file_bytes(test::evl_fixture("tiny_f16.evl")));
 
   test::TempDir dir;
   const std::string path = dir.file("m.evl");
-  EXPECT_EQ(io::save_evl(path, tiny_config(), base), test::evl_tiny()["crc_f32"].get<uint32_t>());
+  EXPECT_EQ(checkpoints::save_evl(path, tiny_config(), base),
+            test::evl_tiny()["crc_f32"].get<uint32_t>());
   EXPECT_EQ(file_bytes(path), file_bytes(test::evl_fixture("tiny_f32.evl")));
-  EXPECT_EQ(io::save_evl(path, tiny_config(), base, EvlPrecision::f16),
+  EXPECT_EQ(checkpoints::save_evl(path, tiny_config(), base, EvlPrecision::f16),
             test::evl_tiny()["crc_f16"].get<uint32_t>());
   EXPECT_EQ(file_bytes(path), file_bytes(test::evl_fixture("tiny_f16.evl")));
-  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f32),
+  EXPECT_EQ(checkpoints::evl_file_bytes(tiny_config(), EvlPrecision::f32),
             file_bytes(test::evl_fixture("tiny_f32.evl")).size());
-  EXPECT_EQ(io::evl_file_bytes(tiny_config(), EvlPrecision::f16),
+  EXPECT_EQ(checkpoints::evl_file_bytes(tiny_config(), EvlPrecision::f16),
             file_bytes(test::evl_fixture("tiny_f16.evl")).size());
 }
 
 TEST(EvlCheckpoint, F16IsRoundToNearestEvenOfEachValue) {
   const std::vector<float> base = floats_from_bits(test::evl_tiny()["base_bits"]);
   const auto python_f16 = test::evl_tiny()["base_f16"].get<std::vector<uint16_t>>();
-  const EvlCheckpoint ck = io::load_evl(test::evl_fixture("tiny_f16.evl"));
+  const EvlCheckpoint ck = checkpoints::load_evl(test::evl_fixture("tiny_f16.evl"));
   EXPECT_EQ(ck.precision, EvlPrecision::f16);
   EXPECT_EQ(ck.crc, test::evl_tiny()["crc_f16"].get<uint32_t>());
   EXPECT_EQ(bits_of(ck.params),
@@ -153,15 +154,15 @@ TEST(EvlCheckpoint, F32RoundTripsEveryBitPattern) {
   const std::vector<float> p = awkward_params(evermind::param_layout(c).size(), 5);
   test::TempDir dir;
   const std::string path = dir.file("m.evl");
-  const uint32_t crc = io::save_evl(path, c, p);
-  const EvlCheckpoint ck = io::load_evl(path, c);
+  const uint32_t crc = checkpoints::save_evl(path, c, p);
+  const EvlCheckpoint ck = checkpoints::load_evl(path, c);
   EXPECT_EQ(ck.crc, crc);
   EXPECT_EQ(ck.precision, EvlPrecision::f32);
   EXPECT_EQ(bits_of(ck.params), bits_of(p));
   EXPECT_EQ(ck.config.seed, 0u);  // not stored
-  EXPECT_EQ(std::filesystem::file_size(path), io::evl_file_bytes(c, EvlPrecision::f32));
+  EXPECT_EQ(std::filesystem::file_size(path), checkpoints::evl_file_bytes(c, EvlPrecision::f32));
   // And saving what was loaded gives the same file.
-  EXPECT_EQ(io::encode_evl(ck.config, ck.params), file_bytes(path));
+  EXPECT_EQ(checkpoints::encode_evl(ck.config, ck.params), file_bytes(path));
 }
 
 TEST(EvlCheckpoint, F16RoundTripsThroughItsOwnRounding) {
@@ -172,29 +173,29 @@ TEST(EvlCheckpoint, F16RoundTripsThroughItsOwnRounding) {
   for (float& x : p) x = normal(rng);
   test::TempDir dir;
   const std::string path = dir.file("m.evl");
-  io::save_evl(path, c, p, EvlPrecision::f16);
-  EXPECT_EQ(std::filesystem::file_size(path), io::evl_file_bytes(c, EvlPrecision::f16));
-  const EvlCheckpoint ck = io::load_evl(path, c);
+  checkpoints::save_evl(path, c, p, EvlPrecision::f16);
+  EXPECT_EQ(std::filesystem::file_size(path), checkpoints::evl_file_bytes(c, EvlPrecision::f16));
+  const EvlCheckpoint ck = checkpoints::load_evl(path, c);
   ASSERT_EQ(ck.params.size(), p.size());
   for (size_t i = 0; i < p.size(); ++i) {
     ASSERT_EQ(float_bits(ck.params[i]), float_bits(f16_to_float(float_to_f16(p[i])))) << i;
     ASSERT_LE(std::fabs(ck.params[i] - p[i]), std::fabs(p[i]) * 0x1p-11f + 0x1p-25f) << i;
   }
   // fp16 values survive a second trip unchanged.
-  EXPECT_EQ(io::encode_evl(c, ck.params, EvlPrecision::f16), file_bytes(path));
+  EXPECT_EQ(checkpoints::encode_evl(c, ck.params, EvlPrecision::f16), file_bytes(path));
 }
 
 TEST(EvlCheckpoint, EverySingleByteCorruptionIsDetected) {
   for (const char* name : {"tiny_f32.evl", "tiny_f16.evl"}) {
     const std::vector<std::byte> good = file_bytes(test::evl_fixture(name));
-    ASSERT_NO_THROW(io::decode_evl(good, name));
+    ASSERT_NO_THROW(checkpoints::decode_evl(good, name));
     size_t undetected = 0;
     for (size_t i = 0; i < good.size(); ++i) {
       std::vector<std::byte> bad = good;
       for (unsigned x = 1; x < 256; ++x) {
         bad[i] = good[i] ^ static_cast<std::byte>(x);
         try {
-          io::decode_evl(bad, name);
+          checkpoints::decode_evl(bad, name);
           ++undetected;
           ADD_FAILURE() << name << ": byte " << i << " ^ " << x << " not detected";
         } catch (const Error& e) {
@@ -213,15 +214,15 @@ TEST(EvlCheckpoint, EveryTruncationIsDetected) {
     const std::string path = dir.file(name);
     for (size_t n = 0; n < good.size(); ++n) {
       const std::span<const std::byte> cut = std::span<const std::byte>(good).first(n);
-      EXPECT_THROW(io::decode_evl(cut, name), Error) << name << " cut to " << n;
+      EXPECT_THROW(checkpoints::decode_evl(cut, name), Error) << name << " cut to " << n;
       write_bytes(path, cut);
-      expect_error([&] { io::load_evl(path); }, {path + ": "});
-      expect_error([&] { io::read_evl_header(path); }, {path + ": "});
+      expect_error([&] { checkpoints::load_evl(path); }, {path + ": "});
+      expect_error([&] { checkpoints::read_evl_header(path); }, {path + ": "});
     }
     // A byte too many is as wrong as one too few.
     std::vector<std::byte> longer = good;
     longer.push_back(std::byte{0});
-    EXPECT_THROW(io::decode_evl(longer, name), Error);
+    EXPECT_THROW(checkpoints::decode_evl(longer, name), Error);
   }
 }
 
@@ -229,42 +230,49 @@ TEST(EvlCheckpoint, ErrorsSayWhatIsWrong) {
   const std::vector<std::byte> good = file_bytes(test::evl_fixture("tiny_f32.evl"));
   // Rewrites a header field and re-seals the file, so the check under test is the one to fire.
   const auto sealed = [&](size_t at, uint32_t value) {
-    std::vector<std::byte> b(good.begin(), good.end() - io::kEvlTrailerBytes);
+    std::vector<std::byte> b(good.begin(), good.end() - checkpoints::kEvlTrailerBytes);
     for (int i = 0; i < 4; ++i) b[at + i] = static_cast<std::byte>((value >> (8 * i)) & 0xffu);
-    io::append_evl_trailer(b);
+    checkpoints::append_evl_trailer(b);
     return b;
   };
-  expect_error([&] { io::decode_evl(sealed(0, 0x45564c31), "m.evl"); },
+  expect_error([&] { checkpoints::decode_evl(sealed(0, 0x45564c31), "m.evl"); },
                {"m.evl: not an EVL0 checkpoint (magic 0x45564c31"});
-  expect_error([&] { io::decode_evl(sealed(4, 3), "m.evl"); },
+  expect_error([&] { checkpoints::decode_evl(sealed(4, 3), "m.evl"); },
                {"m.evl: unsupported EVL0 version 3"});
-  expect_error([&] { io::decode_evl(sealed(4, 0), "m.evl"); }, {"unsupported EVL0 version 0"});
-  expect_error([&] { io::decode_evl(sealed(32, 3), "m.evl"); },
+  expect_error([&] { checkpoints::decode_evl(sealed(4, 0), "m.evl"); },
+               {"unsupported EVL0 version 0"});
+  expect_error([&] { checkpoints::decode_evl(sealed(32, 3), "m.evl"); },
                {"m.evl: invalid configuration in header", "top_k"});
-  expect_error([&] { io::decode_evl(sealed(8, 0), "m.evl"); },
+  expect_error([&] { checkpoints::decode_evl(sealed(8, 0), "m.evl"); },
                {"m.evl: invalid configuration", "vocab_size"});
-  expect_error([&] { io::decode_evl(sealed(8, 6), "m.evl"); },
+  expect_error([&] { checkpoints::decode_evl(sealed(8, 6), "m.evl"); },
                {"m.evl: 796 bytes", "is 812 bytes", "truncated"});
-  expect_error([&] { io::decode_evl(sealed(8, 4), "m.evl"); }, {"is 780 bytes", "trailing bytes"});
+  expect_error([&] { checkpoints::decode_evl(sealed(8, 4), "m.evl"); },
+               {"is 780 bytes", "trailing bytes"});
   // Every shape field at its maximum: refused by the configuration's ceilings
   // (docs/limits.md) before any size is computed from it.
-  std::vector<std::byte> huge(good.begin(), good.end() - io::kEvlTrailerBytes);
+  std::vector<std::byte> huge(good.begin(), good.end() - checkpoints::kEvlTrailerBytes);
   for (size_t at = 8; at < 32; ++at) huge[at] = std::byte{0xff};
-  io::append_evl_trailer(huge);
-  expect_error([&] { io::decode_evl(huge, "m.evl"); },
+  checkpoints::append_evl_trailer(huge);
+  expect_error([&] { checkpoints::decode_evl(huge, "m.evl"); },
                {"m.evl: invalid configuration in header", "implausibly large"});
 
   std::vector<std::byte> flipped = good;
   flipped[100] ^= std::byte{1};
-  expect_error([&] { io::decode_evl(flipped, "m.evl"); }, {"m.evl: CRC-32 mismatch", "corrupt"});
-  expect_error([&] { io::decode_evl(std::span<const std::byte>(good).first(700), "m.evl"); },
-               {"m.evl: no CRC trailer"});
-  expect_error([&] { io::decode_evl(std::span<const std::byte>(good).first(40), "m.evl"); },
-               {"m.evl: 40 bytes is shorter than an EVL0 header"});
+  expect_error([&] { checkpoints::decode_evl(flipped, "m.evl"); },
+               {"m.evl: CRC-32 mismatch", "corrupt"});
+  expect_error(
+      [&] { checkpoints::decode_evl(std::span<const std::byte>(good).first(700), "m.evl"); },
+      {"m.evl: no CRC trailer"});
+  expect_error(
+      [&] { checkpoints::decode_evl(std::span<const std::byte>(good).first(40), "m.evl"); },
+      {"m.evl: 40 bytes is shorter than an EVL0 header"});
   const std::string text = "{\"not\": \"a checkpoint\"}";
-  expect_error([&] { io::decode_evl(std::as_bytes(std::span<const char>(text)), "x.json"); },
-               {"x.json: not an EVL0 checkpoint"});
-  expect_error([&] { io::load_evl("/nonexistent/m.evl"); }, {"/nonexistent/m.evl: cannot open"});
+  expect_error(
+      [&] { checkpoints::decode_evl(std::as_bytes(std::span<const char>(text)), "x.json"); },
+      {"x.json: not an EVL0 checkpoint"});
+  expect_error([&] { checkpoints::load_evl("/nonexistent/m.evl"); },
+               {"/nonexistent/m.evl: cannot open"});
 }
 
 TEST(EvlCheckpoint, ConfigurationMismatchNamesEveryField) {
@@ -272,50 +280,50 @@ TEST(EvlCheckpoint, ConfigurationMismatchNamesEveryField) {
   other.d_model = 8;
   other.top_k = 2;
   other.seed = 123;  // not stored, never compared
-  expect_error([&] { io::load_evl(test::evl_fixture("tiny_f32.evl"), other); },
+  expect_error([&] { checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"), other); },
                {"tiny_f32.evl: checkpoint does not match the model: d_model 4 (model 8), top_k 1 "
                 "(model 2)"});
   evermind::Config same = tiny_config();
   same.seed = 99;
-  EXPECT_NO_THROW(io::load_evl(test::evl_fixture("tiny_f32.evl"), same));
+  EXPECT_NO_THROW(checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"), same));
 }
 
 TEST(EvlCheckpoint, HeaderOnlyReadGivesTheConfiguration) {
-  const io::EvlHeader h = io::read_evl_header(test::evl_fixture("tiny_f16.evl"));
-  EXPECT_EQ(io::evl_config_diff(h.config, tiny_config(), "want"), "");
+  const checkpoints::EvlHeader h = checkpoints::read_evl_header(test::evl_fixture("tiny_f16.evl"));
+  EXPECT_EQ(checkpoints::evl_config_diff(h.config, tiny_config(), "want"), "");
   EXPECT_EQ(h.precision, EvlPrecision::f16);
   EXPECT_EQ(h.file_bytes, file_bytes(test::evl_fixture("tiny_f16.evl")).size());
   test::TempDir dir;
-  expect_error([&] { io::read_evl_header(dir.path().string()); }, {"not a regular file"});
+  expect_error([&] { checkpoints::read_evl_header(dir.path().string()); }, {"not a regular file"});
 }
 
 TEST(EvlCheckpoint, WriterRejectsBadInputAndLeavesTheOldFile) {
   test::TempDir dir;
   const std::string path = dir.file("m.evl");
   const std::vector<float> base = floats_from_bits(test::evl_tiny()["base_bits"]);
-  io::save_evl(path, tiny_config(), base);
+  checkpoints::save_evl(path, tiny_config(), base);
   const std::vector<std::byte> before = file_bytes(path);
   const std::vector<float> short_params(base.begin(), base.end() - 1);
-  expect_error([&] { io::save_evl(path, tiny_config(), short_params); },
+  expect_error([&] { checkpoints::save_evl(path, tiny_config(), short_params); },
                {path + ": 187 parameters given", "188"});
   EXPECT_EQ(file_bytes(path), before);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);  // no temp left
 
   evermind::Config wide = tiny_config();
   wide.vocab_size = int64_t{1} << 32;  // the header field is a u32; the ceiling comes first
-  expect_error([&] { io::encode_evl(wide, {}, EvlPrecision::f32); },
+  expect_error([&] { checkpoints::encode_evl(wide, {}, EvlPrecision::f32); },
                {"vocab_size 4294967296 is implausibly large"});
-  expect_error([&] { io::save_evl(dir.file("no/such/dir.evl"), tiny_config(), base); },
+  expect_error([&] { checkpoints::save_evl(dir.file("no/such/dir.evl"), tiny_config(), base); },
                {"cannot write"});
-  expect_error([&] { io::encode_evl(tiny_config(), base, static_cast<EvlPrecision>(7)); },
+  expect_error([&] { checkpoints::encode_evl(tiny_config(), base, static_cast<EvlPrecision>(7)); },
                {"unknown EVL0 precision 7"});
 }
 
 TEST(EvlCheckpoint, PrecisionNames) {
-  EXPECT_EQ(io::parse_evl_precision("f16"), EvlPrecision::f16);
-  EXPECT_EQ(io::parse_evl_precision("f32"), EvlPrecision::f32);
-  EXPECT_EQ(io::evl_precision_name(EvlPrecision::f16), "f16");
-  expect_error([] { io::parse_evl_precision("bf16"); }, {"f32 or f16", "bf16"});
+  EXPECT_EQ(checkpoints::parse_evl_precision("f16"), EvlPrecision::f16);
+  EXPECT_EQ(checkpoints::parse_evl_precision("f32"), EvlPrecision::f32);
+  EXPECT_EQ(checkpoints::evl_precision_name(EvlPrecision::f16), "f16");
+  expect_error([] { checkpoints::parse_evl_precision("bf16"); }, {"f32 or f16", "bf16"});
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // produces (tools/gen_evl_fixtures.py) and applies them; with eps 0 the current weights come
 // back bit for bit (±0.0 and NaN payloads included); rows within eps are skipped; a delta
 // only applies to the base it was made against; every damaged delta is an Error.
-#include "tinylm/io/evl_delta.h"
+#include "tinylm/checkpoints/evl_delta.h"
 
 #include <gtest/gtest.h>
 
@@ -25,8 +25,8 @@
 namespace tinylm {
 namespace {
 
-using io::EvlCheckpoint;
-using io::EvlPrecision;
+using checkpoints::EvlCheckpoint;
+using checkpoints::EvlPrecision;
 using test::bits_of;
 using test::expect_error;
 using test::file_bytes;
@@ -51,39 +51,40 @@ EvlCheckpoint random_checkpoint(const evermind::Config& c, uint32_t seed) {
   ck.params.resize(evermind::param_layout(c).size());
   for (float& x : ck.params) x = normal(rng);
   // Round trip through the encoder so crc is the checkpoint file's.
-  return io::decode_evl(io::encode_evl(c, ck.params), "base");
+  return checkpoints::decode_evl(checkpoints::encode_evl(c, ck.params), "base");
 }
 
 // Replaces the 4 bytes at `at` and re-seals the trailer, so a structural check fires rather
 // than the CRC.
 std::vector<std::byte> sealed(const std::vector<std::byte>& in, size_t at, uint32_t value) {
-  std::vector<std::byte> b(in.begin(), in.end() - io::kEvlTrailerBytes);
+  std::vector<std::byte> b(in.begin(), in.end() - checkpoints::kEvlTrailerBytes);
   for (int i = 0; i < 4; ++i) b[at + i] = static_cast<std::byte>((value >> (8 * i)) & 0xffu);
-  io::append_evl_trailer(b);
+  checkpoints::append_evl_trailer(b);
   return b;
 }
 
 TEST(EvlDelta, WritesTheSameBytesAsThePythonWriter) {
-  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const EvlCheckpoint base = checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"));
   const std::vector<float> current = floats_from_bits(test::evl_tiny()["current_bits"]);
   for (const auto& d : test::evl_tiny()["deltas"]) {
     const float eps = bits_float(d["eps_bits"].get<uint32_t>());
-    io::EvlDeltaSummary s;
-    const std::vector<std::byte> bytes = io::encode_evl_delta(base, current, eps, &s);
+    checkpoints::EvlDeltaSummary s;
+    const std::vector<std::byte> bytes = checkpoints::encode_evl_delta(base, current, eps, &s);
     const std::string file = d["file"].get<std::string>();
     EXPECT_EQ(bytes, file_bytes(test::evl_fixture(file))) << file;
     EXPECT_EQ(s.rows_total, 47u);  // 188 parameters in rows of d_model = 4
     EXPECT_EQ(s.rows_exported, d["rows"].size());
     EXPECT_EQ(s.file_bytes, bytes.size());
-    const std::vector<uint64_t> rows =
-        io::evl_changed_rows(evermind::param_layout(base.config), 4, base.params, current, eps);
+    const std::vector<uint64_t> rows = checkpoints::evl_changed_rows(
+        evermind::param_layout(base.config), 4, base.params, current, eps);
     EXPECT_EQ(rows, d["rows"].get<std::vector<uint64_t>>());
   }
 }
 
 TEST(EvlDelta, EpsZeroReconstructsEveryBit) {
-  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
-  const io::EvlDeltaApplied a = io::apply_evl_delta(base, test::evl_fixture("tiny_delta_eps0.evd"));
+  const EvlCheckpoint base = checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const checkpoints::EvlDeltaApplied a =
+      checkpoints::apply_evl_delta(base, test::evl_fixture("tiny_delta_eps0.evd"));
   EXPECT_EQ(a.rows_applied, 10u);
   // Includes +0.0 -> -0.0 (param 4) and one NaN payload replaced by another (param 8).
   EXPECT_EQ(bits_of(a.params), test::evl_tiny()["current_bits"].get<std::vector<uint32_t>>());
@@ -92,18 +93,18 @@ TEST(EvlDelta, EpsZeroReconstructsEveryBit) {
 }
 
 TEST(EvlDelta, RowsWithinEpsKeepTheBaseValues) {
-  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const EvlCheckpoint base = checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"));
   const auto current = test::evl_tiny()["current_bits"].get<std::vector<uint32_t>>();
   const auto base_bits = test::evl_tiny()["base_bits"].get<std::vector<uint32_t>>();
-  const io::EvlDeltaApplied a =
-      io::apply_evl_delta(base, test::evl_fixture("tiny_delta_eps0.01.evd"));
+  const checkpoints::EvlDeltaApplied a =
+      checkpoints::apply_evl_delta(base, test::evl_fixture("tiny_delta_eps0.01.evd"));
   const std::set<size_t> rows = {2, 5, 6, 7, 10, 20, 46};  // rows 0, 1, 11 change by <= 0.01
   EXPECT_EQ(a.rows_applied, rows.size());
   for (size_t i = 0; i < current.size(); ++i) {
     EXPECT_EQ(float_bits(a.params[i]), rows.count(i / 4) ? current[i] : base_bits[i]) << i;
   }
-  const io::EvlDeltaInfo info =
-      io::read_evl_delta_info(test::evl_fixture("tiny_delta_eps0.01.evd"));
+  const checkpoints::EvlDeltaInfo info =
+      checkpoints::read_evl_delta_info(test::evl_fixture("tiny_delta_eps0.01.evd"));
   EXPECT_EQ(info.base_crc, base.crc);
   EXPECT_EQ(info.eps, 0.01f);
   EXPECT_EQ(info.rows_exported, 7u);
@@ -116,7 +117,7 @@ TEST(EvlDelta, RoundTripThroughFilesIsExact) {
   const std::string base_path = dir.file("base.evl"), delta_path = dir.file("d.evd"),
                     out_path = dir.file("new.evl");
   const EvlCheckpoint base = random_checkpoint(c, 1);
-  io::save_evl(base_path, c, base.params);
+  checkpoints::save_evl(base_path, c, base.params);
   std::vector<float> current = base.params;
   std::mt19937 rng(2);
   for (size_t i = 0; i < current.size(); i += 1 + rng() % 97)
@@ -127,26 +128,28 @@ TEST(EvlDelta, RoundTripThroughFilesIsExact) {
   if (float_bits(base.params[200]) != 0) current[200] = 0.0f;
   current[201] = -0.0f;
 
-  const io::EvlDeltaSummary s = io::export_evl_delta(delta_path, base_path, current, 0.0f);
+  const checkpoints::EvlDeltaSummary s =
+      checkpoints::export_evl_delta(delta_path, base_path, current, 0.0f);
   EXPECT_EQ(s.rows_total, current.size() / 8);
   EXPECT_GT(s.rows_exported, 0u);
   EXPECT_LT(s.rows_exported, s.rows_total);
   EXPECT_EQ(s.file_bytes, std::filesystem::file_size(delta_path));
   // Size: header, trailer, 8 bytes per run, the rows' values.
-  EXPECT_EQ(s.file_bytes,
-            io::kEvlDeltaHeaderBytes + io::kEvlTrailerBytes + 8 * s.runs + 32 * s.rows_exported);
+  EXPECT_EQ(s.file_bytes, checkpoints::kEvlDeltaHeaderBytes + checkpoints::kEvlTrailerBytes +
+                              8 * s.runs + 32 * s.rows_exported);
 
-  EXPECT_EQ(io::apply_evl_delta_to_file(base_path, delta_path, out_path), s.rows_exported);
-  EXPECT_EQ(bits_of(io::load_evl(out_path, c).params), bits_of(current));
-  const io::EvlDeltaApplied a = io::apply_evl_delta(base_path, delta_path);
+  EXPECT_EQ(checkpoints::apply_evl_delta_to_file(base_path, delta_path, out_path), s.rows_exported);
+  EXPECT_EQ(bits_of(checkpoints::load_evl(out_path, c).params), bits_of(current));
+  const checkpoints::EvlDeltaApplied a = checkpoints::apply_evl_delta(base_path, delta_path);
   EXPECT_EQ(bits_of(a.params), bits_of(current));
   // Writing the result in f16 is the caller's choice.
-  io::apply_evl_delta_to_file(base_path, delta_path, out_path, EvlPrecision::f16);
-  EXPECT_EQ(io::load_evl(out_path).precision, EvlPrecision::f16);
+  checkpoints::apply_evl_delta_to_file(base_path, delta_path, out_path, EvlPrecision::f16);
+  EXPECT_EQ(checkpoints::load_evl(out_path).precision, EvlPrecision::f16);
   // An unchanged model gives an empty delta that applies to itself.
-  const io::EvlDeltaSummary none = io::export_evl_delta(delta_path, base, base.params, 0.0f);
+  const checkpoints::EvlDeltaSummary none =
+      checkpoints::export_evl_delta(delta_path, base, base.params, 0.0f);
   EXPECT_EQ(none.rows_exported, 0u);
-  EXPECT_EQ(bits_of(io::apply_evl_delta(base, delta_path).params), bits_of(base.params));
+  EXPECT_EQ(bits_of(checkpoints::apply_evl_delta(base, delta_path).params), bits_of(base.params));
 }
 
 TEST(EvlDelta, EpsSelectsRowsByTheirLargestChange) {
@@ -167,12 +170,14 @@ TEST(EvlDelta, EpsSelectsRowsByTheirLargestChange) {
         largest = std::max(largest, std::fabs(current[e] - base.params[e]));
       if (eps == 0.0f ? largest > 0 : largest > eps) want.push_back(r);
     }
-    io::EvlDeltaSummary s;
-    const std::vector<std::byte> d = io::encode_evl_delta(base, current, eps, &s);
+    checkpoints::EvlDeltaSummary s;
+    const std::vector<std::byte> d = checkpoints::encode_evl_delta(base, current, eps, &s);
     EXPECT_EQ(s.rows_exported, want.size()) << eps;
-    EXPECT_EQ(io::evl_changed_rows(evermind::param_layout(c), 8, base.params, current, eps), want)
+    EXPECT_EQ(
+        checkpoints::evl_changed_rows(evermind::param_layout(c), 8, base.params, current, eps),
+        want)
         << eps;
-    const io::EvlDeltaApplied a = io::apply_evl_delta(base, d, "d.evd");
+    const checkpoints::EvlDeltaApplied a = checkpoints::apply_evl_delta(base, d, "d.evd");
     const std::set<uint64_t> exported(want.begin(), want.end());
     for (size_t i = 0; i < current.size(); ++i) {
       ASSERT_EQ(float_bits(a.params[i]),
@@ -181,14 +186,15 @@ TEST(EvlDelta, EpsSelectsRowsByTheirLargestChange) {
       ASSERT_LE(std::fabs(a.params[i] - current[i]), eps) << i;
     }
   }
-  expect_error([&] { io::encode_evl_delta(base, current, -1.0f); },
+  expect_error([&] { checkpoints::encode_evl_delta(base, current, -1.0f); },
                {"eps must be finite and >= 0"});
-  expect_error([&] { io::encode_evl_delta(base, current, std::nanf("")); }, {"eps"});
+  expect_error([&] { checkpoints::encode_evl_delta(base, current, std::nanf("")); }, {"eps"});
   // A NaN appearing is always a change, however large eps is.
   current = base.params;
   current[17] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(io::evl_changed_rows(evermind::param_layout(c), 8, base.params, current, 1e30f),
-            std::vector<uint64_t>{2});
+  EXPECT_EQ(
+      checkpoints::evl_changed_rows(evermind::param_layout(c), 8, base.params, current, 1e30f),
+      std::vector<uint64_t>{2});
 }
 
 TEST(EvlDelta, RowsAreDModelValuesOrSingleValuesWhereATensorDoesNotTile) {
@@ -197,7 +203,7 @@ TEST(EvlDelta, RowsAreDModelValuesOrSingleValuesWhereATensorDoesNotTile) {
   layout.add("b", {3});     // 3 values: does not tile, 3 rows of 1
   layout.add("c", {4});     // 1 row of 4
   layout.add("d", {6});     // 6 rows of 1
-  const std::vector<io::EvlRowBlock> blocks = io::evl_row_blocks(layout, 4);
+  const std::vector<checkpoints::EvlRowBlock> blocks = checkpoints::evl_row_blocks(layout, 4);
   ASSERT_EQ(blocks.size(), 4u);
   const uint64_t want[4][4] = {{0, 0, 4, 2}, {2, 8, 1, 3}, {5, 11, 4, 1}, {6, 15, 1, 6}};
   for (size_t i = 0; i < 4; ++i) {
@@ -211,65 +217,66 @@ TEST(EvlDelta, RowsAreDModelValuesOrSingleValuesWhereATensorDoesNotTile) {
   current[9] = 2;   // b, value 1: row 3
   current[13] = 2;  // c: row 5
   current[20] = 2;  // d, last value: row 11
-  EXPECT_EQ(io::evl_changed_rows(layout, 4, base, current, 0.0f),
+  EXPECT_EQ(checkpoints::evl_changed_rows(layout, 4, base, current, 0.0f),
             (std::vector<uint64_t>{1, 3, 5, 11}));
-  expect_error([&] { io::evl_row_blocks(layout, 0); }, {"row width"});
+  expect_error([&] { checkpoints::evl_row_blocks(layout, 0); }, {"row width"});
 }
 
 TEST(EvlDelta, AppliesOnlyToItsBase) {
-  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const EvlCheckpoint base = checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"));
   const std::vector<std::byte> d = file_bytes(test::evl_fixture("tiny_delta_eps0.evd"));
   // Same model, other weights.
   EvlCheckpoint other = base;
   other.params[0] += 1.0f;
-  other = io::decode_evl(io::encode_evl(other.config, other.params), "other");
+  other = checkpoints::decode_evl(checkpoints::encode_evl(other.config, other.params), "other");
   expect_error(
-      [&] { io::apply_evl_delta(other, d, "d.evd"); },
+      [&] { checkpoints::apply_evl_delta(other, d, "d.evd"); },
       {"d.evd: made against a base checkpoint with CRC 0xce6670bb", "has CRC 0x", "wrong base"});
   // The same weights stored in f16 are another file, so another base.
   expect_error(
       [&] {
-        io::apply_evl_delta(test::evl_fixture("tiny_f16.evl"),
-                            test::evl_fixture("tiny_delta_eps0.evd"));
+        checkpoints::apply_evl_delta(test::evl_fixture("tiny_f16.evl"),
+                                     test::evl_fixture("tiny_delta_eps0.evd"));
       },
       {"tiny_delta_eps0.evd: made against", "tiny_f16.evl has CRC", "wrong base"});
   // Another model.
   const EvlCheckpoint big = random_checkpoint(small_config(), 4);
   expect_error(
-      [&] { io::apply_evl_delta(big, d, "d.evd"); },
+      [&] { checkpoints::apply_evl_delta(big, d, "d.evd"); },
       {"d.evd: made for a different model than the base checkpoint: vocab_size 5 (base 13)"});
   // Current weights of the wrong size.
-  expect_error([&] { io::encode_evl_delta(base, std::vector<float>(10), 0.0f); },
+  expect_error([&] { checkpoints::encode_evl_delta(base, std::vector<float>(10), 0.0f); },
                {"current has 10"});
 }
 
 TEST(EvlDelta, EveryCorruptionAndTruncationIsDetected) {
-  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const EvlCheckpoint base = checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"));
   for (const char* name : {"tiny_delta_eps0.evd", "tiny_delta_eps0.01.evd"}) {
     const std::vector<std::byte> good = file_bytes(test::evl_fixture(name));
-    ASSERT_NO_THROW(io::apply_evl_delta(base, good, name));
+    ASSERT_NO_THROW(checkpoints::apply_evl_delta(base, good, name));
     for (size_t i = 0; i < good.size(); ++i) {
       std::vector<std::byte> bad = good;
       for (unsigned x = 1; x < 256; ++x) {
         bad[i] = good[i] ^ static_cast<std::byte>(x);
-        EXPECT_THROW(io::apply_evl_delta(base, bad, name), Error)
+        EXPECT_THROW(checkpoints::apply_evl_delta(base, bad, name), Error)
             << name << " byte " << i << " ^ " << x;
       }
     }
     for (size_t n = 0; n < good.size(); ++n) {
-      EXPECT_THROW(io::apply_evl_delta(base, std::span<const std::byte>(good).first(n), name),
-                   Error)
+      EXPECT_THROW(
+          checkpoints::apply_evl_delta(base, std::span<const std::byte>(good).first(n), name),
+          Error)
           << name << " cut to " << n;
     }
   }
 }
 
 TEST(EvlDelta, StructuralErrorsSayWhatIsWrong) {
-  const EvlCheckpoint base = io::load_evl(test::evl_fixture("tiny_f32.evl"));
+  const EvlCheckpoint base = checkpoints::load_evl(test::evl_fixture("tiny_f32.evl"));
   const std::vector<std::byte> good = file_bytes(test::evl_fixture("tiny_delta_eps0.evd"));
   // eps0: 10 rows in 5 runs: {0,1,2} {5,6,7} {10,11} {20} {46}. The first run sits at byte 52.
   const auto apply = [&](const std::vector<std::byte>& b) {
-    io::apply_evl_delta(base, b, "d.evd");
+    checkpoints::apply_evl_delta(base, b, "d.evd");
   };
   expect_error([&] { apply(sealed(good, 0, 0x45564c30)); },
                {"d.evd: not an EVD0 delta (magic 0x45564c30"});
@@ -296,11 +303,13 @@ TEST(EvlDelta, StructuralErrorsSayWhatIsWrong) {
   expect_error([&] { apply(flipped); }, {"d.evd: CRC-32 mismatch"});
   expect_error([&] { apply(std::vector<std::byte>(good.begin(), good.begin() + 30)); },
                {"d.evd: 30 bytes is shorter than an EVD0 header"});
-  expect_error([&] { io::apply_evl_delta(base, std::string("/nonexistent/d.evd")); },
+  expect_error([&] { checkpoints::apply_evl_delta(base, std::string("/nonexistent/d.evd")); },
                {"/nonexistent/d.evd: cannot open"});
   // A checkpoint is not a delta.
   expect_error(
-      [&] { io::apply_evl_delta(base, file_bytes(test::evl_fixture("tiny_f32.evl")), "m.evl"); },
+      [&] {
+        checkpoints::apply_evl_delta(base, file_bytes(test::evl_fixture("tiny_f32.evl")), "m.evl");
+      },
       {"m.evl: not an EVD0 delta"});
 }
 

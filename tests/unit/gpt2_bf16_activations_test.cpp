@@ -11,20 +11,20 @@
 
 #include "gpt2_tiny.h"
 #include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/models/gpt2/model.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
 namespace tinylm::gpt2 {
 namespace {
 
 using test_tiny::all_logits;
 using test_tiny::kTokens;
-train::Gpt2Checkpoint tiny() { return test_tiny::checkpoint(); }
+checkpoints::Gpt2Checkpoint tiny() { return test_tiny::checkpoint(); }
 
 // The tiny model in bf16, with bf16 activations.
-Model bf16_activations_model(const train::Gpt2Checkpoint& ck) {
+Model bf16_activations_model(const checkpoints::Gpt2Checkpoint& ck) {
   Model m(ck.config, ck.params, DType::bf16);
   m.set_activations(DType::bf16);
   return m;
@@ -32,7 +32,7 @@ Model bf16_activations_model(const train::Gpt2Checkpoint& ck) {
 
 TEST(Gpt2Bf16Activations, DecodeEqualsPrefillAtEveryThreadCount) {
   TINYLM_SKIP_UNLESS_BF16_DOT();
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   Model m = bf16_activations_model(ck);
   const std::vector<float> want = all_logits(m, kTokens);
   for (int threads : {1, 2}) {
@@ -48,7 +48,7 @@ TEST(Gpt2Bf16Activations, DecodeEqualsPrefillAtEveryThreadCount) {
 // of each alone (3 rows: the batched tiles, not decode's).
 TEST(Gpt2Bf16Activations, BatchedDecodingEqualsEachSequenceAlone) {
   TINYLM_SKIP_UNLESS_BF16_DOT();
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   const int64_t V = ck.config.vocab_size;
   const int n = static_cast<int>(kTokens.size());
   Model m = bf16_activations_model(ck);
@@ -76,7 +76,7 @@ TEST(Gpt2Bf16Activations, BatchedDecodingEqualsEachSequenceAlone) {
 // the mode off gives the f32-activation bits back (the matrices return to their layout).
 TEST(Gpt2Bf16Activations, StayCloseToF32ActivationsAndTurnBack) {
   TINYLM_SKIP_UNLESS_BF16_DOT();
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   Model m(ck.config, ck.params, DType::bf16);
   const std::vector<float> a = all_logits(m, kTokens);
   m.set_activations(DType::bf16);
@@ -92,7 +92,7 @@ TEST(Gpt2Bf16Activations, StayCloseToF32ActivationsAndTurnBack) {
 }
 
 TEST(Gpt2Bf16Activations, ErrorsWhereTheModeCannotRun) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   for (DType t : {DType::f32, DType::f16, DType::q8_0}) {
     Model m(ck.config, ck.params, t);
     test::expect_error([&] { m.set_activations(DType::bf16); },

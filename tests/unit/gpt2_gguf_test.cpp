@@ -2,7 +2,7 @@
 // numpy Q8_0/Q4_0 quantizers) from the tiny safetensors fixture: they load, the f32 file gives
 // the safetensors model's logits bit for bit, tinylm writes the same bytes, and HF -> GGUF ->
 // HF gives the same tensors back.
-#include "tinylm/train/gpt2_gguf.h"
+#include "tinylm/checkpoints/gpt2_gguf.h"
 
 #include <gtest/gtest.h>
 
@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "tinylm/checkpoints/gguf_quant.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/io/gguf.h"
 #include "tinylm/models/gpt2/model.h"
-#include "tinylm/train/gguf_quant.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
 namespace tinylm {
 namespace {
@@ -28,7 +28,7 @@ const std::string kGguf = "tests/fixtures/gguf";
 std::string gguf(const std::string& type) {
   return test::source_path(kGguf + "/tiny_" + type + ".gguf");
 }
-train::Gpt2Checkpoint tiny() { return train::load_gpt2(test::source_path(kTiny)); }
+checkpoints::Gpt2Checkpoint tiny() { return checkpoints::load_gpt2(test::source_path(kTiny)); }
 BpeTokenizer tiny_tokenizer() {
   return BpeTokenizer::from_directory(test::source_path(kGguf + "/tokenizer"));
 }
@@ -52,11 +52,11 @@ std::vector<std::byte> file_bytes(const std::string& path) {
 }
 
 TEST(Gpt2Gguf, ReferenceFilesHaveTheConfigOfTheSafetensorsModel) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   for (const char* type : {"f32", "f16", "q8_0", "q4_0"}) {
     SCOPED_TRACE(type);
     const io::GgufFile f = io::GgufFile::open(gguf(type));
-    const gpt2::Config c = train::read_gpt2_gguf_config(f);
+    const gpt2::Config c = checkpoints::read_gpt2_gguf_config(f);
     EXPECT_EQ(c.vocab_size, ck.config.vocab_size);
     EXPECT_EQ(c.n_positions, ck.config.n_positions);
     EXPECT_EQ(c.n_embd, ck.config.n_embd);
@@ -75,21 +75,21 @@ TEST(Gpt2Gguf, ReferenceFilesHaveTheConfigOfTheSafetensorsModel) {
 }
 
 TEST(Gpt2Gguf, F32FileGivesTheSafetensorsLogitsBitForBit) {
-  const train::Gpt2Checkpoint ck = tiny();
-  const train::Gpt2Gguf g = train::load_gpt2_gguf(gguf("f32"));
+  const checkpoints::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Gguf g = checkpoints::load_gpt2_gguf(gguf("f32"));
   ASSERT_EQ(g.checkpoint.params.size(), ck.params.size());
   EXPECT_EQ(std::memcmp(g.checkpoint.params.data(), ck.params.data(), ck.params.size() * 4), 0);
   EXPECT_TRUE(g.checkpoint.lm_head.empty());
-  gpt2::Model st = train::load_gpt2_model(test::source_path(kTiny), "", DType::f32);
-  gpt2::Model gg = train::load_gpt2_gguf_model(gguf("f32"), DType::f32);
+  gpt2::Model st = checkpoints::load_gpt2_model(test::source_path(kTiny), "", DType::f32);
+  gpt2::Model gg = checkpoints::load_gpt2_gguf_model(gguf("f32"), DType::f32);
   const std::vector<int> tokens = fixture_tokens();
   const std::vector<float> a = logits(st, tokens), b = logits(gg, tokens);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
 }
 
 TEST(Gpt2Gguf, F16FileHoldsTheRoundedWeights) {
-  const train::Gpt2Checkpoint ck = tiny();
-  const train::Gpt2Gguf g = train::load_gpt2_gguf(gguf("f16"));
+  const checkpoints::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Gguf g = checkpoints::load_gpt2_gguf(gguf("f16"));
   const ParamLayout layout = gpt2::param_layout(ck.config);
   for (const ParamEntry& e : layout.entries()) {
     const bool half = e.shape.size() == 2 && e.name != "wpe.weight";
@@ -102,12 +102,12 @@ TEST(Gpt2Gguf, F16FileHoldsTheRoundedWeights) {
 
 TEST(Gpt2Gguf, QuantizedFilesLoadAndStayCloseToF32) {
   const std::vector<int> tokens = fixture_tokens();
-  gpt2::Model f32 = train::load_gpt2_gguf_model(gguf("f32"), DType::f32);
+  gpt2::Model f32 = checkpoints::load_gpt2_gguf_model(gguf("f32"), DType::f32);
   const std::vector<float> ref = logits(f32, tokens);
   // Logits have a standard deviation of about 0.16 (tests/fixtures/gpt2/README.md).
   for (const auto& [type, tol] : {std::pair{"q8_0", 0.01}, std::pair{"q4_0", 0.1}}) {
     SCOPED_TRACE(type);
-    gpt2::Model q = train::load_gpt2_gguf_model(gguf(type), DType::f32);
+    gpt2::Model q = checkpoints::load_gpt2_gguf_model(gguf(type), DType::f32);
     const std::vector<float> got = logits(q, tokens);
     double max_diff = 0;
     for (size_t i = 0; i < ref.size(); ++i)
@@ -121,19 +121,19 @@ TEST(Gpt2Gguf, QuantizedFilesRunInPlace) {
   const std::vector<int> tokens = fixture_tokens();
   // Q8_0: the file's blocks are ggml's quantization of the safetensors weights, which is what a
   // q8_0 model quantizes at load: the same logits bit for bit, without a copy of the weights.
-  gpt2::Model in_place = train::load_gpt2_gguf_model(gguf("q8_0"));
+  gpt2::Model in_place = checkpoints::load_gpt2_gguf_model(gguf("q8_0"));
   EXPECT_EQ(in_place.dtype(), DType::q8_0);
-  gpt2::Model at_load = train::load_gpt2_model(test::source_path(kTiny), "", DType::q8_0);
+  gpt2::Model at_load = checkpoints::load_gpt2_model(test::source_path(kTiny), "", DType::q8_0);
   const std::vector<float> a = logits(in_place, tokens), b = logits(at_load, tokens);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
   // Q4_0, its tied head Q8_0 in the file as in a q4_0 model quantized at load: the same again.
-  gpt2::Model q4 = train::load_gpt2_gguf_model(gguf("q4_0"));
+  gpt2::Model q4 = checkpoints::load_gpt2_gguf_model(gguf("q4_0"));
   EXPECT_EQ(q4.dtype(), DType::q4_0);
-  gpt2::Model q4_at_load = train::load_gpt2_model(test::source_path(kTiny), "", DType::q4_0);
+  gpt2::Model q4_at_load = checkpoints::load_gpt2_model(test::source_path(kTiny), "", DType::q4_0);
   const std::vector<float> e = logits(q4_at_load, tokens);
   // And an f32 computation over the dequantized weights: within f32 rounding of the same file
   // read as f32.
-  gpt2::Model q4_f32 = train::load_gpt2_gguf_model(gguf("q4_0"), DType::f32);
+  gpt2::Model q4_f32 = checkpoints::load_gpt2_gguf_model(gguf("q4_0"), DType::f32);
   EXPECT_LT(q4.weight_bytes() * 4, q4_f32.weight_bytes());
   const std::vector<float> c = logits(q4, tokens), d = logits(q4_f32, tokens);
   EXPECT_EQ(std::memcmp(c.data(), e.data(), c.size() * 4), 0);
@@ -149,7 +149,7 @@ TEST(Gpt2Gguf, QuantizedFilesRunInPlace) {
 }
 
 TEST(Gpt2Gguf, TinylmWritesThePythonFilesByteForByte) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   const BpeTokenizer tok = tiny_tokenizer();
   test::TempDir dir;
   for (const auto& [name, type] :
@@ -157,13 +157,13 @@ TEST(Gpt2Gguf, TinylmWritesThePythonFilesByteForByte) {
         std::pair{"q8_0", io::GgmlType::q8_0}, std::pair{"q4_0", io::GgmlType::q4_0}}) {
     SCOPED_TRACE(name);
     const std::string out = dir.file(std::string(name) + ".gguf");
-    train::save_gpt2_gguf(out, ck.config, ck.params, {}, tok, type);
+    checkpoints::save_gpt2_gguf(out, ck.config, ck.params, {}, tok, type);
     EXPECT_TRUE(file_bytes(out) == file_bytes(gguf(name)));
   }
 }
 
 TEST(Gpt2Gguf, TokenizerFromTheFileEqualsTheVocabularyFiles) {
-  const BpeTokenizer a = train::load_gguf_tokenizer(gguf("f32"));
+  const BpeTokenizer a = checkpoints::load_gguf_tokenizer(gguf("f32"));
   const BpeTokenizer b = tiny_tokenizer();
   ASSERT_EQ(a.vocab_size(), 1000);
   EXPECT_EQ(a.num_merges(), b.num_merges());
@@ -174,16 +174,16 @@ TEST(Gpt2Gguf, TokenizerFromTheFileEqualsTheVocabularyFiles) {
 }
 
 TEST(Gpt2Gguf, UntiedHeadRoundTrips) {
-  train::Gpt2Checkpoint ck = tiny();
+  checkpoints::Gpt2Checkpoint ck = tiny();
   ck.lm_head.resize(static_cast<size_t>(ck.config.vocab_size) * ck.config.n_embd);
   for (size_t i = 0; i < ck.lm_head.size(); ++i)
     ck.lm_head[i] = 0.001f * static_cast<float>(i % 97);
   test::TempDir dir;
-  train::save_gpt2_gguf(dir.file("m.gguf"), ck.config, ck.params, ck.lm_head, tiny_tokenizer(),
-                        io::GgmlType::f32);
+  checkpoints::save_gpt2_gguf(dir.file("m.gguf"), ck.config, ck.params, ck.lm_head,
+                              tiny_tokenizer(), io::GgmlType::f32);
   const io::GgufFile f = io::GgufFile::open(dir.file("m.gguf"));
   ASSERT_NE(f.find_tensor("output.weight"), nullptr);
-  const train::Gpt2Gguf g = train::load_gpt2_gguf(dir.file("m.gguf"));
+  const checkpoints::Gpt2Gguf g = checkpoints::load_gpt2_gguf(dir.file("m.gguf"));
   EXPECT_EQ(g.checkpoint.lm_head, ck.lm_head);
   EXPECT_EQ(g.checkpoint.params, ck.params);
 }
@@ -209,7 +209,7 @@ TEST(Gpt2Gguf, ConvertRoundTripsThroughTheCli) {
   const test::CommandResult back =
       test::run_cli("convert " + dir.file("m.gguf") + " " + dir.file("hf"));
   ASSERT_EQ(back.exit_code, 0) << back.err;
-  const train::Gpt2Checkpoint a = tiny(), b = train::load_gpt2(dir.file("hf"));
+  const checkpoints::Gpt2Checkpoint a = tiny(), b = checkpoints::load_gpt2(dir.file("hf"));
   EXPECT_EQ(b.params, a.params);
   EXPECT_TRUE(b.lm_head.empty());
   const BpeTokenizer t = BpeTokenizer::from_directory(dir.file("hf"));
@@ -284,27 +284,27 @@ TEST(Gpt2Gguf, Q4_0FileWithAQ6_KEmbeddingRunsInPlace) {
   const gpt2::Config c = q6_k_config();
   const std::vector<double> normal = test::random_normal(gpt2::param_layout(c).size(), 5, 0.05);
   const std::vector<float> params(normal.begin(), normal.end());
-  train::save_gpt2_gguf(dir.file("q4.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::q4_0,
-                        "q6k-test");
+  checkpoints::save_gpt2_gguf(dir.file("q4.gguf"), c, params, {}, tiny_tokenizer(),
+                              io::GgmlType::q4_0, "q6k-test");
   const std::vector<std::byte> q6k =
       test::random_k_quant(DType::q6_k, static_cast<size_t>(c.vocab_size) * c.n_embd / 256, 7);
   copy_gguf(dir.file("q4.gguf"), dir.file("q6k.gguf"), {},
             {{"token_embd.weight", {io::GgmlType::q6_k, q6k}}});
   std::vector<float> decoded(static_cast<size_t>(c.vocab_size) * c.n_embd);
-  train::decode_ggml(io::GgmlType::q6_k, q6k, decoded);
+  checkpoints::decode_ggml(io::GgmlType::q6_k, q6k, decoded);
   copy_gguf(
       dir.file("q4.gguf"), dir.file("f32emb.gguf"), {},
       {{"token_embd.weight", {io::GgmlType::f32, std::as_bytes(std::span<const float>(decoded))}}});
 
   const std::vector<int> tokens = {1, 5, 999, 42, 7, 300};
-  gpt2::Model a = train::load_gpt2_gguf_model(dir.file("q6k.gguf"));
-  gpt2::Model b = train::load_gpt2_gguf_model(dir.file("f32emb.gguf"));
+  gpt2::Model a = checkpoints::load_gpt2_gguf_model(dir.file("q6k.gguf"));
+  gpt2::Model b = checkpoints::load_gpt2_gguf_model(dir.file("f32emb.gguf"));
   EXPECT_EQ(a.dtype(), DType::q4_0);
   // In place: the embedding's 210 bytes a block, not 4 a weight.
   EXPECT_EQ(b.weight_bytes() - a.weight_bytes(), decoded.size() * 4 - q6k.size());
   const std::vector<float> la = logits(a, tokens), lb = logits(b, tokens);
   EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0);
-  const train::Gpt2Gguf all = train::load_gpt2_gguf(dir.file("q6k.gguf"));
+  const checkpoints::Gpt2Gguf all = checkpoints::load_gpt2_gguf(dir.file("q6k.gguf"));
   const size_t wte = gpt2::param_layout(c).find("wte.weight")->offset;
   EXPECT_EQ(std::memcmp(all.checkpoint.params.data() + wte, decoded.data(), decoded.size() * 4), 0);
   // Decode equals prefill here too.
@@ -324,8 +324,8 @@ void expect_runs_in_place(const std::map<std::string, io::GgmlType>& types, DTyp
   const gpt2::Config c = q6_k_config();
   const std::vector<double> normal = test::random_normal(gpt2::param_layout(c).size(), 6, 0.05);
   const std::vector<float> params(normal.begin(), normal.end());
-  train::save_gpt2_gguf(dir.file("f32.gguf"), c, params, {}, tiny_tokenizer(), io::GgmlType::f32,
-                        "kquant-test");
+  checkpoints::save_gpt2_gguf(dir.file("f32.gguf"), c, params, {}, tiny_tokenizer(),
+                              io::GgmlType::f32, "kquant-test");
   std::map<std::string, std::vector<std::byte>> blocks;
   std::map<std::string, Retyped> retyped;
   uint32_t seed = 11;
@@ -334,7 +334,7 @@ void expect_runs_in_place(const std::map<std::string, io::GgmlType>& types, DTyp
   for (const io::GgufTensor& t : f32.tensors()) {
     if (t.ne.size() != 2 || t.name == "position_embd.weight") continue;
     const io::GgmlType type = types.at(t.name);
-    const DType dt = *train::ggml_block_dtype(type);
+    const DType dt = *checkpoints::ggml_block_dtype(type);
     const std::vector<std::byte>& b = blocks[t.name] =
         test::random_k_quant(dt, t.numel / 256, seed++);
     retyped[t.name] = {type, b};
@@ -343,8 +343,8 @@ void expect_runs_in_place(const std::map<std::string, io::GgmlType>& types, DTyp
   ASSERT_EQ(retyped.size(), 5u);  // token_embd and the layer's four matrices
   copy_gguf(dir.file("f32.gguf"), dir.file("k.gguf"), {}, retyped);
 
-  gpt2::Model q = train::load_gpt2_gguf_model(dir.file("k.gguf"));
-  gpt2::Model f = train::load_gpt2_gguf_model(dir.file("k.gguf"), DType::f32);
+  gpt2::Model q = checkpoints::load_gpt2_gguf_model(dir.file("k.gguf"));
+  gpt2::Model f = checkpoints::load_gpt2_gguf_model(dir.file("k.gguf"), DType::f32);
   EXPECT_EQ(q.dtype(), want);
   EXPECT_EQ(f.dtype(), DType::f32);
   EXPECT_LT(q.weight_bytes(), block_bytes + f.weight_bytes() / 4);  // the blocks, in place
@@ -364,7 +364,7 @@ void expect_runs_in_place(const std::map<std::string, io::GgmlType>& types, DTyp
     ASSERT_EQ(std::memcmp(step.data(), lq.data() + t * step.size(), step.size() * 4), 0) << t;
   }
   // Another type converts: every tensor decoded, then quantized at load.
-  gpt2::Model q8 = train::load_gpt2_gguf_model(dir.file("k.gguf"), DType::q8_0);
+  gpt2::Model q8 = checkpoints::load_gpt2_gguf_model(dir.file("k.gguf"), DType::q8_0);
   EXPECT_EQ(q8.dtype(), DType::q8_0);
   const std::vector<float> l8 = logits(q8, tokens);
   double worst8 = 0;
@@ -405,7 +405,7 @@ TEST(Gpt2Gguf, ErrorsNameTheFileAndTheProblem) {
     io::GgufWriter w;
     w.add_string("general.architecture", "llama");
     w.write(dir.file("llama.gguf"));
-    test::expect_error([&] { train::load_gpt2_gguf(dir.file("llama.gguf")); },
+    test::expect_error([&] { checkpoints::load_gpt2_gguf(dir.file("llama.gguf")); },
                        {"llama.gguf", "architecture 'llama'"});
     const test::CommandResult r =
         test::run_cli("generate --model " + dir.file("llama.gguf") + " --prompt x");
@@ -414,7 +414,7 @@ TEST(Gpt2Gguf, ErrorsNameTheFileAndTheProblem) {
   }
   {
     copy_gguf(gguf("f32"), dir.file("ff.gguf"), {{"gpt2.feed_forward_length", 128}});
-    test::expect_error([&] { train::load_gpt2_gguf(dir.file("ff.gguf")); },
+    test::expect_error([&] { checkpoints::load_gpt2_gguf(dir.file("ff.gguf")); },
                        {"ff.gguf", "blk.0.ffn_up.weight", "do not match the metadata"});
   }
 }

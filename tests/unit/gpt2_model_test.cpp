@@ -11,11 +11,11 @@
 #include <utility>
 
 #include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/generate/gpt2_generate.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/models/gpt2/model.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
 namespace tinylm::gpt2 {
 namespace {
@@ -29,8 +29,8 @@ std::vector<int> ints(const nlohmann::json& j) { return j.get<std::vector<int>>(
 double num(const nlohmann::json& j) { return std::strtod(j.get<std::string>().c_str(), nullptr); }
 
 Model load(const std::string& weights, DType dtype) {
-  const train::Gpt2Checkpoint ck = train::load_gpt2(test::source_path(kDir + "/" + weights),
-                                                    test::source_path(kDir + "/config.json"));
+  const checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(
+      test::source_path(kDir + "/" + weights), test::source_path(kDir + "/config.json"));
   return Model(ck.config, ck.params, dtype, ck.lm_head);
 }
 
@@ -340,8 +340,9 @@ TEST(Gpt2Checkpoint, InPlaceF32ModelEqualsCopiedModel) {
   const std::vector<int> tokens = ints(expected()["tokens"]);
   for (const char* weights : {"model.safetensors", "model_prefixed.safetensors"}) {
     Model copied = load(weights, DType::f32);
-    Model mapped = train::load_gpt2_model(test::source_path(kDir + "/" + weights),
-                                          test::source_path(kDir + "/config.json"), DType::f32);
+    Model mapped =
+        checkpoints::load_gpt2_model(test::source_path(kDir + "/" + weights),
+                                     test::source_path(kDir + "/config.json"), DType::f32);
     const int64_t V = copied.config().vocab_size;
     std::vector<float> a(tokens.size() * V), b(tokens.size() * V);
     KvCache ca = copied.new_cache(static_cast<int>(tokens.size()));
@@ -352,8 +353,9 @@ TEST(Gpt2Checkpoint, InPlaceF32ModelEqualsCopiedModel) {
     EXPECT_EQ(mapped.weight_bytes(), copied.weight_bytes()) << weights;
   }
   // A bf16 file asked for as f32 falls back to reading and converting.
-  Model from_bf16 = train::load_gpt2_model(test::source_path(kDir + "/model_bf16.safetensors"),
-                                           test::source_path(kDir + "/config.json"), DType::f32);
+  Model from_bf16 =
+      checkpoints::load_gpt2_model(test::source_path(kDir + "/model_bf16.safetensors"),
+                                   test::source_path(kDir + "/config.json"), DType::f32);
   EXPECT_EQ(from_bf16.dtype(), DType::f32);
 }
 
@@ -363,11 +365,11 @@ TEST(Gpt2Checkpoint, StreamingHalfLoadEqualsConvertedCopy) {
   const std::vector<int> tokens = ints(expected()["tokens"]);
   for (DType dt : {DType::bf16, DType::f16}) {
     for (const char* weights : {"model.safetensors", "model_bf16.safetensors"}) {
-      train::Gpt2Checkpoint ck = train::load_gpt2(test::source_path(kDir + "/" + weights),
-                                                  test::source_path(kDir + "/config.json"));
+      checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(
+          test::source_path(kDir + "/" + weights), test::source_path(kDir + "/config.json"));
       Model copied(ck.config, ck.params, dt);
-      Model streamed = train::load_gpt2_model(test::source_path(kDir + "/" + weights),
-                                              test::source_path(kDir + "/config.json"), dt);
+      Model streamed = checkpoints::load_gpt2_model(test::source_path(kDir + "/" + weights),
+                                                    test::source_path(kDir + "/config.json"), dt);
       const int64_t V = copied.config().vocab_size;
       std::vector<float> a(tokens.size() * V), b(tokens.size() * V);
       KvCache ca = copied.new_cache(static_cast<int>(tokens.size()));
@@ -429,9 +431,9 @@ TEST(Gpt2Perplexity, SlidingWindowsMatchPyTorch) {
 
 TEST(Gpt2Checkpoint, InitSavesALoadableHuggingFaceDirectory) {
   test::TempDir dir;
-  const train::Gpt2Checkpoint ck = train::load_gpt2(test::source_path(kDir));
-  train::save_gpt2(dir.file("out"), ck.config, ck.params);
-  const train::Gpt2Checkpoint back = train::load_gpt2(dir.file("out"));
+  const checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(test::source_path(kDir));
+  checkpoints::save_gpt2(dir.file("out"), ck.config, ck.params);
+  const checkpoints::Gpt2Checkpoint back = checkpoints::load_gpt2(dir.file("out"));
   EXPECT_EQ(back.params, ck.params);
   const auto f = io::SafetensorsFile::open(dir.file("out/model.safetensors"));
   ASSERT_NE(f.find("h.1.attn.bias"), nullptr);
@@ -441,7 +443,7 @@ TEST(Gpt2Checkpoint, InitSavesALoadableHuggingFaceDirectory) {
 TEST(Gpt2Checkpoint, ErrorsNameTheFileAndTheTensor) {
   test::TempDir dir;
   // A checkpoint missing one tensor and with another of the wrong shape.
-  const train::Gpt2Checkpoint ck = train::load_gpt2(test::source_path(kDir));
+  const checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(test::source_path(kDir));
   const ParamLayout L = param_layout(ck.config);
   std::vector<io::SafetensorsWriteEntry> ts;
   std::vector<float> wrong(10, 0.0f);
@@ -456,23 +458,23 @@ TEST(Gpt2Checkpoint, ErrorsNameTheFileAndTheTensor) {
   }
   std::filesystem::copy_file(test::source_path(kDir + "/config.json"), dir.file("config.json"));
   io::write_safetensors(dir.file("model.safetensors"), ts, {});
-  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"h.1.ln_2.bias"});
+  test::expect_error([&] { checkpoints::load_gpt2(dir.path().string()); }, {"h.1.ln_2.bias"});
   ts.erase(
       std::remove_if(ts.begin(), ts.end(), [](const auto& t) { return t.name == "ln_f.weight"; }),
       ts.end());
   // Bad configurations.
   test::write_text(dir.file("config.json"), R"({"vocab_size": 1000, "n_positions": 64, "n_embd": 64,
     "n_layer": 2, "n_head": 4, "activation_function": "relu"})");
-  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"activation_function"});
+  test::expect_error([&] { checkpoints::load_gpt2(dir.path().string()); }, {"activation_function"});
   test::write_text(dir.file("config.json"),
                    R"({"vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4})");
-  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"n_ctx"});
+  test::expect_error([&] { checkpoints::load_gpt2(dir.path().string()); }, {"n_ctx"});
   test::write_text(dir.file("config.json"), R"({"vocab_size": 1000, "n_positions": 64, "n_embd": 64,
     "n_layer": 2, "n_head": 5})");
-  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"divisible"});
+  test::expect_error([&] { checkpoints::load_gpt2(dir.path().string()); }, {"divisible"});
   test::write_text(dir.file("config.json"), "{not json");
-  test::expect_error([&] { train::load_gpt2(dir.path().string()); }, {"config.json"});
-  test::expect_error([&] { train::load_gpt2(dir.file("nothing-here")); }, {"nothing-here"});
+  test::expect_error([&] { checkpoints::load_gpt2(dir.path().string()); }, {"config.json"});
+  test::expect_error([&] { checkpoints::load_gpt2(dir.file("nothing-here")); }, {"nothing-here"});
 }
 
 }  // namespace

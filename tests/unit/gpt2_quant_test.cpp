@@ -13,18 +13,18 @@
 
 #include "gpt2_tiny.h"
 #include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/quant/blocks.h"
 #include "tinylm/models/gpt2/model.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
 namespace tinylm::gpt2 {
 namespace {
 
 using test_tiny::all_logits;
 using test_tiny::kTokens;
-train::Gpt2Checkpoint tiny() { return test_tiny::checkpoint(); }
+checkpoints::Gpt2Checkpoint tiny() { return test_tiny::checkpoint(); }
 
 bool is_matrix(const ParamEntry& e) { return e.shape.size() == 2 && e.name != "wpe.weight"; }
 
@@ -70,7 +70,7 @@ const std::pair<DType, DType> kTypes[] = {{DType::q8_0, DType::f32},
                                           {DType::q4_0, DType::q8_0}};
 
 TEST(Gpt2Quant, LogitsEqualAnF32ModelOverTheDequantizedWeights) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   for (DType t : {DType::q8_0, DType::q4_0}) {
     Model q(ck.config, ck.params, t);
     Model f(ck.config, dequantized_params(ck.config, ck.params, t), DType::f32);
@@ -88,7 +88,7 @@ TEST(Gpt2Quant, LogitsEqualAnF32ModelOverTheDequantizedWeights) {
 }
 
 TEST(Gpt2Quant, DecodeEqualsPrefillAtEveryLevelAndThreadCount) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   for (const auto& types : kTypes) {
     const DType t = types.first, act = types.second;
     Model m(ck.config, ck.params, t);
@@ -109,7 +109,7 @@ TEST(Gpt2Quant, DecodeEqualsPrefillAtEveryLevelAndThreadCount) {
 // 8-bit activations (kernels/quant/int_matmul.h, whose bits its own test checks) change the
 // logits by the activations' rounding only: close to the f32-activation model's, not equal.
 TEST(Gpt2Quant, Q8_0ActivationsStayCloseToF32Activations) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   for (DType t : {DType::q8_0, DType::q4_0}) {
     Model m(ck.config, ck.params, t);
     EXPECT_EQ(m.activations(), DType::f32);
@@ -132,7 +132,7 @@ TEST(Gpt2Quant, Q8_0ActivationsStayCloseToF32Activations) {
 // Continuous batching over quantized weights: sequences at different positions stepped
 // together by forward_batch get the bits of each stepping alone (the full sequence's rows).
 TEST(Gpt2Quant, BatchedDecodingEqualsEachSequenceAlone) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   const int64_t V = ck.config.vocab_size;
   const int n = static_cast<int>(kTokens.size());
   for (const auto& types : kTypes) {
@@ -165,7 +165,7 @@ TEST(Gpt2Quant, BatchedDecodingEqualsEachSequenceAlone) {
 // The GGUF path: blocks in ggml's layout handed over in place compute what quantizing the
 // same floats at load computes.
 TEST(Gpt2Quant, InPlaceViewsEqualQuantizingAtLoad) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   const ParamLayout L = param_layout(ck.config);
   for (DType t : {DType::q8_0, DType::q4_0}) {
     auto storage = std::make_shared<std::map<std::string, std::vector<uint8_t>>>();
@@ -193,7 +193,7 @@ TEST(Gpt2Quant, InPlaceViewsEqualQuantizingAtLoad) {
 }
 
 TEST(Gpt2Quant, WeightBytesCountBlocks) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   const Config& c = ck.config;
   size_t matrices = 0, small = 0;
   const ParamLayout L = param_layout(c);
@@ -208,7 +208,7 @@ TEST(Gpt2Quant, WeightBytesCountBlocks) {
 }
 
 TEST(Gpt2Quant, UntiedHeadIsQuantizedToo) {
-  const train::Gpt2Checkpoint ck = tiny();
+  const checkpoints::Gpt2Checkpoint ck = tiny();
   const Config& c = ck.config;
   std::vector<float> head = test::random_uniform(static_cast<size_t>(c.vocab_size) * c.n_embd, 9);
   Model q(c, ck.params, DType::q8_0, head);

@@ -4,10 +4,10 @@
 #include <filesystem>
 
 #include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/safetensors.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
 namespace tinylm::train {
 namespace {
@@ -31,10 +31,10 @@ class Gpt2SaveLike : public ::testing::TestWithParam<const char*> {};
 TEST_P(Gpt2SaveLike, KeepsNamesDtypesBuffersAndRoundTrips) {
   test::TempDir dir;
   const std::string in = stage(dir, GetParam());
-  Gpt2Checkpoint ck = load_gpt2(in);
+  checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(in);
   perturb(ck.params);
   const std::string out = dir.file("trained.safetensors");
-  save_gpt2_weights_like(in, out, ck.config, ck.params);
+  checkpoints::save_gpt2_weights_like(in, out, ck.config, ck.params);
 
   const auto a = io::SafetensorsFile::open(in), b = io::SafetensorsFile::open(out);
   ASSERT_EQ(a.entries().size(), b.entries().size());
@@ -50,7 +50,7 @@ TEST_P(Gpt2SaveLike, KeepsNamesDtypesBuffersAndRoundTrips) {
   }
   EXPECT_EQ(a.metadata(), b.metadata());
 
-  const Gpt2Checkpoint back = load_gpt2(out, dir.file("config.json"));
+  const checkpoints::Gpt2Checkpoint back = checkpoints::load_gpt2(out, dir.file("config.json"));
   ASSERT_EQ(back.params.size(), ck.params.size());
   const io::SafetensorsEntry* wte =
       a.find("wte.weight") ? a.find("wte.weight") : a.find("transformer.wte.weight");
@@ -69,11 +69,12 @@ INSTANTIATE_TEST_SUITE_P(Files, Gpt2SaveLike,
 TEST(Gpt2SaveLike, RejectsAFileWithoutTheModel) {
   test::TempDir dir;
   const std::string in = stage(dir, "model.safetensors");
-  Gpt2Checkpoint ck = load_gpt2(in);
+  checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(in);
   const std::string other =
       test::source_path("tests/fixtures/gpt2/tiny/expected_logits.safetensors");
-  EXPECT_THROW(save_gpt2_weights_like(other, dir.file("x.safetensors"), ck.config, ck.params),
-               Error);
+  EXPECT_THROW(
+      checkpoints::save_gpt2_weights_like(other, dir.file("x.safetensors"), ck.config, ck.params),
+      Error);
   EXPECT_FALSE(fs::exists(dir.file("x.safetensors")));
 }
 

@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/models/gpt2/model.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
 namespace tinylm::gpt2::test_tiny {
 
-inline train::Gpt2Checkpoint checkpoint() {
-  return train::load_gpt2(test::source_path("tests/fixtures/gpt2/tiny/model.safetensors"),
-                          test::source_path("tests/fixtures/gpt2/tiny/config.json"));
+inline checkpoints::Gpt2Checkpoint checkpoint() {
+  return checkpoints::load_gpt2(test::source_path("tests/fixtures/gpt2/tiny/model.safetensors"),
+                                test::source_path("tests/fixtures/gpt2/tiny/config.json"));
 }
 
 inline const std::vector<int> kTokens = {5, 17, 999, 0, 3, 250, 251, 7, 7, 7, 42, 600, 13};

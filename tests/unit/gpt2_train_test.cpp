@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/philox.h"
@@ -18,7 +19,6 @@
 #include "tinylm/kernels/activation/dropout.h"
 #include "tinylm/models/gpt2/trainer.h"
 #include "tinylm/optim/grad_ops.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/loop.h"
 
@@ -31,7 +31,7 @@ const std::string kTrain = "tests/fixtures/gpt2/train";
 double num(const nlohmann::json& j) { return std::strtod(j.get<std::string>().c_str(), nullptr); }
 
 struct Fixture {
-  Gpt2Checkpoint model;
+  checkpoints::Gpt2Checkpoint model;
   std::vector<int32_t> grid;             // 4 x 65: the rows the training loop takes
   std::vector<int32_t> inputs, targets;  // 4 x 64 each
   nlohmann::json expected;
@@ -44,8 +44,8 @@ struct Fixture {
 
  private:
   Fixture()
-      : model(load_gpt2(test::source_path(kTiny + "/model.safetensors"),
-                        test::source_path(kTiny + "/config.json"))),
+      : model(checkpoints::load_gpt2(test::source_path(kTiny + "/model.safetensors"),
+                                     test::source_path(kTiny + "/config.json"))),
         expected(
             nlohmann::json::parse(test::read_text(test::source_path(kTrain + "/expected.json")))),
         tensors(io::SafetensorsFile::open(test::source_path(kTrain + "/expected.safetensors"))) {

@@ -1,6 +1,6 @@
 // microgpt checkpoints: save/load round trips bit for bit; every inconsistent or damaged
 // checkpoint is an Error naming the file.
-#include "tinylm/train/microgpt_checkpoint.h"
+#include "tinylm/checkpoints/microgpt_checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -21,9 +21,9 @@
 namespace tinylm {
 namespace {
 
+using checkpoints::load_microgpt;
+using checkpoints::save_microgpt;
 using test::expect_error;
-using train::load_microgpt;
-using train::save_microgpt;
 
 const std::string kChars = "abc\xc3\xa9";  // a, b, c, é: vocab_size 5 with BOS
 
@@ -120,7 +120,7 @@ class MicrogptCheckpoint : public ::testing::Test {
 };
 
 TEST_F(MicrogptCheckpoint, RoundTripsBitForBit) {
-  const train::MicrogptCheckpoint ck = load_microgpt(good_);
+  const checkpoints::MicrogptCheckpoint ck = load_microgpt(good_);
   const microgpt::Config c = small_config();
   EXPECT_EQ(ck.config.vocab_size, c.vocab_size);
   EXPECT_EQ(ck.config.n_embd, c.n_embd);
@@ -170,7 +170,7 @@ TEST_F(MicrogptCheckpoint, RoundTripsOneLayerAsciiVocabulary) {
   const auto m = distinct_model(c);
   const std::string path = dir_.file("ascii.safetensors");
   save_microgpt(path, *m, CharTokenizer::from_chars("zyxwvutsrqponmlkjihgfedcba"));
-  const train::MicrogptCheckpoint ck = load_microgpt(path);
+  const checkpoints::MicrogptCheckpoint ck = load_microgpt(path);
   EXPECT_EQ(ck.chars, "abcdefghijklmnopqrstuvwxyz");
   EXPECT_EQ(ck.config.vocab_size, 27);
   EXPECT_TRUE(same_bits(ck.params, m->params()));

@@ -32,7 +32,7 @@
 #include "test_util.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 // Named, not anonymous: the fixture and its parameter must be one type in every file.
 namespace tinylm::kernels::ops_table {

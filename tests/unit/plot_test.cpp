@@ -1,5 +1,5 @@
 // tinylm plot: reading metrics.jsonl, the axis ticks, the smoothing, and the SVG figure.
-#include "tinylm/train/plot.h"
+#include "tinylm/report/plot.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <random>
 
 #include "test_util.h"
-#include "tinylm/tokenizers/utf8.h"
+#include "tinylm/core/utf8.h"
 
-namespace tinylm::train {
+namespace tinylm::report {
 namespace {
 
 using test::expect_error;
@@ -372,4 +372,4 @@ TEST(PlotCli, WritesTheFigureAndReportsBadLines) {
 }
 
 }  // namespace
-}  // namespace tinylm::train
+}  // namespace tinylm::report

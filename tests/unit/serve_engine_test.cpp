@@ -10,9 +10,9 @@
 #include "tinylm/generate/decode_backend.h"
 #include "tinylm/generate/evermind_generate.h"
 #include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/models/gpt2/init.h"
 #include "tinylm/serve/api_error.h"
 #include "tinylm/serve/engine.h"
-#include "tinylm/train/gpt2_init.h"
 
 namespace tinylm::serve {
 namespace {
@@ -29,7 +29,7 @@ const BpeTokenizer& tokenizer() {
 gpt2::Model small_gpt2(DType dtype) {
   gpt2::Config c = gpt2::preset("small-test");
   c.vocab_size = 1024;
-  return gpt2::Model(c, train::init_gpt2_params(c, 3), dtype);
+  return gpt2::Model(c, gpt2::init_params(c, 3), dtype);
 }
 
 struct Case {

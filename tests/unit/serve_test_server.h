@@ -9,8 +9,8 @@
 #include "test_util.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/generate/decode_backend.h"
+#include "tinylm/models/gpt2/init.h"
 #include "tinylm/serve/server.h"
-#include "tinylm/train/gpt2_init.h"
 
 namespace tinylm::serve {
 
@@ -27,7 +27,7 @@ inline gpt2::Model model_of(int positions, int width = 64, int vocab = 50257) {
   c.n_positions = positions;
   c.n_embd = width;
   c.vocab_size = vocab;
-  return gpt2::Model(c, train::init_gpt2_params(c, 11), DType::f32);
+  return gpt2::Model(c, gpt2::init_params(c, 11), DType::f32);
 }
 
 // An in-process server on a free port, serving until destroyed.

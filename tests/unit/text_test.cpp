@@ -12,9 +12,9 @@
 #include "special_files.h"
 #include "test_util.h"
 #include "tinylm/core/error.h"
+#include "tinylm/core/utf8.h"
 #include "tinylm/io/text_file.h"
 #include "tinylm/tokenizers/char_tokenizer.h"
-#include "tinylm/tokenizers/utf8.h"
 
 namespace tinylm {
 namespace {

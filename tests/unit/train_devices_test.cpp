@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/matmul/gemm.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/grad_exchange.h"
 #include "tinylm/train/replicas.h"
@@ -27,7 +27,8 @@ constexpr int kBatch = 4, kSeq = 32, kAccum = 2;
 
 // A tiny GPT-2 on `devices` replicas, each planned for its shard.
 Replicas<float> tiny_gpt2(int devices, float dropout) {
-  Gpt2Checkpoint ck = load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
+  checkpoints::Gpt2Checkpoint ck =
+      checkpoints::load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
   return Replicas<float>(gpt2_replicas(ck.config, std::move(ck.params),
                                        {kBatch / devices, kSeq, dropout, DType::f32}, devices));
 }

@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
-#include "tinylm/io/evl_checkpoint.h"
+#include "tinylm/checkpoints/evl_checkpoint.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/train/batches.h"
 #include "tinylm/train/evermind_trainable.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/loop.h"
 #include "tinylm/train/replicas.h"
@@ -136,7 +136,8 @@ void gpt2_case(int devices) {
   const TokenFile tokens = fixture_tokens(fx);
   const WindowSampler sampler = fixture_sampler(fx, tokens);
   expect_windows(fx, sampler);
-  const Gpt2Checkpoint ck = load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
+  const checkpoints::Gpt2Checkpoint ck =
+      checkpoints::load_gpt2(test::source_path("tests/fixtures/gpt2/tiny"));
   Replicas<float> model(gpt2_replicas(
       ck.config, ck.params,
       {p["batch_size"].get<int>() / devices, p["seq_len"].get<int>(), 0.0f, DType::f32}, devices));
@@ -158,8 +159,8 @@ void evermind_case(const std::string& name, int devices) {
   const TokenFile tokens = fixture_tokens(fx);
   const WindowSampler sampler = fixture_sampler(fx, tokens);
   expect_windows(fx, sampler);
-  const io::EvlCheckpoint ck =
-      io::load_evl(test::source_path("tests/fixtures/train_loop/" + name + "_init.evl"));
+  const checkpoints::EvlCheckpoint ck =
+      checkpoints::load_evl(test::source_path("tests/fixtures/train_loop/" + name + "_init.evl"));
   const int64_t B = p["batch_size"].get<int64_t>(), T = p["seq_len"].get<int64_t>(),
                 accum = p["accum"].get<int64_t>();
   evermind::Model<float> model(ck.config, T + 1, ck.params);

@@ -8,9 +8,9 @@
 #include <filesystem>
 
 #include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/models/gpt2/config.h"
 #include "tinylm/train/disk_space.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 #include "tinylm/train/run_config.h"
 #include "tinylm/train/train_state.h"
 
@@ -104,7 +104,7 @@ TEST(TrainRunChecks, DiskNeedIsCheckpointsTimesKeepPlusOneAndTokens) {
   const train::DiskNeed need = train::estimate_disk_need(c, {});
   const gpt2::Config g = gpt2::preset("small-test");
   EXPECT_EQ(need.checkpoints, 4);
-  EXPECT_GE(need.model_bytes, train::gpt2_saved_bytes(g));
+  EXPECT_GE(need.model_bytes, checkpoints::gpt2_saved_bytes(g));
   EXPECT_EQ(need.moment_bytes, 8 * gpt2::param_layout(g).size());
   EXPECT_EQ(need.tokens_bytes, 4000u);
   EXPECT_EQ(need.total(), 4 * (need.model_bytes + need.moment_bytes) + 4000);

@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "tinylm/core/error.h"
-#include "tinylm/tokenizers/utf8.h"
+#include "tinylm/core/utf8.h"
 
 namespace tinylm::io {
 

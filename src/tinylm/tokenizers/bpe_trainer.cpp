@@ -6,8 +6,8 @@
 #include <unordered_set>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/utf8.h"
 #include "tinylm/tokenizers/pretokenize.h"
-#include "tinylm/tokenizers/utf8.h"
 
 namespace tinylm {
 

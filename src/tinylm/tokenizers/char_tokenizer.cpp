@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "tinylm/core/error.h"
-#include "tinylm/tokenizers/utf8.h"
+#include "tinylm/core/utf8.h"
 
 namespace tinylm {
 

@@ -6,14 +6,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "tinylm/checkpoints/evl_checkpoint.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
-#include "tinylm/io/evl_checkpoint.h"
-#include "tinylm/io/gguf.h"
 #include "tinylm/models/evermind/config.h"
 #include "tinylm/models/gpt2/config.h"
 #include "tinylm/models/microgpt/config.h"
-#include "tinylm/train/gpt2_checkpoint.h"
-#include "tinylm/train/gpt2_gguf.h"
 #include "tinylm/train/token_file.h"
 
 namespace tinylm::train {
@@ -47,21 +45,17 @@ ModelSize gpt2_size(const RunConfig& c) {
   gpt2::Config g;
   if (c.init_from.empty()) {
     g = gpt2::preset(c.preset);
-  } else if (is_gguf_file(c.init_from)) {
-    g = read_gpt2_gguf_config(io::GgufFile::open(c.init_from));
   } else {
-    const fs::path p(c.init_from);
-    g = gpt2::read_config_json(
-        ((fs::is_directory(p) ? p : p.parent_path()) / "config.json").string());
+    g = checkpoints::read_gpt2_checkpoint_config(c.init_from);
   }
-  return {gpt2::param_layout(g).size(), gpt2_saved_bytes(g)};
+  return {gpt2::param_layout(g).size(), checkpoints::gpt2_saved_bytes(g)};
 }
 
 ModelSize evermind_size(const RunConfig& c) {
   const evermind::Config e = c.init_from.empty() ? evermind_config(c, c.vocab_size)
-                                                 : io::read_evl_header(c.init_from).config;
+                                                 : checkpoints::read_evl_header(c.init_from).config;
   return {static_cast<uint64_t>(evermind::param_count(e)),
-          io::evl_file_bytes(e, io::EvlPrecision::f32)};
+          checkpoints::evl_file_bytes(e, checkpoints::EvlPrecision::f32)};
 }
 
 ModelSize model_size(const RunConfig& c) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "tinylm/checkpoints/microgpt_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/core/timer.h"
@@ -11,7 +12,6 @@
 #include "tinylm/tokenizers/char_tokenizer.h"
 #include "tinylm/train/document_data.h"
 #include "tinylm/train/loop.h"
-#include "tinylm/train/microgpt_checkpoint.h"
 #include "tinylm/train/microgpt_trainable.h"
 
 namespace tinylm::train {
@@ -51,7 +51,7 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
   // one the original run used: a saved-and-loaded model samples what the run sampled.
   for (double& p : model->params()) p = rng.gauss(0.0, 0.08);
   if (!opt.load_path.empty()) {
-    const MicrogptCheckpoint ck = load_microgpt(opt.load_path);
+    const checkpoints::MicrogptCheckpoint ck = checkpoints::load_microgpt(opt.load_path);
     const microgpt::Config& c = ck.config;
     check(c.n_embd == config.n_embd && c.n_head == config.n_head && c.n_layer == config.n_layer &&
               c.block_size == config.block_size,
@@ -87,7 +87,7 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
   loop.run(hooks);
   if (carriage_return && steps > 0) out << '\n';
   result.timings.train_ms = timer.elapsed_ms();
-  if (!opt.save_path.empty()) save_microgpt(opt.save_path, *model, tokenizer);
+  if (!opt.save_path.empty()) checkpoints::save_microgpt(opt.save_path, *model, tokenizer);
 
   timer.reset();
   out << "\n--- inference (new, hallucinated names) ---\n";

@@ -4,10 +4,10 @@
 // weights) with the tokenizer beside them, where `tinylm generate` looks for it.
 #include <filesystem>
 
+#include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/crc32.h"
-#include "tinylm/io/evl_checkpoint.h"
 #include "tinylm/io/text_file.h"
 #include "tinylm/tokenizers/bpe_trainer.h"
 #include "tinylm/train/evermind_trainable.h"
@@ -58,7 +58,7 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   const std::string from = resume ? resume->path + "/model.evl" : c.init_from;
   std::optional<evermind::Model<float>> model;
   if (!from.empty()) {
-    const io::EvlCheckpoint ck = io::load_evl(from);
+    const checkpoints::EvlCheckpoint ck = checkpoints::load_evl(from);
     model.emplace(ck.config, width, ck.params);
   } else {
     model.emplace(evermind_config(c, tok.vocab_size()), width);
@@ -93,7 +93,8 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
                static_cast<long long>(text.sampler.split().n_val),
                text.tokens.reused ? " (tokens.bin reused)" : "");
   const auto save = [&](const std::string& out) {
-    io::save_evl(out + "/model.evl", config, model->params(), io::EvlPrecision::f32);
+    checkpoints::save_evl(out + "/model.evl", config, model->params(),
+                          checkpoints::EvlPrecision::f32);
     fs::copy_file(tokenizer_path, out + "/model.tokenizer.json");
   };
   return drive<float>(c, dir, request, {trainable, text.data, save}, std::move(state));

@@ -3,12 +3,12 @@
 // beside the weights, so `tinylm generate` and transformers' loaders read them as they are.
 #include <filesystem>
 
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/crc32.h"
 #include "tinylm/io/text_file.h"
+#include "tinylm/models/gpt2/init.h"
 #include "tinylm/tokenizers/bpe.h"
-#include "tinylm/train/gpt2_checkpoint.h"
-#include "tinylm/train/gpt2_init.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/replicas.h"
 #include "tinylm/train/run_session.h"
@@ -58,7 +58,7 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   std::vector<float> params;
   const std::string from = resume ? resume->path : c.init_from;
   if (!from.empty()) {
-    Gpt2Checkpoint ck = load_gpt2(from);
+    checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(from);
     check(ck.lm_head.empty(), from,
           ": lm_head.weight differs from wte; training keeps the head tied");
     config = ck.config;
@@ -66,7 +66,7 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   } else {
     config = gpt2::preset(c.preset);
     config.vocab_size = tok.vocab_size();
-    params = init_gpt2_params(config, c.seed);
+    params = gpt2::init_params(config, c.seed);
   }
   check(c.seq_len <= config.n_positions, "--seq-len ", c.seq_len, " exceeds the model's ",
         config.n_positions, " positions");
@@ -90,7 +90,7 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
                static_cast<long long>(text.sampler.split().n_val),
                text.tokens.reused ? " (tokens.bin reused)" : "");
   const auto save = [&](const std::string& out) {
-    save_gpt2(out, config, model.params());
+    checkpoints::save_gpt2(out, config, model.params());
     fs::copy_file(vocab.vocab, fs::path(out) / "vocab.json");
     fs::copy_file(vocab.merges, fs::path(out) / "merges.txt");
   };

@@ -3,12 +3,12 @@
 // weights drawn from the same RNG; the last --val-fraction of the shuffled documents held
 // out. microgpt's data is a list of short documents rather than a token stream, so it is
 // read directly instead of through tokens.bin. Checkpoints are microgpt safetensors.
+#include "tinylm/checkpoints/microgpt_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/io/text_file.h"
 #include "tinylm/tokenizers/char_tokenizer.h"
 #include "tinylm/train/document_data.h"
-#include "tinylm/train/microgpt_checkpoint.h"
 #include "tinylm/train/microgpt_trainable.h"
 #include "tinylm/train/run_session.h"
 
@@ -40,7 +40,7 @@ RunSummary run_microgpt(const RunConfig& c, RunDir& dir, const RunRequest& reque
   for (double& p : model->params()) p = rng.gauss(0.0, 0.08);  // microgpt.py's init
   const std::string from = resume ? resume->path + "/model.safetensors" : c.init_from;
   if (!from.empty()) {
-    const MicrogptCheckpoint ck = load_microgpt(from);
+    const checkpoints::MicrogptCheckpoint ck = checkpoints::load_microgpt(from);
     const microgpt::Config& k = ck.config;
     check(k.n_embd == config.n_embd && k.n_head == config.n_head && k.n_layer == config.n_layer &&
               k.block_size == config.block_size,
@@ -57,7 +57,7 @@ RunSummary run_microgpt(const RunConfig& c, RunDir& dir, const RunRequest& reque
       request.log, "microgpt: %zu parameters, %zu documents (%lld held out), vocabulary of %d\n",
       model->params().size(), docs.size(), static_cast<long long>(n_val), config.vocab_size);
   const auto save = [&](const std::string& out) {
-    save_microgpt(out + "/model.safetensors", *model, tokenizer);
+    checkpoints::save_microgpt(out + "/model.safetensors", *model, tokenizer);
   };
   return drive<double>(c, dir, request, {trainable, data, save}, std::move(state));
 }

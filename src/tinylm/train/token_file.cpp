@@ -8,12 +8,12 @@
 #include <utility>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/utf8.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/crc32.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/little_endian.h"
 #include "tinylm/io/text_file.h"
-#include "tinylm/tokenizers/utf8.h"
 
 namespace tinylm::train {
 

@@ -13,7 +13,7 @@
 // (plain loops), for finite-difference checks. kernels/attention/exact.h is microgpt's.
 #include <cstdint>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels {
 

@@ -7,7 +7,7 @@
 // thread count. Large arrays are split across threads.
 #include <cstdint>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels {
 

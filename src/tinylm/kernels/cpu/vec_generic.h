@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 #include "tinylm/kernels/cpu/level.h"
 
 TINYLM_LEVEL_BEGIN

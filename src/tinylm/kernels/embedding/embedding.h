@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels {
 

@@ -9,7 +9,7 @@
 // microgpt's loss is computed in its exact engine with activation/softmax.h.
 #include <cstdint>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels {
 

@@ -5,7 +5,7 @@
 // then adds the bias. The same for a row whatever the other rows and the thread count.
 #include <cstdint>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels::avx512 {
 

@@ -36,7 +36,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels {
 

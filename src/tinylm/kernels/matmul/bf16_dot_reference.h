@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels::reference {
 

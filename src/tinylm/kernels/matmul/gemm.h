@@ -16,7 +16,7 @@
 // is the reference (a plain triple loop), for finite-difference checks.
 #include <cstdint>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels {
 

@@ -11,7 +11,7 @@
 // multiply-adds over 16-lane blocks, the lanes summed in vec.h's order.
 #include <cstdint>
 
-#include "tinylm/kernels/cast/half.h"
+#include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels {
 

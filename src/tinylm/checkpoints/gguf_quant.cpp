@@ -1,4 +1,4 @@
-#include "tinylm/train/gguf_quant.h"
+#include "tinylm/checkpoints/gguf_quant.h"
 
 #include <cstring>
 
@@ -6,7 +6,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/quant/blocks.h"
 
-namespace tinylm::train {
+namespace tinylm::checkpoints {
 
 namespace {
 
@@ -77,4 +77,4 @@ void decode_ggml(io::GgmlType type, std::span<const std::byte> in, std::span<flo
   }
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::checkpoints

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tinylm::train {
+namespace tinylm::report {
 
 struct LossPoint {
   int64_t step = 0;
@@ -69,4 +69,4 @@ std::vector<LossPoint> smooth_curve(std::span<const LossPoint> points, double st
 // when there is no point to draw, or the figure is smaller than 480 x 300.
 std::string render_loss_svg(std::span<const RunCurves> runs, const PlotOptions& options);
 
-}  // namespace tinylm::train
+}  // namespace tinylm::report

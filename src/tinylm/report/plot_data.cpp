@@ -5,9 +5,9 @@
 #include "tinylm/core/error.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/text_file.h"
-#include "tinylm/train/plot.h"
+#include "tinylm/report/plot.h"
 
-namespace tinylm::train {
+namespace tinylm::report {
 
 namespace fs = std::filesystem;
 
@@ -88,4 +88,4 @@ RunCurves read_run_metrics(const std::string& path) {
   return run;
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::report

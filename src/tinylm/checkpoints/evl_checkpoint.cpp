@@ -1,4 +1,4 @@
-#include "tinylm/io/evl_checkpoint.h"
+#include "tinylm/checkpoints/evl_checkpoint.h"
 
 #include <sys/stat.h>
 
@@ -17,7 +17,7 @@
 #include "tinylm/io/mapped_file.h"
 #include "tinylm/kernels/cast/cast.h"
 
-namespace tinylm::io {
+namespace tinylm::checkpoints {
 
 namespace {
 
@@ -69,13 +69,13 @@ uint32_t emit_evl(const evermind::Config& config, std::span<const float> params,
   check(precision == EvlPrecision::f32 || precision == EvlPrecision::f16, name,
         ": unknown EVL0 precision ", static_cast<uint32_t>(precision));
   std::array<std::byte, kEvlHeaderBytes> header{};
-  put_u32(header.data(), kEvlMagic);
-  put_u32(header.data() + 4, static_cast<uint32_t>(precision));
+  io::put_u32(header.data(), kEvlMagic);
+  io::put_u32(header.data() + 4, static_cast<uint32_t>(precision));
   put_evl_config(header.data() + 8, config, name);  // validates; fields fit the u32s
   const size_t expected = evermind::param_layout(config).size();
   check(params.size() == expected, name, ": ", params.size(),
         " parameters given, a model of this configuration has ", expected);
-  uint32_t crc = crc32(header);
+  uint32_t crc = io::crc32(header);
   emit(std::span<const std::byte>(header));
 
   const size_t width = value_bytes(precision);
@@ -85,7 +85,7 @@ uint32_t emit_evl(const evermind::Config& config, std::span<const float> params,
     const size_t n = std::min(kChunkValues, params.size() - begin);
     const std::span<const float> chunk = params.subspan(begin, n);
     if (precision == EvlPrecision::f32) {
-      for (size_t i = 0; i < n; ++i) put_u32(buf.data() + 4 * i, float_bits(chunk[i]));
+      for (size_t i = 0; i < n; ++i) io::put_u32(buf.data() + 4 * i, float_bits(chunk[i]));
     } else {
       kernels::convert(chunk.data(), halves.data(), static_cast<int64_t>(n));
       for (size_t i = 0; i < n; ++i) {
@@ -94,13 +94,13 @@ uint32_t emit_evl(const evermind::Config& config, std::span<const float> params,
       }
     }
     const std::span<const std::byte> bytes(buf.data(), n * width);
-    crc = crc32(bytes, crc);
+    crc = io::crc32(bytes, crc);
     emit(bytes);
   }
   std::array<std::byte, kEvlTrailerBytes> trailer{};
-  put_u32(trailer.data(), kEvlCrcTag);
-  crc = crc32(std::span<const std::byte>(trailer).first(4), crc);
-  put_u32(trailer.data() + 4, crc);
+  io::put_u32(trailer.data(), kEvlCrcTag);
+  crc = io::crc32(std::span<const std::byte>(trailer).first(4), crc);
+  io::put_u32(trailer.data() + 4, crc);
   emit(std::span<const std::byte>(trailer));
   return crc;
 }
@@ -109,14 +109,14 @@ uint32_t emit_evl(const evermind::Config& config, std::span<const float> params,
 // is called what it is.
 void check_magic(std::span<const std::byte> bytes, std::string_view name) {
   check(bytes.size() >= 4, name, ": not an EVL0 checkpoint (", bytes.size(), " bytes)");
-  const uint32_t magic = get_u32(bytes.data());
-  check(magic == kEvlMagic, name, ": not an EVL0 checkpoint (magic ", hex32(magic), ", expected ",
-        hex32(kEvlMagic), ")");
+  const uint32_t magic = io::get_u32(bytes.data());
+  check(magic == kEvlMagic, name, ": not an EVL0 checkpoint (magic ", io::hex32(magic),
+        ", expected ", io::hex32(kEvlMagic), ")");
 }
 
 // The version field (at byte 4) says the precision.
 EvlPrecision check_version(const std::byte* header, std::string_view name) {
-  const uint32_t version = get_u32(header + 4);
+  const uint32_t version = io::get_u32(header + 4);
   check(valid_precision(version), name, ": unsupported EVL0 version ", version,
         " (1 = f32, 2 = f16)");
   return static_cast<EvlPrecision>(version);
@@ -168,19 +168,19 @@ void put_evl_config(std::byte* out, const evermind::Config& c, std::string_view 
   for (size_t i = 0; i < 7; ++i) {
     check(fields[i].second <= int64_t{std::numeric_limits<uint32_t>::max()}, name, ": ",
           fields[i].first, " ", fields[i].second, " does not fit the format's u32 field");
-    put_u32(out + 4 * i, static_cast<uint32_t>(fields[i].second));
+    io::put_u32(out + 4 * i, static_cast<uint32_t>(fields[i].second));
   }
 }
 
 evermind::Config get_evl_config(const std::byte* in, std::string_view name) {
   evermind::Config c;
-  c.vocab_size = get_u32(in);
-  c.d_model = get_u32(in + 4);
-  c.n_layers = get_u32(in + 8);
-  c.conv_kernel = get_u32(in + 12);
-  c.hidden_dim = get_u32(in + 16);
-  c.n_experts = get_u32(in + 20);
-  c.top_k = get_u32(in + 24);
+  c.vocab_size = io::get_u32(in);
+  c.d_model = io::get_u32(in + 4);
+  c.n_layers = io::get_u32(in + 8);
+  c.conv_kernel = io::get_u32(in + 12);
+  c.hidden_dim = io::get_u32(in + 16);
+  c.n_experts = io::get_u32(in + 20);
+  c.top_k = io::get_u32(in + 24);
   c.seed = 0;
   try {
     evermind::validate(c);
@@ -193,22 +193,22 @@ evermind::Config get_evl_config(const std::byte* in, std::string_view name) {
 uint32_t append_evl_trailer(std::vector<std::byte>& bytes) {
   const size_t n = bytes.size();
   bytes.resize(n + kEvlTrailerBytes);
-  put_u32(bytes.data() + n, kEvlCrcTag);
-  const uint32_t crc = crc32(std::span<const std::byte>(bytes).first(n + 4));
-  put_u32(bytes.data() + n + 4, crc);
+  io::put_u32(bytes.data() + n, kEvlCrcTag);
+  const uint32_t crc = io::crc32(std::span<const std::byte>(bytes).first(n + 4));
+  io::put_u32(bytes.data() + n + 4, crc);
   return crc;
 }
 
 uint32_t check_evl_trailer(std::span<const std::byte> bytes, std::string_view name) {
   check(bytes.size() >= kEvlTrailerBytes, name, ": too small to hold a CRC trailer");
   const size_t tag_at = bytes.size() - kEvlTrailerBytes;
-  const uint32_t tag = get_u32(bytes.data() + tag_at);
-  check(tag == kEvlCrcTag, name, ": no CRC trailer at byte ", tag_at, " (found ", hex32(tag),
+  const uint32_t tag = io::get_u32(bytes.data() + tag_at);
+  check(tag == kEvlCrcTag, name, ": no CRC trailer at byte ", tag_at, " (found ", io::hex32(tag),
         ", expected the tag \"CRC1\"): the file is truncated or has trailing bytes");
-  const uint32_t stored = get_u32(bytes.data() + tag_at + 4);
-  const uint32_t computed = crc32(bytes.first(tag_at + 4));
-  check(stored == computed, name, ": CRC-32 mismatch (stored ", hex32(stored), ", computed ",
-        hex32(computed), "): the file is corrupt");
+  const uint32_t stored = io::get_u32(bytes.data() + tag_at + 4);
+  const uint32_t computed = io::crc32(bytes.first(tag_at + 4));
+  check(stored == computed, name, ": CRC-32 mismatch (stored ", io::hex32(stored), ", computed ",
+        io::hex32(computed), "): the file is corrupt");
   return stored;
 }
 
@@ -232,7 +232,7 @@ std::vector<std::byte> encode_evl(const evermind::Config& config, std::span<cons
 
 uint32_t save_evl(const std::string& path, const evermind::Config& config,
                   std::span<const float> params, EvlPrecision precision) {
-  AtomicFile file(path);
+  io::AtomicFile file(path);
   const uint32_t crc = emit_evl(config, params, precision, path,
                                 [&](std::span<const std::byte> b) { file.write(b); });
   file.commit();
@@ -259,7 +259,7 @@ EvlCheckpoint decode_evl(std::span<const std::byte> bytes, std::string_view name
   ck.params.resize(count);
   const std::byte* p = bytes.data() + kEvlHeaderBytes;
   if (ck.precision == EvlPrecision::f32) {
-    for (size_t i = 0; i < count; ++i) ck.params[i] = bits_float(get_u32(p + 4 * i));
+    for (size_t i = 0; i < count; ++i) ck.params[i] = bits_float(io::get_u32(p + 4 * i));
   } else {
     for (size_t i = 0; i < count; ++i) {
       const auto h = static_cast<uint16_t>(static_cast<uint16_t>(p[2 * i]) |
@@ -271,7 +271,7 @@ EvlCheckpoint decode_evl(std::span<const std::byte> bytes, std::string_view name
 }
 
 EvlCheckpoint load_evl(const std::string& path) {
-  const MappedFile file = MappedFile::open(path);
+  const io::MappedFile file = io::MappedFile::open(path);
   return decode_evl(file.bytes(), path);
 }
 
@@ -332,4 +332,4 @@ void check_evl_config(const evermind::Config& found, const evermind::Config& exp
   check(diff.empty(), name, ": checkpoint does not match the model: ", diff);
 }
 
-}  // namespace tinylm::io
+}  // namespace tinylm::checkpoints

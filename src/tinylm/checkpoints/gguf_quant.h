@@ -11,7 +11,7 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/io/gguf.h"
 
-namespace tinylm::train {
+namespace tinylm::checkpoints {
 
 // n floats (a multiple of the type's block size) into their GGUF bytes (n / block * bytes).
 void encode_ggml(io::GgmlType type, std::span<const float> x, std::span<std::byte> out);
@@ -26,4 +26,4 @@ inline uint64_t ggml_bytes(io::GgmlType type, uint64_t n) {
   return n / io::ggml_block_size(type) * io::ggml_block_bytes(type);
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::checkpoints

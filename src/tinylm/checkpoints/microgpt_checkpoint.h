@@ -6,7 +6,7 @@
 #include "tinylm/models/microgpt/model.h"
 #include "tinylm/tokenizers/char_tokenizer.h"
 
-namespace tinylm::train {
+namespace tinylm::checkpoints {
 
 void save_microgpt(const std::string& path, const microgpt::Model& model,
                    const CharTokenizer& tokenizer);
@@ -19,4 +19,4 @@ struct MicrogptCheckpoint {
 // Throws Error naming the file on any problem (format, metadata, missing or mis-shaped tensor).
 MicrogptCheckpoint load_microgpt(const std::string& path);
 
-}  // namespace tinylm::train
+}  // namespace tinylm::checkpoints

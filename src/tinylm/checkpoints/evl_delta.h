@@ -13,10 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/param_store.h"
-#include "tinylm/io/evl_checkpoint.h"
 
-namespace tinylm::io {
+namespace tinylm::checkpoints {
 
 inline constexpr uint32_t kEvlDeltaMagic = 0x45564430;  // "EVD0" as a little-endian u32
 inline constexpr uint32_t kEvlDeltaVersion = 1;
@@ -93,4 +93,4 @@ uint64_t apply_evl_delta_to_file(const std::string& base_path, const std::string
                                  const std::string& out_path,
                                  EvlPrecision precision = EvlPrecision::f32);
 
-}  // namespace tinylm::io
+}  // namespace tinylm::checkpoints

@@ -1,17 +1,17 @@
-#include "tinylm/train/gpt2_checkpoint.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tinylm/checkpoints/gpt2_gguf.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/io/text_file.h"
-#include "tinylm/train/gpt2_gguf.h"
 
-namespace tinylm::train {
+namespace tinylm::checkpoints {
 
 namespace fs = std::filesystem;
 
@@ -118,7 +118,7 @@ const io::SafetensorsFile& file_of(const Resolved& r, const std::string& name) {
 }  // namespace
 
 Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path) {
-  if (is_gguf_file(model)) {
+  if (sniff(model).format == Format::gguf) {
     check(config_path.empty(), model, ": a GGUF file has its configuration inside; no --config");
     return load_gpt2_gguf(model).checkpoint;
   }
@@ -142,11 +142,25 @@ Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_pat
   return ck;
 }
 
+gpt2::Config read_gpt2_checkpoint_config(const std::string& model) {
+  if (sniff(model).format == Format::gguf) return read_gpt2_gguf_config(io::GgufFile::open(model));
+  const fs::path p(model);
+  return gpt2::read_config_json(
+      ((fs::is_directory(p) ? p : p.parent_path()) / "config.json").string());
+}
+
 gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_path, DType dtype) {
-  if (is_gguf_file(model)) {
+  return load_gpt2_model(sniff(model), config_path, dtype);
+}
+
+gpt2::Model load_gpt2_model(const Sniffed& file, const std::string& config_path,
+                            std::optional<DType> requested) {
+  const std::string& model = file.path;
+  if (file.format == Format::gguf) {
     check(config_path.empty(), model, ": a GGUF file has its configuration inside; no --config");
-    return load_gpt2_gguf_model(model, dtype);
+    return load_gpt2_gguf_model(model, requested);
   }
+  const DType dtype = requested.value_or(DType::f32);
   if (dtype == DType::f32) {
     const Resolved r = resolve(model, config_path);
     // In place when every tensor (and a head, if any) is F32 and 4-byte aligned in the map.
@@ -308,4 +322,4 @@ void save_gpt2_weights_like(const std::string& source, const std::string& out,
   io::write_safetensors(out, tensors, src.metadata());
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::checkpoints

@@ -1,4 +1,4 @@
-#include "tinylm/tokenizers/utf8.h"
+#include "tinylm/core/utf8.h"
 
 namespace tinylm {
 

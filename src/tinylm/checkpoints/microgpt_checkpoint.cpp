@@ -1,11 +1,11 @@
-#include "tinylm/train/microgpt_checkpoint.h"
+#include "tinylm/checkpoints/microgpt_checkpoint.h"
 
 #include <charconv>
 
 #include "tinylm/core/error.h"
 #include "tinylm/io/safetensors.h"
 
-namespace tinylm::train {
+namespace tinylm::checkpoints {
 
 namespace {
 constexpr const char* kFormat = "tinylm-microgpt-1";
@@ -83,4 +83,4 @@ MicrogptCheckpoint load_microgpt(const std::string& path) {
   return ck;
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::checkpoints

@@ -1,4 +1,4 @@
-#include "tinylm/train/gpt2_init.h"
+#include "tinylm/models/gpt2/init.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,10 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/philox.h"
 
-namespace tinylm::train {
+namespace tinylm::gpt2 {
 
-std::vector<float> init_gpt2_params(const gpt2::Config& config, uint64_t seed,
-                                    const std::function<void(int64_t, int64_t)>& progress) {
+std::vector<float> init_params(const Config& config, uint64_t seed,
+                               const std::function<void(int64_t, int64_t)>& progress) {
   const ParamLayout layout = gpt2::param_layout(config);
   std::vector<float> params(layout.size(), 0.0f);
   const auto total = static_cast<int64_t>(params.size());
@@ -58,4 +58,4 @@ std::vector<float> init_gpt2_params(const gpt2::Config& config, uint64_t seed,
   return params;
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::gpt2

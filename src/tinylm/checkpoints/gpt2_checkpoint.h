@@ -4,13 +4,15 @@
 // the "transformer." prefix. The attention-mask buffers (attn.bias, attn.masked_bias) are not
 // parameters and are skipped; lm_head.weight is used when present and different from wte.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tinylm/checkpoints/sniff.h"
 #include "tinylm/models/gpt2/config.h"
 #include "tinylm/models/gpt2/model.h"
 
-namespace tinylm::train {
+namespace tinylm::checkpoints {
 
 struct Gpt2Checkpoint {
   gpt2::Config config;
@@ -19,15 +21,25 @@ struct Gpt2Checkpoint {
 };
 
 // `model` is a directory (config.json + weights), a .safetensors / .index.json file, or a GGUF
-// file (train/gpt2_gguf.h: weights widened or dequantized to f32);
+// file (checkpoints/gpt2_gguf.h: weights widened or dequantized to f32);
 // `config_path` overrides where config.json is read from. Every missing or mis-shaped tensor
 // is reported by name in one Error.
 Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_path = "");
 
-// The model ready to run in `dtype` (a GGUF file: load_gpt2_gguf_model). An f32 model whose file
-// already holds aligned F32 tensors uses them in place in the memory-mapped file (no copy, loads in
-// milliseconds); otherwise the weights are read and converted once.
+// GPT-2's load entry for decoding: the model of a sniffed file (checkpoints/sniff.h) ready to
+// run in `dtype`. A GGUF file goes to load_gpt2_gguf_model (without a dtype: the file's own
+// type); any other is a Hugging Face directory or safetensors file (without a dtype: f32). An
+// f32 model whose file already holds aligned F32 tensors uses them in place in the
+// memory-mapped file (no copy, loads in milliseconds); otherwise the weights are read and
+// converted once.
+gpt2::Model load_gpt2_model(const Sniffed& file, const std::string& config_path,
+                            std::optional<DType> dtype);
+// The same for a path, sniffed here.
 gpt2::Model load_gpt2_model(const std::string& model, const std::string& config_path, DType dtype);
+
+// The configuration of the checkpoint load_gpt2 would read (a GGUF's metadata, else the
+// config.json beside the weights), without reading the weights.
+gpt2::Config read_gpt2_checkpoint_config(const std::string& model);
 
 // Writes DIR/config.json and DIR/model.safetensors (F32, Hugging Face names without prefix,
 // plus the h.{i}.attn.bias causal-mask buffers [1, 1, P, P], and lm_head.weight when an untied
@@ -47,4 +59,4 @@ uint64_t gpt2_saved_bytes(const gpt2::Config& config);
 void save_gpt2_weights_like(const std::string& source, const std::string& out,
                             const gpt2::Config& config, std::span<const float> params);
 
-}  // namespace tinylm::train
+}  // namespace tinylm::checkpoints

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "tinylm/core/error.h"
-#include "tinylm/train/plot.h"
+#include "tinylm/report/plot.h"
 
-namespace tinylm::train {
+namespace tinylm::report {
 
 std::vector<double> nice_ticks(double lo, double hi, int target, double min_step) {
   if (!(hi > lo)) return {lo};
@@ -81,4 +81,4 @@ std::vector<LossPoint> smooth_curve(std::span<const LossPoint> points, double st
   }
   return out;
 }
-}  // namespace tinylm::train
+}  // namespace tinylm::report

@@ -1,13 +1,13 @@
-#include "tinylm/train/plot.h"
+#include "tinylm/report/plot.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "tinylm/core/error.h"
-#include "tinylm/tokenizers/utf8.h"
+#include "tinylm/core/utf8.h"
 
-namespace tinylm::train {
+namespace tinylm::report {
 
 // Drawing the figure; reading is in plot_data.cpp, ticks and smoothing in plot_scale.cpp.
 
@@ -457,4 +457,4 @@ std::string render_loss_svg(std::span<const RunCurves> runs, const PlotOptions& 
   return s + "</svg>\n";
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::report

@@ -16,7 +16,7 @@
 
 #include "tinylm/models/evermind/config.h"
 
-namespace tinylm::io {
+namespace tinylm::checkpoints {
 
 // The header's version field says how parameters are stored.
 enum class EvlPrecision : uint32_t {
@@ -100,4 +100,4 @@ uint32_t append_evl_trailer(std::vector<std::byte>& bytes);
 // returns the CRC. Throws Error("NAME: ...") otherwise (bytes must hold at least 8).
 uint32_t check_evl_trailer(std::span<const std::byte> bytes, std::string_view name);
 
-}  // namespace tinylm::io
+}  // namespace tinylm::checkpoints

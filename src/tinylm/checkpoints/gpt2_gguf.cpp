@@ -1,19 +1,17 @@
-#include "tinylm/train/gpt2_gguf.h"
+#include "tinylm/checkpoints/gpt2_gguf.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 
+#include "tinylm/checkpoints/gguf_quant.h"
 #include "tinylm/core/error.h"
-#include "tinylm/train/gguf_quant.h"
 
-namespace tinylm::train {
+namespace tinylm::checkpoints {
 
 namespace {
 
@@ -109,14 +107,6 @@ int checked_int(uint64_t v, const std::string& file, const char* key) {
 }
 
 }  // namespace
-
-bool is_gguf_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
-}
 
 void save_gpt2_gguf(const std::string& path, const gpt2::Config& config,
                     std::span<const float> params, std::span<const float> lm_head,
@@ -354,4 +344,4 @@ BpeTokenizer load_gguf_tokenizer(const std::string& path) {
   return load_gguf_tokenizer(io::GgufFile::open(path));
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::checkpoints

@@ -13,16 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/io/gguf.h"
 #include "tinylm/models/gpt2/model.h"
 #include "tinylm/tokenizers/bpe.h"
-#include "tinylm/train/gpt2_checkpoint.h"
 
-namespace tinylm::train {
-
-// True when `path` is a regular file that starts with the GGUF magic.
-bool is_gguf_file(const std::string& path);
+namespace tinylm::checkpoints {
 
 // Writes `params` (gpt2::param_layout order, f32) with `tokenizer` as a GGUF file whose 2-D
 // weights (token_embd, the four matrices per block, output) are of `type`, except that the
@@ -62,4 +59,4 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path,
 BpeTokenizer load_gguf_tokenizer(const io::GgufFile& file);
 BpeTokenizer load_gguf_tokenizer(const std::string& path);
 
-}  // namespace tinylm::train
+}  // namespace tinylm::checkpoints

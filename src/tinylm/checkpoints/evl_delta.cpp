@@ -1,4 +1,4 @@
-#include "tinylm/io/evl_delta.h"
+#include "tinylm/checkpoints/evl_delta.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "tinylm/io/little_endian.h"
 #include "tinylm/io/text_file.h"
 
-namespace tinylm::io {
+namespace tinylm::checkpoints {
 
 namespace {
 
@@ -65,7 +65,8 @@ EvlDeltaApplied apply_impl(const EvlCheckpoint& base, std::vector<float> params,
   const std::string diff = evl_config_diff(info.config, base.config, "base");
   check(diff.empty(), name, ": made for a different model than ", base_name, ": ", diff);
   check(info.base_crc == base.crc, name, ": made against a base checkpoint with CRC ",
-        hex32(info.base_crc), ", but ", base_name, " has CRC ", hex32(base.crc), ": wrong base");
+        io::hex32(info.base_crc), ", but ", base_name, " has CRC ", io::hex32(base.crc),
+        ": wrong base");
   const ParamLayout layout = evermind::param_layout(base.config);
   check(params.size() == layout.size(), base_name, ": holds ", params.size(),
         " parameters, its configuration has ", layout.size());
@@ -80,8 +81,8 @@ EvlDeltaApplied apply_impl(const EvlCheckpoint& base, std::vector<float> params,
   for (uint64_t i = 0; i < info.runs; ++i) {
     check(end - pos >= kRunHeaderBytes, name, ": run ", i, " of ", info.runs,
           " lies past the end of the data");
-    const uint64_t first = get_u32(bytes.data() + pos);
-    const uint64_t n = get_u32(bytes.data() + pos + 4);
+    const uint64_t first = io::get_u32(bytes.data() + pos);
+    const uint64_t n = io::get_u32(bytes.data() + pos + 4);
     pos += kRunHeaderBytes;
     check(n >= 1, name, ": run ", i, " is empty");
     check(first >= next_row, name, ": run ", i, " (row ", first,
@@ -92,7 +93,7 @@ EvlDeltaApplied apply_impl(const EvlCheckpoint& base, std::vector<float> params,
     check((e1 - e0) <= (end - pos) / 4, name, ": run ", i, " (", e1 - e0,
           " values) lies past the end of the data");
     for (uint64_t e = e0; e < e1; ++e, pos += 4)
-      out.params[e] = bits_float(get_u32(bytes.data() + pos));
+      out.params[e] = bits_float(io::get_u32(bytes.data() + pos));
     next_row = first + n;
     out.rows_applied += n;
   }
@@ -152,23 +153,23 @@ std::vector<std::byte> encode_evl_delta(const EvlCheckpoint& base, std::span<con
         rows.rows(), " rows, more than the format's u32 row indices address");
 
   std::vector<std::byte> out;
-  append_u32(out, kEvlDeltaMagic);
-  append_u32(out, kEvlDeltaVersion);
+  io::append_u32(out, kEvlDeltaMagic);
+  io::append_u32(out, kEvlDeltaVersion);
   out.resize(out.size() + kEvlConfigBytes);
   put_evl_config(out.data() + 8, base.config, "EVD0 delta");
-  append_u32(out, base.crc);
-  append_u32(out, float_bits(eps));
-  append_u32(out, static_cast<uint32_t>(changed.size()));
-  append_u32(out, 0);  // run count, filled in below
+  io::append_u32(out, base.crc);
+  io::append_u32(out, float_bits(eps));
+  io::append_u32(out, static_cast<uint32_t>(changed.size()));
+  io::append_u32(out, 0);  // run count, filled in below
   uint32_t n_runs = 0;
   for (size_t i = 0; i < changed.size();) {
     size_t j = i + 1;
     while (j < changed.size() && changed[j] == changed[j - 1] + 1) ++j;
     const uint64_t first = changed[i], n = j - i;
-    append_u32(out, static_cast<uint32_t>(first));
-    append_u32(out, static_cast<uint32_t>(n));
+    io::append_u32(out, static_cast<uint32_t>(first));
+    io::append_u32(out, static_cast<uint32_t>(n));
     for (uint64_t e = rows.element(first); e < rows.element(first + n); ++e) {
-      append_u32(out, float_bits(current[e]));
+      io::append_u32(out, float_bits(current[e]));
     }
     ++n_runs;
     i = j;
@@ -189,7 +190,7 @@ EvlDeltaSummary export_evl_delta(const std::string& delta_path, const EvlCheckpo
   } catch (const Error& e) {
     fail(delta_path, ": ", e.what());
   }
-  AtomicFile file(delta_path);
+  io::AtomicFile file(delta_path);
   file.write(bytes);
   file.commit();
   return summary;
@@ -202,23 +203,23 @@ EvlDeltaSummary export_evl_delta(const std::string& delta_path, const std::strin
 
 EvlDeltaInfo decode_evl_delta_info(std::span<const std::byte> bytes, std::string_view name) {
   check(bytes.size() >= 4, name, ": not an EVD0 delta (", bytes.size(), " bytes)");
-  const uint32_t magic = get_u32(bytes.data());
-  check(magic == kEvlDeltaMagic, name, ": not an EVD0 delta (magic ", hex32(magic), ", expected ",
-        hex32(kEvlDeltaMagic), ")");
+  const uint32_t magic = io::get_u32(bytes.data());
+  check(magic == kEvlDeltaMagic, name, ": not an EVD0 delta (magic ", io::hex32(magic),
+        ", expected ", io::hex32(kEvlDeltaMagic), ")");
   constexpr size_t kMin = kEvlDeltaHeaderBytes + kEvlTrailerBytes;
   check(bytes.size() >= kMin, name, ": ", bytes.size(),
         " bytes is shorter than an EVD0 header and trailer (", kMin, "): truncated");
-  const uint32_t version = get_u32(bytes.data() + 4);
+  const uint32_t version = io::get_u32(bytes.data() + 4);
   check(version == kEvlDeltaVersion, name, ": unsupported EVD0 version ", version,
         " (this reader knows ", kEvlDeltaVersion, ")");
   EvlDeltaInfo info;
   info.crc = check_evl_trailer(bytes, name);
   info.config = get_evl_config(bytes.data() + 8, name);
-  info.base_crc = get_u32(bytes.data() + kBaseCrcAt);
-  info.eps = bits_float(get_u32(bytes.data() + kEpsAt));
+  info.base_crc = io::get_u32(bytes.data() + kBaseCrcAt);
+  info.eps = bits_float(io::get_u32(bytes.data() + kEpsAt));
   check_eps(info.eps, name);
-  info.rows_exported = get_u32(bytes.data() + kRowsAt);
-  info.runs = get_u32(bytes.data() + kRunsAt);
+  info.rows_exported = io::get_u32(bytes.data() + kRowsAt);
+  info.runs = io::get_u32(bytes.data() + kRunsAt);
   // Each run takes its 8-byte header and at least one 4-byte value per row.
   const uint64_t data = bytes.size() - kMin;
   check(info.runs <= info.rows_exported && (info.runs == 0) == (info.rows_exported == 0), name,
@@ -229,7 +230,7 @@ EvlDeltaInfo decode_evl_delta_info(std::span<const std::byte> bytes, std::string
 }
 
 EvlDeltaInfo read_evl_delta_info(const std::string& path) {
-  const std::string bytes = read_file(path);
+  const std::string bytes = io::read_file(path);
   return decode_evl_delta_info(std::as_bytes(std::span<const char>(bytes)), path);
 }
 
@@ -239,13 +240,13 @@ EvlDeltaApplied apply_evl_delta(const EvlCheckpoint& base, std::span<const std::
 }
 
 EvlDeltaApplied apply_evl_delta(const EvlCheckpoint& base, const std::string& delta_path) {
-  const std::string bytes = read_file(delta_path);
+  const std::string bytes = io::read_file(delta_path);
   return apply_evl_delta(base, std::as_bytes(std::span<const char>(bytes)), delta_path);
 }
 
 EvlDeltaApplied apply_evl_delta(const std::string& base_path, const std::string& delta_path) {
   EvlCheckpoint base = load_evl(base_path);
-  const std::string bytes = read_file(delta_path);
+  const std::string bytes = io::read_file(delta_path);
   std::vector<float> params = std::move(base.params);  // the base is not needed afterwards
   return apply_impl(base, std::move(params), base_path, std::as_bytes(std::span<const char>(bytes)),
                     delta_path);
@@ -258,4 +259,4 @@ uint64_t apply_evl_delta_to_file(const std::string& base_path, const std::string
   return applied.rows_applied;
 }
 
-}  // namespace tinylm::io
+}  // namespace tinylm::checkpoints
