@@ -42,7 +42,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
-#include "tinylm/generate/evermind_generate.h"
+#include "tinylm/generate/generate.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/models/evermind/model.h"
 #include "tinylm/train/evermind_trainable.h"
@@ -194,18 +194,18 @@ Row run(const Args& a, int threads, const std::vector<std::vector<int>>& pool) {
   {
     const evermind::Model<float> model(cfg, a.seq_len);
     const std::vector<int> prompt(pool[0].begin(), pool[0].begin() + a.prompt_len);
-    generate::EvermindGenerateOptions g;
-    g.max_new_tokens = a.new_tokens;
-    g.temperature = 0.0;
-    generate::generate(model, prompt, g);  // warm-up
+    generate::GenerateOptions g;
+    g.max_tokens = static_cast<int>(a.new_tokens);
+    const auto backend = generate::evermind_backend(model);
+    generate::generate(*backend, prompt, g);  // warm-up
     std::vector<double> tok_s, tok_cpu;
     for (int64_t r = 0; r < a.reps; ++r) {
       const double cpu0 = process_cpu_s();
       Timer t;
-      const generate::EvermindGenerateResult res = generate::generate(model, prompt, g);
+      const generate::GenerateResult res = generate::generate(*backend, prompt, g);
       const double el = t.elapsed_ms();
-      tok_cpu.push_back(static_cast<double>(res.tokens.size()) / (process_cpu_s() - cpu0));
-      tok_s.push_back(static_cast<double>(res.tokens.size()) / (el / 1e3));
+      tok_cpu.push_back(static_cast<double>(res.ids.size()) / (process_cpu_s() - cpu0));
+      tok_s.push_back(static_cast<double>(res.ids.size()) / (el / 1e3));
     }
     row.gen_tok_s = summarize(tok_s);
     row.gen_tok_cpu_s = summarize(tok_cpu).median;
@@ -240,9 +240,10 @@ void dump(const Args& a, const std::vector<std::vector<int>>& pool) {
   model.zero_grads();
 
   const std::vector<int> prompt(pool[0].begin(), pool[0].begin() + a.prompt_len);
-  generate::EvermindGenerateOptions g;
-  g.max_new_tokens = 32;
-  const std::vector<int> greedy = generate::generate(model, prompt, g).tokens;
+  generate::GenerateOptions g;
+  g.max_tokens = 32;
+  const std::vector<int> greedy =
+      generate::generate(*generate::evermind_backend(model), prompt, g).ids;
 
   double step1_loss = 0.0;  // the first window's mean loss, aux term included
   {

@@ -39,7 +39,7 @@
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
-#include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/generate/generate.h"
 #include "tinylm/models/gpt2/model.h"
 
 extern char** environ;
@@ -140,8 +140,9 @@ int run_child(const std::string& dir, const std::string& spec, int new_tokens, i
   const double load_ms = load_timer.elapsed_ms();
   generate::GenerateOptions opt;
   opt.max_tokens = new_tokens;
+  const auto backend = generate::gpt2_backend(m);
   Timer first_timer;
-  generate::generate(m, kPrompt, opt);  // first touch of weights, KV cache and scratch
+  generate::generate(*backend, kPrompt, opt);  // first touch of weights, KV cache and scratch
   const double first_ms = first_timer.elapsed_ms();
   const double peak = bench::proc_status_bytes("VmHWM") - rss0;  // before the probe's buffer
 
@@ -154,7 +155,7 @@ int run_child(const std::string& dir, const std::string& spec, int new_tokens, i
   std::vector<double> pre, dec, bws, reached;
   for (int r = 0; r < reps; ++r) {
     bws.push_back(probe_gbs(probe));
-    const generate::GenerateResult res = generate::generate(m, kPrompt, opt);
+    const generate::GenerateResult res = generate::generate(*backend, kPrompt, opt);
     pre.push_back(res.prefill_ms);
     dec.push_back(res.decode_ms / static_cast<double>(res.ids.size() - 1));
     reached.push_back((1000.0 / dec.back()) / (bws.back() / weight_gb));  // this pair's fraction

@@ -27,8 +27,7 @@
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
-#include "tinylm/generate/decode_backend.h"
-#include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/generate/generate.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/serve/engine.h"
 #include "tinylm/serve/server.h"
@@ -141,12 +140,13 @@ int main(int argc, char** argv) {
       num_threads(), tokens, temperature, static_cast<int>(interval.count()), reps);
 
   std::vector<double> decode_tps, prefill_ms;
+  auto backend = generate::gpt2_backend(model);
   const auto baseline = [&] {
     for (int r = 0; r < reps; ++r) {
       generate::GenerateOptions o;
       o.max_tokens = tokens;
       o.sampling.temperature = temperature;
-      const generate::GenerateResult g = generate::generate(model, prompt, o);
+      const generate::GenerateResult g = generate::generate(*backend, prompt, o);
       decode_tps.push_back((tokens - 1) * 1000.0 / g.decode_ms);
       prefill_ms.push_back(g.prefill_ms);
     }
@@ -178,7 +178,6 @@ int main(int argc, char** argv) {
     model_rates.emplace_back(n, median(rate));
   }
 
-  auto backend = generate::gpt2_backend(model);
   serve::ModelInfo info;
   info.id = "bench";
   info.tokenizer = &tok;

@@ -15,8 +15,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
-#include "tinylm/generate/evermind_generate.h"
-#include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/generate/generate.h"
 
 namespace tinylm::cli {
 
@@ -28,7 +27,6 @@ struct GenerateFlags {
   std::string prompt, prompt_file, prompts_file;
   int samples = 1;
   generate::GenerateOptions gen;
-  bool ignore_eos = false;
   bool allow_special = false;
   CLI::Option* temperature = nullptr;
   CLI::Option* top_k = nullptr;
@@ -39,26 +37,21 @@ struct GenerateFlags {
 constexpr double kEvermindTemperature = 0.8;
 constexpr int kEvermindTopK = 40;
 
-// One loaded model of either family behind one "continue this text" call.
+// The loaded model of either family behind the decode interface, with its tokenizer.
 struct Generator {
   ModelKind kind = ModelKind::gpt2;
   std::optional<BpeTokenizer> tok;
   std::optional<gpt2::Model> gpt2;
   std::optional<evermind::Model<float>> evermind;
+  std::unique_ptr<generate::DecodeBackend> backend;
   int context = 0;  // GPT-2's n_positions (0: no limit)
-
-  struct Stats {
-    size_t prompt_tokens = 0, new_tokens = 0;
-    double prefill_ms = 0, decode_ms = 0;
-    bool hit_context_end = false;
-  };
 
   std::vector<int> encode(const GenerateFlags& f, const std::string& text) const {
     std::vector<int> ids = tok->encode(text, f.allow_special || kind == ModelKind::evermind);
     if (ids.empty()) throw UsageError("the prompt is empty");  // EvermindLM too (issue 17)
-    if (kind == ModelKind::evermind && f.gen.max_tokens > generate::kEvermindMaxNewTokens) {
+    if (kind == ModelKind::evermind && f.gen.max_tokens > generate::kMaxNewTokens) {
       throw UsageError(cat("--max-tokens ", f.gen.max_tokens, ": EvermindLM generates at most ",
-                           generate::kEvermindMaxNewTokens, " tokens"));
+                           generate::kMaxNewTokens, " tokens"));
     }
     if (context > 0 && static_cast<int64_t>(ids.size()) > context) {
       fail("the prompt has ", ids.size(), " tokens, more than the model's context of ", context);
@@ -68,47 +61,17 @@ struct Generator {
 
   // Generates after `prompt` (checked by encode), passing the new text to `sink` as it
   // becomes complete UTF-8; on_token(n) after each new token, n of them so far.
-  Stats run(const GenerateFlags& f, const std::vector<int>& prompt, uint64_t seed,
-            const std::function<void(const std::string&)>& sink,
-            const std::function<void(int64_t)>& on_token) {
+  generate::GeneratedText run(const GenerateFlags& f, const std::vector<int>& prompt, uint64_t seed,
+                              const std::function<void(std::string_view)>& sink,
+                              const std::function<void(int64_t)>& on_token) {
+    generate::GenerateOptions g = f.gen;
+    g.sampling.seed = seed;
+    g.eos_id = tok->eot_id().value_or(-1);
     int64_t made = 0;
-    Stats st;
-    st.prompt_tokens = prompt.size();
-    const int eos = f.ignore_eos ? -1 : tok->eot_id().value_or(-1);
-    StreamDecoder out(*tok);
-    if (kind == ModelKind::gpt2) {
-      generate::GenerateOptions g = f.gen;
-      g.sampling.seed = seed;
-      g.eos_id = eos;
-      const generate::GenerateResult r = generate::generate(*gpt2, prompt, g, [&](int id) {
-        if (id != eos) sink(out.push(id));
-        on_token(++made);
-        return true;
-      });
-      st.new_tokens = r.ids.size();
-      st.prefill_ms = r.prefill_ms;
-      st.decode_ms = r.decode_ms;
-      st.hit_context_end = r.hit_context_end;
-    } else {
-      generate::EvermindGenerateOptions g;
-      g.max_new_tokens = f.gen.max_tokens;
-      g.temperature = f.gen.sampling.temperature;
-      g.top_k = f.gen.sampling.top_k;
-      g.top_p = f.gen.sampling.top_p;
-      g.seed = seed;
-      g.stop_token = eos;
-      Timer timer;
-      const generate::EvermindGenerateResult r =
-          generate::generate(*evermind, prompt, g, [&](int id) {
-            if (id != eos) sink(out.push(id));
-            on_token(++made);
-            return true;
-          });
-      st.new_tokens = r.tokens.size();
-      st.decode_ms = timer.elapsed_ms();
-    }
-    sink(out.finish());
-    return st;
+    return generate::generate_text(*backend, *tok, prompt, g, sink, [&](int) {
+      on_token(++made);
+      return true;
+    });
   }
 };
 
@@ -133,6 +96,7 @@ void load_weights(Generator& g, const GenerateFlags& f, const DetectedModel& fil
   if (g.kind == ModelKind::gpt2) {
     g.gpt2.emplace(load_model(f.model, file));
     g.context = g.gpt2->config().n_positions;
+    g.backend = generate::gpt2_backend(*g.gpt2);
     return;
   }
   set_num_threads(f.model.threads);
@@ -140,6 +104,7 @@ void load_weights(Generator& g, const GenerateFlags& f, const DetectedModel& fil
   g.evermind.emplace(load_evermind(path, 2));
   std::fprintf(stderr, "loaded %s: %zu parameters (f32) in %.1f ms\n", path.c_str(),
                g.evermind->params().size(), load.elapsed_ms());
+  g.backend = generate::evermind_backend(*g.evermind);
 }
 
 // The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin.
@@ -186,7 +151,8 @@ void run_generate(GenerateFlags& f) {
           v.size(), " tokens, more than the model's context of ", g.context);
   }
 
-  Generator::Stats total;
+  size_t prompt_tokens = 0, new_tokens = 0;
+  double prefill_ms = 0, decode_ms = 0;
   const bool json = !f.prompts_file.empty();
   const bool many = prompts.size() * f.samples > 1;
   // When the text goes to a file or a pipe, a terminal's stderr shows the tokens made out of
@@ -202,16 +168,14 @@ void run_generate(GenerateFlags& f) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     for (int s = 0; s < f.samples; ++s) {
       const uint64_t seed = f.gen.sampling.seed + static_cast<uint64_t>(s);
-      Generator::Stats st;
+      generate::GeneratedText st;
       if (json) {
-        std::string text;
-        st = g.run(
-            f, ids[i], seed, [&](const std::string& piece) { text += piece; }, on_token);
+        st = g.run(f, ids[i], seed, {}, on_token);
         nlohmann::ordered_json line = {{"prompt", prompts[i]},
                                        {"sample", s},
                                        {"seed", seed},
-                                       {"text", text},
-                                       {"tokens", st.new_tokens}};
+                                       {"text", st.text},
+                                       {"tokens", st.generated()}};
         const std::string dumped =
             line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         std::printf("%s\n", dumped.c_str());
@@ -222,7 +186,7 @@ void run_generate(GenerateFlags& f) {
         flush_stdout();
         st = g.run(
             f, ids[i], seed,
-            [](const std::string& piece) {
+            [](std::string_view piece) {
               std::fwrite(piece.data(), 1, piece.size(), stdout);
               flush_stdout();
             },
@@ -230,10 +194,10 @@ void run_generate(GenerateFlags& f) {
         std::fputs("\n", stdout);
         flush_stdout();
       }
-      total.prompt_tokens += st.prompt_tokens;
-      total.new_tokens += st.new_tokens;
-      total.prefill_ms += st.prefill_ms;
-      total.decode_ms += st.decode_ms;
+      prompt_tokens += ids[i].size();
+      new_tokens += st.generated();
+      prefill_ms += st.prefill_ms;
+      decode_ms += st.decode_ms;
       if (st.hit_context_end) {
         progress.finish();
         std::fprintf(stderr, "stopped: reached the model's context of %d positions\n", g.context);
@@ -243,18 +207,12 @@ void run_generate(GenerateFlags& f) {
     }
   }
   progress.finish();
-  if (g.kind == ModelKind::gpt2) {
-    const double steps = total.new_tokens > 1 ? static_cast<double>(total.new_tokens - 1) : 1.0;
-    std::fprintf(stderr,
-                 "prompt %zu tokens: prefill %.1f ms (%.0f tok/s); %zu tokens: decode %.1f tok/s\n",
-                 total.prompt_tokens, total.prefill_ms,
-                 total.prefill_ms > 0 ? total.prompt_tokens * 1000.0 / total.prefill_ms : 0.0,
-                 total.new_tokens, total.decode_ms > 0 ? steps * 1000.0 / total.decode_ms : 0.0);
-  } else {
-    std::fprintf(stderr, "prompt %zu tokens; generated %zu tokens in %.1f ms (%.1f tok/s)\n",
-                 total.prompt_tokens, total.new_tokens, total.decode_ms,
-                 total.decode_ms > 0 ? total.new_tokens * 1000.0 / total.decode_ms : 0.0);
-  }
+  // The first new token comes from the prefill's logits: decode made the rest.
+  const double steps = new_tokens > 1 ? static_cast<double>(new_tokens - 1) : 1.0;
+  std::fprintf(
+      stderr, "prompt %zu tokens: prefill %.1f ms (%.0f tok/s); %zu tokens: decode %.1f tok/s\n",
+      prompt_tokens, prefill_ms, prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0.0,
+      new_tokens, decode_ms > 0 ? steps * 1000.0 / decode_ms : 0.0);
 }
 
 }  // namespace
@@ -280,7 +238,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--top-p", f->gen.sampling.top_p, "Nucleus sampling mass (1: off)")
       ->capture_default_str();
   cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
-  cmd->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at <|endoftext|>");
+  cmd->add_flag("--ignore-eos", f->gen.ignore_eos, "Do not stop at <|endoftext|>");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the prompt");
   cmd->callback([f] { run_generate(*f); });
 }

@@ -6,7 +6,7 @@
 #include "commands.h"
 #include "gpt2_common.h"
 #include "model_kind.h"
-#include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/generate/gpt2_perplexity.h"
 #include "tinylm/io/text_file.h"
 
 namespace tinylm::cli {

@@ -8,9 +8,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "finite_difference.h"
@@ -19,7 +22,7 @@
 #include "tinylm/core/philox.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/core/utf8.h"
-#include "tinylm/generate/evermind_generate.h"
+#include "tinylm/generate/generate.h"
 #include "tinylm/models/evermind/config.h"
 #include "tinylm/models/evermind/decoder.h"
 #include "tinylm/models/evermind/init.h"
@@ -418,82 +421,99 @@ Model<float> generation_model() {
   return m;
 }
 
+// The generate loop over EvermindLM's decode interface.
+generate::GenerateResult evermind_generate(const Model<float>& m, std::span<const int> prompt,
+                                           const generate::GenerateOptions& o,
+                                           const std::function<bool(int)>& on_token = {}) {
+  return generate::generate(*generate::evermind_backend(m), prompt, o, on_token);
+}
+
+// The same, text in (encoded with special tokens allowed), text out.
+std::string evermind_text(const Model<float>& m, const BpeTokenizer& tok, std::string_view prompt,
+                          const generate::GenerateOptions& o,
+                          const std::function<void(std::string_view)>& on_text = {}) {
+  return generate::generate_text(*generate::evermind_backend(m), tok, tok.encode(prompt, true), o,
+                                 on_text)
+      .text;
+}
+
 TEST(EvermindGenerate, GreedyEqualsArgmaxOfFullRecomputation) {
   Model<float> m = generation_model();
   const std::vector<int> prompt = {3, 14, 15, 9, 2};
-  generate::EvermindGenerateOptions o;
-  o.max_new_tokens = 30;
-  const auto r = generate::generate(m, prompt, o);
-  ASSERT_EQ(r.tokens.size(), 30u);
-  EXPECT_FALSE(r.stopped);
+  generate::GenerateOptions o;
+  o.max_tokens = 30;
+  const auto r = evermind_generate(m, prompt, o);
+  ASSERT_EQ(r.ids.size(), 30u);
+  EXPECT_FALSE(r.stopped_at_eos);
   std::vector<int> seq = prompt;
   for (int i = 0; i < 30; ++i) {
     const std::vector<float> l = last_logits(m, seq);
     const int best = static_cast<int>(std::max_element(l.begin(), l.end()) - l.begin());
-    ASSERT_EQ(r.tokens[static_cast<size_t>(i)], best) << i;
+    ASSERT_EQ(r.ids[static_cast<size_t>(i)], best) << i;
     seq.push_back(best);
   }
-  o.temperature = -1.0;  // any temperature <= 0 is greedy
-  EXPECT_EQ(generate::generate(m, prompt, o).tokens, r.tokens);
+  // A negative temperature is refused (it was greedy here; the one options check of every
+  // family refuses it, as `tinylm generate --temperature -1` always did).
+  o.sampling.temperature = -1.0;
+  EXPECT_THROW(evermind_generate(m, prompt, o), Error);
 }
 
 TEST(EvermindGenerate, TemperatureSamplingIsSeededAndMatchesRecomputation) {
   Model<float> m = generation_model();
   const std::vector<int> prompt = {1, 2, 3};
-  generate::EvermindGenerateOptions o;
-  o.max_new_tokens = 25;
-  o.temperature = 0.8;
-  o.seed = 42;
-  const auto a = generate::generate(m, prompt, o);
-  EXPECT_EQ(generate::generate(m, prompt, o).tokens, a.tokens);
+  generate::GenerateOptions o;
+  o.max_tokens = 25;
+  o.sampling.temperature = 0.8;
+  o.sampling.seed = 42;
+  const auto a = evermind_generate(m, prompt, o);
+  EXPECT_EQ(evermind_generate(m, prompt, o).ids, a.ids);
   // The documented draw, from full recomputation: random.Random(42).choices(range(V), w).
   PyRandom rng(42);
   std::vector<int> seq = prompt;
-  for (size_t i = 0; i < a.tokens.size(); ++i) {
+  for (size_t i = 0; i < a.ids.size(); ++i) {
     const std::vector<float> l = last_logits(m, seq);
     const float mx = *std::max_element(l.begin(), l.end());
     std::vector<double> w(l.size());
     for (size_t v = 0; v < l.size(); ++v) w[v] = std::exp((static_cast<double>(l[v]) - mx) / 0.8);
     const int t = static_cast<int>(rng.choices(w));
-    ASSERT_EQ(a.tokens[i], t) << i;
+    ASSERT_EQ(a.ids[i], t) << i;
     seq.push_back(t);
   }
-  o.seed = 43;
-  EXPECT_NE(generate::generate(m, prompt, o).tokens, a.tokens);
+  o.sampling.seed = 43;
+  EXPECT_NE(evermind_generate(m, prompt, o).ids, a.ids);
   // top_k = 1 is greedy whatever the temperature.
-  o.top_k = 1;
-  generate::EvermindGenerateOptions g;
-  g.max_new_tokens = 25;
-  EXPECT_EQ(generate::generate(m, prompt, o).tokens, generate::generate(m, prompt, g).tokens);
+  o.sampling.top_k = 1;
+  generate::GenerateOptions g;
+  g.max_tokens = 25;
+  EXPECT_EQ(evermind_generate(m, prompt, o).ids, evermind_generate(m, prompt, g).ids);
 }
 
 TEST(EvermindGenerate, StopTokenAndLimits) {
   Model<float> m = generation_model();
   const std::vector<int> prompt = {5};
-  generate::EvermindGenerateOptions o;
-  o.max_new_tokens = 12;
-  const auto greedy = generate::generate(m, prompt, o);
-  ASSERT_EQ(greedy.tokens.size(), 12u);
-  o.stop_token = greedy.tokens[3];
+  generate::GenerateOptions o;
+  o.max_tokens = 12;
+  const auto greedy = evermind_generate(m, prompt, o);
+  ASSERT_EQ(greedy.ids.size(), 12u);
+  o.eos_id = greedy.ids[3];
   const size_t first = static_cast<size_t>(
-      std::find(greedy.tokens.begin(), greedy.tokens.end(), o.stop_token) - greedy.tokens.begin());
-  const auto stopped = generate::generate(m, prompt, o);
-  EXPECT_TRUE(stopped.stopped);
-  EXPECT_EQ(stopped.tokens,
-            std::vector<int>(greedy.tokens.begin(),
-                             greedy.tokens.begin() + static_cast<std::ptrdiff_t>(first)));
-  o.stop_token = -1;
-  o.max_new_tokens = 0;
-  EXPECT_TRUE(generate::generate(m, prompt, o).tokens.empty());
+      std::find(greedy.ids.begin(), greedy.ids.end(), o.eos_id) - greedy.ids.begin());
+  const auto stopped = evermind_generate(m, prompt, o);
+  EXPECT_TRUE(stopped.stopped_at_eos);
+  EXPECT_EQ(stopped.ids, std::vector<int>(greedy.ids.begin(),
+                                          greedy.ids.begin() + static_cast<std::ptrdiff_t>(first)));
+  o.eos_id = -1;
+  o.max_tokens = 0;
+  EXPECT_TRUE(evermind_generate(m, prompt, o).ids.empty());
   // The callback sees each token and can end generation.
-  o.max_new_tokens = 12;
+  o.max_tokens = 12;
   int seen = 0;
-  const auto cut = generate::generate(m, prompt, o, [&](int) { return ++seen < 4; });
-  EXPECT_EQ(cut.tokens, std::vector<int>(greedy.tokens.begin(), greedy.tokens.begin() + 4));
-  EXPECT_THROW(generate::generate(m, std::vector<int>{}, o), Error);
-  EXPECT_THROW(generate::generate(m, std::vector<int>{40}, o), Error);
-  o.stop_token = 40;
-  EXPECT_THROW(generate::generate(m, prompt, o), Error);
+  const auto cut = evermind_generate(m, prompt, o, [&](int) { return ++seen < 4; });
+  EXPECT_EQ(cut.ids, std::vector<int>(greedy.ids.begin(), greedy.ids.begin() + 4));
+  EXPECT_THROW(evermind_generate(m, std::vector<int>{}, o), Error);
+  EXPECT_THROW(evermind_generate(m, std::vector<int>{40}, o), Error);
+  o.eos_id = 40;
+  EXPECT_THROW(evermind_generate(m, prompt, o), Error);
 }
 
 TEST(EvermindGenerate, TextThroughATokenizer) {
@@ -517,23 +537,23 @@ TEST(EvermindGenerate, TextThroughATokenizer) {
   c.hidden_dim = 32;
   Model<float> m(c, 8);
   perturb(m, 5);
-  generate::EvermindGenerateOptions o;
-  o.max_new_tokens = 20;
-  o.temperature = 1.0;
-  o.seed = 3;
+  generate::GenerateOptions o;
+  o.max_tokens = 20;
+  o.sampling.temperature = 1.0;
+  o.sampling.seed = 3;
   std::string streamed;
   const std::string text =
-      generate::generate_text(m, tok, "Hi", o, [&](std::string_view s) { streamed += s; });
+      evermind_text(m, tok, "Hi", o, [&](std::string_view s) { streamed += s; });
   EXPECT_EQ(text, streamed);
-  const auto ids = generate::generate(m, std::vector<int>{'H', 'i'}, o);
-  EXPECT_EQ(text, sanitize_utf8(tok.decode(ids.tokens)));
+  const auto ids = evermind_generate(m, std::vector<int>{'H', 'i'}, o);
+  EXPECT_EQ(text, sanitize_utf8(tok.decode(ids.ids)));
   EXPECT_EQ(tok.encode(" to"), (std::vector<int>{256, 'o'}));
   // An empty prompt is refused, as GPT-2 refuses one; so are too many new tokens.
-  test::expect_error([&] { generate::generate_text(m, tok, "", o); }, {"prompt is empty"});
-  generate::EvermindGenerateOptions many = o;
-  many.max_new_tokens = generate::kEvermindMaxNewTokens + 1;
-  test::expect_error([&] { generate::generate_text(m, tok, "Hi", many); }, {"max-tokens"});
-  test::expect_error([&] { generate::generate(m, std::vector<int>{'H'}, many); }, {"max-tokens"});
+  test::expect_error([&] { evermind_text(m, tok, "", o); }, {"prompt is empty"});
+  generate::GenerateOptions many = o;
+  many.max_tokens = generate::kMaxNewTokens + 1;
+  test::expect_error([&] { evermind_text(m, tok, "Hi", many); }, {"max-tokens"});
+  test::expect_error([&] { evermind_generate(m, std::vector<int>{'H'}, many); }, {"max-tokens"});
   EXPECT_FALSE(text.empty());
 }
 

@@ -13,7 +13,8 @@
 #include "test_util.h"
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
-#include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/generate/generate.h"
+#include "tinylm/generate/gpt2_perplexity.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/models/gpt2/model.h"
 
@@ -382,6 +383,12 @@ TEST(Gpt2Checkpoint, StreamingHalfLoadEqualsConvertedCopy) {
   }
 }
 
+// The generate loop over GPT-2's decode interface.
+generate::GenerateResult gpt2_generate(Model& m, std::span<const int> prompt,
+                                       const generate::GenerateOptions& o) {
+  return generate::generate(*generate::gpt2_backend(m), prompt, o);
+}
+
 TEST(Gpt2Generate, GreedyContinuationMatchesPyTorch) {
   for (const auto& [weights, key, dtype] :
        {std::tuple{"model.safetensors", "greedy", DType::f32},
@@ -390,7 +397,7 @@ TEST(Gpt2Generate, GreedyContinuationMatchesPyTorch) {
     const auto g = expected()[key];
     generate::GenerateOptions opt;
     opt.max_tokens = g["new_tokens"].get<int>();
-    const generate::GenerateResult r = generate::generate(m, ints(g["prompt"]), opt);
+    const generate::GenerateResult r = gpt2_generate(m, ints(g["prompt"]), opt);
     EXPECT_EQ(r.ids, ints(g["ids"])) << key;
   }
 }
@@ -400,7 +407,7 @@ TEST(Gpt2Generate, StopsAtTheContextEnd) {
   generate::GenerateOptions opt;
   opt.max_tokens = 100;
   const std::vector<int> prompt(60, 7);
-  const generate::GenerateResult r = generate::generate(m, prompt, opt);
+  const generate::GenerateResult r = gpt2_generate(m, prompt, opt);
   EXPECT_TRUE(r.hit_context_end);
   EXPECT_EQ(r.ids.size(), 5u);  // 60 + 4 positions fill the context of 64; the 5th is drawn from it
 }
@@ -411,10 +418,10 @@ TEST(Gpt2Generate, SeededSamplingIsReproducible) {
   opt.max_tokens = 20;
   opt.sampling = {0.9, 50, 0.95, 123};
   const std::vector<int> prompt{1, 2, 3};
-  const auto a = generate::generate(m, prompt, opt).ids;
-  EXPECT_EQ(generate::generate(m, prompt, opt).ids, a);
+  const auto a = gpt2_generate(m, prompt, opt).ids;
+  EXPECT_EQ(gpt2_generate(m, prompt, opt).ids, a);
   opt.sampling.seed = 124;
-  EXPECT_NE(generate::generate(m, prompt, opt).ids, a);
+  EXPECT_NE(gpt2_generate(m, prompt, opt).ids, a);
 }
 
 TEST(Gpt2Perplexity, SlidingWindowsMatchPyTorch) {

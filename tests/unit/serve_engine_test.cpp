@@ -7,9 +7,7 @@
 #include <thread>
 
 #include "test_util.h"
-#include "tinylm/generate/decode_backend.h"
-#include "tinylm/generate/evermind_generate.h"
-#include "tinylm/generate/gpt2_generate.h"
+#include "tinylm/generate/generate.h"
 #include "tinylm/models/gpt2/init.h"
 #include "tinylm/serve/api_error.h"
 #include "tinylm/serve/engine.h"
@@ -146,10 +144,8 @@ TEST(ServeEngine, Gpt2BatchedTextEqualsAloneAndGenerate) {
       o.max_tokens = cs[i].max_tokens;
       o.eos_id = 1000;  // an end-of-text inside this vocabulary
       o.sampling = params_of(cs[i]).sampling;
-      const generate::GenerateResult r = generate::generate(model, cs[i].prompt, o);
-      std::vector<int> ids = r.ids;
-      if (r.stopped_at_eos) ids.pop_back();
-      EXPECT_EQ(alone[i].text, sanitize_utf8(tokenizer().decode(ids))) << "case " << i;
+      const generate::GenerateResult r = generate::generate(*backend, cs[i].prompt, o);
+      EXPECT_EQ(alone[i].text, sanitize_utf8(tokenizer().decode(r.ids))) << "case " << i;
       EXPECT_EQ(alone[i].finish, r.stopped_at_eos ? "stop" : "length");
     }
   }
@@ -166,12 +162,12 @@ TEST(ServeEngine, EvermindBatchedTextEqualsAloneAndGenerate) {
   const std::vector<Output> alone = serve_all(*backend, 1, false, -1);
   expect_same(alone, serve_all(*backend, 4, true, -1));
   const Case k = cases()[0];
-  generate::EvermindGenerateOptions o;
-  o.max_new_tokens = k.max_tokens;
-  o.temperature = k.temperature;
-  o.seed = k.seed;
-  const generate::EvermindGenerateResult r = generate::generate(model, k.prompt, o);
-  EXPECT_EQ(alone[0].text, sanitize_utf8(tokenizer().decode(r.tokens)));
+  generate::GenerateOptions o;
+  o.max_tokens = k.max_tokens;
+  o.sampling.temperature = k.temperature;
+  o.sampling.seed = k.seed;
+  const generate::GenerateResult r = generate::generate(*backend, k.prompt, o);
+  EXPECT_EQ(alone[0].text, sanitize_utf8(tokenizer().decode(r.ids)));
 }
 
 TEST(ServeEngine, QueueLimitAndClose) {

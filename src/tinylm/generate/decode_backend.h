@@ -1,15 +1,29 @@
 #pragma once
-// A model of either family behind the three calls continuous batching needs: start a
-// sequence, prefill its prompt, and step many sequences by one token each in one pass over
-// the weights. Each sequence's logits are the same bits whether it steps alone or beside
-// others (GPT-2's forward_batch is row-invariant; EvermindLM sequences step one by one), so a
-// served request gives the text `tinylm generate` gives for the same prompt and seed.
+// The decode interface: what every family implements to generate (gpt2_backend.cpp,
+// evermind_backend.cpp, microgpt_backend.cpp), and all the generate loop (generate.h) and the
+// server's continuous batching (serve/engine.h) know of a model. A sequence is started, its
+// prompt fed, then it advances one token per step; many sequences can step together in one
+// pass over the weights. Each sequence's logits are the same bits whether it steps alone or
+// beside others (GPT-2's forward_batch is row-invariant; EvermindLM sequences step one by
+// one), so a served request gives the text `tinylm generate` gives for the same prompt and
+// seed.
+//
+// Logit is the type of the rows the sampler reads: float, except microgpt's double (its
+// numbers are CPython's, and so are the weights its sampling draws from).
 #include <memory>
 #include <span>
 
+#include "tinylm/core/error.h"
 #include "tinylm/generate/sampler.h"
 #include "tinylm/models/evermind/model.h"
 #include "tinylm/models/gpt2/model.h"
+
+namespace tinylm {
+class PyRandom;
+namespace microgpt {
+class Model;
+}
+}  // namespace tinylm
 
 namespace tinylm::generate {
 
@@ -19,16 +33,10 @@ class Sequence {
   virtual ~Sequence() = default;
 };
 
-// Chooses the next token from logits; each request owns one, seeded by its options.
-class TokenSampler {
+template <class Logit>
+class BasicDecodeBackend {
  public:
-  virtual ~TokenSampler() = default;
-  virtual int sample(std::span<const float> logits) = 0;
-};
-
-class DecodeBackend {
- public:
-  virtual ~DecodeBackend() = default;
+  virtual ~BasicDecodeBackend() = default;
   virtual int vocab_size() const = 0;
   // Positions one sequence can hold (GPT-2's n_positions); 0 when there is no end.
   virtual int context_limit() const = 0;
@@ -36,23 +44,36 @@ class DecodeBackend {
   // `reuse` (may be null) is a finished sequence of this backend whose memory the new one may
   // take: a server slot hands back its last, so a request neither allocates nor clears a cache.
   virtual std::unique_ptr<Sequence> start(int capacity, std::unique_ptr<Sequence> reuse) const = 0;
-  // Runs the prompt (at least one token) into a fresh sequence; logits gets the last
-  // position's (vocab_size()).
-  virtual void prefill(Sequence& seq, std::span<const int> prompt, std::span<float> logits) = 0;
+  // Runs `tokens` (at least one: a prompt, or the one token of a decode step) at the
+  // sequence's next positions; logits gets the last one's (vocab_size()).
+  virtual void feed(Sequence& seq, std::span<const int> tokens, std::span<Logit> logits) = 0;
   // Several prompts, each into a fresh sequence (distinct ones); logits gets
-  // (seqs.size(), vocab_size()): each prompt's last position, the bits prefill() gives it
-  // alone. GPT-2 runs them in one forward; by default they run one after another.
+  // (seqs.size(), vocab_size()): each prompt's last position, the bits feed() gives it alone.
+  // GPT-2 runs them in one forward; by default they run one after another.
   virtual void prefill_many(std::span<Sequence* const> seqs,
-                            std::span<const std::span<const int>> prompts, std::span<float> logits);
-  // tokens[r] into seqs[r] (distinct sequences); logits gets (tokens.size(), vocab_size()).
+                            std::span<const std::span<const int>> prompts,
+                            std::span<Logit> logits) {
+    check(seqs.size() == prompts.size(), "prefill_many: ", prompts.size(), " prompts for ",
+          seqs.size(), " sequences");
+    const size_t V = static_cast<size_t>(vocab_size());
+    for (size_t s = 0; s < seqs.size(); ++s) feed(*seqs[s], prompts[s], logits.subspan(s * V, V));
+  }
+  // tokens[r] into seqs[r] (distinct sequences), one pass over the weights for all of them;
+  // logits gets (tokens.size(), vocab_size()).
   virtual void step(std::span<Sequence* const> seqs, std::span<const int> tokens,
-                    std::span<float> logits) = 0;
-  // The sampler `tinylm generate` uses for this family with these options.
-  virtual std::unique_ptr<TokenSampler> sampler(const SamplingOptions& options) const = 0;
+                    std::span<Logit> logits) = 0;
+  // The family's sampler with these options (its DrawOrder; microgpt's RNG).
+  virtual std::unique_ptr<TokenSampler<Logit>> sampler(const SamplingOptions& options) const = 0;
 };
 
-// The models must outlive their backends.
+using DecodeBackend = BasicDecodeBackend<float>;
+
+// The models (and microgpt's RNG) must outlive their backends.
 std::unique_ptr<DecodeBackend> gpt2_backend(gpt2::Model& model);
 std::unique_ptr<DecodeBackend> evermind_backend(const evermind::Model<float>& model);
+// microgpt.py's sampling: the weights are softmax(logits / temperature) in its arithmetic, drawn
+// by random.choices from `rng` (the run's, which the shuffle and the init used before). The
+// model holds one sequence's cache: one sequence at a time.
+std::unique_ptr<BasicDecodeBackend<double>> microgpt_backend(microgpt::Model& model, PyRandom& rng);
 
 }  // namespace tinylm::generate

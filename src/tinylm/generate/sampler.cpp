@@ -18,7 +18,11 @@ void SamplingOptions::validate() const {
   check(top_p > 0.0 && top_p <= 1.0, "top-p must be in (0, 1], got ", top_p);
 }
 
-Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(options.seed) {
+Sampler::Sampler(const SamplingOptions& options, DrawOrder order)
+    : options_(options),
+      by_id_(order == DrawOrder::by_id && options.temperature > 0.0 && options.top_k == 0 &&
+             options.top_p >= 1.0),
+      rng_(options.seed) {
   options_.validate();
 }
 
@@ -73,6 +77,7 @@ int Sampler::sample(std::span<const float> logits) {
   // (weights below ~e^-38) change no sum, cannot be drawn, and are left out before sorting
   // (the same draw, for less work).
   double mx = logits[best];
+  if (by_id_) return sample_by_id(logits, mx);
   if (std::isnan(mx)) {  // (argmax answers 0 when logits[0] is NaN; NaN is never drawn)
     mx = -INFINITY;
     for (const float v : logits) mx = v > mx ? v : mx;
@@ -104,6 +109,16 @@ int Sampler::sample(std::span<const float> logits) {
     weights_.resize(n);
   }
   return candidates_[rng_.choices(weights_)].second;
+}
+
+// Every token weighs exp((logit - max) / temperature), in id order: no cut-off, since here a
+// small weight before the largest one does change the sums.
+int Sampler::sample_by_id(std::span<const float> logits, double mx) {
+  weights_.resize(logits.size());
+  for (size_t v = 0; v < logits.size(); ++v) {
+    weights_[v] = std::exp((static_cast<double>(logits[v]) - mx) / options_.temperature);
+  }
+  return static_cast<int>(rng_.choices(weights_));
 }
 
 }  // namespace tinylm::generate

@@ -8,6 +8,7 @@
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/reduce/log_sum_exp.h"
 #include "tinylm/serve/api_error.h"
 #include "tinylm/serve/stop_text.h"
 
@@ -67,12 +68,12 @@ void Job::publish(std::string_view text, const TokenLogprob* lp, int completion_
 struct Engine::Slot {
   std::shared_ptr<Job> job;
   std::unique_ptr<generate::Sequence> seq;
-  std::unique_ptr<generate::Sequence> spare;  // the last choice's, lent to the next
-  std::unique_ptr<generate::TokenSampler> sampler;
+  std::unique_ptr<generate::Sequence> spare;              // the last choice's, lent to the next
+  std::optional<generate::Generation<float>> generation;  // its sampler and stop rules
   std::optional<StreamDecoder> text;
   StopText stop;
-  int generated = 0;
   int next = 0;  // the token the next step feeds
+  int generated() const { return generation ? generation->generated() : 0; }
 };
 
 Engine::Engine(generate::DecodeBackend& backend, const BpeTokenizer& tokenizer,
@@ -183,9 +184,6 @@ void Engine::run() {
 
 bool Engine::start(Slot& slot) {
   const Job& job = *slot.job;
-  // Before anything can finish the choice: finish() reports this count, which must not be the
-  // slot's previous choice's.
-  slot.generated = 0;
   if (job.params.echo) slot.job->publish(job.prompt.text, nullptr, 0);
   if (job.cancelled() || job.prompt.max_tokens == 0 || Clock::now() >= job.deadline) {
     finish(slot, {}, nullptr, job.cancelled() ? "cancelled" : "length");
@@ -195,7 +193,12 @@ bool Engine::start(Slot& slot) {
   const int limit = backend_.context_limit();
   slot.seq =
       backend_.start(limit ? std::min(limit, n + job.prompt.max_tokens) : 0, std::move(slot.spare));
-  slot.sampler = backend_.sampler(job.params.sampling);
+  generate::GenerateOptions options;
+  options.max_tokens = job.prompt.max_tokens;
+  options.sampling = job.params.sampling;
+  options.eos_id = options_.eos_id;
+  options.ignore_eos = job.params.ignore_eos;
+  slot.generation.emplace(backend_, options, n);
   slot.text.emplace(tokenizer_);
   slot.stop = StopText(job.params.stop);
   return true;
@@ -251,10 +254,7 @@ void Engine::prefill(std::span<Slot* const> fresh) {
 namespace {
 
 TokenLogprob logprob_of(std::span<const float> logits, int id, int alternatives) {
-  const float mx = *std::max_element(logits.begin(), logits.end());
-  double sum = 0;
-  for (const float l : logits) sum += std::exp(static_cast<double>(l) - mx);
-  const double log_z = std::log(sum) + mx;
+  const double log_z = kernels::log_sum_exp(logits.data(), static_cast<int64_t>(logits.size()));
   TokenLogprob lp;
   lp.id = id;
   lp.logprob = logits[id] - log_z;
@@ -283,7 +283,7 @@ void Engine::advance_all(std::span<Slot* const> rows, std::span<const float> log
     const std::span<const float> row = logits.subspan(r * V, V);
     c = Choice{};
     try {
-      c.token = rows[r]->sampler->sample(row);
+      c.token = rows[r]->generation->choose(row);
       if (job.params.logprobs >= 0) c.logprob = logprob_of(row, c.token, job.params.logprobs);
     } catch (const std::exception& e) {  // (no finite logits; not to leave a parallel region)
       c.error = e.what();
@@ -301,8 +301,8 @@ void Engine::advance(Slot& slot, Choice& choice) {
   const Job& job = *slot.job;
   const int token = choice.token;
   std::optional<TokenLogprob>& lp = choice.logprob;
-  ++slot.generated;
-  if (token == options_.eos_id && !job.params.ignore_eos) {
+  const generate::Stop rule = slot.generation->stop();
+  if (rule == generate::Stop::end_of_text) {
     std::string rest = slot.stop.push(slot.text->finish());
     finish(slot, rest + slot.stop.finish(), nullptr, "stop");
     return;
@@ -312,7 +312,7 @@ void Engine::advance(Slot& slot, Choice& choice) {
     finish(slot, std::move(out), lp ? &*lp : nullptr, "stop");
     return;
   }
-  if (slot.generated >= job.prompt.max_tokens || Clock::now() >= job.deadline) {
+  if (rule != generate::Stop::none || Clock::now() >= job.deadline) {
     out += slot.stop.push(slot.text->finish());
     const bool stopped = slot.stop.stopped();
     out += slot.stop.finish();
@@ -320,7 +320,7 @@ void Engine::advance(Slot& slot, Choice& choice) {
     return;
   }
   slot.next = token;
-  slot.job->publish(out, lp ? &*lp : nullptr, slot.generated);
+  slot.job->publish(out, lp ? &*lp : nullptr, slot.generated());
 }
 
 void Engine::fail_slot(Slot& slot, const std::string& why) {
@@ -330,9 +330,9 @@ void Engine::fail_slot(Slot& slot, const std::string& why) {
 
 void Engine::finish(Slot& slot, std::string text, const TokenLogprob* lp,
                     const std::string& reason) {
-  slot.job->publish(text, lp, slot.generated, reason);
+  slot.job->publish(text, lp, slot.generated(), reason);
   if (slot.seq) slot.spare = std::move(slot.seq);
-  slot.sampler.reset();
+  slot.generation.reset();
   slot.text.reset();
   {
     std::lock_guard lock(mu_);

@@ -2,9 +2,11 @@
 // Continuous batching. One thread owns the model: between steps it admits queued choices into
 // free slots and prefills their prompts together; each step then advances every active choice
 // by one token in one forward over the batch (DecodeBackend::step reads the weights once for
-// all of them). A choice's tokens depend only on its prompt and its own seeded sampler, and
-// the backends' rows are the same bits alone or batched, so a request's text is the same
-// whatever runs beside it.
+// all of them). A choice's tokens are chosen by the generate loop's own step
+// (generate::Generation: the family's sampler, the end-of-text rule, max_tokens), so they
+// depend only on its prompt and its seed, and the backends' rows are the same bits alone or
+// batched: a request's text is the same whatever runs beside it, and the same as
+// `tinylm generate`'s. The server adds what only it has: stop texts, deadlines, logprobs.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "tinylm/generate/decode_backend.h"
+#include "tinylm/generate/generate.h"
 #include "tinylm/serve/metrics.h"
 #include "tinylm/serve/request.h"
 #include "tinylm/tokenizers/bpe.h"
@@ -136,7 +138,7 @@ class Engine {
 
  private:
   struct Slot;
-  // A fresh slot's sequence and sampler; false when the choice ended already (cancelled, past
+  // A fresh slot's sequence and generation; false when the choice ended already (cancelled, past
   // its deadline, nothing to generate).
   bool start(Slot& slot);
   // Starts the admitted slots and prefills their prompts, then takes each one's first token.

@@ -7,7 +7,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/core/timer.h"
-#include "tinylm/generate/microgpt_sample.h"
+#include "tinylm/generate/generate.h"
 #include "tinylm/io/text_file.h"
 #include "tinylm/tokenizers/char_tokenizer.h"
 #include "tinylm/train/document_data.h"
@@ -91,9 +91,16 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
 
   timer.reset();
   out << "\n--- inference (new, hallucinated names) ---\n";
+  // Each name: the generate loop from BOS until BOS is drawn or block_size positions are used,
+  // drawing with the run's RNG (microgpt.py's sampling).
+  const auto decoder = generate::microgpt_backend(*model, rng);
+  const int bos = tokenizer.bos();
+  generate::GenerateOptions name;
+  name.max_tokens = config.block_size;
+  name.sampling.temperature = opt.temperature;
+  name.eos_id = bos;
   for (int i = 0; i < opt.samples; ++i) {
-    const std::vector<int> ids =
-        generate::sample_microgpt(*model, rng, opt.temperature, tokenizer.bos());
+    const std::vector<int> ids = generate::generate(*decoder, std::span(&bos, 1), name).ids;
     result.samples.push_back(tokenizer.decode(ids));
     out << format("sample %2d: ", i + 1) << result.samples.back() << '\n';
   }

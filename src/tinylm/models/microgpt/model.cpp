@@ -1,6 +1,8 @@
 #include "tinylm/models/microgpt/model.h"
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/py_math.h"
+#include "tinylm/kernels/activation/softmax.h"
 
 namespace tinylm::microgpt {
 
@@ -23,6 +25,20 @@ void Model::check_tokens(std::span<const int> tokens) const {
     check(t >= 0 && t < config_.vocab_size, "microgpt: token id ", t,
           " outside the vocabulary [0, ", config_.vocab_size, ")");
   }
+}
+
+std::span<const double> Model::next_probs(int token, double temperature) {
+  const std::span<const double> logits = next_logits(token);
+  next_probs_.resize(logits.size());
+  softmax_at_temperature(logits, temperature, next_probs_);
+  return next_probs_;
+}
+
+void softmax_at_temperature(std::span<const double> logits, double temperature,
+                            std::span<double> probs) {
+  const double inv_temp = py_pow(temperature, -1.0);  // microgpt.py: l / temperature
+  for (size_t i = 0; i < logits.size(); ++i) probs[i] = logits[i] * inv_temp;
+  kernels::softmax_forward(probs.data(), probs.data(), static_cast<int64_t>(probs.size()));
 }
 
 std::unique_ptr<Model> make_model(const Config& config, Engine engine) {

@@ -35,11 +35,12 @@ class Model {
   virtual double loss_and_grad(std::span<const int> tokens) = 0;
 
   // Incremental decoding with a per-layer KV cache: start_sequence() clears it, then each
-  // next_probs(token) feeds the token at the next position (at most block_size of them) and
-  // returns softmax(logits / temperature) for the token after it. The span stays valid until
-  // the next call.
+  // next_logits(token) feeds the token at the next position (at most block_size of them) and
+  // returns the logits for the token after it. The span stays valid until the next call.
   virtual void start_sequence() = 0;
-  virtual std::span<const double> next_probs(int token, double temperature) = 0;
+  virtual std::span<const double> next_logits(int token) = 0;
+  // softmax_at_temperature(next_logits(token), temperature): what microgpt.py samples from.
+  std::span<const double> next_probs(int token, double temperature);
 
  protected:
   explicit Model(const Config& config);
@@ -48,7 +49,14 @@ class Model {
   Config config_;
   ParamStore<double> params_;
   std::vector<double> grads_;
+  std::vector<double> next_probs_;  // next_probs()'s
 };
+
+// probs = softmax(logits / temperature) in microgpt.py's arithmetic (each logit times
+// temperature**-1, then its softmax): the weights its sampling draws from. probs.size() ==
+// logits.size(); temperature > 0.
+void softmax_at_temperature(std::span<const double> logits, double temperature,
+                            std::span<double> probs);
 
 std::unique_ptr<Model> make_model(const Config& config, Engine engine);
 

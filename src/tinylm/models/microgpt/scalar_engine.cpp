@@ -42,19 +42,15 @@ class ScalarModel final : public Model {
     pos_ = 0;
   }
 
-  std::span<const double> next_probs(int token, double temperature) override {
+  std::span<const double> next_logits(int token) override {
     check(token >= 0 && token < config_.vocab_size, "microgpt: token id ", token,
           " outside the vocabulary");
     check(pos_ < config_.block_size, "microgpt: sequence longer than block_size (",
           config_.block_size, ")");
     const Vec logits = gpt(token, pos_++);
-    Vec scaled;
-    const double inv_t = py_pow(temperature, -1.0);  // l / temperature = l * temperature**-1
-    for (NodeId l : logits) scaled.push_back(g_.mul(l, inv_t));
-    const Vec probs = softmax(scaled);
-    probs_.clear();
-    for (NodeId p : probs) probs_.push_back(g_.data(p));
-    return probs_;
+    logits_.clear();
+    for (NodeId l : logits) logits_.push_back(g_.data(l));
+    return logits_;
   }
 
  private:
@@ -184,7 +180,7 @@ class ScalarModel final : public Model {
   size_t wte_ = 0, wpe_ = 0, lm_head_ = 0;
   std::vector<LayerOffsets> layers_;
   std::vector<std::vector<Vec>> keys_, values_;  // per layer, per position
-  std::vector<double> probs_;
+  std::vector<double> logits_;                   // next_logits()'s
   int pos_ = 0;
 };
 

@@ -100,17 +100,13 @@ class TensorModel final : public Model {
     cache_len_ = 0;
   }
 
-  std::span<const double> next_probs(int token, double temperature) override {
+  std::span<const double> next_logits(int token) override {
     check_tokens(std::span(&token, 1));
     check(cache_len_ < T_, "microgpt: sequence longer than block_size (", T_, ")");
     const int64_t t = cache_len_++;
     forward(std::span(&token, 1), t);
     const int64_t V = config_.vocab_size;
-    double* logits = logits_.data() + t * V;
-    const double inv_temp = py_pow(temperature, -1.0);  // microgpt.py: l / temperature
-    for (int64_t i = 0; i < V; ++i) logits[i] = logits[i] * inv_temp;
-    k::softmax_forward(probs_.data(), logits, V);
-    return {probs_.data(), static_cast<size_t>(V)};
+    return {logits_.data() + t * V, static_cast<size_t>(V)};
   }
 
  private:
