@@ -130,35 +130,3 @@
   namespace active {                \
   list(TINYLM_ACTIVE_DISPATCH)      \
   }
-
-// TINYLM_LEVELS(declaration): the declaration in every level's namespace, for the entry points
-// of the TINYLM_LEVEL_ONCE pass (inside namespace tinylm::kernels). TINYLM_DISPATCH(fn, args):
-// returns fn(args) of the active level.
-#if defined(TINYLM_X86_LEVELS)
-#define TINYLM_LEVELS(...) \
-  namespace generic {      \
-  __VA_ARGS__;             \
-  }                        \
-  namespace avx2 {         \
-  __VA_ARGS__;             \
-  }                        \
-  namespace avx512 {       \
-  __VA_ARGS__;             \
-  }
-#define TINYLM_DISPATCH(fn, ...)             \
-  switch (::tinylm::kernels::active_isa()) { \
-    case ::tinylm::kernels::Isa::avx512:     \
-      return avx512::fn(__VA_ARGS__);        \
-    case ::tinylm::kernels::Isa::avx2:       \
-      return avx2::fn(__VA_ARGS__);          \
-    case ::tinylm::kernels::Isa::generic:    \
-      break;                                 \
-  }                                          \
-  return generic::fn(__VA_ARGS__)
-#else
-#define TINYLM_LEVELS(...) \
-  namespace generic {      \
-  __VA_ARGS__;             \
-  }
-#define TINYLM_DISPATCH(fn, ...) return generic::fn(__VA_ARGS__)
-#endif
