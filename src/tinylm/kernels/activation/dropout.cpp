@@ -113,15 +113,23 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void dropout_mask(uint8_t* mask, int64_t n, uint32_t threshold, DropoutSite where);
-              void dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n,
-                                   uint32_t threshold, float scale, DropoutSite where);
-              void dropout_forward(double* y, uint8_t* mask, const double* x, int64_t n,
-                                   uint32_t threshold, double scale, DropoutSite where);
-              void dropout_backward(float* dx, const float* dy, const uint8_t* mask, int64_t n,
-                                    float scale);
-              void dropout_backward(double* dx, const double* dy, const uint8_t* mask, int64_t n,
-                                    double scale))
+// The public functions take a rate and check it; the levels take its threshold and scale.
+#define TINYLM_DROPOUT_ENTRIES(X)                                                                  \
+  X(void dropout_mask(uint8_t* mask, int64_t n, uint32_t threshold, DropoutSite where),            \
+    dropout_mask, (mask, n, threshold, where))                                                     \
+  X(void dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n, uint32_t threshold,   \
+                         float scale, DropoutSite where),                                          \
+    dropout_forward, (y, mask, x, n, threshold, scale, where))                                     \
+  X(void dropout_forward(double* y, uint8_t* mask, const double* x, int64_t n, uint32_t threshold, \
+                         double scale, DropoutSite where),                                         \
+    dropout_forward, (y, mask, x, n, threshold, scale, where))                                     \
+  X(void dropout_backward(float* dx, const float* dy, const uint8_t* mask, int64_t n,              \
+                          float scale),                                                            \
+    dropout_backward, (dx, dy, mask, n, scale))                                                    \
+  X(void dropout_backward(double* dx, const double* dy, const uint8_t* mask, int64_t n,            \
+                          double scale),                                                           \
+    dropout_backward, (dx, dy, mask, n, scale))
+TINYLM_ACTIVE_ENTRIES(TINYLM_DROPOUT_ENTRIES)
 
 namespace {
 void check_args(int64_t n, float rate, const DropoutSite& where) {
@@ -142,25 +150,23 @@ T keep_scale(float rate) {
 
 void dropout_mask(uint8_t* mask, int64_t n, float rate, DropoutSite where) {
   check_args(n, rate, where);
-  TINYLM_DISPATCH(dropout_mask, mask, n, keep_threshold(rate), where);
+  active::dropout_mask(mask, n, keep_threshold(rate), where);
 }
 void dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n, float rate,
                      DropoutSite where) {
   check_args(n, rate, where);
-  TINYLM_DISPATCH(dropout_forward, y, mask, x, n, keep_threshold(rate), keep_scale<float>(rate),
-                  where);
+  active::dropout_forward(y, mask, x, n, keep_threshold(rate), keep_scale<float>(rate), where);
 }
 void dropout_forward(double* y, uint8_t* mask, const double* x, int64_t n, float rate,
                      DropoutSite where) {
   check_args(n, rate, where);
-  TINYLM_DISPATCH(dropout_forward, y, mask, x, n, keep_threshold(rate), keep_scale<double>(rate),
-                  where);
+  active::dropout_forward(y, mask, x, n, keep_threshold(rate), keep_scale<double>(rate), where);
 }
 void dropout_backward(float* dx, const float* dy, const uint8_t* mask, int64_t n, float rate) {
-  TINYLM_DISPATCH(dropout_backward, dx, dy, mask, n, keep_scale<float>(rate));
+  active::dropout_backward(dx, dy, mask, n, keep_scale<float>(rate));
 }
 void dropout_backward(double* dx, const double* dy, const uint8_t* mask, int64_t n, float rate) {
-  TINYLM_DISPATCH(dropout_backward, dx, dy, mask, n, keep_scale<double>(rate));
+  active::dropout_backward(dx, dy, mask, n, keep_scale<double>(rate));
 }
 
 }  // namespace tinylm::kernels

@@ -62,13 +62,12 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void gelu_forward(float* y, const float* x, int64_t n);
-              void gelu_backward(float* dx, const float* dy, const float* x, int64_t n))
+#define TINYLM_GELU_ENTRIES(X)                                                                \
+  X(void gelu_forward(float* y, const float* x, int64_t n), gelu_forward, (y, x, n))          \
+  X(void gelu_backward(float* dx, const float* dy, const float* x, int64_t n), gelu_backward, \
+    (dx, dy, x, n))
+TINYLM_PUBLIC_ENTRIES(TINYLM_GELU_ENTRIES)
 
-void gelu_forward(float* y, const float* x, int64_t n) { TINYLM_DISPATCH(gelu_forward, y, x, n); }
-void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) {
-  TINYLM_DISPATCH(gelu_backward, dx, dy, x, n);
-}
 void gelu_forward(double* y, const double* x, int64_t n) { reference::gelu_forward(y, x, n); }
 void gelu_backward(double* dx, const double* dy, const double* x, int64_t n) {
   reference::gelu_backward(dx, dy, x, n);

@@ -430,55 +430,62 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(
-    void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch,
-                                  int64_t B, int64_t Tn, int64_t C, int64_t n_head);
-    void causal_attention_backward(float* dqkv, const float* dout, const float* att,
-                                   const float* qkv, float* scratch, int64_t B, int64_t Tn,
-                                   int64_t C, int64_t n_head);
-    void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C,
-                  int64_t n_head);
-    void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C,
-                  int64_t n_head);
-    void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C,
-                  int64_t n_head);
-    void attention_cached(float* out, const float* q, const float* keys, const float* values,
-                          int64_t t0, int64_t t1, int64_t C, int64_t n_head);
-    void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values,
-                          int64_t t0, int64_t t1, int64_t C, int64_t n_head);
-    void attention_cached(float* out, const float* q, const F16* keys, const F16* values,
-                          int64_t t0, int64_t t1, int64_t C, int64_t n_head);
-    void attention_cached_rows(float* out, const float* q, const float* const* keys,
-                               const float* const* values, const int64_t* positions, int64_t rows,
-                               int64_t C, int64_t n_head);
-    void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
-                               const Bf16* const* values, const int64_t* positions, int64_t rows,
-                               int64_t C, int64_t n_head);
-    void attention_cached_rows(float* out, const float* q, const F16* const* keys,
-                               const F16* const* values, const int64_t* positions, int64_t rows,
-                               int64_t C, int64_t n_head);
-    void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
-                             float* const* keys, float* const* values, const int64_t* positions,
-                             int64_t rows, int64_t C, int64_t n_head);
-    void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
-                             Bf16* const* keys, Bf16* const* values, const int64_t* positions,
-                             int64_t rows, int64_t C, int64_t n_head);
-    void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
-                             F16* const* keys, F16* const* values, const int64_t* positions,
-                             int64_t rows, int64_t C, int64_t n_head))
+#define TINYLM_ATTENTION_ENTRIES(X)                                                                \
+  X(void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch,        \
+                                  int64_t B, int64_t T, int64_t C, int64_t n_head),                \
+    causal_attention_forward, (out, att, qkv, scratch, B, T, C, n_head))                           \
+  X(void causal_attention_backward(float* dqkv, const float* dout, const float* att,               \
+                                   const float* qkv, float* scratch, int64_t B, int64_t T,         \
+                                   int64_t C, int64_t n_head),                                     \
+    causal_attention_backward, (dqkv, dout, att, qkv, scratch, B, T, C, n_head))                   \
+  X(void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,           \
+                  int64_t C, int64_t n_head),                                                      \
+    kv_store, (keys, values, k, v, t, C, n_head))                                                  \
+  X(void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C,  \
+                  int64_t n_head),                                                                 \
+    kv_store, (keys, values, k, v, t, C, n_head))                                                  \
+  X(void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C,    \
+                  int64_t n_head),                                                                 \
+    kv_store, (keys, values, k, v, t, C, n_head))                                                  \
+  X(void attention_cached(float* out, const float* q, const float* keys, const float* values,      \
+                          int64_t t0, int64_t t1, int64_t C, int64_t n_head),                      \
+    attention_cached, (out, q, keys, values, t0, t1, C, n_head))                                   \
+  X(void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values,        \
+                          int64_t t0, int64_t t1, int64_t C, int64_t n_head),                      \
+    attention_cached, (out, q, keys, values, t0, t1, C, n_head))                                   \
+  X(void attention_cached(float* out, const float* q, const F16* keys, const F16* values,          \
+                          int64_t t0, int64_t t1, int64_t C, int64_t n_head),                      \
+    attention_cached, (out, q, keys, values, t0, t1, C, n_head))                                   \
+  X(void attention_cached_rows(float* out, const float* q, const float* const* keys,               \
+                               const float* const* values, const int64_t* positions, int64_t rows, \
+                               int64_t C, int64_t n_head),                                         \
+    attention_cached_rows, (out, q, keys, values, positions, rows, C, n_head))                     \
+  X(void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,                \
+                               const Bf16* const* values, const int64_t* positions, int64_t rows,  \
+                               int64_t C, int64_t n_head),                                         \
+    attention_cached_rows, (out, q, keys, values, positions, rows, C, n_head))                     \
+  X(void attention_cached_rows(float* out, const float* q, const F16* const* keys,                 \
+                               const F16* const* values, const int64_t* positions, int64_t rows,   \
+                               int64_t C, int64_t n_head),                                         \
+    attention_cached_rows, (out, q, keys, values, positions, rows, C, n_head))                     \
+  X(void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,            \
+                             float* const* keys, float* const* values, const int64_t* positions,   \
+                             int64_t rows, int64_t C, int64_t n_head),                             \
+    attention_step_rows, (out, q, kv, ldkv, keys, values, positions, rows, C, n_head))             \
+  X(void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,            \
+                             Bf16* const* keys, Bf16* const* values, const int64_t* positions,     \
+                             int64_t rows, int64_t C, int64_t n_head),                             \
+    attention_step_rows, (out, q, kv, ldkv, keys, values, positions, rows, C, n_head))             \
+  X(void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,            \
+                             F16* const* keys, F16* const* values, const int64_t* positions,       \
+                             int64_t rows, int64_t C, int64_t n_head),                             \
+    attention_step_rows, (out, q, kv, ldkv, keys, values, positions, rows, C, n_head))
+TINYLM_PUBLIC_ENTRIES(TINYLM_ATTENTION_ENTRIES)
 
 int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t C, int64_t n_head) {
   return B * n_head * task_scratch(T, C / n_head);
 }
 
-void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
-                              int64_t T, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(causal_attention_forward, out, att, qkv, scratch, B, T, C, n_head);
-}
-void causal_attention_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
-                               float* scratch, int64_t B, int64_t T, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(causal_attention_backward, dqkv, dout, att, qkv, scratch, B, T, C, n_head);
-}
 void causal_attention_forward(double* out, double* att, const double* qkv, double* scratch,
                               int64_t B, int64_t T, int64_t C, int64_t n_head) {
   const int64_t D = C / n_head;
@@ -499,62 +506,6 @@ void causal_attention_backward(double* dqkv, const double* dout, const double* a
                                        att + task * T * T, qkv + b * T * 3 * C + h * D, scratch, T,
                                        C, D);
   }
-}
-
-void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t, int64_t C,
-              int64_t n_head) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C, n_head);
-}
-void kv_store(Bf16* keys, Bf16* values, const float* k, const float* v, int64_t t, int64_t C,
-              int64_t n_head) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C, n_head);
-}
-void kv_store(F16* keys, F16* values, const float* k, const float* v, int64_t t, int64_t C,
-              int64_t n_head) {
-  TINYLM_DISPATCH(kv_store, keys, values, k, v, t, C, n_head);
-}
-void attention_cached(float* out, const float* q, const float* keys, const float* values,
-                      int64_t t0, int64_t t1, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, C, n_head);
-}
-void attention_cached(float* out, const float* q, const Bf16* keys, const Bf16* values, int64_t t0,
-                      int64_t t1, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, C, n_head);
-}
-void attention_cached(float* out, const float* q, const F16* keys, const F16* values, int64_t t0,
-                      int64_t t1, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached, out, q, keys, values, t0, t1, C, n_head);
-}
-void attention_cached_rows(float* out, const float* q, const float* const* keys,
-                           const float* const* values, const int64_t* positions, int64_t rows,
-                           int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, rows, C, n_head);
-}
-void attention_cached_rows(float* out, const float* q, const Bf16* const* keys,
-                           const Bf16* const* values, const int64_t* positions, int64_t rows,
-                           int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, rows, C, n_head);
-}
-void attention_cached_rows(float* out, const float* q, const F16* const* keys,
-                           const F16* const* values, const int64_t* positions, int64_t rows,
-                           int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_cached_rows, out, q, keys, values, positions, rows, C, n_head);
-}
-
-void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
-                         float* const* keys, float* const* values, const int64_t* positions,
-                         int64_t rows, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_step_rows, out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
-}
-void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
-                         Bf16* const* keys, Bf16* const* values, const int64_t* positions,
-                         int64_t rows, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_step_rows, out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
-}
-void attention_step_rows(float* out, const float* q, const float* kv, int64_t ldkv,
-                         F16* const* keys, F16* const* values, const int64_t* positions,
-                         int64_t rows, int64_t C, int64_t n_head) {
-  TINYLM_DISPATCH(attention_step_rows, out, q, kv, ldkv, keys, values, positions, rows, C, n_head);
 }
 
 }  // namespace tinylm::kernels

@@ -76,27 +76,16 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void convert(const float* src, Bf16* dst, int64_t n);
-              void convert(const float* src, F16* dst, int64_t n);
-              void convert(const Bf16* src, float* dst, int64_t n);
-              void convert(const F16* src, float* dst, int64_t n);
-              void round_to_bf16(float* dst, const float* src, int64_t n);
-              void round_to_f16(float* dst, const float* src, int64_t n);
-              void accumulate_and_clear(float* acc, float* src, int64_t n, bool round_f16))
-
-void convert(const float* src, Bf16* dst, int64_t n) { TINYLM_DISPATCH(convert, src, dst, n); }
-void convert(const float* src, F16* dst, int64_t n) { TINYLM_DISPATCH(convert, src, dst, n); }
-void convert(const Bf16* src, float* dst, int64_t n) { TINYLM_DISPATCH(convert, src, dst, n); }
-void convert(const F16* src, float* dst, int64_t n) { TINYLM_DISPATCH(convert, src, dst, n); }
-void round_to_bf16(float* dst, const float* src, int64_t n) {
-  TINYLM_DISPATCH(round_to_bf16, dst, src, n);
-}
-void round_to_f16(float* dst, const float* src, int64_t n) {
-  TINYLM_DISPATCH(round_to_f16, dst, src, n);
-}
-void accumulate_and_clear(float* acc, float* src, int64_t n, bool round_f16) {
-  TINYLM_DISPATCH(accumulate_and_clear, acc, src, n, round_f16);
-}
+#define TINYLM_CAST_ENTRIES(X)                                                                 \
+  X(void convert(const float* src, Bf16* dst, int64_t n), convert, (src, dst, n))              \
+  X(void convert(const float* src, F16* dst, int64_t n), convert, (src, dst, n))               \
+  X(void convert(const Bf16* src, float* dst, int64_t n), convert, (src, dst, n))              \
+  X(void convert(const F16* src, float* dst, int64_t n), convert, (src, dst, n))               \
+  X(void round_to_bf16(float* dst, const float* src, int64_t n), round_to_bf16, (dst, src, n)) \
+  X(void round_to_f16(float* dst, const float* src, int64_t n), round_to_f16, (dst, src, n))   \
+  X(void accumulate_and_clear(float* acc, float* src, int64_t n, bool round_f16),              \
+    accumulate_and_clear, (acc, src, n, round_f16))
+TINYLM_PUBLIC_ENTRIES(TINYLM_CAST_ENTRIES)
 
 }  // namespace tinylm::kernels
 #endif

@@ -13,8 +13,8 @@
 //    declared before the region and stay baseline code in every pass, so the linker can never
 //    keep an AVX-512 copy of one of them for a caller on an AVX2 machine.
 //
-// The generic pass (TINYLM_LEVEL_ONCE) also compiles the public entry points, which call the
-// active level's function through TINYLM_DISPATCH, and whatever is the same at every level.
+// The generic pass (TINYLM_LEVEL_ONCE) also compiles whatever is the same at every level, and
+// the entry points, which run the active level's function (TINYLM_PUBLIC_ENTRIES below).
 #include "tinylm/kernels/cpu/isa.h"
 
 #define TINYLM_LEVEL_GENERIC 0
@@ -72,34 +72,61 @@
 // Small helpers of the vector types: always inlined, so no 64-byte value crosses a call.
 #define TINYLM_INLINE inline __attribute__((always_inline))
 
-// TINYLM_LEVELS(declaration): the declaration in every level's namespace, for the entry points
-// of the TINYLM_LEVEL_ONCE pass (inside namespace tinylm::kernels). TINYLM_DISPATCH(fn, args):
-// returns fn(args) of the active level.
+// Entry points. Each function a source compiles at every level is listed once, in its
+// TINYLM_LEVEL_ONCE pass inside namespace tinylm::kernels, as X(declaration, name, (arguments)):
+//
+//   #define TINYLM_GELU_ENTRIES(X)                              (a backslash ends each line)
+//     X(void gelu_forward(float* y, const float* x, int64_t n), gelu_forward, (y, x, n))
+//     X(void gelu_backward(float* dx, const float* dy, const float* x, int64_t n), gelu_backward,
+//       (dx, dy, x, n))
+//   TINYLM_PUBLIC_ENTRIES(TINYLM_GELU_ENTRIES)
+//
+// Both macros below declare each listed function in every level's namespace.
+// TINYLM_PUBLIC_ENTRIES also defines it here, as the public function the op's header declares:
+// one switch on active_isa() that runs the active level's. TINYLM_ACTIVE_ENTRIES defines that
+// switch as active::name instead (static, always inlined), for a public function that checks
+// or converts its arguments first. An entry that differs from the header's declaration or the
+// level's definition leaves a function undefined, and the link fails.
+#define TINYLM_LEVEL_DECLARATION(declaration, name, args) declaration;
 #if defined(TINYLM_X86_LEVELS)
-#define TINYLM_LEVELS(...) \
-  namespace generic {      \
-  __VA_ARGS__;             \
-  }                        \
-  namespace avx2 {         \
-  __VA_ARGS__;             \
-  }                        \
-  namespace avx512 {       \
-  __VA_ARGS__;             \
+#define TINYLM_DECLARE_AT_LEVELS(list) \
+  namespace generic {                  \
+  list(TINYLM_LEVEL_DECLARATION)       \
+  }                                    \
+  namespace avx2 {                     \
+  list(TINYLM_LEVEL_DECLARATION)       \
+  }                                    \
+  namespace avx512 {                   \
+  list(TINYLM_LEVEL_DECLARATION)       \
   }
-#define TINYLM_DISPATCH(fn, ...)             \
-  switch (::tinylm::kernels::active_isa()) { \
-    case ::tinylm::kernels::Isa::avx512:     \
-      return avx512::fn(__VA_ARGS__);        \
-    case ::tinylm::kernels::Isa::avx2:       \
-      return avx2::fn(__VA_ARGS__);          \
-    case ::tinylm::kernels::Isa::generic:    \
-      break;                                 \
-  }                                          \
-  return generic::fn(__VA_ARGS__)
+#define TINYLM_RUN_ACTIVE_LEVEL(name, args)        \
+  switch (::tinylm::kernels::active_isa()) {       \
+    case ::tinylm::kernels::Isa::avx512:           \
+      return ::tinylm::kernels::avx512::name args; \
+    case ::tinylm::kernels::Isa::avx2:             \
+      return ::tinylm::kernels::avx2::name args;   \
+    case ::tinylm::kernels::Isa::generic:          \
+      break;                                       \
+  }                                                \
+  return ::tinylm::kernels::generic::name args
 #else
-#define TINYLM_LEVELS(...) \
-  namespace generic {      \
-  __VA_ARGS__;             \
+#define TINYLM_DECLARE_AT_LEVELS(list) \
+  namespace generic {                  \
+  list(TINYLM_LEVEL_DECLARATION)       \
   }
-#define TINYLM_DISPATCH(fn, ...) return generic::fn(__VA_ARGS__)
+#define TINYLM_RUN_ACTIVE_LEVEL(name, args) return ::tinylm::kernels::generic::name args
 #endif
+
+#define TINYLM_PUBLIC_DISPATCH(declaration, name, args) \
+  declaration { TINYLM_RUN_ACTIVE_LEVEL(name, args); }
+#define TINYLM_PUBLIC_ENTRIES(list) \
+  TINYLM_DECLARE_AT_LEVELS(list)    \
+  list(TINYLM_PUBLIC_DISPATCH)
+
+#define TINYLM_ACTIVE_DISPATCH(declaration, name, args) \
+  static TINYLM_INLINE declaration { TINYLM_RUN_ACTIVE_LEVEL(name, args); }
+#define TINYLM_ACTIVE_ENTRIES(list) \
+  TINYLM_DECLARE_AT_LEVELS(list)    \
+  namespace active {                \
+  list(TINYLM_ACTIVE_DISPATCH)      \
+  }

@@ -62,35 +62,23 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void embedding_forward(float* x, const int32_t* tokens, const float* table,
-                                     const float* positions, int64_t rows, int64_t C, int64_t first,
-                                     int64_t period);
-              void embedding_forward(float* x, const int32_t* tokens, const Bf16* table,
-                                     const float* positions, int64_t rows, int64_t C, int64_t first,
-                                     int64_t period);
-              void embedding_forward(float* x, const int32_t* tokens, const F16* table,
-                                     const float* positions, int64_t rows, int64_t C, int64_t first,
-                                     int64_t period);
-              void embedding_backward(float* dtable, float* dpositions, const float* dx,
-                                      const int32_t* tokens, int64_t rows, int64_t C,
-                                      int64_t period))
-
-void embedding_forward(float* x, const int32_t* tokens, const float* table, const float* positions,
-                       int64_t rows, int64_t C, int64_t first, int64_t period) {
-  TINYLM_DISPATCH(embedding_forward, x, tokens, table, positions, rows, C, first, period);
-}
-void embedding_forward(float* x, const int32_t* tokens, const Bf16* table, const float* positions,
-                       int64_t rows, int64_t C, int64_t first, int64_t period) {
-  TINYLM_DISPATCH(embedding_forward, x, tokens, table, positions, rows, C, first, period);
-}
-void embedding_forward(float* x, const int32_t* tokens, const F16* table, const float* positions,
-                       int64_t rows, int64_t C, int64_t first, int64_t period) {
-  TINYLM_DISPATCH(embedding_forward, x, tokens, table, positions, rows, C, first, period);
-}
-void embedding_backward(float* dtable, float* dpositions, const float* dx, const int32_t* tokens,
-                        int64_t rows, int64_t C, int64_t period) {
-  TINYLM_DISPATCH(embedding_backward, dtable, dpositions, dx, tokens, rows, C, period);
-}
+#define TINYLM_EMBEDDING_ENTRIES(X)                                                          \
+  X(void embedding_forward(float* x, const int32_t* tokens, const float* table,              \
+                           const float* positions, int64_t rows, int64_t C, int64_t first,   \
+                           int64_t period),                                                  \
+    embedding_forward, (x, tokens, table, positions, rows, C, first, period))                \
+  X(void embedding_forward(float* x, const int32_t* tokens, const Bf16* table,               \
+                           const float* positions, int64_t rows, int64_t C, int64_t first,   \
+                           int64_t period),                                                  \
+    embedding_forward, (x, tokens, table, positions, rows, C, first, period))                \
+  X(void embedding_forward(float* x, const int32_t* tokens, const F16* table,                \
+                           const float* positions, int64_t rows, int64_t C, int64_t first,   \
+                           int64_t period),                                                  \
+    embedding_forward, (x, tokens, table, positions, rows, C, first, period))                \
+  X(void embedding_backward(float* dtable, float* dpositions, const float* dx,               \
+                            const int32_t* tokens, int64_t rows, int64_t C, int64_t period), \
+    embedding_backward, (dtable, dpositions, dx, tokens, rows, C, period))
+TINYLM_PUBLIC_ENTRIES(TINYLM_EMBEDDING_ENTRIES)
 
 void embedding_forward(double* x, const int32_t* tokens, const double* table,
                        const double* positions, int64_t rows, int64_t C, int64_t first,

@@ -119,39 +119,24 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(
-    double cross_entropy_forward(float* losses, float* lse, const float* logits,
-                                 const int32_t* targets, int64_t rows, int64_t V);
-    void cross_entropy_backward(float* dlogits, const float* logits, const float* lse,
-                                const int32_t* targets, int64_t rows, int64_t V, float scale);
-    void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
-                                const int32_t* targets, int64_t rows, int64_t V, float scale);
-    double cross_entropy_forward_inplace(float* losses, float* norm, float* logits,
-                                         const int32_t* targets, int64_t rows, int64_t V);
-    void cross_entropy_backward_exp(float* dlogits, const float* e, const float* norm,
-                                    const int32_t* targets, int64_t rows, int64_t V, float scale))
+#define TINYLM_CROSS_ENTROPY_ENTRIES(X)                                                            \
+  X(double cross_entropy_forward(float* losses, float* lse, const float* logits,                   \
+                                 const int32_t* targets, int64_t rows, int64_t V),                 \
+    cross_entropy_forward, (losses, lse, logits, targets, rows, V))                                \
+  X(void cross_entropy_backward(float* dlogits, const float* logits, const float* lse,             \
+                                const int32_t* targets, int64_t rows, int64_t V, float scale),     \
+    cross_entropy_backward, (dlogits, logits, lse, targets, rows, V, scale))                       \
+  X(void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,              \
+                                const int32_t* targets, int64_t rows, int64_t V, float scale),     \
+    cross_entropy_backward, (dlogits, logits, lse, targets, rows, V, scale))                       \
+  X(double cross_entropy_forward_inplace(float* losses, float* norm, float* logits,                \
+                                         const int32_t* targets, int64_t rows, int64_t V),         \
+    cross_entropy_forward_inplace, (losses, norm, logits, targets, rows, V))                       \
+  X(void cross_entropy_backward_exp(float* dlogits, const float* e, const float* norm,             \
+                                    const int32_t* targets, int64_t rows, int64_t V, float scale), \
+    cross_entropy_backward_exp, (dlogits, e, norm, targets, rows, V, scale))
+TINYLM_PUBLIC_ENTRIES(TINYLM_CROSS_ENTROPY_ENTRIES)
 
-double cross_entropy_forward(float* losses, float* lse, const float* logits, const int32_t* targets,
-                             int64_t rows, int64_t V) {
-  TINYLM_DISPATCH(cross_entropy_forward, losses, lse, logits, targets, rows, V);
-}
-void cross_entropy_backward(float* dlogits, const float* logits, const float* lse,
-                            const int32_t* targets, int64_t rows, int64_t V, float scale) {
-  TINYLM_DISPATCH(cross_entropy_backward, dlogits, logits, lse, targets, rows, V, scale);
-}
-void cross_entropy_backward(Bf16* dlogits, const float* logits, const float* lse,
-                            const int32_t* targets, int64_t rows, int64_t V, float scale) {
-  TINYLM_DISPATCH(cross_entropy_backward, dlogits, logits, lse, targets, rows, V, scale);
-}
-
-double cross_entropy_forward_inplace(float* losses, float* norm, float* logits,
-                                     const int32_t* targets, int64_t rows, int64_t V) {
-  TINYLM_DISPATCH(cross_entropy_forward_inplace, losses, norm, logits, targets, rows, V);
-}
-void cross_entropy_backward_exp(float* dlogits, const float* e, const float* norm,
-                                const int32_t* targets, int64_t rows, int64_t V, float scale) {
-  TINYLM_DISPATCH(cross_entropy_backward_exp, dlogits, e, norm, targets, rows, V, scale);
-}
 double cross_entropy_forward_inplace(double* losses, double* norm, double* logits,
                                      const int32_t* targets, int64_t rows, int64_t V) {
   double total = 0;

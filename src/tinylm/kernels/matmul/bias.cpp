@@ -35,15 +35,12 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void add_bias(float* y, const float* b, int64_t rows, int64_t n);
-              void bias_backward(float* db, const float* dy, int64_t rows, int64_t n))
+#define TINYLM_BIAS_ENTRIES(X)                                                                   \
+  X(void add_bias(float* y, const float* b, int64_t rows, int64_t n), add_bias, (y, b, rows, n)) \
+  X(void bias_backward(float* db, const float* dy, int64_t rows, int64_t n), bias_backward,      \
+    (db, dy, rows, n))
+TINYLM_PUBLIC_ENTRIES(TINYLM_BIAS_ENTRIES)
 
-void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
-  TINYLM_DISPATCH(add_bias, y, b, rows, n);
-}
-void bias_backward(float* db, const float* dy, int64_t rows, int64_t n) {
-  TINYLM_DISPATCH(bias_backward, db, dy, rows, n);
-}
 void add_bias(double* y, const double* b, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < n; ++i) y[r * n + i] += b[i];

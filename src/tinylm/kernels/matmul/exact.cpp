@@ -75,19 +75,14 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void linear_forward_packed(double* y, const double* x, const double* wt, int64_t rows,
-                                         int64_t nin, int64_t nout);
-              void linear_backward(double* dx, double* dw, const double* dy, const double* x,
-                                   const double* w, int64_t rows, int64_t nin, int64_t nout))
-
-void linear_forward_packed(double* y, const double* x, const double* wt, int64_t rows, int64_t nin,
-                           int64_t nout) {
-  TINYLM_DISPATCH(linear_forward_packed, y, x, wt, rows, nin, nout);
-}
-void linear_backward(double* dx, double* dw, const double* dy, const double* x, const double* w,
-                     int64_t rows, int64_t nin, int64_t nout) {
-  TINYLM_DISPATCH(linear_backward, dx, dw, dy, x, w, rows, nin, nout);
-}
+#define TINYLM_EXACT_MATMUL_ENTRIES(X)                                                     \
+  X(void linear_forward_packed(double* y, const double* x, const double* wt, int64_t rows, \
+                               int64_t nin, int64_t nout),                                 \
+    linear_forward_packed, (y, x, wt, rows, nin, nout))                                    \
+  X(void linear_backward(double* dx, double* dw, const double* dy, const double* x,        \
+                         const double* w, int64_t rows, int64_t nin, int64_t nout),        \
+    linear_backward, (dx, dw, dy, x, w, rows, nin, nout))
+TINYLM_PUBLIC_ENTRIES(TINYLM_EXACT_MATMUL_ENTRIES)
 
 }  // namespace tinylm::kernels
 #endif

@@ -147,19 +147,15 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void gemm_nn(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                           const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate);
-              void gemm_tn(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                           const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate))
+#define TINYLM_SMALL_GEMM_ENTRIES(X)                                                           \
+  X(void gemm_nn(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, \
+                 int64_t ldb, float* C, int64_t ldc, bool accumulate),                         \
+    gemm_nn, (M, N, K, A, lda, B, ldb, C, ldc, accumulate))                                    \
+  X(void gemm_tn(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, \
+                 int64_t ldb, float* C, int64_t ldc, bool accumulate),                         \
+    gemm_tn, (M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+TINYLM_PUBLIC_ENTRIES(TINYLM_SMALL_GEMM_ENTRIES)
 
-void gemm_nn(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-             int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  TINYLM_DISPATCH(gemm_nn, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-}
-void gemm_tn(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-             int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  TINYLM_DISPATCH(gemm_tn, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-}
 void gemm_nn(int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B,
              int64_t ldb, double* C, int64_t ldc, bool accumulate) {
   reference::small_gemm(false, M, N, K, A, lda, B, ldb, C, ldc, accumulate);

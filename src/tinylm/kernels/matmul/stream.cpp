@@ -600,21 +600,30 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout);
-              void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout);
-              void pack_tiles(F16* dst, const F16* src, int64_t nin, int64_t nout);
-              void matmul_in_out(float* y, const float* x, const float* w, const float* b,
-                                 int64_t rows, int64_t nin, int64_t nout, Layout layout);
-              void matmul_in_out(float* y, const float* x, const Bf16* w, const float* b,
-                                 int64_t rows, int64_t nin, int64_t nout, Layout layout);
-              void matmul_in_out(float* y, const float* x, const F16* w, const float* b,
-                                 int64_t rows, int64_t nin, int64_t nout, Layout layout);
-              void matmul_out_in(float* y, const float* x, const float* w, int64_t rows,
-                                 int64_t nin, int64_t nout);
-              void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
-                                 int64_t nout);
-              void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,
-                                 int64_t nout))
+// matmul_in_out checks its layout before it runs the active level's.
+#define TINYLM_MATMUL_IN_OUT_ENTRIES(X)                                                        \
+  X(void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows, \
+                       int64_t nin, int64_t nout, Layout layout),                              \
+    matmul_in_out, (y, x, w, b, rows, nin, nout, layout))                                      \
+  X(void matmul_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,  \
+                       int64_t nin, int64_t nout, Layout layout),                              \
+    matmul_in_out, (y, x, w, b, rows, nin, nout, layout))                                      \
+  X(void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64_t rows,   \
+                       int64_t nin, int64_t nout, Layout layout),                              \
+    matmul_in_out, (y, x, w, b, rows, nin, nout, layout))
+TINYLM_ACTIVE_ENTRIES(TINYLM_MATMUL_IN_OUT_ENTRIES)
+
+#define TINYLM_MATMUL_OUT_IN_ENTRIES(X)                                                     \
+  X(void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin, \
+                       int64_t nout),                                                       \
+    matmul_out_in, (y, x, w, rows, nin, nout))                                              \
+  X(void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,  \
+                       int64_t nout),                                                       \
+    matmul_out_in, (y, x, w, rows, nin, nout))                                              \
+  X(void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,   \
+                       int64_t nout),                                                       \
+    matmul_out_in, (y, x, w, rows, nin, nout))
+TINYLM_PUBLIC_ENTRIES(TINYLM_MATMUL_OUT_IN_ENTRIES)
 
 namespace {
 // A copy, the same at every level.
@@ -646,29 +655,17 @@ void pack_tiles(F16* dst, const F16* src, int64_t nin, int64_t nout) { pack(dst,
 void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows,
                    int64_t nin, int64_t nout, Layout layout) {
   check_layout(layout, nin, nout);
-  TINYLM_DISPATCH(matmul_in_out, y, x, w, b, rows, nin, nout, layout);
+  active::matmul_in_out(y, x, w, b, rows, nin, nout, layout);
 }
 void matmul_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
                    int64_t nin, int64_t nout, Layout layout) {
   check_layout(layout, nin, nout);
-  TINYLM_DISPATCH(matmul_in_out, y, x, w, b, rows, nin, nout, layout);
+  active::matmul_in_out(y, x, w, b, rows, nin, nout, layout);
 }
 void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64_t rows,
                    int64_t nin, int64_t nout, Layout layout) {
   check_layout(layout, nin, nout);
-  TINYLM_DISPATCH(matmul_in_out, y, x, w, b, rows, nin, nout, layout);
-}
-void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin,
-                   int64_t nout) {
-  TINYLM_DISPATCH(matmul_out_in, y, x, w, rows, nin, nout);
-}
-void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
-                   int64_t nout) {
-  TINYLM_DISPATCH(matmul_out_in, y, x, w, rows, nin, nout);
-}
-void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,
-                   int64_t nout) {
-  TINYLM_DISPATCH(matmul_out_in, y, x, w, rows, nin, nout);
+  active::matmul_in_out(y, x, w, b, rows, nin, nout, layout);
 }
 
 }  // namespace tinylm::kernels

@@ -65,25 +65,18 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void causal_conv_step(float* y, const float* const* hist, int64_t taps,
-                                    const float* kerT, int64_t D);
-              void causal_conv_forward(float* y, const float* x, const float* kerT, int64_t rows,
-                                       int64_t D, int64_t K);
-              void causal_conv_backward(float* dx, float* dker, const float* dy, const float* x,
-                                        const float* kerT, int64_t rows, int64_t D, int64_t K))
+#define TINYLM_CAUSAL_CONV_ENTRIES(X)                                                              \
+  X(void causal_conv_step(float* y, const float* const* hist, int64_t taps, const float* kerT,     \
+                          int64_t D),                                                              \
+    causal_conv_step, (y, hist, taps, kerT, D))                                                    \
+  X(void causal_conv_forward(float* y, const float* x, const float* kerT, int64_t rows, int64_t D, \
+                             int64_t K),                                                           \
+    causal_conv_forward, (y, x, kerT, rows, D, K))                                                 \
+  X(void causal_conv_backward(float* dx, float* dker, const float* dy, const float* x,             \
+                              const float* kerT, int64_t rows, int64_t D, int64_t K),              \
+    causal_conv_backward, (dx, dker, dy, x, kerT, rows, D, K))
+TINYLM_PUBLIC_ENTRIES(TINYLM_CAUSAL_CONV_ENTRIES)
 
-void causal_conv_step(float* y, const float* const* hist, int64_t taps, const float* kerT,
-                      int64_t D) {
-  TINYLM_DISPATCH(causal_conv_step, y, hist, taps, kerT, D);
-}
-void causal_conv_forward(float* y, const float* x, const float* kerT, int64_t rows, int64_t D,
-                         int64_t K) {
-  TINYLM_DISPATCH(causal_conv_forward, y, x, kerT, rows, D, K);
-}
-void causal_conv_backward(float* dx, float* dker, const float* dy, const float* x,
-                          const float* kerT, int64_t rows, int64_t D, int64_t K) {
-  TINYLM_DISPATCH(causal_conv_backward, dx, dker, dy, x, kerT, rows, D, K);
-}
 void causal_conv_step(double* y, const double* const* hist, int64_t taps, const double* kerT,
                       int64_t D) {
   reference::causal_conv_step(y, hist, taps, kerT, D);

@@ -64,15 +64,20 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void moe_combine_forward(float* out, const float* ye, const int32_t* row_token,
-                                       const int32_t* row_slot, const float* gates, int64_t n,
-                                       int64_t D, int64_t k);
-              void moe_combine_backward(float* dye, float* dgates, const float* dout,
-                                        const float* ye, const int32_t* row_token,
-                                        const int32_t* row_slot, const float* gates, int64_t n,
-                                        int64_t D, int64_t k);
-              void moe_scatter_add(float* dx, const float* dxs, const int32_t* row_token, int64_t n,
-                                   int64_t D))
+// The float instances of the templates below run the active level's.
+#define TINYLM_MOE_ENTRIES(X)                                                                   \
+  X(void moe_combine_forward(float* out, const float* ye, const int32_t* row_token,             \
+                             const int32_t* row_slot, const float* gates, int64_t n, int64_t D, \
+                             int64_t k),                                                        \
+    moe_combine_forward, (out, ye, row_token, row_slot, gates, n, D, k))                        \
+  X(void moe_combine_backward(float* dye, float* dgates, const float* dout, const float* ye,    \
+                              const int32_t* row_token, const int32_t* row_slot,                \
+                              const float* gates, int64_t n, int64_t D, int64_t k),             \
+    moe_combine_backward, (dye, dgates, dout, ye, row_token, row_slot, gates, n, D, k))         \
+  X(void moe_scatter_add(float* dx, const float* dxs, const int32_t* row_token, int64_t n,      \
+                         int64_t D),                                                            \
+    moe_scatter_add, (dx, dxs, row_token, n, D))
+TINYLM_ACTIVE_ENTRIES(TINYLM_MOE_ENTRIES)
 
 template <class T>
 void router_forward(T* probs, int32_t* topk, T* gates, int64_t rows, int64_t E, int64_t k) {
@@ -184,7 +189,7 @@ template <class T>
 void moe_combine_forward(T* out, const T* ye, const int32_t* row_token, const int32_t* row_slot,
                          const T* gates, int64_t n, int64_t D, int64_t k) {
   if constexpr (std::is_same_v<T, float>) {
-    TINYLM_DISPATCH(moe_combine_forward, out, ye, row_token, row_slot, gates, n, D, k);
+    active::moe_combine_forward(out, ye, row_token, row_slot, gates, n, D, k);
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = row_token[i];
@@ -199,8 +204,7 @@ void moe_combine_backward(T* dye, T* dgates, const T* dout, const T* ye, const i
                           const int32_t* row_slot, const T* gates, int64_t n, int64_t D,
                           int64_t k) {
   if constexpr (std::is_same_v<T, float>) {
-    TINYLM_DISPATCH(moe_combine_backward, dye, dgates, dout, ye, row_token, row_slot, gates, n, D,
-                    k);
+    active::moe_combine_backward(dye, dgates, dout, ye, row_token, row_slot, gates, n, D, k);
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = row_token[i];
@@ -218,7 +222,7 @@ void moe_combine_backward(T* dye, T* dgates, const T* dout, const T* ye, const i
 template <class T>
 void moe_scatter_add(T* dx, const T* dxs, const int32_t* row_token, int64_t n, int64_t D) {
   if constexpr (std::is_same_v<T, float>) {
-    TINYLM_DISPATCH(moe_scatter_add, dx, dxs, row_token, n, D);
+    active::moe_scatter_add(dx, dxs, row_token, n, D);
   } else {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t c = 0; c < D; ++c) dx[row_token[i] * D + c] += dxs[i * D + c];

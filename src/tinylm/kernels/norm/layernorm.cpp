@@ -83,25 +83,19 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void layernorm_forward(float* y, float* mean, float* rstd, const float* x,
-                                     const float* w, const float* b, int64_t rows, int64_t C,
-                                     float eps);
-              void layernorm_backward(float* dx, float* dw, float* db, const float* dy,
-                                      const float* x, const float* w, const float* mean,
-                                      const float* rstd, int64_t rows, int64_t C))
+#define TINYLM_LAYERNORM_ENTRIES(X)                                                             \
+  X(void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,  \
+                           const float* b, int64_t rows, int64_t C, float eps),                 \
+    layernorm_forward, (y, mean, rstd, x, w, b, rows, C, eps))                                  \
+  X(void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,   \
+                            const float* w, const float* mean, const float* rstd, int64_t rows, \
+                            int64_t C),                                                         \
+    layernorm_backward, (dx, dw, db, dy, x, w, mean, rstd, rows, C))
+TINYLM_PUBLIC_ENTRIES(TINYLM_LAYERNORM_ENTRIES)
 
-void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
-                       const float* b, int64_t rows, int64_t C, float eps) {
-  TINYLM_DISPATCH(layernorm_forward, y, mean, rstd, x, w, b, rows, C, eps);
-}
 void layernorm_forward(double* y, double* mean, double* rstd, const double* x, const double* w,
                        const double* b, int64_t rows, int64_t C, double eps) {
   reference::layernorm_forward(y, mean, rstd, x, w, b, rows, C, eps);
-}
-void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                        const float* w, const float* mean, const float* rstd, int64_t rows,
-                        int64_t C) {
-  TINYLM_DISPATCH(layernorm_backward, dx, dw, db, dy, x, w, mean, rstd, rows, C);
 }
 void layernorm_backward(double* dx, double* dw, double* db, const double* dy, const double* x,
                         const double* w, const double* mean, const double* rstd, int64_t rows,

@@ -57,23 +57,18 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void rmsnorm_gain_forward(float* y, float* rstd, const float* x, const float* g,
-                                        int64_t rows, int64_t n, float eps);
-              void rmsnorm_gain_backward(float* dx, float* dg, const float* dy, const float* x,
-                                         const float* g, const float* rstd, int64_t rows,
-                                         int64_t n))
+#define TINYLM_RMSNORM_GAIN_ENTRIES(X)                                                             \
+  X(void rmsnorm_gain_forward(float* y, float* rstd, const float* x, const float* g, int64_t rows, \
+                              int64_t n, float eps),                                               \
+    rmsnorm_gain_forward, (y, rstd, x, g, rows, n, eps))                                           \
+  X(void rmsnorm_gain_backward(float* dx, float* dg, const float* dy, const float* x,              \
+                               const float* g, const float* rstd, int64_t rows, int64_t n),        \
+    rmsnorm_gain_backward, (dx, dg, dy, x, g, rstd, rows, n))
+TINYLM_PUBLIC_ENTRIES(TINYLM_RMSNORM_GAIN_ENTRIES)
 
-void rmsnorm_gain_forward(float* y, float* rstd, const float* x, const float* g, int64_t rows,
-                          int64_t n, float eps) {
-  TINYLM_DISPATCH(rmsnorm_gain_forward, y, rstd, x, g, rows, n, eps);
-}
 void rmsnorm_gain_forward(double* y, double* rstd, const double* x, const double* g, int64_t rows,
                           int64_t n, double eps) {
   reference::rmsnorm_gain_forward(y, rstd, x, g, rows, n, eps);
-}
-void rmsnorm_gain_backward(float* dx, float* dg, const float* dy, const float* x, const float* g,
-                           const float* rstd, int64_t rows, int64_t n) {
-  TINYLM_DISPATCH(rmsnorm_gain_backward, dx, dg, dy, x, g, rstd, rows, n);
 }
 void rmsnorm_gain_backward(double* dx, double* dg, const double* dy, const double* x,
                            const double* g, const double* rstd, int64_t rows, int64_t n) {

@@ -115,18 +115,13 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void adam_update(float* p, float* g, float* m, float* v, int64_t n,
-                               const AdamStep& s);
-              void adam_update_exact(double* p, double* g, double* m, double* v, double* scratch,
-                                     uint8_t* flags, int64_t n, const AdamStep& s))
-
-void adam_update(float* p, float* g, float* m, float* v, int64_t n, const AdamStep& s) {
-  TINYLM_DISPATCH(adam_update, p, g, m, v, n, s);
-}
-void adam_update_exact(double* p, double* g, double* m, double* v, double* scratch, uint8_t* flags,
-                       int64_t n, const AdamStep& s) {
-  TINYLM_DISPATCH(adam_update_exact, p, g, m, v, scratch, flags, n, s);
-}
+#define TINYLM_ADAM_ENTRIES(X)                                                              \
+  X(void adam_update(float* p, float* g, float* m, float* v, int64_t n, const AdamStep& s), \
+    adam_update, (p, g, m, v, n, s))                                                        \
+  X(void adam_update_exact(double* p, double* g, double* m, double* v, double* scratch,     \
+                           uint8_t* flags, int64_t n, const AdamStep& s),                   \
+    adam_update_exact, (p, g, m, v, scratch, flags, n, s))
+TINYLM_PUBLIC_ENTRIES(TINYLM_ADAM_ENTRIES)
 
 }  // namespace tinylm::kernels
 #endif

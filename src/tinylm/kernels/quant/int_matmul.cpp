@@ -270,12 +270,17 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
-                                     const BlockQ8_0x16* w, const float* b, int64_t rows,
-                                     int64_t nin, int64_t nout);
-              void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
-                                     const BlockQ4_0x16* w, const float* b, int64_t rows,
-                                     int64_t nin, int64_t nout))
+// quant_matmul_int8 below quantizes the rows to 8 bits first.
+#define TINYLM_INT_MATMUL_ENTRIES(X)                                                         \
+  X(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,    \
+                           const BlockQ8_0x16* w, const float* b, int64_t rows, int64_t nin, \
+                           int64_t nout),                                                    \
+    quant_matmul_int8, (y, q, dx, sx, w, b, rows, nin, nout))                                \
+  X(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,    \
+                           const BlockQ4_0x16* w, const float* b, int64_t rows, int64_t nin, \
+                           int64_t nout),                                                    \
+    quant_matmul_int8, (y, q, dx, sx, w, b, rows, nin, nout))
+TINYLM_ACTIVE_ENTRIES(TINYLM_INT_MATMUL_ENTRIES)
 
 namespace {
 
@@ -396,12 +401,12 @@ void quant_matmul_int8(DType t, float* y, const float* x, const void* w, const f
     for (int8_t v : blocks[i].qs) sum += v;
     sx[i] = 8 * sum;
   }
-  if (t == DType::q8_0) {
-    TINYLM_DISPATCH(quant_matmul_int8, y, q.data(), dx.data(), sx.data(),
-                    static_cast<const BlockQ8_0x16*>(w), b, rows, nin, nout);
-  }
-  TINYLM_DISPATCH(quant_matmul_int8, y, q.data(), dx.data(), sx.data(),
-                  static_cast<const BlockQ4_0x16*>(w), b, rows, nin, nout);
+  if (t == DType::q8_0)
+    active::quant_matmul_int8(y, q.data(), dx.data(), sx.data(),
+                              static_cast<const BlockQ8_0x16*>(w), b, rows, nin, nout);
+  else
+    active::quant_matmul_int8(y, q.data(), dx.data(), sx.data(),
+                              static_cast<const BlockQ4_0x16*>(w), b, rows, nin, nout);
 }
 
 }  // namespace tinylm::kernels

@@ -260,9 +260,14 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-#define TINYLM_QUANT_DECLARATION(Block) TINYLM_QUANT_SIGNATURE(Block);
-TINYLM_LEVELS(TINYLM_QUANT_BLOCKS(TINYLM_QUANT_DECLARATION))
-#undef TINYLM_QUANT_DECLARATION
+// The public functions check the shapes first.
+#define TINYLM_QUANT_ENTRIES(X)                                                     \
+  X(TINYLM_QUANT_SIGNATURE(BlockQ8_0), quant_matmul, (y, x, w, b, rows, nin, nout)) \
+  X(TINYLM_QUANT_SIGNATURE(BlockQ4_0), quant_matmul, (y, x, w, b, rows, nin, nout)) \
+  X(TINYLM_QUANT_SIGNATURE(BlockQ6_K), quant_matmul, (y, x, w, b, rows, nin, nout)) \
+  X(TINYLM_QUANT_SIGNATURE(BlockQ4_K), quant_matmul, (y, x, w, b, rows, nin, nout)) \
+  X(TINYLM_QUANT_SIGNATURE(BlockQ5_K), quant_matmul, (y, x, w, b, rows, nin, nout))
+TINYLM_ACTIVE_ENTRIES(TINYLM_QUANT_ENTRIES)
 
 namespace {
 template <class Block>
@@ -271,7 +276,7 @@ void checked(float* y, const float* x, const Block* w, const float* b, int64_t r
   check(rows >= 0 && nout >= 0 && nin > 0 && nin % kWeights<Block> == 0, "[quant_matmul] ", rows,
         " rows of ", nin, " inputs to ", nout,
         " outputs: the inputs must be a positive multiple of ", kWeights<Block>, " (one block)");
-  TINYLM_DISPATCH(quant_matmul, y, x, w, b, rows, nin, nout);
+  active::quant_matmul(y, x, w, b, rows, nin, nout);
 }
 }  // namespace
 

@@ -50,11 +50,12 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
-TINYLM_LEVELS(int64_t argmax(const float* x, int64_t n))
+#define TINYLM_ARGMAX_ENTRIES(X) X(int64_t argmax(const float* x, int64_t n), argmax, (x, n))
+TINYLM_ACTIVE_ENTRIES(TINYLM_ARGMAX_ENTRIES)
 
 int64_t argmax(const float* x, int64_t n) {
   check(n >= 1, "argmax of an empty array");
-  TINYLM_DISPATCH(argmax, x, n);
+  return active::argmax(x, n);
 }
 
 }  // namespace tinylm::kernels
