@@ -16,7 +16,7 @@
 //  - matmul_out_in_bf16: each output is 16 lane chains from +0, lane j over the pairs
 //    (32 k + 2 j, 32 k + 2 j + 1) for k in order, the lanes then summed as vec.h's hsum does.
 // So a row's results are the same bits alone or among other rows, at any thread count. Where
-// CPUs may part from the reference, all far below real activations (docs/performance.md): a
+// CPUs may part from the reference, all far below real activations (docs/performance-history.md): a
 // sum just below 2^-126 that rounds up to it is flushed by AMD Zen 5 (tininess detected before
 // rounding) and kept by the reference; and whether a CPU flushes a product below 2^-126 before
 // adding it is measured on AMD Zen 5 only (it does not).

@@ -151,7 +151,7 @@ dnnl_status_t serial(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float 
 // of 64), so at that level the split dimension is cut into blocks that depend on its size
 // alone, and the threads take whole blocks: the calls do not depend on the thread count. An
 // even number of blocks of at most 1,024 keeps two threads balanced; each block's call packs
-// the other operand again, which smaller blocks pay for (docs/performance.md).
+// the other operand again, which smaller blocks pay for (docs/performance-history.md).
 bool fixed_blocks() { return active_isa() == Isa::avx2; }
 int64_t fixed_block_count(int64_t n) { return 2 * ((n + 2047) / 2048); }
 
