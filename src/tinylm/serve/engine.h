@@ -46,8 +46,8 @@ struct Delta {
 
 // Rung whenever one of a request's choices has news, so the writer of a many-choice response
 // waits once for all of them instead of on each in turn. Waking a waiter costs a thread switch
-// on each side, which the engine's threads pay on a small machine (docs/performance-history.md): rings
-// closer than `gap` to the last wake-up are only counted, and the waiter finds them at the
+// on each side, which the engine's threads pay on a small machine (docs/performance-history.md):
+// rings closer than `gap` to the last wake-up are only counted, and the waiter finds them at the
 // next wake-up or at the end of its wait. A choice's last news always wakes.
 class Bell {
  public:

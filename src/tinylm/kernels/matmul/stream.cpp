@@ -44,8 +44,8 @@ constexpr int64_t kChunk = 64;
 // make the rounding depend on that address. (Our own files and owned weights are aligned.)
 //
 // The tiled stream is prefetched 4 KiB ahead into L2: on its own, one stream per core left
-// the hardware prefetchers too few lines in flight (docs/performance-history.md). Row-major matrices
-// are 16 streams per pass, which the prefetchers keep busy enough.
+// the hardware prefetchers too few lines in flight (docs/performance-history.md). Row-major
+// matrices are 16 streams per pass, which the prefetchers keep busy enough.
 template <int R, Layout L, class W>
 TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_t nout) {
   constexpr bool tiles = L == Layout::tiles;
@@ -427,7 +427,8 @@ TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t n
 // weight vector loaded once per 16 inputs. On AVX-512 6 x 4 for up to 16 rows and 4 x 6 for
 // more (32 rows are eight whole 4 x 6 tiles, while 6 x 4 leaves two rows over); an 8 x 2 tile
 // for up to 8 rows, which widens each weight vector once, was faster on an Intel Xeon but
-// slower on AMD Zen 5 (docs/performance-history.md). On AVX2 1 x 4 (2 x 2 and 1 x 5 measured slower).
+// slower on AMD Zen 5 (docs/performance-history.md). On AVX2 1 x 4 (2 x 2 and 1 x 5 measured
+// slower).
 struct HeadTile {
   int rows, outs;
 };
