@@ -10,7 +10,6 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "evermind_common.h"
 #include "gpt2_common.h"
 #include "int_flags.h"
 #include "model_kind.h"
@@ -18,6 +17,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/train/comm.h"
+#include "tinylm/train/family.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
 
@@ -103,62 +103,47 @@ nlohmann::ordered_json given_flags(TrainFlags& f) {
   return given;
 }
 
+// A new run's flags, completed: --init-from's family as --arch, the data paths resolved and the
+// family's default tokenizer (EvermindLM's saved with the starting model, GPT-2's vocabulary
+// from the starting weights or the bundled one).
+nlohmann::ordered_json new_run_flags(TrainFlags& f) {
+  nlohmann::ordered_json given = given_flags(f);
+  // --init-from says what it is: --arch may be left out, and must agree when given.
+  if (!f.config.init_from.empty()) {
+    const DetectedModel d = resolve_model(
+        "train --init-from", f.config.init_from, given.contains("arch") ? f.config.arch : "",
+        {ModelKind::gpt2, ModelKind::evermind, ModelKind::microgpt});
+    f.config.arch = checkpoints::family_name(d.family);
+    f.config.init_from = d.path;
+    given["arch"] = f.config.arch;
+    given["init-from"] = d.path;
+  }
+  if (!given.contains("arch"))
+    throw UsageError("--arch is required for a new run (or --init-from a model)");
+  if (!given.contains("data")) throw UsageError("--data is required for a new run");
+  // data/X of the README's examples, from any directory.
+  for (auto& path : given["data"]) path = resolve_data_path(path.get<std::string>());
+  if (!given.contains("tokenizer")) {
+    const std::string tokenizer =
+        train::train_family(f.config.arch).default_tokenizer(f.config, default_vocab_dir, stderr);
+    if (!tokenizer.empty()) given["tokenizer"] = tokenizer;
+  }
+  return given;
+}
+
 void run(TrainFlags& f) {
   const StopSignals stop;  // (before any thread starts)
   if (f.out.empty() == f.resume.empty())
     throw UsageError("give --out DIR (a new run) or --resume DIR");
-  nlohmann::ordered_json given = given_flags(f);
-  if (f.resume.empty()) {
-    // --init-from says what it is: --arch may be left out, and must agree when given.
-    if (!f.config.init_from.empty()) {
-      const DetectedModel d = resolve_model(
-          "train --init-from", f.config.init_from, given.contains("arch") ? f.config.arch : "",
-          {ModelKind::gpt2, ModelKind::evermind, ModelKind::microgpt});
-      f.config.arch = checkpoints::family_name(d.family);
-      f.config.init_from = d.path;
-      given["arch"] = f.config.arch;
-      given["init-from"] = d.path;
-    }
-    if (!given.contains("arch"))
-      throw UsageError("--arch is required for a new run (or --init-from a model)");
-    if (!given.contains("data")) throw UsageError("--data is required for a new run");
-    // data/X of the README's examples, from any directory.
-    for (auto& path : given["data"]) path = resolve_data_path(path.get<std::string>());
-    // EvermindLM's ids come from the tokenizer saved with the starting model: a new one
-    // trained on --data would give the old weights other tokens' ids.
-    if (f.config.arch == "evermind" && !f.config.init_from.empty() &&
-        !given.contains("tokenizer")) {
-      const std::string saved = default_evermind_tokenizer_path(f.config.init_from);
-      check(std::filesystem::exists(saved), "--init-from ", f.config.init_from,
-            ": no tokenizer saved with the model (looked for ", saved,
-            "); pass the one it was trained with: --tokenizer FILE");
-      given["tokenizer"] = saved;
-      std::fprintf(stderr, "tokenizer: %s (saved with the model)\n", saved.c_str());
-    }
-    // GPT-2's vocabulary: the starting weights' own, else the bundled one.
-    if (f.config.arch == "gpt2" && !given.contains("tokenizer")) {
-      const std::filesystem::path init(f.config.init_from);
-      const bool own = !f.config.init_from.empty() && std::filesystem::is_directory(init) &&
-                       (std::filesystem::exists(init / "vocab.json") ||
-                        std::filesystem::exists(init / "encoder.json"));
-      given["tokenizer"] = own ? init.string() : default_vocab_dir();
-      if (!own && !f.config.init_from.empty()) {
-        std::fprintf(stderr,
-                     "tokenizer: the bundled GPT-2 vocabulary (%s has no vocab.json or "
-                     "encoder.json; pass --tokenizer DIR for another)\n",
-                     f.config.init_from.c_str());
-      }
-    }
-  }
   train::RunRequest request;
   request.dir = f.resume.empty() ? f.out : f.resume;
   request.resume = !f.resume.empty();
-  request.given = given;
   request.terminal = isatty(STDERR_FILENO) != 0;
   request.peak_flops = f.peak_gflops * 1e9;
   request.should_stop = [&stop] { return stop.requested(); };
   train::RunSummary s;
   try {
+    request.given = request.resume ? given_flags(f) : new_run_flags(f);
     s = train::run_training(request);
   } catch (const train::FlagError& e) {  // found before the run directory is written
     throw UsageError(e.what());
@@ -175,27 +160,35 @@ void run(TrainFlags& f) {
     throw ExitRequest{stop.exit_code()};
   }
   if (!train::Comm::world().root()) return;  // under mpirun the first process reports
-  {
-    std::printf("trained %lld steps; last loss %.4f", static_cast<long long>(s.steps), s.last_loss);
-    if (s.best_val_loss) std::printf(", best validation loss %.4f", *s.best_val_loss);
-    std::printf("\nmodel: %s\n", s.checkpoint.c_str());
-  }
+  std::printf("trained %lld steps; last loss %.4f", static_cast<long long>(s.steps), s.last_loss);
+  if (s.best_val_loss) std::printf(", best validation loss %.4f", *s.best_val_loss);
+  std::printf("\nmodel: %s\n", s.checkpoint.c_str());
 }
 
 // The settings whose defaults differ by architecture, one column per architecture.
 std::string defaults_table() {
-  const char* archs[] = {"gpt2", "evermind", "microgpt"};
-  nlohmann::ordered_json d[3];
-  for (int i = 0; i < 3; ++i) d[i] = train::to_json(train::defaults_for(archs[i]));
-  std::string out = "Defaults by --arch (gpt2 / evermind / microgpt):\n";
+  std::vector<nlohmann::ordered_json> d;
+  std::string names;
+  for (const train::TrainFamily& family : train::train_families()) {
+    d.push_back(train::to_json(train::defaults_for(std::string(family.name))));
+    names += (names.empty() ? "" : " / ") + std::string(family.name);
+  }
+  const auto same_for_all = [&](const std::string& name) {
+    for (const auto& other : d) {
+      if (other[name] != d[0][name]) return false;
+    }
+    return true;
+  };
+  std::string out = "Defaults by --arch (" + names + "):\n";
   for (const auto& [name, value] : d[0].items()) {
-    if (name == "arch" || (value == d[1][name] && value == d[2][name])) continue;
-    out += "  --" + name + ": " + value.dump() + " / " + d[1][name].dump() + " / " +
-           d[2][name].dump() + "\n";
+    if (name == "arch" || same_for_all(name)) continue;
+    out += "  --" + name + ": ";
+    for (size_t i = 0; i < d.size(); ++i) out += (i > 0 ? " / " : "") + d[i][name].dump();
+    out += "\n";
   }
   out += "Otherwise:";
   for (const auto& [name, value] : d[0].items()) {
-    if (name == "arch" || name == "data" || value != d[1][name] || value != d[2][name]) continue;
+    if (name == "arch" || name == "data" || !same_for_all(name)) continue;
     out += " --" + name + " " + value.dump();
   }
   return out;

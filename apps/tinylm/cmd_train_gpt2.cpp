@@ -1,16 +1,9 @@
-// tinylm train-gpt2: the fixed-batch GPT-2 reference protocol. The same 4 x 65 token grid
-// (inputs 4 x 64, targets shifted by one) every step, plain SGD, the loss before each update,
-// per-step weight fingerprints in a metrics JSON, so a run can be compared number for number with
-// other implementations. A thin configuration of the shared training loop (train/loop.h): a
-// StepData that returns the one batch every step, SGD at a constant rate, no clipping, loss scaling
-// under f16.
-#include <algorithm>
+// tinylm train-gpt2: the fixed-batch GPT-2 reference protocol (train/gpt2_protocol.h): SGD on one
+// 4 x 65 token grid, the loss before each update on stdout, per-step weight fingerprints in a
+// metrics JSON. This file turns flags into the protocol's options and writes its outputs.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
-#include <memory>
-#include <vector>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -23,15 +16,14 @@
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/train/comm.h"
 #include "tinylm/train/gpt2_metrics.h"
-#include "tinylm/train/gpt2_trainable.h"
-#include "tinylm/train/loop.h"
-#include "tinylm/train/replicas.h"
+#include "tinylm/train/gpt2_protocol.h"
+#include "tinylm/train/run_config.h"
 
 namespace tinylm::cli {
 
 namespace {
 
-constexpr int kBatch = 4, kSeq = 64;
+using train::Gpt2Protocol;
 
 struct Flags {
   std::string model, config, tokens, metrics_out, save_weights, compute = "f32";
@@ -41,130 +33,80 @@ struct Flags {
   uint64_t seed = 0;
 };
 
-// The protocol's one batch (kBatch rows of kSeq + 1 tokens), every step.
-class FixedBatch final : public train::StepData {
- public:
-  explicit FixedBatch(std::vector<int32_t> grid) : grid_(std::move(grid)) {}
-  train::Rows train_rows(int64_t) override { return rows(); }
-  int64_t micro_rows() const override { return kBatch; }
-  int64_t eval_batches() const override { return 0; }
-  train::Rows eval_rows(int64_t) override { return rows(); }
-  train::Rows rows() const { return {grid_, kBatch, kSeq + 1}; }
-
- private:
-  std::vector<int32_t> grid_;
-};
-
-// Every flag's value, before any file is read or written: a usage error (exit 2).
-void check_flags(const Flags& f, int processes) {
-  const auto need = [](bool ok, auto&&... what) {
-    if (!ok) throw UsageError(cat(what...));
-  };
-  need(f.steps >= 0, "--steps must be non-negative (got ", f.steps, ")");
-  need(std::isfinite(f.lr) && f.lr >= 0.0, "--lr must be finite and >= 0 (got ", f.lr, ")");
-  need(f.dropout >= 0.0 && f.dropout < 1.0, "--dropout must be in [0, 1) (got ", f.dropout, ")");
-  need(f.compute == "f32" || f.compute == "bf16" || f.compute == "f16",
-       "--compute-dtype must be f32, bf16 or f16 (got ", f.compute, ")");
-  const int shards = processes * f.devices;
-  need(f.devices >= 1 && kBatch % shards == 0, "--devices ", f.devices, ": the batch of ", kBatch,
-       " rows must split into equal shards (processes x devices = ", shards, "; 1, 2 or 4 shards)");
+// The protocol's options from the flags, checked before any file is read or written: a wrong
+// value is a usage error (exit 2).
+train::Gpt2ProtocolOptions protocol_options(const Flags& f, bool root) {
+  train::Gpt2ProtocolOptions o;
+  o.steps = f.steps;
+  o.lr = f.lr;
+  o.dropout = f.dropout;
+  o.compute = f.compute;
+  o.seed = f.seed;
+  o.devices = f.devices;
+  o.overlap = f.overlap;
+  o.record_weights = root && !f.metrics_out.empty();
+  try {
+    Gpt2Protocol::check(o, train::Comm::world().size());
+  } catch (const train::FlagError& e) {
+    throw UsageError(e.what());
+  }
+  return o;
 }
 
-void run(const Flags& f) {
-  const StopSignals stop;  // (before any thread starts)
-  const train::Comm& comm = train::Comm::world();
-  check_flags(f, comm.size());
-  const int shards = comm.size() * f.devices;
-  // What --model is, from the file: a wrong kind is one line before anything loads.
-  const std::string model_path = resolve_model("train-gpt2", f.model, "", {ModelKind::gpt2}).path;
-  const DType compute = parse_dtype(f.compute);
-  // Under mpirun every process trains its shards; the first one prints and writes.
-  const bool root = comm.root();
-  set_num_threads(f.threads);
-  // Outputs are checked before any training: an unwritable path fails now, not after it.
-  if (root && !f.metrics_out.empty()) io::probe_output(f.metrics_out);
-  if (root && !f.save_weights.empty()) {
+// The outputs, checked before any training: an unwritable path fails now, not after it.
+void probe_outputs(const Flags& f, const std::string& model_path) {
+  if (!f.metrics_out.empty()) io::probe_output(f.metrics_out);
+  if (!f.save_weights.empty()) {
     std::error_code ec;
     const auto weights = std::filesystem::file_size(model_path, ec);  // a directory: unknown
     io::probe_output(f.save_weights, ec ? 0 : weights);
   }
+}
 
+// --save-weights in the layout of the file the weights came from.
+void save_weights(const Flags& f, const std::string& model_path, const Gpt2Protocol& protocol) {
+  std::string source = model_path;
+  if (std::filesystem::is_directory(source))
+    source = (std::filesystem::path(source) / "model.safetensors").string();
+  checkpoints::save_gpt2_weights_like(source, f.save_weights, protocol.config(), protocol.params());
+}
+
+void run(const Flags& f) {
+  const StopSignals stop;  // (before any thread starts)
+  // Under mpirun every process trains its shards; the first one prints and writes.
+  const bool root = train::Comm::world().root();
+  const train::Gpt2ProtocolOptions options = protocol_options(f, root);
+  // What --model is, from the file: a wrong kind is one line before anything loads.
+  const std::string model_path = resolve_model("train-gpt2", f.model, "", {ModelKind::gpt2}).path;
+  set_num_threads(f.threads);
+  if (root) probe_outputs(f, model_path);
   checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(model_path, f.config);
   check(ck.lm_head.empty(), model_path,
         ": lm_head.weight differs from wte; train-gpt2 trains the tied head only");
-  FixedBatch data(train::load_token_grid(f.tokens, kBatch, kSeq + 1, ck.config.vocab_size));
-  std::string source = model_path;  // the file whose layout --save-weights copies
-  if (std::filesystem::is_directory(source))
-    source = (std::filesystem::path(source) / "model.safetensors").string();
-
-  const gpt2::Config config = ck.config;
-  // One replica per device, each on its shard of the batch (train/replicas.h).
-  train::Replicas<float> model(
-      train::gpt2_replicas(config, std::move(ck.params),
-                           {kBatch / shards, kSeq, static_cast<float>(f.dropout), compute},
-                           f.devices),
-      comm.overlap_exchange(train::parse_overlap(f.overlap), num_threads()));
-  const bool f16 = compute == DType::f16;
-  train::LoopOptions options;
-  options.steps = f.steps;
-  options.lr = {f.lr, 0.0, 0, f.steps, optim::LrDecay::constant};
-  options.optimizer = train::Optimizer::sgd;
-  options.clip = 0.0;
-  options.loss_scaling = f16;  // f16: skipped steps halve the scale, as long as they come
-  options.max_bad_steps = std::numeric_limits<int64_t>::max();  // f32, bf16: stopped below
-  options.seed = f.seed;  // dropout masks keyed by (seed, step), the step 1-based
-  train::TrainLoop<float> loop(model, data, options);
-
-  train::RunMetrics metrics;
-  metrics.steps = f.steps;
-  metrics.devices = shards;
-  metrics.batch_size = kBatch;
-  metrics.seq_len = kSeq;
-  metrics.lr = f.lr;
-  metrics.n_params = static_cast<int64_t>(model.layout().entries().size());
-  // The model's loss on the batch before any update, measured without dropout.
-  metrics.initial_loss = static_cast<float>(model.evaluate(data.rows(), kBatch).loss);
-  check(std::isfinite(metrics.initial_loss) || f16, model_path, ": the initial loss is ",
-        train::py_repr(metrics.initial_loss));
-  if (root)
-    std::printf("initial loss (before step 1): %s\n", train::py_repr(metrics.initial_loss).c_str());
+  const int64_t vocab = ck.config.vocab_size;
+  Gpt2Protocol protocol(
+      ck.config, std::move(ck.params),
+      train::load_token_grid(f.tokens, Gpt2Protocol::kBatch, Gpt2Protocol::kSeq + 1, vocab),
+      options);
+  const float initial = protocol.initial_loss();
+  check(std::isfinite(initial) || protocol.loss_scaled(), model_path, ": the initial loss is ",
+        train::py_repr(initial));
+  if (root) std::printf("initial loss (before step 1): %s\n", train::py_repr(initial).c_str());
   std::fflush(stdout);
-
-  std::vector<double> step_ms;
   TerminalProgress progress("train-gpt2", "steps");
-  train::LoopHooks hooks;
-  hooks.on_step = [&](const train::StepRecord& r) {
-    // f32 and bf16 have no loss scale to lower: a non-finite step ends the run (the loop
-    // skipped it, so the parameters are those before it).
-    check(!r.skipped || f16, "the loss (", r.loss, ") or a gradient is not finite at step ", r.step,
-          " (training diverged; parameters left as they were before this step)");
-    const float loss = static_cast<float>(r.loss);
-    const double ms = r.step_s * 1e3;
-    step_ms.push_back(ms);
-    if (!root) return;
-    // stdout: the same bytes for the same run; the step times go to stderr and the metrics.
-    progress.finish();  // a terminal's progress line gives way to the step line
-    std::printf("step %3d  loss %s", static_cast<int>(r.step), train::py_repr(loss).c_str());
-    if (f16) {
-      std::printf("  scale %g%s", r.loss_scale,
-                  r.skipped ? "  (skipped: gradients overflowed)" : "");
-    }
-    std::printf("\n");
-    std::fflush(stdout);
-    progress.update(r.step, f.steps);
-    if (!f.metrics_out.empty()) {
-      metrics.records.push_back(
-          {r.step, loss, ms, train::fingerprint_weights(config, model.params())});
-    }
-  };
-  hooks.should_stop = [&stop] { return stop.requested(); };
-  loop.run(hooks);
+  const int64_t done = protocol.run(
+      [&](const train::StepRecord& r) {
+        if (!root) return;
+        // stdout: the same bytes for the same run; the step times go to stderr and the metrics.
+        progress.finish();  // a terminal's progress line gives way to the step line
+        std::printf("%s\n", train::protocol_step_line(r, protocol.loss_scaled()).c_str());
+        std::fflush(stdout);
+        progress.update(r.step, f.steps);
+      },
+      [&stop] { return stop.requested(); });
   progress.finish();
-  const int64_t done = loop.state().step;
   if (done < f.steps) {  // interrupted: keep what was trained, say where
-    if (root && !f.save_weights.empty()) {
-      checkpoints::save_gpt2_weights_like(source, f.save_weights, config, model.params());
-    }
+    if (root && !f.save_weights.empty()) save_weights(f, model_path, protocol);
     if (root) {
       std::fprintf(stderr, "tinylm: interrupted after step %lld of %d: %s\n",
                    static_cast<long long>(done), f.steps,
@@ -174,25 +116,14 @@ void run(const Flags& f) {
     }
     throw ExitRequest{stop.exit_code()};
   }
-  if (root && !step_ms.empty()) {
-    std::vector<double> sorted = step_ms;
-    std::sort(sorted.begin(), sorted.end());
-    double total = 0;
-    for (const double ms : step_ms) total += ms;
-    std::fprintf(stderr, "%zu steps in %.2f s: median %.2f ms/step (min %.2f, max %.2f)\n",
-                 step_ms.size(), total / 1e3, sorted[sorted.size() / 2], sorted.front(),
-                 sorted.back());
-  }
-
   if (!root) return;
+  std::fputs(protocol.timing_summary().c_str(), stderr);
   if (!f.metrics_out.empty()) {
-    io::AtomicFile out(f.metrics_out);
-    const std::string json = train::metrics_json(metrics);
-    out.write(std::as_bytes(std::span(json.data(), json.size())));
-    out.commit();
+    const std::string json = train::metrics_json(protocol.metrics());
+    io::write_file_atomic(f.metrics_out, std::as_bytes(std::span(json.data(), json.size())));
   }
   if (!f.save_weights.empty()) {
-    checkpoints::save_gpt2_weights_like(source, f.save_weights, config, model.params());
+    save_weights(f, model_path, protocol);
     std::fprintf(stderr, "weights written to %s\n", f.save_weights.c_str());
   }
 }

@@ -6,12 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "tinylm/checkpoints/evl_checkpoint.h"
-#include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
-#include "tinylm/models/evermind/config.h"
-#include "tinylm/models/gpt2/config.h"
-#include "tinylm/models/microgpt/config.h"
+#include "tinylm/train/family.h"
 #include "tinylm/train/token_file.h"
 
 namespace tinylm::train {
@@ -37,45 +33,14 @@ uint64_t bytes_under(const fs::path& path) {
 }
 
 // The model --init-from names (or a fresh one): its parameter count and saved bytes.
-struct ModelSize {
-  uint64_t params = 0, saved_bytes = 0;
-};
-
-ModelSize gpt2_size(const RunConfig& c) {
-  gpt2::Config g;
-  if (c.init_from.empty()) {
-    g = gpt2::preset(c.preset);
-  } else {
-    g = checkpoints::read_gpt2_checkpoint_config(c.init_from);
-  }
-  return {gpt2::param_layout(g).size(), checkpoints::gpt2_saved_bytes(g)};
-}
-
-ModelSize evermind_size(const RunConfig& c) {
-  const evermind::Config e = c.init_from.empty() ? evermind_config(c, c.vocab_size)
-                                                 : checkpoints::read_evl_header(c.init_from).config;
-  return {static_cast<uint64_t>(evermind::param_count(e)),
-          checkpoints::evl_file_bytes(e, checkpoints::EvlPrecision::f32)};
-}
-
-ModelSize model_size(const RunConfig& c) {
+ModelSize model_size(const TrainFamily& family, const RunConfig& c) {
   try {
-    if (c.arch == "gpt2") return gpt2_size(c);
-    if (c.arch == "evermind") return evermind_size(c);
+    return family.model_size(c);
   } catch (const Error&) {
     // A file the loader will name; until then, the size of what the flag names.
     const uint64_t bytes = bytes_under(c.init_from);
     return {bytes / 4, bytes};
   }
-  // microgpt: a character vocabulary (taken as 256 here), f64 parameters.
-  microgpt::Config m;
-  m.n_layer = static_cast<int>(c.n_layer);
-  m.n_embd = static_cast<int>(c.n_embd);
-  m.n_head = static_cast<int>(c.n_head);
-  m.block_size = static_cast<int>(c.block_size);
-  m.vocab_size = 256;
-  const uint64_t params = microgpt::param_layout(m).size();
-  return {params, 8 * params};
 }
 
 }  // namespace
@@ -95,11 +60,12 @@ DiskNeed estimate_disk_need(const RunConfig& c, const std::vector<Checkpoint>& e
     need.model_bytes = bytes_under(newest) - need.moment_bytes;
     return need;
   }
-  const ModelSize model = model_size(c);
-  const uint64_t width = c.arch == "microgpt" ? 8 : 4;  // microgpt trains in f64
+  const TrainFamily& family = train_family(c.arch);
+  const ModelSize model = model_size(family, c);
+  const auto width = static_cast<uint64_t>(family.param_bytes);
   need.model_bytes = model.saved_bytes + kSmallFiles;
   need.moment_bytes = c.optimizer == "adamw" ? 2 * width * model.params : 0;
-  if (c.arch != "microgpt") {
+  if (family.token_file) {
     // Byte-level BPE: at most one token per byte, 4-byte ids at most.
     for (const std::string& f : expand_data_paths(c.data)) need.tokens_bytes += 4 * bytes_under(f);
   }

@@ -10,10 +10,11 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/io/atomic_file.h"
+#include "tinylm/io/file_crc.h"
 #include "tinylm/io/text_file.h"
 #include "tinylm/train/comm.h"
 #include "tinylm/train/disk_space.h"
-#include "tinylm/train/file_crc.h"
+#include "tinylm/train/family.h"
 #include "tinylm/train/metrics_log.h"
 #include "tinylm/train/progress.h"
 #include "tinylm/train/run_lock.h"
@@ -62,7 +63,7 @@ std::map<std::string, uint32_t> file_crcs(const std::string& dir) {
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
        it.increment(ec)) {
-    if (it->is_regular_file(ec)) crcs[it->path().filename().string()] = file_crc32(it->path());
+    if (it->is_regular_file(ec)) crcs[it->path().filename().string()] = io::file_crc32(it->path());
   }
   check(!ec, dir, ": cannot list: ", ec.message());
   return crcs;
@@ -85,8 +86,8 @@ void verify_checkpoint_files(const std::string& dir, const std::string& state_pa
     std::error_code ec;
     check(fs::is_regular_file(path, ec), path, ": missing from the checkpoint (", state_path,
           " records it)");
-    check(file_crc32(path) == crc, path, ": checksum mismatch: the file changed after ", state_path,
-          " was written (corrupt, or from another checkpoint)");
+    check(io::file_crc32(path) == crc, path, ": checksum mismatch: the file changed after ",
+          state_path, " was written (corrupt, or from another checkpoint)");
   }
 }
 
@@ -172,9 +173,7 @@ void check_new_run_dir(const std::string& path) {
 
 void write_json(const std::string& path, const json& j) {
   const std::string text = j.dump(2) + "\n";
-  io::AtomicFile f(path);
-  f.write(std::as_bytes(std::span<const char>(text)));
-  f.commit();
+  io::write_file_atomic(path, std::as_bytes(std::span<const char>(text)));
 }
 
 }  // namespace
@@ -364,9 +363,7 @@ RunSummary run_training(const RunRequest& given_request) {
   }
   if (comm.root()) comm.barrier();
   set_num_threads(static_cast<int>(config.threads));
-  if (config.arch == "gpt2") return run_gpt2(config, dir, request, resume);
-  if (config.arch == "evermind") return run_evermind(config, dir, request, resume);
-  return run_microgpt(config, dir, request, resume);
+  return train_family(config.arch).run(config, dir, request, resume);
 }
 
 }  // namespace tinylm::train

@@ -1,17 +1,15 @@
 #include "tinylm/train/run_config.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <type_traits>
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/models/evermind/config.h"
-#include "tinylm/models/gpt2/config.h"
 #include "tinylm/optim/schedule.h"
 #include "tinylm/train/batches.h"
 #include "tinylm/train/comm.h"
+#include "tinylm/train/family.h"
 #include "tinylm/train/loop.h"
 
 namespace tinylm::train {
@@ -21,26 +19,7 @@ using json = nlohmann::ordered_json;
 RunConfig defaults_for(const std::string& arch) {
   RunConfig c;
   c.arch = arch;
-  if (arch == "evermind") {
-    c.lr = 1e-3;
-    c.min_lr = 1e-4;
-    c.warmup = 20;
-    c.batch = 8;
-    c.seq_len = 128;
-  } else if (arch == "microgpt") {
-    c.n_layer = 1;
-    c.batch = 1;  // one document per step
-    c.lr = 0.01;
-    c.min_lr = 0.0;
-    c.warmup = 0;
-    c.schedule = "linear";
-    c.beta1 = 0.85;
-    c.beta2 = 0.99;
-    c.weight_decay = 0.0;
-    c.clip = 0.0;
-    c.seed = 42;
-    c.eval_batches = 200;  // validation documents
-  }
+  train_family(arch).apply_defaults(c);
   return c;
 }
 
@@ -117,8 +96,7 @@ void check_choices(const RunConfig& c) {
   check_choice("--optimizer", c.optimizer, parse_optimizer);
   check_choice("--schedule", c.schedule, optim::parse_lr_decay);
   check_choice("--decay", c.decay, parse_decay_scope);
-  check(c.compute == "f32" || c.compute == "bf16" || c.compute == "f16",
-        "--compute-dtype must be f32, bf16 or f16 (got ", c.compute, ")");
+  parse_compute_dtype(c.compute);
 }
 
 // The optimizer's numbers (the loop checks them too, but only once the data is tokenized).
@@ -140,29 +118,8 @@ void check_optimizer(const RunConfig& c) {
   check(c.max_bad_steps >= 0, "--max-bad-steps must be >= 0 (got ", c.max_bad_steps, ")");
 }
 
-// The model shapes a fresh run builds from flags (--init-from brings its own).
-void check_shape(const RunConfig& c) {
-  if (!c.init_from.empty()) return;
-  if (c.arch == "gpt2") {
-    const gpt2::Config g = gpt2::preset(c.preset);
-    check(c.seq_len <= g.n_positions, "--seq-len must be at most ", g.n_positions, " for preset ",
-          c.preset, " (got ", c.seq_len, "; its model has ", g.n_positions, " positions)");
-  } else if (c.arch == "microgpt") {
-    const auto at_most = [](int64_t v, int64_t hi, const char* flag) {
-      check(v >= 1 && v <= hi, "--", flag, " must be in [1, ", hi, "] (got ", v, ")");
-    };
-    at_most(c.n_layer, 1024, "n-layer");
-    at_most(c.n_head, 1 << 16, "n-head");
-    at_most(c.n_embd, 1 << 16, "n-embd");
-    at_most(c.block_size, 1 << 16, "block-size");
-    check(c.n_embd % c.n_head == 0, "--n-embd ", c.n_embd, " must be a multiple of --n-head ",
-          c.n_head);
-  }
-}
-
 void validate_flags(const RunConfig& c) {
-  check(c.arch == "gpt2" || c.arch == "evermind" || c.arch == "microgpt", "--arch ", c.arch,
-        ": unknown (expected gpt2, evermind or microgpt)");
+  const TrainFamily& family = train_family(c.arch);
   check(!c.data.empty(), "--data: no training text given");
   check(c.val_fraction >= 0.0 && c.val_fraction < 1.0, "--val-fraction must be in [0, 1) (got ",
         c.val_fraction, ")");
@@ -180,13 +137,16 @@ void validate_flags(const RunConfig& c) {
   check_choices(c);
   check_optimizer(c);
   check(c.dropout >= 0.0 && c.dropout < 1.0, "--dropout must be in [0, 1) (got ", c.dropout, ")");
-  check(c.arch == "gpt2" || (c.compute == "f32" && c.dropout == 0.0),
-        "--compute-dtype and --dropout apply to --arch gpt2 only");
-  check(c.arch == "evermind" || (!c.mixed_precision && !c.checkpoint_activations),
-        "--mixed-precision and --checkpoint-activations apply to --arch evermind only");
-  check(c.arch != "microgpt" || (c.batch == 1 && c.accum == 1),
-        "--arch microgpt trains one document per step: --batch and --accum must be 1");
-  check_shape(c);
+  check(family.dropout_and_compute || (c.compute == "f32" && c.dropout == 0.0),
+        "--compute-dtype and --dropout apply to --arch ",
+        family_names([](const TrainFamily& f) { return f.dropout_and_compute; }), " only");
+  check(family.mixed_precision || (!c.mixed_precision && !c.checkpoint_activations),
+        "--mixed-precision and --checkpoint-activations apply to --arch ",
+        family_names([](const TrainFamily& f) { return f.mixed_precision; }), " only");
+  check(!family.one_document_per_step || (c.batch == 1 && c.accum == 1), "--arch ", c.arch,
+        " trains one document per step: --batch and --accum must be 1");
+  // The model shapes a fresh run builds from flags (--init-from brings its own).
+  if (c.init_from.empty()) family.check_fresh_model(c);
   validate_sizes(c);
 }
 
@@ -200,6 +160,12 @@ void validate(const RunConfig& c) {
   } catch (const Error& e) {
     throw FlagError(e.what());
   }
+}
+
+DType parse_compute_dtype(const std::string& name) {
+  check(name == "f32" || name == "bf16" || name == "f16",
+        "--compute-dtype must be f32, bf16 or f16 (got ", name, ")");
+  return parse_dtype(name);
 }
 
 evermind::Config evermind_config(const RunConfig& c, int64_t vocab) {
@@ -225,27 +191,6 @@ void validate_sizes(const RunConfig& c) {
         "--batch x --seq-len = ", c.batch * c.seq_len,
         " tokens per micro-batch is implausibly many (at most ", RunLimits::batch_tokens,
         "; see docs/limits.md)");
-  if (c.arch != "evermind" || !c.init_from.empty()) return;
-  // A fresh EvermindLM: its shape, before the tokenizer is trained or anything is written.
-  // A given tokenizer's vocabulary is checked on load.
-  const evermind::Config e = evermind_config(c, c.tokenizer.empty() ? c.vocab_size : 1);
-  check(!c.tokenizer.empty() || c.vocab_size >= 257, "--vocab-size ", c.vocab_size,
-        " is too small (the 256 bytes and <|endoftext|> need 257)");
-  check(c.hidden_dim >= 0, "--hidden-dim must be >= 0 (0: 2 x --d-model; got ", c.hidden_dim, ")");
-  try {
-    evermind::validate(e);
-  } catch (const Error& err) {
-    fail("--arch evermind shape: ", err.what());
-  }
-  // Parameters, gradients and two optimizer moments, in f32: refused when they alone would
-  // not fit in this machine's memory, rather than failing in the allocator.
-  const double need = 16.0 * static_cast<double>(evermind::param_count(e));
-  const double have = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
-                      static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-  check(have <= 0 || need <= have, "--arch evermind shape: ", evermind::param_count(e),
-        " parameters need about ", static_cast<int64_t>(need / 1e9 + 1),
-        " GB for weights, gradients and optimizer moments; this machine has ",
-        static_cast<int64_t>(have / 1e9), " GB");
 }
 
 }  // namespace tinylm::train

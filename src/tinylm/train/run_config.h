@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/models/evermind/config.h"
 
@@ -106,9 +107,10 @@ struct RunConfig {
   }
 };
 
-// The defaults of an architecture: GPT-2's as above; EvermindLM's (lr 1e-3, seq_len 128,
-// batch 8, ...) and microgpt's (microgpt.py's settings: one document per step, lr 0.01 decaying
-// linearly to 0, betas 0.85/0.99, no weight decay or clipping, 1000 steps, seed 42).
+// The defaults of an architecture (its TrainFamily's, family.h): GPT-2's as above;
+// EvermindLM's (lr 1e-3, seq_len 128, batch 8, ...) and microgpt's (microgpt.py's settings: one
+// document per step, lr 0.01 decaying linearly to 0, betas 0.85/0.99, no weight decay or
+// clipping, 1000 steps, seed 42). An unknown one is a FlagError naming the accepted ones.
 RunConfig defaults_for(const std::string& arch);
 
 nlohmann::ordered_json to_json(const RunConfig& c);
@@ -135,15 +137,18 @@ class FlagError : public Error {
 };
 
 // Checks every value and combination for the architecture (one-line FlagErrors naming the
-// flag): ranges, the named choices, the optimizer's numbers, a fresh model's shape (a gpt2
-// preset's positions against --seq-len), validate_sizes() included. Reads no file.
+// flag): ranges, the named choices, the optimizer's numbers, the options only some families
+// take, a fresh model's shape (its family's check: a gpt2 preset's positions against
+// --seq-len, EvermindLM's shape within this machine's memory), validate_sizes() included.
+// Reads no file.
 void validate(const RunConfig& c);
 
-// The sizes: sequence and batch ceilings, and a fresh EvermindLM's whole shape
-// (evermind::validate's ceilings, and its parameters, gradients and moments within this
-// machine's memory), so a bad shape is refused before a tokenizer is trained or a file
-// written.
+// The sizes: sequence and batch ceilings (a fresh model's shape is its family's check,
+// family.h), so a bad size is refused before a tokenizer is trained or a file written.
 void validate_sizes(const RunConfig& c);
+
+// --compute-dtype's value: f32, bf16 or f16; an Error naming the flag otherwise.
+DType parse_compute_dtype(const std::string& name);
 
 // A fresh EvermindLM's shape and seed from the run's flags, for a vocabulary of `vocab` tokens.
 evermind::Config evermind_config(const RunConfig& c, int64_t vocab);

@@ -17,9 +17,9 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/crc32.h"
+#include "tinylm/io/file_crc.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/little_endian.h"
-#include "tinylm/train/file_crc.h"
 
 namespace tinylm::train {
 
@@ -206,7 +206,7 @@ void emit_state(const TrainState<T>& s, std::span<const T> m, std::span<const T>
   std::memcpy(head.data() + kHeaderBytes, json.data(), json.size());
   const uint32_t head_crc = io::crc32(head);
   const auto moments_crc = [&] {
-    return crc32_parallel(std::as_bytes(v), crc32_parallel(std::as_bytes(m), head_crc));
+    return io::crc32_parallel(std::as_bytes(v), io::crc32_parallel(std::as_bytes(m), head_crc));
   };
   // Large moments are checksummed on other threads while they are written.
   const bool overlap = m.size() * sizeof(T) >= kOverlapBytes;
@@ -308,8 +308,8 @@ TrainState<T> decode_from(Source& src, std::string_view name) {
   src.read(tail, kCrcBytes);
   uint32_t crc = io::crc32(Bytes(header));
   crc = io::crc32(Bytes(text), crc);
-  crc = crc32_parallel(std::as_bytes(std::span<const T>(s.m)), crc);
-  crc = crc32_parallel(std::as_bytes(std::span<const T>(s.v)), crc);
+  crc = io::crc32_parallel(std::as_bytes(std::span<const T>(s.m)), crc);
+  crc = io::crc32_parallel(std::as_bytes(std::span<const T>(s.v)), crc);
   check(io::get_u32(tail) == crc, name, ": checksum mismatch (file corrupt)");
 
   const auto padding = std::span(text).subspan(static_cast<size_t>(json_bytes));

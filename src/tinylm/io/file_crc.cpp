@@ -1,4 +1,4 @@
-#include "tinylm/train/file_crc.h"
+#include "tinylm/io/file_crc.h"
 
 #include <zlib.h>
 
@@ -9,7 +9,7 @@
 #include "tinylm/io/crc32.h"
 #include "tinylm/io/mapped_file.h"
 
-namespace tinylm::train {
+namespace tinylm::io {
 
 uint32_t crc32_parallel(std::span<const std::byte> bytes, uint32_t crc) {
   constexpr size_t kPiece = size_t{32} << 20;
@@ -19,7 +19,7 @@ uint32_t crc32_parallel(std::span<const std::byte> bytes, uint32_t crc) {
     return bytes.subspan(i * kPiece, std::min(kPiece, bytes.size() - i * kPiece));
   };
   parallel_for(0, static_cast<int64_t>(pieces), 1, [&](int64_t i) {
-    crcs[static_cast<size_t>(i)] = io::crc32(piece(static_cast<size_t>(i)));
+    crcs[static_cast<size_t>(i)] = crc32(piece(static_cast<size_t>(i)));
   });
   for (size_t i = 0; i < pieces; ++i)
     crc =
@@ -32,4 +32,4 @@ uint32_t file_crc32(const std::string& path) {
   return crc32_parallel(file.bytes());
 }
 
-}  // namespace tinylm::train
+}  // namespace tinylm::io

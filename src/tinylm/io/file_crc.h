@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-namespace tinylm::train {
+namespace tinylm::io {
 
 // The CRC of bytes continued from crc (as io::crc32).
 uint32_t crc32_parallel(std::span<const std::byte> bytes, uint32_t crc = 0);
@@ -16,4 +16,4 @@ uint32_t crc32_parallel(std::span<const std::byte> bytes, uint32_t crc = 0);
 // read.
 uint32_t file_crc32(const std::string& path);
 
-}  // namespace tinylm::train
+}  // namespace tinylm::io

@@ -1,0 +1,67 @@
+#pragma once
+// What a training run knows of each family (`tinylm train --arch NAME`), listed once: the
+// options it accepts, its defaults, the checks of a fresh model's shape, the size of what it
+// writes, its tokenizer defaults and its run entry (run_gpt2.cpp, ...). run_config.cpp,
+// disk_space.cpp, run.cpp and the CLI consult this table; no other file of train/ compares
+// --arch with a family's name. A new family adds a record in families.cpp.
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace tinylm::train {
+
+struct RunConfig;
+struct RunRequest;
+struct RunSummary;
+struct Checkpoint;
+class RunDir;
+
+// The model a run trains: its parameter count and the bytes of its files in a checkpoint.
+struct ModelSize {
+  uint64_t params = 0, saved_bytes = 0;
+};
+
+struct TrainFamily {
+  std::string_view name;  // --arch
+  // Options only some families accept (validate() refuses them elsewhere, naming the families
+  // that take them).
+  bool dropout_and_compute = false;    // --dropout, --compute-dtype other than f32
+  bool mixed_precision = false;        // --mixed-precision, --checkpoint-activations
+  bool one_document_per_step = false;  // --batch and --accum must be 1
+  // Whether the run's text is tokenized into RUN/tokens.bin (microgpt reads documents).
+  bool token_file = true;
+  int64_t param_bytes = 4;  // bytes per parameter and moment (f32; microgpt trains in f64)
+
+  // The family's defaults over RunConfig's own (which are GPT-2's).
+  void (*apply_defaults)(RunConfig& c) = nullptr;
+  // The checks of a fresh model's shape from the flags (--init-from brings its own); Errors
+  // naming the flag.
+  void (*check_fresh_model)(const RunConfig& c) = nullptr;
+  // The model --init-from names, or a fresh one from the flags; an Error for a file it cannot
+  // read (the disk estimate then takes the file's size).
+  ModelSize (*model_size)(const RunConfig& c) = nullptr;
+  // A fresh run's --tokenizer when none is given: "" for none (the run makes its own).
+  // `bundled_vocab` finds the GPT-2 vocabulary shipped with tinylm (the CLI knows where); a
+  // default the user may not expect is noted on `log`.
+  std::string (*default_tokenizer)(const RunConfig& c, std::string (*bundled_vocab)(),
+                                   std::FILE* log) = nullptr;
+  // The run itself, once the directory is prepared (run_session.h).
+  RunSummary (*run)(const RunConfig& c, RunDir& dir, const RunRequest& request,
+                    const std::optional<Checkpoint>& resume) = nullptr;
+};
+
+// Every family, in the order help texts list them (gpt2, evermind, microgpt).
+std::span<const TrainFamily> train_families();
+
+// The family named `arch`; a FlagError "--arch NAME: unknown (expected gpt2, evermind or
+// microgpt)" otherwise.
+const TrainFamily& train_family(std::string_view arch);
+
+// The names of the families `has` holds for, as a message lists them: "gpt2", "gpt2 or
+// evermind", "gpt2, evermind or microgpt".
+std::string family_names(bool (*has)(const TrainFamily&));
+
+}  // namespace tinylm::train

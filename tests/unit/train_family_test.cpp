@@ -1,0 +1,111 @@
+// The training families' table (train/family.h): the lookup and its error, each family's
+// defaults and the options only some take, the disk estimate's parameter width and token file,
+// the tokenizer defaults a fresh run gets.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "tinylm/train/disk_space.h"
+#include "tinylm/train/family.h"
+#include "tinylm/train/run_config.h"
+
+namespace tinylm::test {
+namespace {
+
+std::string bundled() { return "BUNDLED"; }
+
+TEST(TrainFamily, ListsEveryFamilyAndNamesThemWhenOneIsUnknown) {
+  std::vector<std::string> names;
+  for (const train::TrainFamily& f : train::train_families()) names.emplace_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"gpt2", "evermind", "microgpt"}));
+  EXPECT_EQ(train::train_family("evermind").name, "evermind");
+  EXPECT_THROW(train::train_family("gpt3"), train::FlagError);
+  expect_error([] { train::train_family("gpt3"); },
+               {"--arch gpt3: unknown (expected gpt2, evermind or microgpt)"});
+  EXPECT_EQ(train::family_names([](const train::TrainFamily& f) { return f.token_file; }),
+            "gpt2 or evermind");
+}
+
+TEST(TrainFamily, DefaultsAreEachFamilysOwn) {
+  const train::RunConfig gpt2 = train::defaults_for("gpt2"), base;
+  EXPECT_EQ(train::to_json(gpt2).dump(), [&] {
+    train::RunConfig c = base;
+    c.arch = "gpt2";
+    return train::to_json(c).dump();
+  }());
+  const train::RunConfig evermind = train::defaults_for("evermind");
+  EXPECT_EQ(evermind.lr, 1e-3);
+  EXPECT_EQ(evermind.seq_len, 128);
+  const train::RunConfig microgpt = train::defaults_for("microgpt");
+  EXPECT_EQ(microgpt.batch, 1);
+  EXPECT_EQ(microgpt.seed, 42u);
+  EXPECT_EQ(microgpt.schedule, "linear");
+  EXPECT_THROW(train::defaults_for("llama"), train::FlagError);
+}
+
+TEST(TrainFamily, OptionsOnlySomeFamiliesTakeAreRefusedElsewhere) {
+  const auto with = [](const std::string& arch, auto&& set) {
+    train::RunConfig c = train::defaults_for(arch);
+    c.data = {"corpus.txt"};
+    set(c);
+    return c;
+  };
+  const auto refused = [](const train::RunConfig& c, const std::string& phrase) {
+    EXPECT_THROW(train::validate(c), train::FlagError);
+    expect_error([&] { train::validate(c); }, {phrase});
+  };
+  refused(with("evermind", [](train::RunConfig& c) { c.dropout = 0.1; }),
+          "--compute-dtype and --dropout apply to --arch gpt2 only");
+  refused(with("microgpt", [](train::RunConfig& c) { c.compute = "bf16"; }),
+          "--compute-dtype and --dropout apply to --arch gpt2 only");
+  refused(with("gpt2", [](train::RunConfig& c) { c.mixed_precision = true; }),
+          "--mixed-precision and --checkpoint-activations apply to --arch evermind only");
+  refused(with("microgpt", [](train::RunConfig& c) { c.accum = 2; }),
+          "--arch microgpt trains one document per step: --batch and --accum must be 1");
+  refused(with("gpt2", [](train::RunConfig& c) { c.compute = "f64"; }),
+          "--compute-dtype must be f32, bf16 or f16 (got f64)");
+  refused(with("microgpt", [](train::RunConfig& c) { c.n_embd = 10; }),
+          "--n-embd 10 must be a multiple of --n-head 4");
+  refused(with("evermind", [](train::RunConfig& c) { c.vocab_size = 100; }), "--vocab-size 100");
+  // --init-from brings its own shape: the fresh model's checks do not apply.
+  train::validate(with("microgpt", [](train::RunConfig& c) {
+    c.n_embd = 10;
+    c.init_from = "model.safetensors";
+  }));
+}
+
+TEST(TrainFamily, MicrogptNeedsEightBytesPerMomentAndNoTokenFile) {
+  TempDir tmp;
+  write_text(tmp.file("names.txt"), "emma\nolivia\n");
+  train::RunConfig c = train::defaults_for("microgpt");
+  c.data = {tmp.file("names.txt")};
+  const train::DiskNeed need = train::estimate_disk_need(c, {});
+  EXPECT_EQ(need.tokens_bytes, 0u);
+  ASSERT_GT(need.moment_bytes, 0u);
+  // f64 parameters: the saved model is 8 bytes a parameter, the moments twice that.
+  EXPECT_EQ(need.moment_bytes, 2 * (need.model_bytes - (uint64_t{4} << 20)));
+}
+
+TEST(TrainFamily, TokenizerDefaults) {
+  TempDir tmp;
+  train::RunConfig c = train::defaults_for("gpt2");
+  const train::TrainFamily& gpt2 = train::train_family("gpt2");
+  EXPECT_EQ(gpt2.default_tokenizer(c, bundled, stderr), "BUNDLED");
+  // Hugging Face weights with their vocabulary: that one.
+  write_text(tmp.file("vocab.json"), "{}");
+  c.init_from = tmp.path().string();
+  EXPECT_EQ(gpt2.default_tokenizer(c, bundled, stderr), tmp.path().string());
+
+  const train::TrainFamily& evermind = train::train_family("evermind");
+  train::RunConfig e = train::defaults_for("evermind");
+  EXPECT_EQ(evermind.default_tokenizer(e, bundled, stderr), "");  // trained on --data
+  e.init_from = tmp.file("model.evl");
+  expect_error([&] { evermind.default_tokenizer(e, bundled, stderr); },
+               {"no tokenizer saved with the model", tmp.file("model.tokenizer.json")});
+  write_text(tmp.file("model.tokenizer.json"), "{}");
+  EXPECT_EQ(evermind.default_tokenizer(e, bundled, stderr), tmp.file("model.tokenizer.json"));
+
+  EXPECT_EQ(train::train_family("microgpt").default_tokenizer(c, bundled, stderr), "");
+}
+
+}  // namespace
+}  // namespace tinylm::test
