@@ -17,7 +17,7 @@ layers=(
   "tokenizers"
   "models"
   "checkpoints"
-  "generate"
+  "generate distributed"
   "train"
   "serve report"
 )

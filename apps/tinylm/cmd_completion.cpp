@@ -5,9 +5,9 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "tinylm/distributed/comm.h"
 #include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
-#include "tinylm/train/comm.h"
 #include "tinylm_git_commit.h"
 
 namespace tinylm::cli {
@@ -21,7 +21,7 @@ std::string version_text() {
   const std::string compiler = "unknown";
 #endif
   return "tinylm 0.1.0\nkernels: " + kernels::isa_summary() +
-         "\nmpi: " + (train::Comm::built_with_mpi() ? "yes" : "no") +
+         "\nmpi: " + (distributed::Comm::built_with_mpi() ? "yes" : "no") +
          "\ncommit: " + TINYLM_GIT_COMMIT + "\ncompiler: " + compiler +
          "\nbf16 products: " + std::string(kernels::bf16_unit_name(kernels::bf16_dot_unit()));
 }

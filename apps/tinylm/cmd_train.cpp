@@ -16,7 +16,7 @@
 #include "stop_signals.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/train/comm.h"
+#include "tinylm/distributed/comm.h"
 #include "tinylm/train/family.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
@@ -150,7 +150,7 @@ void run(TrainFlags& f) {
   }
   if (s.stopped) {
     // Interrupted: the loop saved a checkpoint (atomically) before returning.
-    if (train::Comm::world().root()) {
+    if (distributed::Comm::world().root()) {
       std::fprintf(stderr,
                    "tinylm: interrupted at step %lld: checkpoint %s saved; continue with: "
                    "tinylm train --resume %s\n",
@@ -159,7 +159,7 @@ void run(TrainFlags& f) {
     }
     throw ExitRequest{stop.exit_code()};
   }
-  if (!train::Comm::world().root()) return;  // under mpirun the first process reports
+  if (!distributed::Comm::world().root()) return;  // under mpirun the first process reports
   std::printf("trained %lld steps; last loss %.4f", static_cast<long long>(s.steps), s.last_loss);
   if (s.best_val_loss) std::printf(", best validation loss %.4f", *s.best_val_loss);
   std::printf("\nmodel: %s\n", s.checkpoint.c_str());

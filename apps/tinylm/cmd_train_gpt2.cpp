@@ -13,8 +13,8 @@
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/distributed/comm.h"
 #include "tinylm/io/atomic_file.h"
-#include "tinylm/train/comm.h"
 #include "tinylm/train/gpt2_metrics.h"
 #include "tinylm/train/gpt2_protocol.h"
 #include "tinylm/train/run_config.h"
@@ -46,7 +46,7 @@ train::Gpt2ProtocolOptions protocol_options(const Flags& f, bool root) {
   o.overlap = f.overlap;
   o.record_weights = root && !f.metrics_out.empty();
   try {
-    Gpt2Protocol::check(o, train::Comm::world().size());
+    Gpt2Protocol::check(o, distributed::Comm::world().size());
   } catch (const train::FlagError& e) {
     throw UsageError(e.what());
   }
@@ -71,10 +71,34 @@ void save_weights(const Flags& f, const std::string& model_path, const Gpt2Proto
   checkpoints::save_gpt2_weights_like(source, f.save_weights, protocol.config(), protocol.params());
 }
 
+// An interrupted run's weights, when --save-weights asks for them, and where they went.
+void save_interrupted(const Flags& f, const std::string& model_path, const Gpt2Protocol& protocol,
+                      int64_t done) {
+  if (!f.save_weights.empty()) save_weights(f, model_path, protocol);
+  std::fprintf(stderr, "tinylm: interrupted after step %lld of %d: %s\n",
+               static_cast<long long>(done), f.steps,
+               f.save_weights.empty()
+                   ? "nothing saved (no --save-weights)"
+                   : ("weights at that step written to " + f.save_weights).c_str());
+}
+
+// A finished run's step times (stderr), metrics JSON and weights.
+void write_outputs(const Flags& f, const std::string& model_path, const Gpt2Protocol& protocol) {
+  std::fputs(protocol.timing_summary().c_str(), stderr);
+  if (!f.metrics_out.empty()) {
+    const std::string json = train::metrics_json(protocol.metrics());
+    io::write_file_atomic(f.metrics_out, std::as_bytes(std::span(json.data(), json.size())));
+  }
+  if (!f.save_weights.empty()) {
+    save_weights(f, model_path, protocol);
+    std::fprintf(stderr, "weights written to %s\n", f.save_weights.c_str());
+  }
+}
+
 void run(const Flags& f) {
   const StopSignals stop;  // (before any thread starts)
   // Under mpirun every process trains its shards; the first one prints and writes.
-  const bool root = train::Comm::world().root();
+  const bool root = distributed::Comm::world().root();
   const train::Gpt2ProtocolOptions options = protocol_options(f, root);
   // What --model is, from the file: a wrong kind is one line before anything loads.
   const std::string model_path = resolve_model("train-gpt2", f.model, "", {ModelKind::gpt2}).path;
@@ -106,26 +130,10 @@ void run(const Flags& f) {
       [&stop] { return stop.requested(); });
   progress.finish();
   if (done < f.steps) {  // interrupted: keep what was trained, say where
-    if (root && !f.save_weights.empty()) save_weights(f, model_path, protocol);
-    if (root) {
-      std::fprintf(stderr, "tinylm: interrupted after step %lld of %d: %s\n",
-                   static_cast<long long>(done), f.steps,
-                   f.save_weights.empty()
-                       ? "nothing saved (no --save-weights)"
-                       : ("weights at that step written to " + f.save_weights).c_str());
-    }
+    if (root) save_interrupted(f, model_path, protocol, done);
     throw ExitRequest{stop.exit_code()};
   }
-  if (!root) return;
-  std::fputs(protocol.timing_summary().c_str(), stderr);
-  if (!f.metrics_out.empty()) {
-    const std::string json = train::metrics_json(protocol.metrics());
-    io::write_file_atomic(f.metrics_out, std::as_bytes(std::span(json.data(), json.size())));
-  }
-  if (!f.save_weights.empty()) {
-    save_weights(f, model_path, protocol);
-    std::fprintf(stderr, "weights written to %s\n", f.save_weights.c_str());
-  }
+  if (root) write_outputs(f, model_path, protocol);
 }
 
 }  // namespace

@@ -10,17 +10,17 @@
 #include "standard_streams.h"
 #include "suggest.h"
 #include "tinylm/core/error.h"
+#include "tinylm/distributed/comm.h"
 #include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
-#include "tinylm/train/comm.h"
 
 namespace {
 
 // Under mpirun an error on one process ends them all: the others would otherwise wait in
 // their next collective forever.
 int fail_run(int code) {
-  if (tinylm::train::Comm::world().size() > 1) tinylm::train::Comm::abort(code);
-  tinylm::train::Comm::finalize();
+  if (tinylm::distributed::Comm::world().size() > 1) tinylm::distributed::Comm::abort(code);
+  tinylm::distributed::Comm::finalize();
   return code;
 }
 
@@ -30,10 +30,10 @@ int run(int argc, char** argv);
 
 int main(int argc, char** argv) {
   tinylm::cli::hold_standard_descriptors();
-  tinylm::train::Comm::init(&argc, &argv);
+  tinylm::distributed::Comm::init(&argc, &argv);
   const int code = tinylm::cli::finish_stdout(run(argc, argv));
   if (code != 0) return fail_run(code);
-  tinylm::train::Comm::finalize();
+  tinylm::distributed::Comm::finalize();
   return 0;
 }
 

@@ -14,9 +14,9 @@
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/distributed/grad_exchange.h"
 #include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/train/gpt2_trainable.h"
-#include "tinylm/train/grad_exchange.h"
 #include "tinylm/train/replicas.h"
 #include "tinylm/train/run_config.h"
 
@@ -185,7 +185,7 @@ TEST(GradExchange, BucketsGiveTheBitsOfOneExchange) {
   for (size_t i = 0; i < n; ++i) expected[i] = (shards[0][i] + shards[1][i] + shards[2][i]) / 3.0f;
 
   std::vector<float> out(n, -1.0f);
-  GradExchange<float> exchange(Comm::world(), /*bucket=*/64);
+  distributed::GradExchange<float> exchange(distributed::Comm::world(), /*bucket=*/64);
   for (int step = 0; step < 2; ++step) {  // the thread serves step after step
     std::fill(out.begin(), out.end(), -1.0f);
     exchange.start(parts, out.data(), n, 16);

@@ -15,7 +15,7 @@ namespace tinylm::optim {
 
 // The fixed chunks the passes split the buffer into. A part of the buffer that starts at a
 // multiple of kGradChunk has the same chunks as the whole there, so its partial norms are the
-// whole's (a data-parallel process takes its part this way: train/comm.h).
+// whole's (a data-parallel process takes its part this way: distributed/comm.h).
 constexpr int64_t kGradChunk = 1 << 16;
 
 namespace detail {

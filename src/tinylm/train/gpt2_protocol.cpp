@@ -7,7 +7,7 @@
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
-#include "tinylm/train/comm.h"
+#include "tinylm/distributed/comm.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/replicas.h"
 #include "tinylm/train/run_config.h"
@@ -48,7 +48,7 @@ void Gpt2Protocol::check(const Gpt2ProtocolOptions& o, int64_t processes) {
 Gpt2Protocol::Gpt2Protocol(const gpt2::Config& config, std::vector<float> params,
                            std::vector<int32_t> grid, const Gpt2ProtocolOptions& options)
     : config_(config), options_(options), data_(std::make_unique<FixedBatch>(std::move(grid))) {
-  Comm& comm = Comm::world();
+  distributed::Comm& comm = distributed::Comm::world();
   check(options, comm.size());
   const int64_t shards = comm.size() * options.devices;
   const DType compute = parse_compute_dtype(options.compute);
@@ -58,7 +58,7 @@ Gpt2Protocol::Gpt2Protocol(const gpt2::Config& config, std::vector<float> params
                     {static_cast<int>(kBatch / shards), static_cast<int>(kSeq),
                      static_cast<float>(options.dropout), compute},
                     options.devices),
-      comm.overlap_exchange(parse_overlap(options.overlap), num_threads()));
+      comm.overlap_exchange(distributed::parse_overlap(options.overlap), num_threads()));
   LoopOptions loop;
   loop.steps = options.steps;
   loop.lr = {options.lr, 0.0, 0, options.steps, optim::LrDecay::constant};

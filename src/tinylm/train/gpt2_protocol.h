@@ -22,10 +22,10 @@ struct Gpt2ProtocolOptions {
   int64_t steps = 20;
   double lr = 1e-4;
   double dropout = 0.0;
-  std::string compute = "f32";   // f32 | bf16 | f16 (f16 adds dynamic loss scaling)
-  uint64_t seed = 0;             // the dropout masks, keyed by (seed, step), the step 1-based
-  int64_t devices = 1;           // replicas in this process, each on its shard of the batch; under
-                                 // mpirun every process trains its shards (Comm::world())
+  std::string compute = "f32";  // f32 | bf16 | f16 (f16 adds dynamic loss scaling)
+  uint64_t seed = 0;            // the dropout masks, keyed by (seed, step), the step 1-based
+  int64_t devices = 1;          // replicas in this process, each on its shard of the batch; under
+                        // mpirun every process trains its shards (distributed::Comm::world())
   std::string overlap = "auto";  // auto | on | off: the gradient exchange during the backward
   bool record_weights = false;   // fingerprint the weights after each step (the metrics JSON)
 };

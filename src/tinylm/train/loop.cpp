@@ -63,7 +63,8 @@ std::vector<uint8_t> decay_mask(const ParamLayout& layout, DecayScope scope) {
 }  // namespace
 
 template <class T>
-TrainLoop<T>::TrainLoop(Trainable<T>& model, StepData& data, LoopOptions options, const Comm& comm)
+TrainLoop<T>::TrainLoop(Trainable<T>& model, StepData& data, LoopOptions options,
+                        const distributed::Comm& comm)
     : model_(model), data_(data), comm_(comm), options_(options), scaler_(options.scaler) {
   check(options.steps >= 0, "--steps must be >= 0 (got ", options.steps, ")");
   check(options.lr.lr >= 0.0 && std::isfinite(options.lr.lr), "--lr must be finite and >= 0 (got ",
@@ -124,7 +125,7 @@ StepRecord TrainLoop<T>::step_once() {
   r.objective = l.objective;
   r.step_tokens = l.tokens;
   const size_t n = model_.grads().size();
-  const Comm::Part part = comm_.my_part(n, optim::kGradChunk);
+  const distributed::Comm::Part part = comm_.my_part(n, optim::kGradChunk);
   std::span<T> grads = model_.grads().subspan(part.begin, part.end - part.begin);
   // Every process takes part in the check, whatever its own part holds.
   const bool mine_finite =

@@ -6,8 +6,8 @@
 //   parameter kinds) or SGD at the schedule's learning rate.
 // Evaluation every eval_every steps over fixed validation batches, tracking the best value;
 // checkpoints through a hook every save_every steps and at the end. Under MPI each process
-// unscales, clips and updates its part of the parameters (Comm::my_part: the part whose
-// gradient Replicas reduced for it), with the norm and the finite check taken over all the
+// unscales, clips and updates its part of the parameters (distributed::Comm::my_part: the part
+// whose gradient Replicas reduced for it), with the norm and the finite check taken over all the
 // parts, and the parts are then shared. Everything that decides
 // the next step is in LoopState and the optimizer's moments, so a run restored from them
 // continues bit for bit as if it had never stopped.
@@ -16,10 +16,10 @@
 #include <optional>
 #include <string_view>
 
+#include "tinylm/distributed/comm.h"
 #include "tinylm/optim/adam.h"
 #include "tinylm/optim/loss_scaler.h"
 #include "tinylm/optim/schedule.h"
-#include "tinylm/train/comm.h"
 #include "tinylm/train/loop_state.h"
 #include "tinylm/train/trainable.h"
 
@@ -86,7 +86,7 @@ template <class T>
 class TrainLoop {
  public:
   TrainLoop(Trainable<T>& model, StepData& data, LoopOptions options,
-            const Comm& comm = Comm::world());
+            const distributed::Comm& comm = distributed::Comm::world());
 
   // Continues a saved run: its state and moments (empty moments for SGD).
   void restore(const LoopState& state, std::span<const T> m, std::span<const T> v);
@@ -109,7 +109,7 @@ class TrainLoop {
 
   Trainable<T>& model_;
   StepData& data_;
-  const Comm& comm_;
+  const distributed::Comm& comm_;
   LoopOptions options_;
   std::optional<optim::Adam<T>> adam_;
   optim::LossScaler scaler_;

@@ -9,7 +9,8 @@
 namespace tinylm::train {
 
 template <class T>
-Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, bool overlap, Comm& comm)
+Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, bool overlap,
+                      distributed::Comm& comm)
     : replicas_(std::move(replicas)), comm_(comm) {
   check(!replicas_.empty(), "replicas: at least one device is needed");
   for (const auto& r : replicas_) {
@@ -17,7 +18,7 @@ Replicas<T>::Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, bool 
           "replicas: the devices' models differ in size");
   }
   if (overlap && comm_.size() > 1 && comm_.overlaps()) {
-    exchange_ = std::make_unique<GradExchange<T>>(comm_);
+    exchange_ = std::make_unique<distributed::GradExchange<T>>(comm_);
     replicas_.back()->report_grads(
         [this](size_t begin, size_t end) { exchange_->done(begin, end); });
   }

@@ -1,16 +1,17 @@
 #pragma once
 // Data parallelism (`--devices N`, and over MPI processes): N replicas of a model in this
 // process, each training on its shard of every micro-batch. The batch is split on axis 0 into
-// S = processes x N equal shards; this process trains shards rank*N .. rank*N+N-1 (train/comm.h).
-// The loop sees one Trainable whose parameters are replica 0's (the same on every process).
-// The gradient is the mean of the S shards' gradients, summed in shard order; under MPI each
-// process is given its part of it (Comm::my_part), which the loop updates and shares, and each
-// shard's forward and backward give the same bits on any number of threads (kernels/matmul/gemm.h
-// says where), so a step's result depends on the number of shards alone, not on how they are spread
-// over processes. Against one shard it differs only by floating-point summation order.
+// S = processes x N equal shards; this process trains shards rank*N .. rank*N+N-1
+// (distributed/comm.h). The loop sees one Trainable whose parameters are replica 0's (the same on
+// every process). The gradient is the mean of the S shards' gradients, summed in shard order; under
+// MPI each process is given its part of it (distributed::Comm::my_part), which the loop updates and
+// shares, and each shard's forward and backward give the same bits on any number of threads
+// (kernels/matmul/gemm.h says where), so a step's result depends on the number of shards alone, not
+// on how they are spread over processes. Against one shard it differs only by floating-point
+// summation order.
 //
 // Under MPI the exchange can run on a thread of its own, bucket by bucket as the last replica's
-// backward completes them (train/grad_exchange.h); otherwise it follows the backward.
+// backward completes them (distributed/grad_exchange.h); otherwise it follows the backward.
 //
 // The shards run one after another, each on all the process's threads: on a CPU the replicas
 // share the cores, and a larger product per shard uses them better than shards side by side.
@@ -20,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tinylm/train/comm.h"
-#include "tinylm/train/grad_exchange.h"
+#include "tinylm/distributed/comm.h"
+#include "tinylm/distributed/grad_exchange.h"
 #include "tinylm/train/trainable.h"
 
 namespace tinylm::train {
@@ -31,9 +32,10 @@ class Replicas final : public Trainable<T> {
  public:
   // replicas[s] trains shard s; all have the same layout (and are planned for micro-batches
   // of batch / N rows). Their parameters are made equal to replica 0's before every pass.
-  // overlap: exchange the gradient during the backward (Comm::overlap_exchange says when).
+  // overlap: exchange the gradient during the backward (distributed::Comm::overlap_exchange says
+  // when).
   explicit Replicas(std::vector<std::unique_ptr<Trainable<T>>> replicas, bool overlap = false,
-                    Comm& comm = Comm::world());
+                    distributed::Comm& comm = distributed::Comm::world());
   Replicas(const Replicas&) = delete;
   Replicas& operator=(const Replicas&) = delete;
 
@@ -61,9 +63,9 @@ class Replicas final : public Trainable<T> {
   StepLoss each_shard(const Rows& rows, int64_t micro_rows, Pass&& pass);
 
   std::vector<std::unique_ptr<Trainable<T>>> replicas_;
-  Comm& comm_;
+  distributed::Comm& comm_;
   // Under MPI: the exchange, fed by the last replica's backward as it completes the gradient.
-  std::unique_ptr<GradExchange<T>> exchange_;
+  std::unique_ptr<distributed::GradExchange<T>> exchange_;
   std::vector<int32_t> shard_tokens_;
 };
 

@@ -9,10 +9,10 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
+#include "tinylm/distributed/comm.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/file_crc.h"
 #include "tinylm/io/text_file.h"
-#include "tinylm/train/comm.h"
 #include "tinylm/train/disk_space.h"
 #include "tinylm/train/family.h"
 #include "tinylm/train/metrics_log.h"
@@ -186,8 +186,8 @@ TextData::TextData(const RunConfig& c, const RunDir& dir, const TokenizerIdentit
                    const Encoder& encoder, std::FILE* log)
     : tokens(root_first([&] {
         // Only the first process writes it; the others read what it wrote.
-        TokenFileBuild built = build_or_reuse_token_file(dir.tokens_bin(), data_files(c), identity,
-                                                         encoder, Comm::world().root());
+        TokenFileBuild built = build_or_reuse_token_file(
+            dir.tokens_bin(), data_files(c), identity, encoder, distributed::Comm::world().root());
         if (!built.rebuilt_because.empty()) {
           std::fprintf(log, "%s: rebuilt from the data (the old one: %s)\n",
                        dir.tokens_bin().c_str(), built.rebuilt_because.c_str());
@@ -206,7 +206,7 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
     loop.restore(resumed->loop, resumed->m, resumed->v);
   }
   const double flops = session.model.flops_per_token();
-  Comm& comm = Comm::world();
+  distributed::Comm& comm = distributed::Comm::world();
   std::optional<MetricsLog> metrics;  // written by the first process only
   if (comm.root()) {
     metrics.emplace(dir.metrics_jsonl(),
@@ -283,7 +283,7 @@ std::optional<TrainState<T>> resume_state(const RunConfig& config,
   verify_checkpoint_files(resume->path, path, s.files, log);
   check(s.arch == config.arch, path, ": the training state of an --arch ", s.arch,
         " run, but the run's configuration says ", config.arch);
-  const int64_t processes = Comm::world().size(), shards = run_shards(config);
+  const int64_t processes = distributed::Comm::world().size(), shards = run_shards(config);
   check(s.shards == shards, path, ": the run trained on ", s.shards, " shards; ", processes,
         " process(es) x --devices ", config.devices, " make ", shards,
         " (keep processes x --devices at ", s.shards, " to resume exactly)");
@@ -303,7 +303,7 @@ template RunSummary drive<double>(const RunConfig&, RunDir&, const RunRequest&, 
                                   std::optional<TrainState<double>>);
 
 RunSummary run_training(const RunRequest& given_request) {
-  Comm& comm = Comm::world();
+  distributed::Comm& comm = distributed::Comm::world();
   RunRequest request = given_request;
   if (!comm.root()) {  // under mpirun the first process reports; the others stay quiet
     static std::FILE* const quiet = std::fopen("/dev/null", "w");

@@ -5,10 +5,10 @@
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/distributed/comm.h"
 #include "tinylm/models/evermind/config.h"
 #include "tinylm/optim/schedule.h"
 #include "tinylm/train/batches.h"
-#include "tinylm/train/comm.h"
 #include "tinylm/train/family.h"
 #include "tinylm/train/loop.h"
 
@@ -91,7 +91,7 @@ void check_choice(const char* flag, const std::string& value, Parse&& parse) {
 }
 
 void check_choices(const RunConfig& c) {
-  check_choice("--overlap", c.overlap, parse_overlap);
+  check_choice("--overlap", c.overlap, distributed::parse_overlap);
   check_choice("--order", c.order, parse_data_order);
   check_choice("--optimizer", c.optimizer, parse_optimizer);
   check_choice("--schedule", c.schedule, optim::parse_lr_decay);

@@ -25,7 +25,7 @@ namespace {
 BpeTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunRequest& request,
                            bool resume) {
   const std::string path = dir.root() + "/tokenizer.json";
-  if (Comm::world().root() && (!resume || !fs::exists(path))) {
+  if (distributed::Comm::world().root() && (!resume || !fs::exists(path))) {
     if (!c.tokenizer.empty()) {
       BpeTokenizer::from_tokenizer_json(c.tokenizer);  // validates before copying
       io::copy_file_atomic(c.tokenizer, path);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "tinylm/core/parallel.h"
-#include "tinylm/train/comm.h"
+#include "tinylm/distributed/comm.h"
 #include "tinylm/train/loop.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
@@ -44,11 +44,14 @@ RunSummary run_microgpt(const RunConfig& config, RunDir& dir, const RunRequest& 
                         const std::optional<Checkpoint>& resume);
 
 // The batch's shards (processes x devices) and the rows of each micro-batch one shard trains.
-inline int64_t run_shards(const RunConfig& c) { return Comm::world().size() * c.devices; }
+inline int64_t run_shards(const RunConfig& c) {
+  return distributed::Comm::world().size() * c.devices;
+}
 inline int64_t shard_rows(const RunConfig& c) { return c.batch / run_shards(c); }
 // Whether the run's gradient exchange overlaps the backward (--overlap).
 inline bool overlap_exchange(const RunConfig& c) {
-  return Comm::world().overlap_exchange(parse_overlap(c.overlap), num_threads());
+  return distributed::Comm::world().overlap_exchange(distributed::parse_overlap(c.overlap),
+                                                     num_threads());
 }
 
 // make() on the first process, then on the others once it is done: for a file in the run
@@ -56,7 +59,7 @@ inline bool overlap_exchange(const RunConfig& c) {
 // EvermindLM's tokenizer.json).
 template <class Make>
 auto root_first(Make&& make) {
-  Comm& comm = Comm::world();
+  distributed::Comm& comm = distributed::Comm::world();
   if (!comm.root()) comm.barrier();
   auto made = make();
   if (comm.root()) comm.barrier();

@@ -59,7 +59,7 @@ class Trainable {
   virtual double flops_per_token() const { return 0.0; }
 
   // Set: forward_backward reports parts of the gradient as its last micro-batch's backward
-  // completes them, so that a data-parallel exchange can start early (train/grad_exchange.h).
+  // completes them, so that a data-parallel exchange can start early (distributed/grad_exchange.h).
   // A family that cannot report ignores it; its gradient is complete when forward_backward
   // returns.
   void report_grads(GradDone done) { grad_done_ = std::move(done); }

@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-namespace tinylm::train {
+namespace tinylm::distributed {
 
 // Whether a data-parallel step exchanges its gradient on a thread of its own while the
-// backward runs (train/grad_exchange.h): auto does where a core is left for that thread.
+// backward runs (distributed/grad_exchange.h): auto does where a core is left for that thread.
 enum class Overlap : uint8_t { automatic, on, off };
 Overlap parse_overlap(std::string_view name);  // "auto" | "on" | "off"
 
@@ -87,4 +87,4 @@ class Comm {
   mutable std::vector<std::byte> send_, recv_;
 };
 
-}  // namespace tinylm::train
+}  // namespace tinylm::distributed

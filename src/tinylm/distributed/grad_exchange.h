@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "tinylm/train/comm.h"
+#include "tinylm/distributed/comm.h"
 
-namespace tinylm::train {
+namespace tinylm::distributed {
 
 template <class T>
 class GradExchange {
@@ -61,4 +61,4 @@ class GradExchange {
 extern template class GradExchange<float>;
 extern template class GradExchange<double>;
 
-}  // namespace tinylm::train
+}  // namespace tinylm::distributed

@@ -1,4 +1,4 @@
-#include "tinylm/train/grad_exchange.h"
+#include "tinylm/distributed/grad_exchange.h"
 
 #include <omp.h>
 
@@ -8,7 +8,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/timer.h"
 
-namespace tinylm::train {
+namespace tinylm::distributed {
 
 template <class T>
 GradExchange<T>::GradExchange(const Comm& comm, size_t bucket)
@@ -118,4 +118,4 @@ void GradExchange<T>::work() {
 template class GradExchange<float>;
 template class GradExchange<double>;
 
-}  // namespace tinylm::train
+}  // namespace tinylm::distributed

@@ -1,4 +1,4 @@
-#include "tinylm/train/comm.h"
+#include "tinylm/distributed/comm.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include <mpi.h>
 #endif
 
-namespace tinylm::train {
+namespace tinylm::distributed {
 
 namespace {
 
@@ -238,4 +238,4 @@ template void Comm::reduce_scatter_mean(std::span<const double* const>, double*,
 template void Comm::all_gather_parts(float*, size_t, size_t) const;
 template void Comm::all_gather_parts(double*, size_t, size_t) const;
 
-}  // namespace tinylm::train
+}  // namespace tinylm::distributed
