@@ -1,15 +1,15 @@
-// libFuzzer target: arbitrary bytes as a GPT-2 config.json, through gpt2::read_config_json.
-// Rejection must be a tinylm::Error; anything else crashes so the fuzzer reports it. A
-// config that loads passes validate() (sizes within the ceilings) and survives a round trip
-// through write_config_json.
+// libFuzzer target: arbitrary bytes as a GPT-2 config.json, through
+// checkpoints::read_gpt2_config_json. Rejection must be a tinylm::Error; anything else crashes so
+// the fuzzer reports it. A config that loads passes validate() (sizes within the ceilings) and
+// survives a round trip through write_gpt2_config_json.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
 #include "fuzz_scratch.h"
+#include "tinylm/checkpoints/gpt2_config_json.h"
 #include "tinylm/core/error.h"
-#include "tinylm/models/gpt2/config.h"
 
 namespace {
 
@@ -39,13 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tinylm::fuzz::write_scratch(in_path(), data, size);
   tinylm::gpt2::Config c;
   try {
-    c = tinylm::gpt2::read_config_json(in_path());
+    c = tinylm::checkpoints::read_gpt2_config_json(in_path());
   } catch (const tinylm::Error&) {
     return 0;  // a rejected file: the expected outcome for most inputs
   }
   c.validate();  // a loaded config is a valid one: throwing here crashes
-  tinylm::gpt2::write_config_json(out_path(), c);
-  const tinylm::gpt2::Config back = tinylm::gpt2::read_config_json(out_path());
+  tinylm::checkpoints::write_gpt2_config_json(out_path(), c);
+  const tinylm::gpt2::Config back = tinylm::checkpoints::read_gpt2_config_json(out_path());
   require(back.vocab_size == c.vocab_size && back.n_positions == c.n_positions &&
           back.n_embd == c.n_embd && back.n_layer == c.n_layer && back.n_head == c.n_head &&
           back.n_inner == c.n_inner && back.layer_norm_epsilon == c.layer_norm_epsilon);

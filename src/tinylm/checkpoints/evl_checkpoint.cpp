@@ -27,7 +27,7 @@ size_t value_bytes(EvlPrecision p) { return p == EvlPrecision::f16 ? 2 : 4; }
 
 // The parameter count of a configuration, computed from the fields with overflow checks so
 // that a header claiming an absurd model is rejected by arithmetic, before anything is built
-// or allocated from it. Mirrors evermind::param_layout (decode checks that they agree):
+// or allocated from it. Mirrors models/evermind/tensors.h's list (decode checks that they agree):
 //   emb V·d; per layer conv d·K, two gains d, router E·d, shared up + down 2·H·d,
 //   E experts' up + down 2·H·d each.
 bool checked_param_count(const evermind::Config& c, uint64_t* out) {

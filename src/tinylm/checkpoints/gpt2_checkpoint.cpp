@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tinylm/checkpoints/gpt2_config_json.h"
 #include "tinylm/checkpoints/gpt2_gguf.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
@@ -81,7 +82,7 @@ Resolved resolve(const std::string& model, const std::string& config_path) {
   const fs::path cfg =
       !config_path.empty() ? fs::path(config_path) : weights.parent_path() / "config.json";
   Resolved r;
-  r.config = gpt2::read_config_json(cfg.string());
+  r.config = read_gpt2_config_json(cfg.string());
   r.src = std::make_shared<TensorSource>(open_tensors(weights));
   r.where = weights.string();
   const ParamLayout layout = gpt2::param_layout(r.config);
@@ -145,7 +146,7 @@ Gpt2Checkpoint load_gpt2(const std::string& model, const std::string& config_pat
 gpt2::Config read_gpt2_checkpoint_config(const std::string& model) {
   if (sniff(model).format == Format::gguf) return read_gpt2_gguf_config(io::GgufFile::open(model));
   const fs::path p(model);
-  return gpt2::read_config_json(
+  return read_gpt2_config_json(
       ((fs::is_directory(p) ? p : p.parent_path()) / "config.json").string());
 }
 
@@ -257,7 +258,7 @@ void save_gpt2(const std::string& dir, const gpt2::Config& config, std::span<con
   }
   if (!lm_head.empty())
     tensors.push_back({"lm_head.weight", "F32", head_shape, std::as_bytes(lm_head)});
-  gpt2::write_config_json((fs::path(dir) / "config.json").string(), config);
+  write_gpt2_config_json((fs::path(dir) / "config.json").string(), config);
   io::write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors,
                         {{"format", "pt"}});
 }

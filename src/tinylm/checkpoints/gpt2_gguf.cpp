@@ -3,13 +3,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "tinylm/checkpoints/gguf_quant.h"
 #include "tinylm/core/error.h"
+#include "tinylm/models/gpt2/tensors.h"
 
 namespace tinylm::checkpoints {
 
@@ -39,48 +39,33 @@ uint32_t file_type_of(io::GgmlType t) {
 // gguf-py's TokenType.
 constexpr int32_t kTokenNormal = 1, kTokenControl = 3, kTokenUnused = 5;
 
-// One GPT-2 parameter and its place in the file.
+// One GPT-2 parameter, its place in the flat parameters and in the file.
 struct Mapped {
+  ParamEntry e;
   std::string gguf;          // the GGUF tensor name
   bool conv1d = false;       // stored [in, out] by HF, [out, in] in GGUF
-  bool keep_f32 = false;     // 1-D tensors and position_embd
+  bool keep_f32 = false;     // all but the matrices: position_embd and the 1-D tensors
   std::vector<uint64_t> ne;  // GGUF dimensions
 };
 
-Mapped map_param(const ParamEntry& e) {
-  Mapped m;
-  const std::string& n = e.name;
-  static const std::pair<const char*, const char*> kBlock[] = {
-      {"ln_1.", "attn_norm."}, {"attn.c_attn.", "attn_qkv."}, {"attn.c_proj.", "attn_output."},
-      {"ln_2.", "ffn_norm."},  {"mlp.c_fc.", "ffn_up."},      {"mlp.c_proj.", "ffn_down."}};
-  if (n == "wte.weight") {
-    m.gguf = "token_embd.weight";
-  } else if (n == "wpe.weight") {
-    m.gguf = "position_embd.weight";
-    m.keep_f32 = true;
-  } else if (n.starts_with("ln_f.")) {
-    m.gguf = "output_norm." + n.substr(5);
-  } else {
-    check(n.starts_with("h."), "GPT-2 GGUF: unexpected parameter ", n);
-    const size_t dot = n.find('.', 2);
-    const std::string rest = n.substr(dot + 1);
-    for (const auto& [hf, gg] : kBlock) {
-      if (rest.starts_with(hf)) {
-        m.gguf = "blk." + n.substr(2, dot - 2) + "." + gg + rest.substr(std::strlen(hf));
-        m.conv1d = rest.ends_with(".weight") && !rest.starts_with("ln_");
-      }
+// The model's tensors (gpt2/tensors.h's list) in the layout's order.
+std::vector<Mapped> map_params(const gpt2::Config& config) {
+  const ParamLayout layout = gpt2::param_layout(config);
+  const std::vector<gpt2::TensorSpec> specs = gpt2::tensor_specs(config);
+  std::vector<Mapped> mapped;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const gpt2::TensorSpec& t = specs[i];
+    Mapped m{layout.entries()[i], t.gguf, t.conv1d, !t.matrix, {}};
+    // ne is the row-major shape reversed; a Conv1D weight [in, out] is written as [out, in].
+    if (m.conv1d) {
+      m.ne = {static_cast<uint64_t>(t.shape[0]), static_cast<uint64_t>(t.shape[1])};
+    } else {
+      for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it)
+        m.ne.push_back(static_cast<uint64_t>(*it));
     }
-    check(!m.gguf.empty(), "GPT-2 GGUF: unexpected parameter ", n);
+    mapped.push_back(std::move(m));
   }
-  m.keep_f32 = m.keep_f32 || e.shape.size() == 1;
-  // ne is the row-major shape reversed; a Conv1D weight [in, out] is written as [out, in].
-  if (m.conv1d) {
-    m.ne = {static_cast<uint64_t>(e.shape[0]), static_cast<uint64_t>(e.shape[1])};
-  } else {
-    for (auto it = e.shape.rbegin(); it != e.shape.rend(); ++it)
-      m.ne.push_back(static_cast<uint64_t>(*it));
-  }
-  return m;
+  return mapped;
 }
 
 // out[c * rows + r] = in[r * cols + c]: a (rows, cols) matrix into (cols, rows).
@@ -174,8 +159,8 @@ void save_gpt2_gguf(const std::string& path, const gpt2::Config& config,
     w.add_tensor(name, t, std::move(ne), bytes);
   };
   std::vector<float> tmp;
-  for (const ParamEntry& e : layout.entries()) {
-    const Mapped m = map_param(e);
+  for (const Mapped& m : map_params(config)) {
+    const ParamEntry& e = m.e;
     std::span<const float> values = params.subspan(e.offset, e.numel);
     if (m.conv1d) {
       tmp.resize(e.numel);
@@ -213,9 +198,7 @@ gpt2::Config read_gpt2_gguf_config(const io::GgufFile& f) {
   }
   // Every tensor of the model, with the dimensions the metadata gives it, and nothing else.
   std::set<std::string> expected;
-  const ParamLayout layout = gpt2::param_layout(c);
-  for (const ParamEntry& e : layout.entries()) {
-    const Mapped m = map_param(e);
+  for (const Mapped& m : map_params(c)) {
     const io::GgufTensor* t = f.find_tensor(m.gguf);
     check(t != nullptr, p, ": no tensor ", m.gguf);
     check(t->ne == m.ne, p, ": tensor ", m.gguf, ": dimensions do not match the metadata");
@@ -240,8 +223,8 @@ Gpt2Gguf load_gpt2_gguf(const std::string& path) {
   ck.params.resize(layout.size());
   out.weight_type = f.find_tensor("blk.0.attn_qkv.weight")->type;
   std::vector<float> tmp;
-  for (const ParamEntry& e : layout.entries()) {
-    const Mapped m = map_param(e);
+  for (const Mapped& m : map_params(ck.config)) {
+    const ParamEntry& e = m.e;
     const io::GgufTensor& t = *f.find_tensor(m.gguf);
     const std::span<float> dst = std::span(ck.params).subspan(e.offset, e.numel);
     if (m.conv1d) {
@@ -268,13 +251,12 @@ bool head_type(io::GgmlType t) { return ggml_block_dtype(t) || t == io::GgmlType
 // Whether the file's tensors can be used in place (gpt2::Model::from_quant_views): the layers'
 // matrices of block types (llama.cpp's Q4_K_M and Q5_K_M files mix Q4_K, Q5_K and Q6_K),
 // token_embd and output of a head_type, the rest F32.
-bool usable_in_place(const io::GgufFile& f, const ParamLayout& layout) {
-  for (const ParamEntry& e : layout.entries()) {
-    const Mapped m = map_param(e);
+bool usable_in_place(const io::GgufFile& f, const std::vector<Mapped>& params) {
+  for (const Mapped& m : params) {
     const io::GgmlType t = f.find_tensor(m.gguf)->type;
-    if (m.conv1d                 ? !ggml_block_dtype(t)
-        : e.name == "wte.weight" ? !head_type(t)
-                                 : t != io::GgmlType::f32)
+    if (m.conv1d      ? !ggml_block_dtype(t)
+        : !m.keep_f32 ? !head_type(t)  // token_embd
+                      : t != io::GgmlType::f32)
       return false;
   }
   const io::GgufTensor* out = f.find_tensor("output.weight");
@@ -291,11 +273,10 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> d
     const std::optional<DType> file_blocks =
         ggml_block_dtype(f.find_tensor("blk.0.ffn_up.weight")->type);
     if (!dtype) dtype = file_blocks.value_or(DType::f32);
-    const ParamLayout layout = gpt2::param_layout(config);
-    if (is_quantized(*dtype) && dtype == file_blocks && usable_in_place(f, layout)) {
+    const std::vector<Mapped> params = map_params(config);
+    if (is_quantized(*dtype) && dtype == file_blocks && usable_in_place(f, params)) {
       std::map<std::string, const io::GgufTensor*> by_hf_name;
-      for (const ParamEntry& e : layout.entries())
-        by_hf_name[e.name] = f.find_tensor(map_param(e).gguf);
+      for (const Mapped& m : params) by_hf_name[m.e.name] = f.find_tensor(m.gguf);
       const io::GgufTensor* head = f.find_tensor("output.weight");
       if (head) by_hf_name["lm_head.weight"] = head;
       // The weights are read at load rather than page by page during the first tokens.

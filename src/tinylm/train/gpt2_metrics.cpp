@@ -1,5 +1,6 @@
 #include "tinylm/train/gpt2_metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include "tinylm/core/param_store.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/text_file.h"
+#include "tinylm/models/gpt2/tensors.h"
 
 namespace tinylm::train {
 
@@ -110,11 +112,13 @@ std::vector<Fingerprint> fingerprint_weights(const gpt2::Config& config,
   const ParamLayout layout = gpt2::param_layout(config);
   check(params.size() == layout.size(),
         "[fingerprint_weights] parameter count does not match the configuration");
-  const auto fingerprint = [&](const std::string& name, bool transpose) {
+  const std::vector<gpt2::TensorSpec> specs = gpt2::tensor_specs(config);
+  const auto fingerprint = [&](const std::string& name) {
     const ParamEntry& e = layout.at(name);
     std::span<const float> values = params.subspan(e.offset, e.numel);
     std::vector<float> t;
-    if (transpose) {  // Conv1D [in, out] -> [out, in]
+    if (std::ranges::find(specs, name, &gpt2::TensorSpec::name)
+            ->conv1d) {  // [in, out] -> [out, in]
       const int64_t in = e.shape[0], out = e.shape[1];
       t.resize(e.numel);
       for (int64_t o = 0; o < out; ++o) {
@@ -129,9 +133,9 @@ std::vector<Fingerprint> fingerprint_weights(const gpt2::Config& config,
     return f;
   };
   const std::string last = cat("h.", config.n_layer - 1, ".attn.c_proj.weight");
-  return {fingerprint("wte.weight", false),         fingerprint("h.0.attn.c_attn.weight", true),
-          fingerprint("h.0.mlp.c_fc.weight", true), fingerprint(last, true),
-          fingerprint("ln_f.weight", false),        fingerprint("wpe.weight", false)};
+  return {fingerprint("wte.weight"),          fingerprint("h.0.attn.c_attn.weight"),
+          fingerprint("h.0.mlp.c_fc.weight"), fingerprint(last),
+          fingerprint("ln_f.weight"),         fingerprint("wpe.weight")};
 }
 
 std::string metrics_json(const RunMetrics& m) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "tinylm/core/error.h"
+#include "tinylm/models/evermind/tensors.h"
 
 namespace tinylm::evermind {
 
@@ -41,20 +42,9 @@ int64_t param_count(const Config& c) {
 ParamLayout param_layout(const Config& c) {
   validate(c);
   ParamLayout layout;
-  layout.add("emb", {c.vocab_size, c.d_model}, ParamRole::embedding);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = cat("layers.", l, ".");
-    layout.add(p + "conv", {c.d_model, c.conv_kernel});
-    layout.add(p + "conv_norm", {c.d_model}, ParamRole::norm);
-    layout.add(p + "moe_norm", {c.d_model}, ParamRole::norm);
-    layout.add(p + "router", {c.n_experts, c.d_model});
-    layout.add(p + "shared.up", {c.hidden_dim, c.d_model});
-    layout.add(p + "shared.down", {c.d_model, c.hidden_dim});
-    for (int64_t e = 0; e < c.n_experts; ++e) {
-      layout.add(cat(p, "experts.", e, ".up"), {c.hidden_dim, c.d_model});
-      layout.add(cat(p, "experts.", e, ".down"), {c.d_model, c.hidden_dim});
-    }
-  }
+  ParamIndex unused;
+  for_each_tensor(c, unused,
+                  [&](const TensorSpec& t, size_t&) { layout.add(t.name, t.shape, t.role); });
   return layout;
 }
 

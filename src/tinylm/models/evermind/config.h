@@ -39,10 +39,9 @@ int64_t param_count(const Config& config);
 void validate(const Config& config);
 
 // The canonical parameter order (also the EVL0 checkpoint order), shapes [rows, cols]:
-//   emb [vocab, d]; per layer l: layers.l.conv [d, K], layers.l.conv_norm [d],
-//   layers.l.moe_norm [d], layers.l.router [E, d], layers.l.shared.up [hidden, d],
-//   layers.l.shared.down [d, hidden], then for each expert e: layers.l.experts.e.up,
-//   layers.l.experts.e.down.
+// tensors.h's list (emb [vocab, d], then per layer l: layers.l.conv [d, K], the gains
+// layers.l.conv_norm and layers.l.moe_norm [d], layers.l.router [E, d], layers.l.shared.up
+// [hidden, d] and .down [d, hidden], each expert e's layers.l.experts.e.up and .down).
 ParamLayout param_layout(const Config& config);
 
 }  // namespace tinylm::evermind

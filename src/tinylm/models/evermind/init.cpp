@@ -5,6 +5,7 @@
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/philox.h"
+#include "tinylm/models/evermind/tensors.h"
 
 namespace tinylm::evermind {
 
@@ -30,28 +31,24 @@ void init_params(const Config& c, uint64_t seed, std::span<T> params) {
     for (size_t i = 0; i < e.numel; ++i)
       params[e.offset + i] = static_cast<T>(kStd * init_normal(key, stream, i));
   };
-  normal_fill(layout.at("emb"), seed, 0);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = cat("layers.", l, ".");
-    const uint64_t key = seed + 1 + static_cast<uint64_t>(l);
-    const ParamEntry& conv = layout.at(p + "conv");
-    for (int64_t ch = 0; ch < c.d_model; ++ch) {
-      for (int64_t j = 0; j < c.conv_kernel; ++j) {
-        params[conv.offset + static_cast<size_t>(ch * c.conv_kernel + j)] = j == 0 ? T(1) : T(0);
-      }
+  ParamIndex index;
+  for_each_tensor(c, index, [&](const TensorSpec& t, size_t&) {
+    const ParamEntry& e = layout.at(t.name);
+    switch (t.init) {
+      case Init::normal:
+        normal_fill(e, t.layer < 0 ? seed : seed + 1 + static_cast<uint64_t>(t.layer), t.stream);
+        break;
+      case Init::ones:
+        for (size_t i = 0; i < e.numel; ++i) params[e.offset + i] = T(1);
+        break;
+      case Init::first_tap:  // [channels, taps]: tap 0 = 1, the others 0 (the identity)
+        for (int64_t ch = 0; ch < e.shape[0]; ++ch) {
+          for (int64_t j = 0; j < e.shape[1]; ++j)
+            params[e.offset + static_cast<size_t>(ch * e.shape[1] + j)] = j == 0 ? T(1) : T(0);
+        }
+        break;
     }
-    for (const char* gain : {"conv_norm", "moe_norm"}) {
-      const ParamEntry& e = layout.at(p + gain);
-      for (size_t i = 0; i < e.numel; ++i) params[e.offset + i] = T(1);
-    }
-    normal_fill(layout.at(p + "router"), key, 0);
-    normal_fill(layout.at(p + "shared.up"), key, 1);
-    normal_fill(layout.at(p + "shared.down"), key, 2);
-    for (int64_t e = 0; e < c.n_experts; ++e) {
-      normal_fill(layout.at(cat(p, "experts.", e, ".up")), key, static_cast<uint32_t>(3 + 2 * e));
-      normal_fill(layout.at(cat(p, "experts.", e, ".down")), key, static_cast<uint32_t>(4 + 2 * e));
-    }
-  }
+  });
 }
 
 template void init_params<float>(const Config&, uint64_t, std::span<float>);

@@ -8,22 +8,8 @@ namespace tinylm::evermind {
 
 ParamIndex::ParamIndex(const Config& c) {
   const ParamLayout layout = param_layout(c);
-  emb = layout.at("emb").offset;
-  layers.resize(static_cast<size_t>(c.n_layers));
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = cat("layers.", l, ".");
-    LayerIndex& li = layers[static_cast<size_t>(l)];
-    li.conv = layout.at(p + "conv").offset;
-    li.conv_norm = layout.at(p + "conv_norm").offset;
-    li.moe_norm = layout.at(p + "moe_norm").offset;
-    li.router = layout.at(p + "router").offset;
-    li.shared_up = layout.at(p + "shared.up").offset;
-    li.shared_down = layout.at(p + "shared.down").offset;
-    for (int64_t e = 0; e < c.n_experts; ++e) {
-      li.expert_up.push_back(layout.at(cat(p, "experts.", e, ".up")).offset);
-      li.expert_down.push_back(layout.at(cat(p, "experts.", e, ".down")).offset);
-    }
-  }
+  for_each_tensor(c, *this,
+                  [&](const TensorSpec& t, size_t& offset) { offset = layout.at(t.name).offset; });
 }
 
 template <class T>

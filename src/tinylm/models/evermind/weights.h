@@ -9,25 +9,13 @@
 
 #include "tinylm/core/param_store.h"
 #include "tinylm/models/evermind/config.h"
+#include "tinylm/models/evermind/tensors.h"
 
 namespace tinylm::evermind {
 
-struct LayerIndex {
-  size_t conv = 0, conv_norm = 0, moe_norm = 0, router = 0, shared_up = 0, shared_down = 0;
-  std::vector<size_t> expert_up, expert_down;
-};
-
-// Element offsets of every tensor in param_layout(config) order.
-struct ParamIndex {
-  size_t emb = 0;
-  std::vector<LayerIndex> layers;
-  ParamIndex() = default;
-  explicit ParamIndex(const Config& config);
-};
-
 // A buffer the size of the parameters in which every 2-D tensor [rows × cols] is stored
 // transposed, [cols × rows], at the same offset as in the parameters (1-D tensors are
-// copied). So "the transpose of tensor X" is at ParamIndex's offset of X.
+// copied). So "the transpose of tensor X" is at ParamIndex's (tensors.h) offset of X.
 template <class T>
 class PackedWeights {
  public:

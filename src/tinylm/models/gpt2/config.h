@@ -21,18 +21,12 @@ struct Config {
   void validate() const;  // throws Error naming the first invalid field
 };
 
-// Reads a Hugging Face config.json (n_positions or the older n_ctx; n_inner null or a size;
-// activation_function must be the tanh GELU: "gelu_new" or "gelu_pytorch_tanh").
-Config read_config_json(const std::string& path);
-// Writes config.json in the Hugging Face layout, atomically.
-void write_config_json(const std::string& path, const Config& config);
-
 // Named presets for `tinylm init` and `tinylm train`: "124M" (GPT-2 small), "mini" (4 layers
 // of 192, 256 positions) and "small-test".
 Config preset(const std::string& name);
 
 // Parameters in Hugging Face order (wte, wpe, h.{i}.ln_1..mlp.c_proj, ln_f), names without
-// the "transformer." prefix, Conv1D weights as [in, out].
+// the "transformer." prefix, Conv1D weights as [in, out]: tensors.h's list (defined there).
 ParamLayout param_layout(const Config& config);
 
 }  // namespace tinylm::gpt2

@@ -3,16 +3,13 @@
 // quant_model.cpp's q8_0/q4_0 blocks): one sequence's tokens against its cache (prefill and
 // decode), or the tokens of several sequences against theirs (continuous batching). The storage,
 // Derived, provides
-//   layers       each with ln1_w, ln1_b, attn_b, proj_b, ln2_w, ln2_b, fc_b, fc_proj_b (f32)
-//                and the matrices attn_w, proj_w, fc_w, fc_proj_w
-//   lnf_w, lnf_b
+//   weights      a Tensors<const float*, Matrix> (tensors.h): the f32 tensors and the matrices
 //   embed(x, ids, rows, first_position)        wte[id] + wpe[position] for each row
 //   matmul(y, x, matrix, bias, rows, nin, nout) a Conv1D product (row-invariant)
 //   head(logits, xn, rows)                      the output head (row-invariant)
 // and KV is the cache's element type.
 #include <cstring>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "tinylm/core/error.h"
@@ -21,6 +18,7 @@
 #include "tinylm/kernels/attention/causal.h"
 #include "tinylm/kernels/norm/layernorm.h"
 #include "tinylm/models/gpt2/model_impl.h"
+#include "tinylm/models/gpt2/tensors.h"
 
 namespace tinylm::gpt2 {
 
@@ -167,7 +165,7 @@ struct ForwardPass : Model::Impl {
     const float eps = static_cast<float>(c.layer_norm_epsilon);
     Derived& d = self();
     for (int64_t li = 0; li < c.n_layer; ++li) {
-      const auto& l = d.layers[li];
+      const auto& l = d.weights.layers[li];
       k::layernorm_forward(xn.data(), nullptr, nullptr, x.data(), l.ln1_w, l.ln1_b, n, C, eps);
       d.matmul(qkv.data(), xn.data(), l.attn_w, l.attn_b, n, C, 3 * C);
       for (int64_t r = 0; r < n; ++r)
@@ -186,30 +184,24 @@ struct ForwardPass : Model::Impl {
   // The final LayerNorm of rows first .. first + rows - 1 of x into xn.
   void final_norm(int64_t first, int64_t rows) {
     const int64_t C = config.n_embd;
-    kernels::layernorm_forward(xn.data(), nullptr, nullptr, x.data() + first * C, self().lnf_w,
-                               self().lnf_b, rows, C,
+    kernels::layernorm_forward(xn.data(), nullptr, nullptr, x.data() + first * C,
+                               self().weights.lnf_w, self().weights.lnf_b, rows, C,
                                static_cast<float>(config.layer_norm_epsilon));
   }
 };
 
-// Points a storage's views at its tensors by their GPT-2 names: m(name) for the matrices (wte
-// and the layers' Conv1D weights), f(name) for the f32 tensors. The head is wte until the
-// storage says otherwise.
+// Points a storage's tensors (its `weights`, a Tensors<const float*, Matrix>) at their data by
+// their GPT-2 names: m(name) for the matrices (wte and the layers' Conv1D weights), f(name) for
+// the f32 tensors. The head is wte until the storage says otherwise.
 template <class Storage, class MatrixFn, class SmallFn>
 void bind_tensors(Storage& s, const MatrixFn& m, const SmallFn& f) {
-  s.wte = m("wte.weight");
-  s.lm_head = s.wte;
-  s.wpe = f("wpe.weight");
-  for (int i = 0; i < s.config.n_layer; ++i) {
-    const std::string p = "h." + std::to_string(i) + ".";
-    s.layers.push_back({f(p + "ln_1.weight"), f(p + "ln_1.bias"), f(p + "attn.c_attn.bias"),
-                        f(p + "attn.c_proj.bias"), f(p + "ln_2.weight"), f(p + "ln_2.bias"),
-                        f(p + "mlp.c_fc.bias"), f(p + "mlp.c_proj.bias"),
-                        m(p + "attn.c_attn.weight"), m(p + "attn.c_proj.weight"),
-                        m(p + "mlp.c_fc.weight"), m(p + "mlp.c_proj.weight")});
-  }
-  s.lnf_w = f("ln_f.weight");
-  s.lnf_b = f("ln_f.bias");
+  for_each_tensor(s.config, s.weights, [&](const TensorSpec& t, auto& field, auto matrix) {
+    if constexpr (matrix)
+      field = m(t.name);
+    else
+      field = f(t.name);
+  });
+  s.lm_head = s.weights.wte;
 }
 
 }  // namespace tinylm::gpt2

@@ -6,6 +6,7 @@
 
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/philox.h"
+#include "tinylm/models/gpt2/tensors.h"
 
 namespace tinylm::gpt2 {
 
@@ -18,12 +19,13 @@ std::vector<float> init_params(const Config& config, uint64_t seed,
     if (progress) progress(static_cast<int64_t>(e.offset) + done_in_entry, total);
   };
   const double residual_std = 0.02 / std::sqrt(2.0 * config.n_layer);
-  for (const ParamEntry& e : layout.entries()) {
+  const std::vector<TensorSpec> specs = tensor_specs(config);  // in the layout's order
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ParamEntry& e = layout.entries()[i];
     double std = 0.0;
-    if (e.name.ends_with(".weight") && e.shape.size() == 2) {
-      std = e.name.ends_with("c_proj.weight") ? residual_std : 0.02;
-    } else if (e.name.ends_with("ln_1.weight") || e.name.ends_with("ln_2.weight") ||
-               e.name == "ln_f.weight") {
+    if (specs[i].role == ParamRole::matrix || specs[i].role == ParamRole::embedding) {
+      std = specs[i].residual ? residual_std : 0.02;
+    } else if (specs[i].role == ParamRole::norm) {
       std::fill_n(params.begin() + static_cast<std::ptrdiff_t>(e.offset), e.numel, 1.0f);
       report(e, static_cast<int64_t>(e.numel));
       continue;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <type_traits>
 
 #include "tinylm/core/aligned_vector.h"
@@ -16,6 +15,7 @@
 #include "tinylm/kernels/norm/layernorm.h"
 #include "tinylm/models/gpt2/forward_pass.h"
 #include "tinylm/models/gpt2/model_impl.h"
+#include "tinylm/models/gpt2/tensors.h"
 
 namespace tinylm::gpt2 {
 
@@ -44,10 +44,6 @@ void convert_floats(const float* src, size_t n, DType to, void* out) {
 template <class W>
 struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
   using Model::Impl::config;
-  struct Layer {
-    const float *ln1_w, *ln1_b, *attn_b, *proj_b, *ln2_w, *ln2_b, *fc_b, *fc_proj_b;
-    const W *attn_w, *proj_w, *fc_w, *fc_proj_w;
-  };
   // Storage: the matrices (and wte) in W, on cache-line boundaries; LayerNorm parameters,
   // biases and wpe in f32. An f32 model built from a flat parameter vector keeps that vector
   // (no copy) in `flat` instead.
@@ -55,10 +51,8 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
   std::vector<float> small;
   AlignedVector<W> lm_head_storage;
   std::vector<float> flat, flat_head;
-  const W* wte = nullptr;
-  const W* lm_head = nullptr;  // wte when tied
-  const float *wpe = nullptr, *lnf_w = nullptr, *lnf_b = nullptr;
-  std::vector<Layer> layers;
+  Tensors<const float*, const W*> weights;
+  const W* lm_head = nullptr;  // weights.wte when tied
   // The layers' Conv1D matrices: tiled in owned half-precision models (faster decode), as
   // in the file otherwise (f32 gains nothing from tiles and is often used in place).
   k::Layout conv_layout = k::Layout::rows;
@@ -73,7 +67,7 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
     owner = std::move(keep_alive);
     bytes = param_layout(c).size() * sizeof(float);
     bind_tensors(*this, tensor, tensor);
-    lm_head = head ? head : wte;
+    lm_head = head ? head : weights.wte;
     if (head) bytes += static_cast<size_t>(c.vocab_size) * c.n_embd * sizeof(float);
   }
 
@@ -81,45 +75,38 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
   // read straight into its place by `read` (no f32 copy of the whole model in between).
   TypedImpl(const Config& c, const Model::TensorReader& read, bool untied_head) {
     config = c;
-    const ParamLayout L = param_layout(c);
     const DType wd = storage_dtype();
-    std::map<std::string, size_t> small_offset;
     size_t n_matrix = 0, n_small = 0;
-    for (const ParamEntry& e : L.entries()) {
-      if (is_matrix(e)) {
-        n_matrix += e.numel;
-      } else {
-        small_offset[e.name] = n_small;
-        n_small += e.numel;
-      }
-    }
+    for_each_tensor(c, weights, [&](const TensorSpec& t, auto&, auto matrix) {
+      (matrix ? n_matrix : n_small) += static_cast<size_t>(shape_numel(t.shape));
+    });
     matrices.resize(n_matrix);
     small.resize(n_small);
     if (!std::is_same_v<W, float> && k::can_tile(c.n_embd, c.mlp_dim()))
       conv_layout = k::Layout::tiles;
     AlignedVector<W> unpacked;  // one Conv1D matrix as read, before tiling
-    std::map<std::string, size_t> matrix_offset;
-    n_matrix = 0;
-    for (const ParamEntry& e : L.entries()) {
-      if (is_matrix(e)) {
-        matrix_offset[e.name] = n_matrix;
+    n_matrix = n_small = 0;
+    for_each_tensor(c, weights, [&](const TensorSpec& t, auto& field, auto matrix) {
+      const auto numel = static_cast<size_t>(shape_numel(t.shape));
+      if constexpr (matrix) {
         W* dst = matrices.data() + n_matrix;
-        if (conv_layout == k::Layout::tiles && e.name != "wte.weight") {
-          unpacked.resize(e.numel);
-          read(e.name, wd, unpacked.data(), e.numel);
-          k::pack_tiles(dst, unpacked.data(), e.shape[0], e.shape[1]);
+        if (conv_layout == k::Layout::tiles && t.conv1d) {
+          unpacked.resize(numel);
+          read(t.name, wd, unpacked.data(), numel);
+          k::pack_tiles(dst, unpacked.data(), t.shape[0], t.shape[1]);
         } else {
-          read(e.name, wd, dst, e.numel);
+          read(t.name, wd, dst, numel);
         }
-        n_matrix += e.numel;
+        field = dst;
+        n_matrix += numel;
       } else {
-        read(e.name, DType::f32, small.data() + small_offset.at(e.name), e.numel);
+        field = small.data() + n_small;
+        read(t.name, DType::f32, small.data() + n_small, numel);
+        n_small += numel;
       }
-    }
+    });
+    lm_head = weights.wte;
     bytes = matrices.size() * sizeof(W) + small.size() * sizeof(float);
-    bind_tensors(
-        *this, [&](const std::string& n) { return matrices.data() + matrix_offset.at(n); },
-        [&](const std::string& n) -> const float* { return small.data() + small_offset.at(n); });
     if (untied_head) {
       lm_head_storage.resize(static_cast<size_t>(c.vocab_size) * c.n_embd);
       read("lm_head.weight", wd, lm_head_storage.data(), lm_head_storage.size());
@@ -144,9 +131,6 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
     }
   }
 
-  static bool is_matrix(const ParamEntry& e) {
-    return e.shape.size() == 2 && e.name != "wpe.weight";
-  }
   static DType storage_dtype() {
     if constexpr (std::is_same_v<W, k::Bf16>) return DType::bf16;
     if constexpr (std::is_same_v<W, k::F16>) return DType::f16;
@@ -168,24 +152,23 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
               "(they are ",
               config.n_embd, " and ", config.mlp_dim(), ")");
       }
-      const int64_t C = config.n_embd, F = config.mlp_dim();
-      for (Layer& l : layers) {
-        const auto turn = [&](const W* w, int64_t nin, int64_t nout) {
-          W* m = const_cast<W*>(w);  // the model's own matrices (conv_layout is tiles)
+      // The model's own matrices (conv_layout is tiles).
+      for_each_tensor(config, weights, [&](const TensorSpec& s, auto& field, auto matrix) {
+        if constexpr (matrix) {
+          if (!s.conv1d) return;
+          W* m = const_cast<W*>(field);
+          const int64_t nin = s.shape[0], nout = s.shape[1];
           to_pairs ? k::tiles_to_pairs(m, nin, nout) : k::pairs_to_tiles(m, nin, nout);
-        };
-        turn(l.attn_w, C, 3 * C);
-        turn(l.proj_w, C, C);
-        turn(l.fc_w, C, F);
-        turn(l.fc_proj_w, F, C);
-      }
+        }
+      });
     }
     this->activations = t;
   }
 
   // ForwardPass's storage calls.
   void embed(float* out, const int32_t* token_ids, int64_t rows, int64_t first_position) const {
-    k::embedding_forward(out, token_ids, wte, wpe, rows, config.n_embd, first_position);
+    k::embedding_forward(out, token_ids, weights.wte, weights.wpe, rows, config.n_embd,
+                         first_position);
   }
   void matmul(float* y, const float* in, const W* w, const float* b, int64_t rows, int64_t nin,
               int64_t nout) const {

@@ -2,7 +2,6 @@
 // and what stays f32).
 #include <cstdint>
 #include <cstring>
-#include <map>
 
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/activation/gelu.h"
@@ -14,6 +13,7 @@
 #include "tinylm/kernels/quant/matmul.h"
 #include "tinylm/models/gpt2/forward_pass.h"
 #include "tinylm/models/gpt2/model_impl.h"
+#include "tinylm/models/gpt2/tensors.h"
 
 namespace tinylm::gpt2 {
 
@@ -30,9 +30,6 @@ struct Matrix {
   const std::byte* file_data = nullptr;  // while packed into a copy: the file's own bytes
 };
 
-// Names and shapes: the layers' Conv1D weights (nin, nout), the 2-D tensors that are matrices.
-bool is_matrix(const ParamEntry& e) { return e.shape.size() == 2 && e.name != "wpe.weight"; }
-
 // Every matrix's input width must be whole blocks.
 void check_widths(const Config& c, DType dtype) {
   check(is_quantized(dtype), "gpt2: ", dtype_name(dtype), " is not a quantized type");
@@ -43,18 +40,13 @@ void check_widths(const Config& c, DType dtype) {
 }
 
 struct QuantImpl final : ForwardPass<QuantImpl, float> {
-  struct Layer {
-    const float *ln1_w, *ln1_b, *attn_b, *proj_b, *ln2_w, *ln2_b, *fc_b, *fc_proj_b;
-    Matrix attn_w, proj_w, fc_w, fc_proj_w;
-  };
   // Owned storage (quantized at load), or views into memory that `owner` keeps alive.
   std::vector<std::byte> blocks;
   std::vector<std::byte> packed_copies;  // a file's matrices packed, while activations are q8_0
   std::vector<float> small;
   std::shared_ptr<const void> owner;
-  Matrix wte, lm_head;  // lm_head = wte when tied
-  const float *wpe = nullptr, *lnf_w = nullptr, *lnf_b = nullptr;
-  std::vector<Layer> layers;
+  Tensors<const float*, Matrix> weights;
+  Matrix lm_head;  // weights.wte when tied
   size_t bytes = 0;
 
   // Quantized at load from f32 tensors in Hugging Face's layout.
@@ -64,31 +56,21 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
     cache_dtype = DType::f32;
     check_widths(c, dt);
     const DType emb = quant_embedding_dtype(dt);
-    const ParamLayout L = param_layout(c);
-    const auto type_of = [&](const std::string& name) {
-      return name == "wte.weight" || name == "lm_head.weight" ? emb : dt;
-    };
-    std::map<std::string, size_t> block_offset, small_offset;
+    const auto type_of = [&](const TensorSpec& t) { return t.conv1d ? dt : emb; };  // wte: emb
     size_t n_blocks = 0, n_small = 0;
-    for (const ParamEntry& e : L.entries()) {
-      if (is_matrix(e)) {
-        block_offset[e.name] = n_blocks;
-        n_blocks += storage_bytes(type_of(e.name), static_cast<int64_t>(e.numel));
-      } else {
-        small_offset[e.name] = n_small;
-        n_small += e.numel;
-      }
-    }
-    const size_t head_numel = static_cast<size_t>(c.vocab_size) * c.n_embd;
-    if (untied_head) {
-      block_offset["lm_head.weight"] = n_blocks;
-      n_blocks += storage_bytes(emb, static_cast<int64_t>(head_numel));
-    }
+    for_each_tensor(c, weights, [&](const TensorSpec& t, auto&, auto matrix) {
+      if constexpr (matrix)
+        n_blocks += storage_bytes(type_of(t), shape_numel(t.shape));
+      else
+        n_small += static_cast<size_t>(shape_numel(t.shape));
+    });
+    const size_t head_offset = n_blocks;
+    if (untied_head) n_blocks += storage_bytes(emb, int64_t{c.vocab_size} * c.n_embd);
     blocks.resize(n_blocks);
     small.resize(n_small);
     std::vector<float> f32, transposed;
-    const auto quantize_tensor = [&](const std::string& name, int64_t rows, int64_t cols,
-                                     bool conv1d) {
+    const auto quantize_tensor = [&](const std::string& name, DType type, int64_t rows,
+                                     int64_t cols, bool conv1d, size_t offset) {
       const auto numel = static_cast<size_t>(rows * cols);
       f32.resize(numel);
       read(name, DType::f32, f32.data(), numel);
@@ -100,25 +82,25 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
         }
         src = transposed.data();
       }
-      k::quantize(type_of(name), src, blocks.data() + block_offset.at(name),
-                  static_cast<int64_t>(numel));
+      k::quantize(type, src, blocks.data() + offset, static_cast<int64_t>(numel));
+      return Matrix{type, blocks.data() + offset};
     };
-    for (const ParamEntry& e : L.entries()) {
-      if (is_matrix(e)) {
-        quantize_tensor(e.name, e.shape[0], e.shape[1], e.name != "wte.weight");
+    n_blocks = n_small = 0;
+    for_each_tensor(c, weights, [&](const TensorSpec& t, auto& field, auto matrix) {
+      const int64_t numel = shape_numel(t.shape);
+      if constexpr (matrix) {
+        field = quantize_tensor(t.name, type_of(t), t.shape[0], t.shape[1], t.conv1d, n_blocks);
+        n_blocks += storage_bytes(type_of(t), numel);
       } else {
-        read(e.name, DType::f32, small.data() + small_offset.at(e.name), e.numel);
+        field = small.data() + n_small;
+        read(t.name, DType::f32, small.data() + n_small, static_cast<size_t>(numel));
+        n_small += static_cast<size_t>(numel);
       }
-    }
-    if (untied_head) quantize_tensor("lm_head.weight", c.vocab_size, c.n_embd, false);
+    });
+    lm_head = weights.wte;
+    if (untied_head)
+      lm_head = quantize_tensor("lm_head.weight", emb, c.vocab_size, c.n_embd, false, head_offset);
     bytes = blocks.size() + small.size() * sizeof(float);
-    bind_tensors(
-        *this,
-        [&](const std::string& n) {
-          return Matrix{type_of(n), blocks.data() + block_offset.at(n)};
-        },
-        [&](const std::string& n) -> const float* { return small.data() + small_offset.at(n); });
-    if (untied_head) lm_head = {emb, blocks.data() + block_offset.at("lm_head.weight")};
   }
 
   // In place.
@@ -141,12 +123,12 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
       if (quantized) {
         // Any block type (llama.cpp's files mix them: Q6_K for a tied token_embd in Q4_0 files,
         // Q4_K, Q5_K and Q6_K in its k-quant files), and f32 for wte and the head.
-        const bool emb = name == "wte.weight" || name == "lm_head.weight";
+        const ParamEntry* e = L.find(name);  // (lm_head.weight is not in the layout)
+        const bool emb = e == nullptr || e->role == ParamRole::embedding;
         check(is_quantized(v.dtype) || (emb && v.dtype == DType::f32), "gpt2: tensor ", name,
               " is ", dtype_name(v.dtype), ", expected a block type",
               emb ? " (q8_0, q4_0, a k-quant) or f32" : " (q8_0, q4_0, a k-quant)");
-        const ParamEntry* e = emb ? nullptr : L.find(name);
-        const int64_t nin = e ? e->shape[0] : c.n_embd;  // (Conv1D weights are (nin, nout))
+        const int64_t nin = emb ? c.n_embd : e->shape[0];  // (Conv1D weights are (nin, nout))
         check(!is_quantized(v.dtype) || nin % dtype_block_size(v.dtype) == 0, "gpt2: tensor ", name,
               " is ", dtype_name(v.dtype), ", whose blocks of ", dtype_block_size(v.dtype),
               " do not divide its ", nin, " inputs");
@@ -179,14 +161,12 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
   // fn(matrix, nin, nout) for every matrix of the products (wte only as the tied head).
   template <class Fn>
   void for_each_matrix(Fn&& fn) {
-    const int64_t C = config.n_embd, M = config.mlp_dim();
-    for (Layer& l : layers) {
-      fn(l.attn_w, C, 3 * C);
-      fn(l.proj_w, C, C);
-      fn(l.fc_w, C, M);
-      fn(l.fc_proj_w, M, C);
-    }
-    fn(lm_head, C, config.vocab_size);
+    for_each_tensor(config, weights, [&](const TensorSpec& t, auto& field, auto matrix) {
+      if constexpr (matrix) {
+        if (t.conv1d) fn(field, t.shape[0], t.shape[1]);
+      }
+    });
+    fn(lm_head, config.n_embd, config.vocab_size);
   }
 
   // 8-bit activations read the q8_0 / q4_0 matrices packed (int_matmul.h): in place where this
@@ -195,7 +175,7 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
   void set_activations(DType t) override {
     if (t == activations) return;
     activations = t;
-    const bool tied = lm_head.data == wte.data;
+    const bool tied = lm_head.data == weights.wte.data;
     const auto owned = [&](const Matrix& m) -> std::byte* {  // m's bytes, writable, if ours
       const bool ours =
           !blocks.empty() && m.data >= blocks.data() && m.data < blocks.data() + blocks.size();
@@ -236,12 +216,13 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
       });
       std::vector<std::byte>().swap(packed_copies);
     }
-    if (tied) wte = lm_head;
+    if (tied) weights.wte = lm_head;
   }
 
   // ForwardPass's storage calls. wte[token] + wpe[position], wte's row dequantized.
   void embed(float* out, const int32_t* token_ids, int64_t rows, int64_t first_position) const {
     const int64_t C = config.n_embd;
+    const Matrix& wte = weights.wte;
     const size_t wte_row = storage_bytes(wte.dtype, C);
     thread_local std::vector<std::byte> row_blocks;
     for (int64_t r = 0; r < rows; ++r) {
@@ -257,7 +238,7 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
         std::memcpy(xr, row, wte_row);
       else
         k::dequantize(wte.dtype, row, xr, C);
-      const float* pr = wpe + (first_position + r) * C;
+      const float* pr = weights.wpe + (first_position + r) * C;
       for (int64_t i = 0; i < C; ++i) xr[i] = xr[i] + pr[i];
     }
   }

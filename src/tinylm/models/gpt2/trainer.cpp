@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "tinylm/kernels/matmul/bias.h"
 #include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/kernels/norm/layernorm.h"
+#include "tinylm/models/gpt2/tensors.h"
 
 namespace tinylm::gpt2 {
 
@@ -28,9 +28,7 @@ using kernels::Trans;
 namespace {
 
 // Offsets of one block's tensors in the flat parameter (and gradient) buffer.
-struct BlockOffsets {
-  size_t ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w, mproj_b;
-};
+using BlockOffsets = Block<size_t, size_t>;
 
 // A matrix-product operand: T values (f32, or f16-rounded floats in f16 mode, or double), or
 // their bf16 copy in bf16 mode.
@@ -114,18 +112,12 @@ struct BasicTrainer<T>::Impl {
     V = c.vocab_size;
     H = c.n_head;
     L = c.n_layer;
-    wte = layout.at("wte.weight").offset;
-    wpe = layout.at("wpe.weight").offset;
-    lnf_w = layout.at("ln_f.weight").offset;
-    lnf_b = layout.at("ln_f.bias").offset;
-    for (int64_t l = 0; l < L; ++l) {
-      const std::string p = "h." + std::to_string(l) + ".";
-      const auto off = [&](const char* n) { return layout.at(p + n).offset; };
-      blocks.push_back({off("ln_1.weight"), off("ln_1.bias"), off("attn.c_attn.weight"),
-                        off("attn.c_attn.bias"), off("attn.c_proj.weight"), off("attn.c_proj.bias"),
-                        off("ln_2.weight"), off("ln_2.bias"), off("mlp.c_fc.weight"),
-                        off("mlp.c_fc.bias"), off("mlp.c_proj.weight"), off("mlp.c_proj.bias")});
-    }
+    const Offsets offsets = param_offsets(c);
+    wte = offsets.wte;
+    wpe = offsets.wpe;
+    lnf_w = offsets.lnf_w;
+    lnf_b = offsets.lnf_b;
+    blocks = offsets.layers;
     layers.resize(static_cast<size_t>(L));
     Planner count;
     plan(count);
@@ -331,7 +323,7 @@ struct BasicTrainer<T>::Impl {
                                  params + o.ln2_b, BT, C, eps);
       linear(y.fch, operand(y.ln2, BT * C, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);
       kernels::gelu_forward(y.fchg, y.fch, BT * F);
-      linear(proj, operand(y.fchg, BT * F, y.fchg_h, y.fchg_r), o.mproj_w, o.mproj_b, F, C);
+      linear(proj, operand(y.fchg, BT * F, y.fchg_h, y.fchg_r), o.fc_proj_w, o.fc_proj_b, F, C);
       residual(y.res3, y.res2, y.mask_mlp, site + 1, key);
       x = y.res3;
     }
@@ -396,7 +388,7 @@ struct BasicTrainer<T>::Impl {
         dp = dproj;
       }
       linear_backward(dfch, g, dp, operand(dp, BT * C, dy_h, dy_r),
-                      half_op(y.fchg, y.fchg_h, y.fchg_r), o.mproj_w, o.mproj_b, F, C);
+                      half_op(y.fchg, y.fchg_h, y.fchg_r), o.fc_proj_w, o.fc_proj_b, F, C);
       kernels::gelu_backward(dfch, dfch, y.fch, BT * F);
       linear_backward(dln, g, dfch, operand(dfch, BT * F, dy_h, dy_r),
                       half_op(y.ln2, y.ln2_h, y.ln2_r), o.fc_w, o.fc_b, C, F);

@@ -1,6 +1,7 @@
 #include "tinylm/models/microgpt/config.h"
 
 #include "tinylm/core/error.h"
+#include "tinylm/models/microgpt/tensors.h"
 
 namespace tinylm::microgpt {
 
@@ -19,20 +20,18 @@ void Config::validate() const {
 ParamLayout param_layout(const Config& c) {
   c.validate();
   ParamLayout layout;
-  const int64_t C = c.n_embd;
-  layout.add("wte", {c.vocab_size, C}, ParamRole::embedding);
-  layout.add("wpe", {c.block_size, C}, ParamRole::embedding);
-  layout.add("lm_head", {c.vocab_size, C});
-  for (int i = 0; i < c.n_layer; ++i) {
-    const std::string p = "layer" + std::to_string(i) + ".";
-    layout.add(p + "attn_wq", {C, C});
-    layout.add(p + "attn_wk", {C, C});
-    layout.add(p + "attn_wv", {C, C});
-    layout.add(p + "attn_wo", {C, C});
-    layout.add(p + "mlp_fc1", {4 * C, C});
-    layout.add(p + "mlp_fc2", {C, 4 * C});
-  }
+  ParamIndex unused;
+  for_each_tensor(c, unused,
+                  [&](const TensorSpec& t, size_t&) { layout.add(t.name, t.shape, t.role); });
   return layout;
+}
+
+ParamIndex param_offsets(const Config& c) {
+  const ParamLayout layout = param_layout(c);
+  ParamIndex index;
+  for_each_tensor(c, index,
+                  [&](const TensorSpec& t, size_t& offset) { offset = layout.at(t.name).offset; });
+  return index;
 }
 
 }  // namespace tinylm::microgpt

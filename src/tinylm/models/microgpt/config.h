@@ -21,9 +21,9 @@ struct Config {
   void validate() const;
 };
 
-// Canonical parameter order, as microgpt.py's state_dict: wte [vocab][C], wpe [block][C],
-// lm_head [vocab][C], then per layer i: layer{i}.attn_wq/wk/wv/wo [C][C],
-// layer{i}.mlp_fc1 [4C][C], layer{i}.mlp_fc2 [C][4C]. Every matrix is [out][in], row-major.
+// Canonical parameter order, as microgpt.py's state_dict: tensors.h's list (wte, wpe, lm_head,
+// then per layer i: layer{i}.attn_wq/wk/wv/wo, layer{i}.mlp_fc1, layer{i}.mlp_fc2). Every
+// matrix is [out][in], row-major.
 ParamLayout param_layout(const Config& config);
 
 }  // namespace tinylm::microgpt

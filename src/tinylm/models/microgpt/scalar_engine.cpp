@@ -7,6 +7,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/py_math.h"
 #include "tinylm/models/microgpt/model.h"
+#include "tinylm/models/microgpt/tensors.h"
 
 namespace tinylm::microgpt {
 namespace {
@@ -17,19 +18,9 @@ using Vec = std::vector<NodeId>;
 
 class ScalarModel final : public Model {
  public:
-  explicit ScalarModel(const Config& c) : Model(c) {
+  explicit ScalarModel(const Config& c) : Model(c), at_(param_offsets(c)) {
     for (double p : params_.flat()) g_.leaf(p);  // node i is parameter i
     n_params_ = g_.size();
-    const ParamLayout& L = layout();
-    wte_ = L.at("wte").offset;
-    wpe_ = L.at("wpe").offset;
-    lm_head_ = L.at("lm_head").offset;
-    for (int i = 0; i < c.n_layer; ++i) {
-      const std::string p = "layer" + std::to_string(i) + ".";
-      layers_.push_back({L.at(p + "attn_wq").offset, L.at(p + "attn_wk").offset,
-                         L.at(p + "attn_wv").offset, L.at(p + "attn_wo").offset,
-                         L.at(p + "mlp_fc1").offset, L.at(p + "mlp_fc2").offset});
-    }
   }
 
   double loss(std::span<const int> tokens) override { return run(tokens, false); }
@@ -54,10 +45,6 @@ class ScalarModel final : public Model {
   }
 
  private:
-  struct LayerOffsets {
-    size_t wq, wk, wv, wo, fc1, fc2;
-  };
-
   void sync_params() {
     g_.truncate(n_params_);
     const std::span<const double> p = params_.flat();
@@ -115,11 +102,12 @@ class ScalarModel final : public Model {
     const Config& c = config_;
     const int64_t C = c.n_embd, hd = c.head_dim();
     Vec x(C);
-    for (int64_t i = 0; i < C; ++i) x[i] = g_.add(param(wte_, token, C, i), param(wpe_, pos, C, i));
+    for (int64_t i = 0; i < C; ++i)
+      x[i] = g_.add(param(at_.wte, token, C, i), param(at_.wpe, pos, C, i));
     x = rmsnorm(x);
     const double inv_sqrt_hd = py_pow(py_pow(static_cast<double>(hd), 0.5), -1.0);
     for (int li = 0; li < c.n_layer; ++li) {
-      const LayerOffsets& L = layers_[li];
+      const LayerOffsets& L = at_.layers[li];
       // 1) multi-head attention
       Vec x_residual = x;
       x = rmsnorm(x);
@@ -152,7 +140,7 @@ class ScalarModel final : public Model {
       x = linear(x, L.fc2, C);
       for (int64_t i = 0; i < C; ++i) x[i] = g_.add(x[i], x_residual[i]);
     }
-    return linear(x, lm_head_, c.vocab_size);
+    return linear(x, at_.lm_head, c.vocab_size);
   }
 
   double run(std::span<const int> tokens, bool with_grad) {
@@ -177,8 +165,7 @@ class ScalarModel final : public Model {
 
   Graph g_;
   size_t n_params_ = 0;
-  size_t wte_ = 0, wpe_ = 0, lm_head_ = 0;
-  std::vector<LayerOffsets> layers_;
+  ParamIndex at_;                                // every tensor's offset, node i being parameter i
   std::vector<std::vector<Vec>> keys_, values_;  // per layer, per position
   std::vector<double> logits_;                   // next_logits()'s
   int pos_ = 0;

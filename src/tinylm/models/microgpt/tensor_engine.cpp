@@ -17,17 +17,13 @@
 #include "tinylm/kernels/matmul/exact.h"
 #include "tinylm/kernels/norm/rmsnorm.h"
 #include "tinylm/models/microgpt/model.h"
+#include "tinylm/models/microgpt/tensors.h"
 
 namespace tinylm::microgpt {
 namespace {
 
 namespace k = tinylm::kernels;
 constexpr double kEps = 1e-5;
-
-// Offsets of one layer's matrices, in the flat parameters or in the transposed copies.
-struct LayerOffsets {
-  size_t wq, wk, wv, wo, fc1, fc2;
-};
 
 // Activations of one layer for T positions; C channels, F = 4C MLP width, H heads. The
 // gradient buffers have the same shapes.
@@ -65,31 +61,19 @@ class TensorModel final : public Model {
     d_logits_ = arena_.alloc<double>(T * V);
     scratch_ = arena_.alloc<double>(T);
     att_scale_ = py_pow(py_pow(static_cast<double>(c.head_dim()), 0.5), -1.0);  // / hd**0.5
+    at_ = param_offsets(c);
 
     // Transposed, padded copies of every multiplied matrix (all but the embeddings), one
     // after another: the forward reads them so that its products vectorize.
-    const ParamLayout& L = layout();
     size_t wt_size = 0;
-    const auto place = [&](const std::string& name) {
-      const ParamEntry& e = L.at(name);
+    for_each_tensor(c, at_t_, [&](const TensorSpec& t, size_t& at) {
+      if (t.role != ParamRole::matrix) return;
+      const ParamEntry& e = layout().at(t.name);
       transposed_.push_back({e.offset, wt_size, e.shape[0], e.shape[1]});
-      const size_t at = wt_size;
+      at = wt_size;
       wt_size += static_cast<size_t>(e.shape[1] * k::padded_width(e.shape[0]));
-      return at;
-    };
-    lm_head_t_ = place("lm_head");
-    for (int i = 0; i < c.n_layer; ++i) {
-      const std::string p = "layer" + std::to_string(i) + ".";
-      offsets_.push_back({L.at(p + "attn_wq").offset, L.at(p + "attn_wk").offset,
-                          L.at(p + "attn_wv").offset, L.at(p + "attn_wo").offset,
-                          L.at(p + "mlp_fc1").offset, L.at(p + "mlp_fc2").offset});
-      offsets_t_.push_back({place(p + "attn_wq"), place(p + "attn_wk"), place(p + "attn_wv"),
-                            place(p + "attn_wo"), place(p + "mlp_fc1"), place(p + "mlp_fc2")});
-    }
+    });
     wt_.assign(wt_size, 0.0);
-    wte_ = L.at("wte").offset;
-    wpe_ = L.at("wpe").offset;
-    lm_head_ = L.at("lm_head").offset;
   }
 
   double loss(std::span<const int> tokens) override { return run(tokens, false); }
@@ -149,8 +133,8 @@ class TensorModel final : public Model {
     const Config& c = config_;
     const int64_t n = static_cast<int64_t>(tokens.size()), t1 = t0 + n;
     const int64_t C = c.n_embd, F = c.mlp_dim(), V = c.vocab_size, H = c.n_head;
-    const double* wte = params_.flat().data() + wte_;
-    const double* wpe = params_.flat().data() + wpe_;
+    const double* wte = params_.flat().data() + at_.wte;
+    const double* wpe = params_.flat().data() + at_.wpe;
     const auto rows = [&](std::span<double> buf, int64_t width) { return buf.data() + t0 * width; };
     for (int64_t t = t0; t < t1; ++t) {
       for (int64_t i = 0; i < C; ++i) {
@@ -160,7 +144,7 @@ class TensorModel final : public Model {
     k::rmsnorm_forward(rows(x0_, C), rows(s0_, 1), rows(emb_, C), n, C, kEps);
     const double* x = rows(x0_, C);
     for (int l = 0; l < c.n_layer; ++l) {
-      const LayerOffsets& o = offsets_t_[l];
+      const LayerOffsets& o = at_t_.layers[l];
       const double* wt = wt_.data();
       LayerActs& a = acts_[l];
       std::copy(x, x + n * C, rows(a.x_in, C));
@@ -179,7 +163,7 @@ class TensorModel final : public Model {
       for (int64_t i = t0 * C; i < t1 * C; ++i) x_out_[i] += a.x_mid[i];
       x = rows(x_out_, C);
     }
-    k::linear_forward_packed(rows(logits_, V), x, wt_.data() + lm_head_t_, n, C, V);
+    k::linear_forward_packed(rows(logits_, V), x, wt_.data() + at_t_.lm_head, n, C, V);
     return x_out_.data();
   }
 
@@ -215,9 +199,9 @@ class TensorModel final : public Model {
     double* g = grads_.data();
     const auto zero = [&](std::span<double> buf, int64_t n) { std::fill_n(buf.begin(), n, 0.0); };
     zero(d_x_, T * C);
-    k::linear_backward(d_x_.data(), g + lm_head_, d_logits_.data(), x, w + lm_head_, T, C, V);
+    k::linear_backward(d_x_.data(), g + at_.lm_head, d_logits_.data(), x, w + at_.lm_head, T, C, V);
     for (int l = c.n_layer - 1; l >= 0; --l) {
-      const LayerOffsets& o = offsets_[l];
+      const LayerOffsets& o = at_.layers[l];
       LayerActs& a = acts_[l];
       LayerActs& d = grads_acts_[l];
       // x_out = x_mid + fc2(relu(fc1(rmsnorm(x_mid))))
@@ -252,8 +236,8 @@ class TensorModel final : public Model {
     k::rmsnorm_backward(d_emb_.data(), d_x_.data(), emb_.data(), s0_.data(), T, C, kEps);
     for (int64_t t = T - 1; t >= 0; --t) {
       for (int64_t i = 0; i < C; ++i) {
-        g[wte_ + tokens[t] * C + i] += d_emb_[t * C + i];
-        g[wpe_ + t * C + i] += d_emb_[t * C + i];
+        g[at_.wte + tokens[t] * C + i] += d_emb_[t * C + i];
+        g[at_.wpe + t * C + i] += d_emb_[t * C + i];
       }
     }
     return loss;
@@ -264,11 +248,10 @@ class TensorModel final : public Model {
   std::vector<LayerActs> acts_, grads_acts_;
   std::span<double> emb_, x0_, s0_, x_out_, logits_, probs_;
   std::span<double> d_emb_, d_x_, d_logits_, scratch_;
-  std::vector<LayerOffsets> offsets_;    // into the flat parameters (and gradients)
-  std::vector<LayerOffsets> offsets_t_;  // into wt_
+  ParamIndex at_;    // every tensor's offset in the flat parameters (and gradients)
+  ParamIndex at_t_;  // the multiplied matrices' offsets in wt_
   std::vector<Transposed> transposed_;
   std::vector<double> wt_;  // transposed, padded copies of the multiplied matrices
-  size_t wte_ = 0, wpe_ = 0, lm_head_ = 0, lm_head_t_ = 0;
   double att_scale_ = 1.0;
   int64_t cache_len_ = 0;
 };
