@@ -19,6 +19,7 @@ layers=(
   "checkpoints"
   "generate"
   "train"
+  "families"
   "serve report"
 )
 

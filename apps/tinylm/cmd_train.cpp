@@ -10,13 +10,13 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "evermind_common.h"
-#include "gpt2_common.h"
 #include "int_flags.h"
 #include "model_kind.h"
 #include "stop_signals.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/families/evermind.h"
+#include "tinylm/families/gpt2.h"
 #include "tinylm/train/comm.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
@@ -111,10 +111,10 @@ void run(TrainFlags& f) {
   if (f.resume.empty()) {
     // --init-from says what it is: --arch may be left out, and must agree when given.
     if (!f.config.init_from.empty()) {
-      const DetectedModel d = resolve_model(
-          "train --init-from", f.config.init_from, given.contains("arch") ? f.config.arch : "",
-          {ModelKind::gpt2, ModelKind::evermind, ModelKind::microgpt});
-      f.config.arch = checkpoints::family_name(d.family);
+      const DetectedModel d =
+          resolve_model("train --init-from", f.config.init_from,
+                        given.contains("arch") ? f.config.arch : "", families::all());
+      f.config.arch = d.family->name;
       f.config.init_from = d.path;
       given["arch"] = f.config.arch;
       given["init-from"] = d.path;
@@ -128,7 +128,7 @@ void run(TrainFlags& f) {
     // trained on --data would give the old weights other tokens' ids.
     if (f.config.arch == "evermind" && !f.config.init_from.empty() &&
         !given.contains("tokenizer")) {
-      const std::string saved = default_evermind_tokenizer_path(f.config.init_from);
+      const std::string saved = families::default_evermind_tokenizer_path(f.config.init_from);
       check(std::filesystem::exists(saved), "--init-from ", f.config.init_from,
             ": no tokenizer saved with the model (looked for ", saved,
             "); pass the one it was trained with: --tokenizer FILE");
@@ -141,7 +141,7 @@ void run(TrainFlags& f) {
       const bool own = !f.config.init_from.empty() && std::filesystem::is_directory(init) &&
                        (std::filesystem::exists(init / "vocab.json") ||
                         std::filesystem::exists(init / "encoder.json"));
-      given["tokenizer"] = own ? init.string() : default_vocab_dir();
+      given["tokenizer"] = own ? init.string() : families::default_vocab_dir();
       if (!own && !f.config.init_from.empty()) {
         std::fprintf(stderr,
                      "tokenizer: the bundled GPT-2 vocabulary (%s has no vocab.json or "

@@ -20,6 +20,7 @@
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/families/gpt2.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/train/comm.h"
 #include "tinylm/train/gpt2_metrics.h"
@@ -76,7 +77,8 @@ void run(const Flags& f) {
   check_flags(f, comm.size());
   const int shards = comm.size() * f.devices;
   // What --model is, from the file: a wrong kind is one line before anything loads.
-  const std::string model_path = resolve_model("train-gpt2", f.model, "", {ModelKind::gpt2}).path;
+  const std::string model_path =
+      resolve_model("train-gpt2", f.model, "", {&families::gpt2_family}).path;
   const DType compute = parse_dtype(f.compute);
   // Under mpirun every process trains its shards; the first one prints and writes.
   const bool root = comm.root();
