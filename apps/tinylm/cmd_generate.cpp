@@ -185,6 +185,22 @@ void run_generate(GenerateFlags& f) {
       new_tokens, decode_ms > 0 ? steps * 1000.0 / decode_ms : 0.0);
 }
 
+// The families' sampling defaults, for --temperature's and --top-k's help: "0 for GPT-2, 0.8
+// for EvermindLM"; "EvermindLM default 40".
+std::string temperature_defaults() {
+  std::string text;
+  for (const families::Family* fam : families::those(families::decodes))
+    text += cat(text.empty() ? "" : ", ", fam->temperature, " for ", fam->title);
+  return text;
+}
+
+std::string top_k_defaults() {
+  std::string text;
+  for (const families::Family* fam : families::those(families::decodes))
+    if (fam->top_k > 0) text += cat("; ", fam->title, " default ", fam->top_k);
+  return text;
+}
+
 }  // namespace
 
 void register_generate(CLI::App& app) {
@@ -201,9 +217,9 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-tokens", f->gen.max_tokens, "Tokens to generate")->capture_default_str();
   f->temperature = cmd->add_option("--temperature", f->gen.sampling.temperature,
-                                   "0: greedy (default 0 for GPT-2, 0.8 for EvermindLM)");
+                                   "0: greedy (default " + temperature_defaults() + ")");
   f->top_k = cmd->add_option("--top-k", f->gen.sampling.top_k,
-                             "Sample from the k most likely (0: all; EvermindLM default 40)");
+                             "Sample from the k most likely (0: all" + top_k_defaults() + ")");
   cmd->add_option("--top-p", f->gen.sampling.top_p, "Nucleus sampling mass (1: off)")
       ->capture_default_str();
   cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();

@@ -119,6 +119,14 @@ void run_serve(ServeFlags& f) {
   std::fprintf(stderr, "tinylm serve: stopped\n");
 }
 
+// "; EvermindLM 4096": the positions of the families whose sequences have no end, for --ctx.
+std::string context_defaults() {
+  std::string text;
+  for (const families::Family* fam : families::those(families::decodes))
+    if (fam->context_without_end > 0) text += cat("; ", fam->title, " ", fam->context_without_end);
+  return text;
+}
+
 }  // namespace
 
 void register_serve(CLI::App& app) {
@@ -138,8 +146,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--queue", f->server.queue, "Generations waiting for a slot; past it: 429")
       ->capture_default_str();
   cmd->add_option("--ctx", f->ctx,
-                  "Positions per request, prompt + completion (default: the model's; EvermindLM "
-                  "4096)")
+                  "Positions per request, prompt + completion (default: the model's" +
+                      context_defaults() + ")")
       ->check(decimal_integer<int>())
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--timeout", f->server.timeout_s,
