@@ -14,7 +14,7 @@
 #include "tinylm/tokenizers/bpe.h"
 
 namespace tinylm::train {
-struct FamilyTraining;  // train/'s record of how a family trains
+struct TrainFamily;  // train/family.h: how a family trains
 }
 
 namespace tinylm::families {
@@ -67,7 +67,7 @@ struct Family {
 
   // How it trains: train/'s record of this family (train/ is the layer below, so the link
   // lives here); null where train/ has none yet.
-  const train::FamilyTraining* training = nullptr;
+  const train::TrainFamily* training = nullptr;
 };
 
 // The records, in the order commands list them.
