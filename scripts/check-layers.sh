@@ -19,6 +19,7 @@ layers=(
   "checkpoints"
   "generate distributed"
   "train"
+  "families"
   "serve report"
 )
 

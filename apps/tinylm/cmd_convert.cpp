@@ -5,12 +5,12 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "gpt2_common.h"
 #include "model_kind.h"
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/checkpoints/gpt2_gguf.h"
 #include "tinylm/checkpoints/sniff.h"
 #include "tinylm/core/timer.h"
+#include "tinylm/families/gpt2.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/staged_dir.h"
 
@@ -61,8 +61,9 @@ void register_convert(CLI::App& app) {
     std::string where;
     if (from_gguf) {
       const checkpoints::Gpt2Gguf g = checkpoints::load_gpt2_gguf(f->in);
-      const BpeTokenizer tok = f->tokenizer.empty() ? checkpoints::load_gguf_tokenizer(f->in)
-                                                    : load_tokenizer(f->tokenizer, "");
+      const BpeTokenizer tok = f->tokenizer.empty()
+                                   ? checkpoints::load_gguf_tokenizer(f->in)
+                                   : families::load_gpt2_tokenizer(f->tokenizer, "");
       const checkpoints::Gpt2Checkpoint& ck = g.checkpoint;
       if (to_gguf) {
         // GGUF to GGUF: the weights as loaded (dequantized), written in the type asked for.
@@ -80,9 +81,10 @@ void register_convert(CLI::App& app) {
         where = "a model directory (f32)";
       }
     } else {
-      const DetectedModel d = resolve_model("convert", f->in, "", {ModelKind::gpt2});
+      const DetectedModel d =
+          resolve_model("convert", f->in, "", families::those(families::converts));
       const checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(d.path, f->config);
-      const BpeTokenizer tok = load_tokenizer(f->tokenizer, d.path);
+      const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer, d.path);
       if (tok.vocab_size() > ck.config.vocab_size)
         throw UsageError("the tokenizer has " + std::to_string(tok.vocab_size()) +
                          " tokens, more than the model's " + std::to_string(ck.config.vocab_size) +

@@ -8,13 +8,9 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "evermind_common.h"
-#include "gpt2_common.h"
 #include "model_kind.h"
 #include "standard_streams.h"
 #include "tinylm/core/error.h"
-#include "tinylm/core/parallel.h"
-#include "tinylm/core/timer.h"
 #include "tinylm/generate/generate.h"
 
 namespace tinylm::cli {
@@ -23,7 +19,7 @@ namespace {
 
 struct GenerateFlags {
   std::string arch;
-  Gpt2Flags model;
+  ModelFlags model;
   std::string prompt, prompt_file, prompts_file;
   int samples = 1;
   generate::GenerateOptions gen;
@@ -32,26 +28,19 @@ struct GenerateFlags {
   CLI::Option* top_k = nullptr;
 };
 
-// EvermindLM samples by default: greedy decoding of a small model repeats itself ("have have
-// have"); these read well on the README's runs (docs/cli.md).
-constexpr double kEvermindTemperature = 0.8;
-constexpr int kEvermindTopK = 40;
-
-// The loaded model of either family behind the decode interface, with its tokenizer.
+// The loaded model of any family behind the decode interface, with its tokenizer.
 struct Generator {
-  ModelKind kind = ModelKind::gpt2;
+  const families::Family* family = nullptr;
   std::optional<BpeTokenizer> tok;
-  std::optional<gpt2::Model> gpt2;
-  std::optional<evermind::Model<float>> evermind;
-  std::unique_ptr<generate::DecodeBackend> backend;
-  int context = 0;  // GPT-2's n_positions (0: no limit)
+  families::DecodeModel model;
+  int context = 0;  // the model's positions (0: no limit)
 
   std::vector<int> encode(const GenerateFlags& f, const std::string& text) const {
-    std::vector<int> ids = tok->encode(text, f.allow_special || kind == ModelKind::evermind);
+    std::vector<int> ids = tok->encode(text, f.allow_special || family->prompt_allows_special);
     if (ids.empty()) throw UsageError("the prompt is empty");  // EvermindLM too (issue 17)
-    if (kind == ModelKind::evermind && f.gen.max_tokens > generate::kMaxNewTokens) {
-      throw UsageError(cat("--max-tokens ", f.gen.max_tokens, ": EvermindLM generates at most ",
-                           generate::kMaxNewTokens, " tokens"));
+    if (family->context_without_end > 0 && f.gen.max_tokens > generate::kMaxNewTokens) {
+      throw UsageError(cat("--max-tokens ", f.gen.max_tokens, ": ", family->title,
+                           " generates at most ", generate::kMaxNewTokens, " tokens"));
     }
     if (context > 0 && static_cast<int64_t>(ids.size()) > context) {
       fail("the prompt has ", ids.size(), " tokens, more than the model's context of ", context);
@@ -68,7 +57,7 @@ struct Generator {
     g.sampling.seed = seed;
     g.eos_id = tok->eot_id().value_or(-1);
     int64_t made = 0;
-    return generate::generate_text(*backend, *tok, prompt, g, sink, [&](int) {
+    return generate::generate_text(*model.backend, *tok, prompt, g, sink, [&](int) {
       on_token(++made);
       return true;
     });
@@ -76,35 +65,17 @@ struct Generator {
 };
 
 // The tokenizer first: the prompts are checked before the (slow, chatty) weights load.
-Generator load_tokenizer_of(const GenerateFlags& f, ModelKind kind, const std::string& path) {
+Generator load_tokenizer_of(const GenerateFlags& f, const DetectedModel& file) {
+  check_dtype_flags(f.model, file, "generates");
   Generator g;
-  g.kind = kind;
-  if (kind == ModelKind::gpt2) {
-    g.tok.emplace(load_tokenizer(f.model.tokenizer, path));
-    return g;
-  }
-  if (!f.model.dtype.empty() && f.model.dtype != "f32")
-    throw UsageError("--dtype " + f.model.dtype + ": EvermindLM generates in f32");
-  if (f.model.activations != "f32")
-    throw UsageError("--activations " + f.model.activations + ": EvermindLM generates in f32");
-  g.tok.emplace(load_evermind_tokenizer(f.model.tokenizer, path));
+  g.family = file.family;
+  g.tok.emplace(load_model_tokenizer(f.model, file));
   return g;
 }
 
 void load_weights(Generator& g, const GenerateFlags& f, const DetectedModel& file) {
-  const std::string& path = file.path;
-  if (g.kind == ModelKind::gpt2) {
-    g.gpt2.emplace(load_model(f.model, file));
-    g.context = g.gpt2->config().n_positions;
-    g.backend = generate::gpt2_backend(*g.gpt2);
-    return;
-  }
-  set_num_threads(f.model.threads);
-  Timer load;
-  g.evermind.emplace(load_evermind(path, 2));
-  std::fprintf(stderr, "loaded %s: %zu parameters (f32) in %.1f ms\n", path.c_str(),
-               g.evermind->params().size(), load.elapsed_ms());
-  g.backend = generate::evermind_backend(*g.evermind);
+  g.model = load_decoder(f.model, file);
+  g.context = g.model.backend->context_limit();
 }
 
 // The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin.
@@ -136,13 +107,12 @@ void run_generate(GenerateFlags& f) {
   if (f.samples < 1) throw UsageError("--samples must be >= 1");
   f.gen.sampling.validate();
   const DetectedModel d =
-      resolve_model("generate", f.model.model, f.arch, {ModelKind::gpt2, ModelKind::evermind});
-  if (d.family == ModelKind::evermind) {
-    if (f.temperature->count() == 0) f.gen.sampling.temperature = kEvermindTemperature;
-    if (f.top_k->count() == 0 && f.temperature->count() == 0) f.gen.sampling.top_k = kEvermindTopK;
-  }
+      resolve_model("generate", f.model.model, f.arch, families::those(families::decodes));
+  // The family's sampling when none is asked for.
+  if (f.temperature->count() == 0) f.gen.sampling.temperature = d.family->temperature;
+  if (f.top_k->count() == 0 && f.temperature->count() == 0) f.gen.sampling.top_k = d.family->top_k;
   const std::vector<std::string> prompts = read_prompts(f);
-  Generator g = load_tokenizer_of(f, d.family, d.path);
+  Generator g = load_tokenizer_of(f, d);
   std::vector<std::vector<int>> ids;
   for (const std::string& p : prompts) ids.push_back(g.encode(f, p));
   load_weights(g, f, d);
@@ -215,14 +185,29 @@ void run_generate(GenerateFlags& f) {
       new_tokens, decode_ms > 0 ? steps * 1000.0 / decode_ms : 0.0);
 }
 
+// The families' sampling defaults, for --temperature's and --top-k's help: "0 for GPT-2, 0.8
+// for EvermindLM"; "EvermindLM default 40".
+std::string temperature_defaults() {
+  std::string text;
+  for (const families::Family* fam : families::those(families::decodes))
+    text += cat(text.empty() ? "" : ", ", fam->temperature, " for ", fam->title);
+  return text;
+}
+
+std::string top_k_defaults() {
+  std::string text;
+  for (const families::Family* fam : families::those(families::decodes))
+    if (fam->top_k > 0) text += cat("; ", fam->title, " default ", fam->top_k);
+  return text;
+}
+
 }  // namespace
 
 void register_generate(CLI::App& app) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* cmd = app.add_subcommand(
       "generate", "Generate text with a GPT-2 (KV cache) or EvermindLM checkpoint, streaming");
-  cmd->add_option("--arch", f->arch, "gpt2 or evermind (default: what the --model file is)")
-      ->check(CLI::IsMember({"gpt2", "evermind"}));
+  add_arch_option(cmd, f->arch, families::those(families::decodes));
   f->model.add_to(cmd);
   cmd->add_option("--prompt", f->prompt, "Prompt text (or --prompt-file, --prompts, stdin)");
   cmd->add_option("--prompt-file", f->prompt_file, "Read the prompt from this file (- : stdin)");
@@ -232,9 +217,9 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-tokens", f->gen.max_tokens, "Tokens to generate")->capture_default_str();
   f->temperature = cmd->add_option("--temperature", f->gen.sampling.temperature,
-                                   "0: greedy (default 0 for GPT-2, 0.8 for EvermindLM)");
+                                   "0: greedy (default " + temperature_defaults() + ")");
   f->top_k = cmd->add_option("--top-k", f->gen.sampling.top_k,
-                             "Sample from the k most likely (0: all; EvermindLM default 40)");
+                             "Sample from the k most likely (0: all" + top_k_defaults() + ")");
   cmd->add_option("--top-p", f->gen.sampling.top_p, "Nucleus sampling mass (1: off)")
       ->capture_default_str();
   cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();

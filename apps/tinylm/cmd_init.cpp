@@ -4,10 +4,10 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "gpt2_common.h"
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
+#include "tinylm/families/gpt2.h"
 #include "tinylm/io/staged_dir.h"
 #include "tinylm/models/gpt2/init.h"
 
@@ -45,7 +45,7 @@ void register_init(CLI::App& app) {
         config, f->seed,
         [&progress](int64_t done, int64_t total) { progress.update(done, total); });
     progress.finish();
-    const BpeTokenizer tok = load_tokenizer(f->tokenizer, "");
+    const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer, "");
     io::StagedDir out(f->out, files);
     checkpoints::save_gpt2(out.path(), config, params);
     tok.save_tokenizer_json(out.file("tokenizer.json"));

@@ -4,8 +4,9 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "gpt2_common.h"
 #include "model_kind.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/families/gpt2.h"
 #include "tinylm/generate/gpt2_perplexity.h"
 #include "tinylm/io/text_file.h"
 
@@ -13,7 +14,7 @@ namespace tinylm::cli {
 
 void register_perplexity(CLI::App& app) {
   struct Flags {
-    Gpt2Flags model;
+    ModelFlags model;
     std::string file;
     int context = 0, stride = 0;
     int64_t limit = 0;
@@ -33,12 +34,17 @@ void register_perplexity(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->callback([f] {
     // Inputs are checked (flags as parsed, the text here) before the (slow, chatty) model load.
-    const DetectedModel d = resolve_model("perplexity", f->model.model, "", {ModelKind::gpt2});
+    const DetectedModel d = resolve_model("perplexity", f->model.model, "",
+                                          families::those(families::scores_perplexity));
     const std::string text = read_text_input(resolve_data_path(f->file));
-    const BpeTokenizer tok = load_tokenizer(f->model.tokenizer, d.path);
+    const BpeTokenizer tok = load_model_tokenizer(f->model, d);
     std::vector<int> tokens = tok.encode(text);
     if (f->limit > 0 && static_cast<int64_t>(tokens.size()) > f->limit) tokens.resize(f->limit);
-    gpt2::Model model = load_model(f->model, d);
+    // Scoring reads GPT-2's whole-sequence forward (generate/gpt2_perplexity.h).
+    set_num_threads(f->model.threads);
+    std::string loaded;
+    gpt2::Model model = families::load_gpt2_weights(d, f->model.load, loaded);
+    std::fprintf(stderr, "%s\n", loaded.c_str());
     const int context = f->context > 0 ? f->context : model.config().n_positions;
     const int stride = f->stride > 0 ? f->stride : std::max(1, context / 2);
     TerminalProgress progress("perplexity", "tokens");

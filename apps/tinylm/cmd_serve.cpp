@@ -8,17 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <thread>
 
 #include "cli_util.h"
 #include "commands.h"
-#include "evermind_common.h"
-#include "gpt2_common.h"
 #include "int_flags.h"
 #include "model_kind.h"
 #include "tinylm/core/error.h"
-#include "tinylm/core/parallel.h"
 #include "tinylm/generate/decode_backend.h"
 #include "tinylm/serve/server.h"
 
@@ -28,15 +24,12 @@ namespace {
 
 struct ServeFlags {
   std::string arch, name;
-  Gpt2Flags model;
+  ModelFlags model;
   serve::ServerOptions server;
   int ctx = 0;
   double max_body_mb = 1.0;
   int stream_interval_ms = static_cast<int>(serve::ServerOptions{}.stream_interval.count());
 };
-
-// Positions per request for an EvermindLM model, which has no context end of its own.
-constexpr int kEvermindDefaultContext = 4096;
 
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -62,7 +55,7 @@ void run_serve(ServeFlags& f) {
     if (const char* key = std::getenv("TINYLM_API_KEY")) f.server.api_key = key;
   }
   const DetectedModel d =
-      resolve_model("serve", f.model.model, f.arch, {ModelKind::gpt2, ModelKind::evermind});
+      resolve_model("serve", f.model.model, f.arch, families::those(families::decodes));
 
   // SIGINT and SIGTERM go to the thread below alone: blocked here, before any other thread
   // (OpenMP's, the engine's, the HTTP pool's) exists and inherits the mask.
@@ -73,28 +66,15 @@ void run_serve(ServeFlags& f) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a signal
 
-  std::optional<BpeTokenizer> tok;
-  std::optional<gpt2::Model> gpt2;
-  std::optional<evermind::Model<float>> evermind;
-  std::unique_ptr<generate::DecodeBackend> backend;
+  check_dtype_flags(f.model, d, "runs");
+  const BpeTokenizer tok = load_model_tokenizer(f.model, d);
+  const families::DecodeModel model = load_decoder(f.model, d);
+  generate::DecodeBackend* backend = model.backend.get();
   serve::ModelInfo info;
-  if (d.family == ModelKind::gpt2) {
-    tok.emplace(load_tokenizer(f.model.tokenizer, d.path));
-    gpt2.emplace(load_model(f.model, d));
-    backend = generate::gpt2_backend(*gpt2);
-    info.context = gpt2->config().n_positions;
-  } else {
-    if (!f.model.dtype.empty() && f.model.dtype != "f32")
-      throw UsageError("--dtype " + f.model.dtype + ": EvermindLM runs in f32");
-    if (f.model.activations != "f32")
-      throw UsageError("--activations " + f.model.activations + ": EvermindLM runs in f32");
-    tok.emplace(load_evermind_tokenizer(f.model.tokenizer, d.path));
-    set_num_threads(f.model.threads);
-    evermind.emplace(load_evermind(d.path, 2));
-    backend = generate::evermind_backend(*evermind);
-    info.context = kEvermindDefaultContext;
-    info.allow_special = true;  // as tinylm generate encodes EvermindLM prompts
-  }
+  // The model's positions, or the family's when its sequences have no end.
+  info.context =
+      backend->context_limit() > 0 ? backend->context_limit() : d.family->context_without_end;
+  info.allow_special = d.family->prompt_allows_special;  // as tinylm generate encodes prompts
   if (f.ctx > 0) {
     if (backend->context_limit() > 0 && f.ctx > backend->context_limit()) {
       throw UsageError(
@@ -102,9 +82,9 @@ void run_serve(ServeFlags& f) {
     }
     info.context = f.ctx;
   }
-  info.tokenizer = &*tok;
+  info.tokenizer = &tok;
   info.vocab_size = backend->vocab_size();
-  info.eos_id = tok->eot_id().value_or(-1);
+  info.eos_id = tok.eot_id().value_or(-1);
   info.id = !f.name.empty() ? f.name
                             : std::filesystem::path(d.path).lexically_normal().filename().string();
   if (info.id.empty() || info.id == ".") info.id = "tinylm";
@@ -139,6 +119,14 @@ void run_serve(ServeFlags& f) {
   std::fprintf(stderr, "tinylm serve: stopped\n");
 }
 
+// "; EvermindLM 4096": the positions of the families whose sequences have no end, for --ctx.
+std::string context_defaults() {
+  std::string text;
+  for (const families::Family* fam : families::those(families::decodes))
+    if (fam->context_without_end > 0) text += cat("; ", fam->title, " ", fam->context_without_end);
+  return text;
+}
+
 }  // namespace
 
 void register_serve(CLI::App& app) {
@@ -146,8 +134,7 @@ void register_serve(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "Serve a GPT-2 or EvermindLM model over an OpenAI-compatible HTTP API, with a web page");
-  cmd->add_option("--arch", f->arch, "gpt2 or evermind (default: what the --model file is)")
-      ->check(CLI::IsMember({"gpt2", "evermind"}));
+  add_arch_option(cmd, f->arch, families::those(families::decodes));
   f->model.add_to(cmd);
   cmd->add_option("--host", f->server.host, "Address to listen on (loopback by default)")
       ->capture_default_str();
@@ -159,8 +146,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--queue", f->server.queue, "Generations waiting for a slot; past it: 429")
       ->capture_default_str();
   cmd->add_option("--ctx", f->ctx,
-                  "Positions per request, prompt + completion (default: the model's; EvermindLM "
-                  "4096)")
+                  "Positions per request, prompt + completion (default: the model's" +
+                      context_defaults() + ")")
       ->check(decimal_integer<int>())
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--timeout", f->server.timeout_s,

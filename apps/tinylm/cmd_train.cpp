@@ -10,13 +10,14 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "gpt2_common.h"
 #include "int_flags.h"
 #include "model_kind.h"
 #include "stop_signals.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/distributed/comm.h"
+#include "tinylm/families/gpt2.h"
+#include "tinylm/families/family.h"
 #include "tinylm/train/family.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
@@ -112,8 +113,8 @@ nlohmann::ordered_json new_run_flags(TrainFlags& f) {
   if (!f.config.init_from.empty()) {
     const DetectedModel d = resolve_model(
         "train --init-from", f.config.init_from, given.contains("arch") ? f.config.arch : "",
-        {ModelKind::gpt2, ModelKind::evermind, ModelKind::microgpt});
-    f.config.arch = checkpoints::family_name(d.family);
+        families::all());
+    f.config.arch = d.family->name;
     f.config.init_from = d.path;
     given["arch"] = f.config.arch;
     given["init-from"] = d.path;
@@ -125,7 +126,7 @@ nlohmann::ordered_json new_run_flags(TrainFlags& f) {
   for (auto& path : given["data"]) path = resolve_data_path(path.get<std::string>());
   if (!given.contains("tokenizer")) {
     const std::string tokenizer =
-        train::train_family(f.config.arch).default_tokenizer(f.config, default_vocab_dir, stderr);
+        train::train_family(f.config.arch).default_tokenizer(f.config, families::default_vocab_dir, stderr);
     if (!tokenizer.empty()) given["tokenizer"] = tokenizer;
   }
   return given;

@@ -1,49 +1,86 @@
 #include "model_kind.h"
 
+#include <cstdio>
+
+#include "cli_util.h"
 #include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
 
 namespace tinylm::cli {
 
-namespace {
-
-const char* expected_text(ModelKind k) {
-  switch (k) {
-    case ModelKind::gpt2:
-      return "GPT-2 (a model directory, its model.safetensors, or a gpt2 .gguf; --arch gpt2)";
-    case ModelKind::evermind:
-      return "EvermindLM (an .evl checkpoint; --arch evermind)";
-    case ModelKind::microgpt:
-      return "microgpt (tinylm microgpt --load FILE)";
-    default:
-      return "?";
-  }
-}
-
-}  // namespace
-
 DetectedModel resolve_model(const std::string& command, const std::string& path,
-                            const std::string& arch, std::initializer_list<ModelKind> accepted) {
-  DetectedModel d = checkpoints::sniff(path);
+                            const std::string& arch,
+                            const std::vector<const families::Family*>& accepted) {
+  DetectedModel d = families::detect(path);
   check(d.format != checkpoints::Format::missing, path, ": no such file or directory");
   std::string expected;
-  for (ModelKind k : accepted)
-    expected += std::string(expected.empty() ? "" : " or ") + expected_text(k);
+  for (const families::Family* f : accepted)
+    expected += std::string(expected.empty() ? "" : " or ") + std::string(f->expected);
   bool ok = false;
-  for (ModelKind k : accepted) ok = ok || d.family == k;
+  for (const families::Family* f : accepted) ok = ok || d.family == f;
   if (!arch.empty()) {
-    if (d.family == ModelKind::unknown) {  // the loader of that kind says what is wrong
-      for (ModelKind k : accepted)
-        if (arch == checkpoints::family_name(k)) d.family = k;
+    const families::Family* named = families::by_name(arch);
+    if (d.family == nullptr && !d.foreign) {  // the loader of that family says what is wrong
+      for (const families::Family* f : accepted)
+        if (f == named) d.family = f;
       return d;
     }
-    check(arch == checkpoints::family_name(d.family), path, ": this is ", d.what, ", but --arch ",
-          arch, " expects ",
-          arch == "gpt2"       ? expected_text(ModelKind::gpt2)
-          : arch == "evermind" ? expected_text(ModelKind::evermind)
-                               : "another kind");
+    check(d.family == named, path, ": this is ", d.what, ", but --arch ", arch, " expects ",
+          named ? named->expected : "another kind");
   }
   check(ok, path, ": this is ", d.what, "; ", command, " expects ", expected);
   return d;
+}
+
+void add_arch_option(CLI::App* cmd, std::string& arch,
+                     const std::vector<const families::Family*>& accepted) {
+  cmd->add_option("--arch", arch,
+                  families::names_text(accepted) + " (default: what the --model file is)")
+      ->check(CLI::IsMember(families::names(accepted)));
+}
+
+void ModelFlags::add_to(CLI::App* cmd) {
+  cmd->add_option("--model", model,
+                  "Model directory (config.json + model.safetensors), weights file or .gguf")
+      ->required();
+  cmd->add_option("--config", load.config, "config.json, when not beside the weights");
+  cmd->add_option("--tokenizer", load.tokenizer,
+                  "tokenizer.json or a directory with tokenizer.json, vocab.json + merges.txt or "
+                  "encoder.json + vocab.bpe (default: the model's, else data/gpt2)");
+  cmd->add_option("--dtype", load.dtype,
+                  "Weights: f32, bf16 or f16 (and the KV cache), or q8_0 / q4_0 (ggml's blocks, "
+                  "quantized at load, or used in place from a GGUF of that type; the KV cache "
+                  "stays f32). Default: f32, or a Q8_0/Q4_0 GGUF's own type")
+      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0", "q4_0"}));
+  cmd->add_option("--activations", load.activations,
+                  "f32 (default). With q8_0 / q4_0 weights: q8_0 (each row quantized to 8 bits "
+                  "per block of 32, as llama.cpp computes: faster decode, slightly less "
+                  "accurate). With bf16 weights, on a CPU with AVX512_BF16: bf16 (each row "
+                  "rounded to bf16: batches and prompts about twice as fast, slightly less "
+                  "accurate)")
+      ->check(CLI::IsMember({"f32", "q8_0", "bf16"}));
+  cmd->add_option("--threads", threads, "Threads (default: all cores)")
+      ->check(CLI::Range(1, max_threads()));
+}
+
+void check_dtype_flags(const ModelFlags& flags, const DetectedModel& file, std::string_view verb) {
+  if (!file.family->f32_only) return;
+  const std::string runs = cat(": ", file.family->title, " ", verb, " in f32");
+  if (!flags.load.dtype.empty() && flags.load.dtype != "f32")
+    throw UsageError("--dtype " + flags.load.dtype + runs);
+  if (flags.load.activations != "f32")
+    throw UsageError("--activations " + flags.load.activations + runs);
+}
+
+BpeTokenizer load_model_tokenizer(const ModelFlags& flags, const DetectedModel& file) {
+  return file.family->load_tokenizer(flags.load.tokenizer, file.path);
+}
+
+families::DecodeModel load_decoder(const ModelFlags& flags, const DetectedModel& file) {
+  set_num_threads(flags.threads);
+  families::DecodeModel m = file.family->load_decoder(file, flags.load);
+  std::fprintf(stderr, "%s\n", m.loaded.c_str());
+  return m;
 }
 
 }  // namespace tinylm::cli

@@ -1,21 +1,47 @@
 #pragma once
-// The --model path of a command, as checkpoints::sniff reads it from the file, checked against
-// what the command takes: commands need no --arch where the file says, and a wrong kind is one
-// line: "X: this is an EvermindLM checkpoint (EVL0); generate expected GPT-2 ...".
-#include <initializer_list>
+// The --model of a command: its flags (--model, --config, --tokenizer, --dtype, --activations,
+// --threads), and the file as the family table reads it, checked against the families the
+// command takes: commands need no --arch where the file says, and a wrong kind is one line:
+// "X: this is an EvermindLM checkpoint (EVL0); perplexity expects GPT-2 ...".
+#include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
-#include "tinylm/checkpoints/sniff.h"
+#include "tinylm/families/family.h"
 
 namespace tinylm::cli {
 
-using ModelKind = checkpoints::Family;
-using DetectedModel = checkpoints::Sniffed;
+using DetectedModel = families::Detected;
 
-// The model `path` for a command that takes the kinds in `accepted` ("gpt2", "evermind"):
-// --arch when given (the file must agree), else what the file says. Throws a one-line error
-// naming what the file is and what the command expected.
+// The model `path` for a command that takes the families in `accepted`: --arch when given (the
+// file must agree), else what the file says. Throws a one-line error naming what the file is
+// and what the command expected.
 DetectedModel resolve_model(const std::string& command, const std::string& path,
-                            const std::string& arch, std::initializer_list<ModelKind> accepted);
+                            const std::string& arch,
+                            const std::vector<const families::Family*>& accepted);
+
+// --arch ARCH, one of the `accepted` families' names ("gpt2 or evermind (default: what the
+// --model file is)").
+void add_arch_option(CLI::App* cmd, std::string& arch,
+                     const std::vector<const families::Family*>& accepted);
+
+// The flags that load a model for generate, serve and perplexity.
+struct ModelFlags {
+  std::string model;
+  families::LoadOptions load;  // load.dtype empty: f32, or a quantized GGUF's own
+  int threads = 0;
+  void add_to(CLI::App* cmd);
+};
+
+// Refuses --dtype and --activations that `file`'s family does not run in, in the command's
+// words: "--dtype bf16: EvermindLM generates in f32" (`verb`: "generates").
+void check_dtype_flags(const ModelFlags& flags, const DetectedModel& file, std::string_view verb);
+
+// The tokenizer of `file`'s family: --tokenizer, else the model's own, else the family's.
+BpeTokenizer load_model_tokenizer(const ModelFlags& flags, const DetectedModel& file);
+
+// `file` loaded for decoding with --threads; prints the load line to stderr.
+families::DecodeModel load_decoder(const ModelFlags& flags, const DetectedModel& file);
 
 }  // namespace tinylm::cli

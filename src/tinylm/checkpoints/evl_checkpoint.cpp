@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "tinylm/core/dtype.h"
@@ -330,6 +331,10 @@ void check_evl_config(const evermind::Config& found, const evermind::Config& exp
                       std::string_view name) {
   const std::string diff = evl_config_diff(found, expected, "model");
   check(diff.empty(), name, ": checkpoint does not match the model: ", diff);
+}
+
+std::string evl_tokenizer_path(const std::string& model_path) {
+  return std::filesystem::path(model_path).replace_extension(".tokenizer.json").string();
 }
 
 }  // namespace tinylm::checkpoints

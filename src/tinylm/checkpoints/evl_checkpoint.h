@@ -58,6 +58,10 @@ std::vector<std::byte> encode_evl(const evermind::Config& config, std::span<cons
 uint32_t save_evl(const std::string& path, const evermind::Config& config,
                   std::span<const float> params, EvlPrecision precision = EvlPrecision::f32);
 
+// EvermindLM's tokenizer travels beside its weights: model.evl's is model.tokenizer.json
+// (`tinylm train` writes it there; generate, serve and train --init-from read it there).
+std::string evl_tokenizer_path(const std::string& model_path);
+
 // Parses and fully checks a checkpoint held in memory; `name` is what errors call it. Checks,
 // in order: magic, room for header and trailer, version, trailer tag, CRC, configuration
 // validity, size arithmetic, exact size. Every failure throws Error("NAME: problem").

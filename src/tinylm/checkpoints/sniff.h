@@ -1,42 +1,40 @@
 #pragma once
-// What a model path is, read from the file itself (its first bytes; a safetensors header's
-// tensor names; a GGUF's architecture) without loading it. This is the one place tinylm
-// decides a file's format: the CLI's --arch checks and the load entries go by it.
+// What a model path is, read from the file itself (its first bytes; a safetensors header; a
+// GGUF's architecture) without loading it. This is the one place tinylm decides a file's
+// format; which family a file belongs to is each family record's call, on what this read
+// (families/: the CLI's --arch checks and the load entries go by that).
+#include <optional>
 #include <string>
 
 namespace tinylm::checkpoints {
-
-enum class Family {
-  gpt2,      // a Hugging Face GPT-2 directory, a safetensors file with GPT-2's tensor names, or
-             // a GGUF file of architecture gpt2
-  evermind,  // an EVL0 checkpoint
-  microgpt,  // a tinylm microgpt safetensors checkpoint
-  foreign,   // a GGUF file of an architecture tinylm does not run (a gpt2 one is gpt2)
-  unknown,   // none of these (the loader of the family asked for reports why)
-};
 
 enum class Format {
   missing,       // no such file or directory
   none,          // nothing tinylm reads
   hf_directory,  // config.json + model.safetensors or model.safetensors.index.json
-  safetensors,   // one .safetensors file (GPT-2's or microgpt's tensors)
+  safetensors,   // one .safetensors file
   gguf,          // llama.cpp's container (a file that starts with its magic)
   evl,           // EvermindLM's EVL0 checkpoint
 };
 
 struct Sniffed {
-  Family family = Family::unknown;
   Format format = Format::none;
   std::string path;  // what to load: a config.json's directory, a run's latest model, ...
-  std::string what;  // in words: "a GPT-2 model directory", "an EvermindLM checkpoint (EVL0)"
+  // In words, for a file no family claims: "not a model file tinylm knows", "a GGUF model of
+  // architecture 'llama'" (a family's record has its own words for its files).
+  std::string what;
+  // What the container says, for the family records to recognise it by:
+  std::string safetensors_header;  // a safetensors file's JSON header
+  // A GGUF's general.architecture: "" when its metadata does not parse or names none (the
+  // loader asked for says what is wrong); none when the file is too short to hold any.
+  std::optional<std::string> gguf_architecture;
+  // The directory named, when `path` is the model.safetensors found in it without a
+  // config.json beside it; empty otherwise.
+  std::string directory;
 };
 
 // Looks at `path` (a directory, a run directory of `tinylm train`, a config.json, or a weights
-// file). A GGUF file whose metadata does not parse is a GPT-2 GGUF (its loader says what is
-// wrong).
+// file).
 Sniffed sniff(const std::string& path);
-
-// "gpt2", "evermind", "microgpt", "gguf" (foreign), "unknown".
-const char* family_name(Family family);
 
 }  // namespace tinylm::checkpoints

@@ -98,7 +98,7 @@ ModelSize evermind_size(const RunConfig& c) {
 // old weights other tokens' ids.
 std::string evermind_tokenizer(const RunConfig& c, std::string (*)(), std::FILE* log) {
   if (c.init_from.empty()) return "";
-  const std::string saved = fs::path(c.init_from).replace_extension(".tokenizer.json").string();
+  const std::string saved = checkpoints::evl_tokenizer_path(c.init_from);
   check(fs::exists(saved), "--init-from ", c.init_from,
         ": no tokenizer saved with the model (looked for ", saved,
         "); pass the one it was trained with: --tokenizer FILE");

@@ -95,7 +95,7 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   const auto save = [&](const std::string& out) {
     checkpoints::save_evl(out + "/model.evl", config, model->params(),
                           checkpoints::EvlPrecision::f32);
-    fs::copy_file(tokenizer_path, out + "/model.tokenizer.json");
+    fs::copy_file(tokenizer_path, checkpoints::evl_tokenizer_path(out + "/model.evl"));
   };
   return drive<float>(c, dir, request, {trainable, text.data, save}, std::move(state));
 }

@@ -1,0 +1,96 @@
+#pragma once
+// The family table: one record per model family (GPT-2, EvermindLM, microgpt) saying what the
+// CLI, `generate`, `serve` and `perplexity` need to know of it: its name, how its files are
+// recognised, how it loads for decoding, its generation defaults and which commands take it.
+// Commands ask the table (by name, by file, by capability) instead of switching on a family;
+// a new family is a record in its own file plus its line in table.cpp.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tinylm/checkpoints/sniff.h"
+#include "tinylm/generate/decode_backend.h"
+#include "tinylm/tokenizers/bpe.h"
+
+namespace tinylm::train {
+struct TrainFamily;  // train/family.h: how a family trains
+}
+
+namespace tinylm::families {
+
+// The loading flags generate, serve and perplexity share (--config, --tokenizer, --dtype,
+// --activations); empty: the model's own, else the family's default.
+struct LoadOptions {
+  std::string config, tokenizer, dtype;
+  std::string activations = "f32";
+};
+
+// A model loaded for decoding: the decode interface over weights it owns.
+struct DecodeModel {
+  std::shared_ptr<void> model;  // the family's model, which `backend` reads (declared first:
+                                // it outlives the backend)
+  std::unique_ptr<generate::DecodeBackend> backend;
+  std::string loaded;  // for stderr: "loaded X in 12 ms: 1.2 MB of f32 weights, 2 threads"
+};
+
+struct Family {
+  std::string_view name;   // as --arch spells it and run.json records it: "gpt2"
+  std::string_view title;  // in messages: "GPT-2", "EvermindLM"
+  // What a command that takes it says it expected: "EvermindLM (an .evl checkpoint; --arch
+  // evermind)".
+  std::string_view expected;
+  // Its words for `file` ("a GPT-2 model directory") when the file is one of this family's,
+  // from what checkpoints::sniff read; nullptr when it is not.
+  const char* (*recognise)(const checkpoints::Sniffed& file) = nullptr;
+
+  // Decoding (generate, serve); both null for a family they do not run.
+  // --tokenizer when given, else the model's own (model_path: as the file was detected), else
+  // the family's default.
+  BpeTokenizer (*load_tokenizer)(const std::string& explicit_path,
+                                 const std::string& model_path) = nullptr;
+  DecodeModel (*load_decoder)(const checkpoints::Sniffed& file,
+                              const LoadOptions& options) = nullptr;
+  bool f32_only = false;               // --dtype and --activations other than f32 are refused
+  bool prompt_allows_special = false;  // its prompts may hold <|endoftext|> (its training did)
+  // Sampling when --temperature is not given (top_k: nor --top-k); 0, 0: greedy. EvermindLM
+  // samples: greedy decoding of a small model repeats itself ("have have have").
+  double temperature = 0.0;
+  int top_k = 0;
+  // Positions per served request when the model's sequences have no end of their own
+  // (EvermindLM's conv history): generate then makes at most generate::kMaxNewTokens. 0: the
+  // model has an end (GPT-2's n_positions).
+  int context_without_end = 0;
+
+  bool perplexity = false;  // `tinylm perplexity` scores it (generate/gpt2_perplexity.h)
+  bool convert = false;     // `tinylm convert` reads and writes its files
+
+  // How it trains: train/'s record of this family (train/ is the layer below, so the link
+  // lives here); null for a family that does not train.
+  const train::TrainFamily* training = nullptr;
+};
+
+// The records, in the order commands list them.
+const std::vector<const Family*>& all();
+// The records with a capability: families::those(decodes).
+std::vector<const Family*> those(bool (*accepts)(const Family&));
+inline bool decodes(const Family& f) { return f.load_decoder != nullptr; }
+inline bool scores_perplexity(const Family& f) { return f.perplexity; }
+inline bool converts(const Family& f) { return f.convert; }
+
+// The record --arch `name` names; nullptr for none.
+const Family* by_name(std::string_view name);
+// The names of `families`, for --arch's accepted values and its help: {"gpt2", "evermind"}.
+std::vector<std::string> names(const std::vector<const Family*>& families);
+// "gpt2 or evermind".
+std::string names_text(const std::vector<const Family*>& families);
+
+// What a model path is: checkpoints::sniff's reading and the record that claims it (nullptr:
+// none; `what` then says what the file is).
+struct Detected : checkpoints::Sniffed {
+  const Family* family = nullptr;
+  bool foreign = false;  // no family, and the file names its own (a GGUF's architecture)
+};
+Detected detect(const std::string& path);
+
+}  // namespace tinylm::families

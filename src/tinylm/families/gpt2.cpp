@@ -1,0 +1,113 @@
+// GPT-2's record: Hugging Face directories, their safetensors, GGUF files of architecture gpt2.
+#include "tinylm/families/gpt2.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
+#include "tinylm/checkpoints/gpt2_gguf.h"
+#include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/core/timer.h"
+#include "tinylm/train/family.h"
+
+namespace tinylm::families {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* recognise(const checkpoints::Sniffed& file) {
+  using checkpoints::Format;
+  if (!file.directory.empty()) return nullptr;  // a GPT-2 directory has its config.json
+  if (file.format == Format::hf_directory) return "a GPT-2 model directory";
+  // A GGUF whose metadata does not parse is taken for GPT-2's: its loader says what is wrong.
+  if (file.format == Format::gguf && file.gguf_architecture &&
+      (file.gguf_architecture->empty() || *file.gguf_architecture == "gpt2"))
+    return "a GPT-2 GGUF file";
+  if (file.format == Format::safetensors &&
+      file.safetensors_header.find("wte.weight\"") != std::string::npos)
+    return "GPT-2 weights (safetensors)";
+  return nullptr;
+}
+
+DecodeModel load_decoder(const checkpoints::Sniffed& file, const LoadOptions& options) {
+  DecodeModel m;
+  auto model = std::make_shared<gpt2::Model>(load_gpt2_weights(file, options, m.loaded));
+  m.backend = generate::gpt2_backend(*model);
+  m.model = std::move(model);
+  return m;
+}
+
+}  // namespace
+
+extern const Family gpt2_family{
+    .name = "gpt2",
+    .title = "GPT-2",
+    .expected = "GPT-2 (a model directory, its model.safetensors, or a gpt2 .gguf; --arch gpt2)",
+    .recognise = recognise,
+    .load_tokenizer = load_gpt2_tokenizer,
+    .load_decoder = load_decoder,
+    .perplexity = true,
+    .convert = true,
+    .training = &train::train_family("gpt2"),
+};
+
+std::string default_vocab_dir() {
+  // Where the vendored GPT-2 vocabulary lives: ./data/gpt2 (a checkout), beside an installed
+  // binary (<prefix>/share/tinylm/gpt2), or in the source tree this binary was built from.
+  std::vector<fs::path> places = {"data/gpt2"};
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) places.push_back(exe.parent_path().parent_path() / "share/tinylm/gpt2");
+  places.push_back(fs::path(TINYLM_SOURCE_DATA_DIR) / "gpt2");
+  std::string tried;
+  for (const fs::path& p : places) {
+    if (fs::exists(p / "encoder.json") && fs::exists(p / "vocab.bpe")) return p.string();
+    tried += (tried.empty() ? "" : ", ") + p.string();
+  }
+  fail("no GPT-2 vocabulary (encoder.json + vocab.bpe) in ", tried, ": pass --tokenizer");
+}
+
+BpeTokenizer load_gpt2_tokenizer(const std::string& explicit_path, const std::string& model_dir) {
+  if (!explicit_path.empty()) {
+    if (checkpoints::sniff(explicit_path).format == checkpoints::Format::gguf)
+      return checkpoints::load_gguf_tokenizer(explicit_path);
+    return fs::is_directory(explicit_path) ? BpeTokenizer::from_directory(explicit_path)
+                                           : BpeTokenizer::from_tokenizer_json(explicit_path);
+  }
+  if (checkpoints::sniff(model_dir).format == checkpoints::Format::gguf)
+    return checkpoints::load_gguf_tokenizer(model_dir);
+  const fs::path dir =
+      fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
+  for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json"}) {
+    if (!dir.empty() && fs::exists(dir / f)) return BpeTokenizer::from_directory(dir.string());
+  }
+  return BpeTokenizer::from_directory(default_vocab_dir());
+}
+
+gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOptions& options,
+                              std::string& loaded) {
+  Timer timer;
+  std::optional<DType> dtype;
+  if (!options.dtype.empty()) dtype = parse_dtype(options.dtype);
+  // generate, serve and perplexity have always ignored --config for a GGUF file (whose
+  // configuration is inside); the library's load entry refuses one.
+  const std::string config = file.format == checkpoints::Format::gguf ? "" : options.config;
+  gpt2::Model model = checkpoints::load_gpt2_model(file, config, dtype);
+  model.set_activations(parse_dtype(options.activations));
+  const std::string activations =
+      model.activations() == DType::f32
+          ? ""
+          : " (" + std::string(dtype_name(model.activations())) + " activations)";
+  char line[256];
+  std::snprintf(line, sizeof line, " in %.0f ms: %.1f MB of %s weights%s, %d threads",
+                timer.elapsed_ms(), model.weight_bytes() / 1e6,
+                std::string(dtype_name(model.dtype())).c_str(), activations.c_str(), num_threads());
+  loaded = "loaded " + file.path + line;
+  return model;
+}
+
+}  // namespace tinylm::families
