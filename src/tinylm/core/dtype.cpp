@@ -2,9 +2,17 @@
 
 #include <cstdint>
 
+#include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
 
 namespace tinylm {
+
+namespace {
+constexpr EnumName<DType> kDTypeNames[] = {
+    {DType::f32, "f32"},   {DType::f16, "f16"},   {DType::bf16, "bf16"}, {DType::i32, "i32"},
+    {DType::f64, "f64"},   {DType::q8_0, "q8_0"}, {DType::q4_0, "q4_0"}, {DType::q6_k, "q6_k"},
+    {DType::q4_k, "q4_k"}, {DType::q5_k, "q5_k"}};
+}  // namespace
 
 size_t dtype_size(DType t) {
   switch (t) {
@@ -69,39 +77,12 @@ size_t storage_bytes(DType t, int64_t numel) {
 }
 
 std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::f32:
-      return "f32";
-    case DType::f16:
-      return "f16";
-    case DType::bf16:
-      return "bf16";
-    case DType::i32:
-      return "i32";
-    case DType::f64:
-      return "f64";
-    case DType::q8_0:
-      return "q8_0";
-    case DType::q4_0:
-      return "q4_0";
-    case DType::q6_k:
-      return "q6_k";
-    case DType::q4_k:
-      return "q4_k";
-    case DType::q5_k:
-      return "q5_k";
-  }
-  fail("[dtype_name] invalid dtype ", static_cast<int>(t));
+  const std::string_view name = name_of(kDTypeNames, t, {});
+  if (name.empty()) fail("[dtype_name] invalid dtype ", static_cast<int>(t));
+  return name;
 }
 
-DType parse_dtype(std::string_view name) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::f64, DType::q8_0,
-                  DType::q4_0, DType::q6_k, DType::q4_k, DType::q5_k}) {
-    if (dtype_name(t) == name) return t;
-  }
-  fail("unknown dtype '", name,
-       "' (expected f32, f16, bf16, i32, f64, q8_0, q4_0, q6_k, q4_k or q5_k)");
-}
+DType parse_dtype(std::string_view name) { return parse_of(kDTypeNames, name, "dtype"); }
 
 uint16_t float_to_f16(float f) {
   const uint32_t u = float_bits(f);

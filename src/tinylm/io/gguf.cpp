@@ -8,9 +8,12 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <utility>
 
+#include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
+#include "tinylm/io/little_endian.h"
 #include "tinylm/io/mapped_file.h"
 
 namespace tinylm::io {
@@ -66,8 +69,7 @@ class Cursor {
   }
   uint64_t uint(unsigned bytes, const std::string& what) {
     need(bytes, what);
-    uint64_t v = 0;
-    for (unsigned i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(b_[pos_ + i]) << (8 * i);
+    const uint64_t v = get_le(b_.data() + pos_, bytes);
     pos_ += bytes;
     return v;
   }
@@ -132,6 +134,23 @@ const char* known_ggml_type(uint32_t t) {
   return t < std::size(kNames) ? kNames[t] : nullptr;
 }
 
+// The tensor types tinylm reads, each with the element type it is in tinylm (whose block size
+// and bytes, core/dtype.h, are the file's), in the order errors list them.
+constexpr std::pair<GgmlType, DType> kGgmlDTypes[] = {
+    {GgmlType::f32, DType::f32},   {GgmlType::f16, DType::f16},   {GgmlType::q8_0, DType::q8_0},
+    {GgmlType::q4_0, DType::q4_0}, {GgmlType::q4_k, DType::q4_k}, {GgmlType::q5_k, DType::q5_k},
+    {GgmlType::q6_k, DType::q6_k}};
+
+// "F32, F16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K".
+std::string supported_ggml_types() {
+  std::string s;
+  for (size_t i = 0; i < std::size(kGgmlDTypes); ++i) {
+    if (i > 0) s += i + 1 == std::size(kGgmlDTypes) ? " and " : ", ";
+    s += known_ggml_type(static_cast<uint32_t>(kGgmlDTypes[i].first));
+  }
+  return s;
+}
+
 // a * b, or false on overflow.
 bool mul_ok(uint64_t a, uint64_t b, uint64_t& out) {
   if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) return false;
@@ -159,68 +178,30 @@ std::string ggml_type_name(uint32_t type) {
   return n ? n : "type " + std::to_string(type);
 }
 
+DType ggml_dtype(GgmlType t) {
+  for (const auto& [type, dtype] : kGgmlDTypes) {
+    if (type == t) return dtype;
+  }
+  fail("[ggml_dtype] invalid ggml type ", static_cast<uint32_t>(t));
+}
+
 bool ggml_type_supported(uint32_t type) {
-  return type == 0 || type == 1 || type == 2 || type == 8 || type == 12 || type == 13 || type == 14;
+  for (const auto& [t, dtype] : kGgmlDTypes) {
+    if (static_cast<uint32_t>(t) == type) return true;
+  }
+  return false;
 }
 
 uint64_t ggml_block_size(GgmlType t) {
-  switch (t) {
-    case GgmlType::f32:
-    case GgmlType::f16:
-      return 1;
-    case GgmlType::q4_0:
-    case GgmlType::q8_0:
-      return 32;
-    case GgmlType::q4_k:
-    case GgmlType::q5_k:
-    case GgmlType::q6_k:
-      return 256;
-  }
-  return 1;
+  return static_cast<uint64_t>(dtype_block_size(ggml_dtype(t)));
 }
 
-uint64_t ggml_block_bytes(GgmlType t) {
-  switch (t) {
-    case GgmlType::f32:
-      return 4;
-    case GgmlType::f16:
-      return 2;
-    case GgmlType::q4_0:
-      return 2 + 16;
-    case GgmlType::q8_0:
-      return 2 + 32;
-    case GgmlType::q4_k:
-      return 2 + 2 + 12 + 128;
-    case GgmlType::q5_k:
-      return 2 + 2 + 12 + 32 + 128;
-    case GgmlType::q6_k:
-      return 128 + 64 + 16 + 2;
-  }
-  return 0;
-}
+uint64_t ggml_block_bytes(GgmlType t) { return dtype_block_bytes(ggml_dtype(t)); }
 
 size_t GgufValue::size() const { return std::max({ints.size(), floats.size(), strings.size()}); }
 
 // ---------------------------------------------------------------------------------------------
 // Reading
-
-GgufFile GgufFile::open(const std::string& path) {
-  GgufFile f;
-  f.path_ = path;
-  f.storage_ = FileBytes::open(path);
-  f.file_ = f.storage_->bytes();
-  f.parse();
-  return f;
-}
-
-GgufFile GgufFile::from_bytes(std::span<const std::byte> bytes, const std::string& name) {
-  GgufFile f;
-  f.path_ = name;
-  f.storage_ = FileBytes::copy(bytes);
-  f.file_ = f.storage_->bytes();
-  f.parse();
-  return f;
-}
 
 namespace {
 
@@ -234,10 +215,7 @@ void read_scalar(Cursor& c, GgufType t, GgufValue& v, const std::string& what,
   const unsigned n = static_cast<unsigned>(scalar_bytes(t));
   uint64_t bits = c.uint(n, what);
   if (t == GgufType::f32) {
-    float f;
-    const auto b32 = static_cast<uint32_t>(bits);
-    std::memcpy(&f, &b32, 4);
-    v.floats.push_back(f);
+    v.floats.push_back(bits_float(static_cast<uint32_t>(bits)));
   } else if (t == GgufType::f64) {
     double d;
     std::memcpy(&d, &bits, 8);
@@ -259,7 +237,7 @@ GgufType read_type(Cursor& c, const std::string& what, const std::string& name) 
 }  // namespace
 
 void GgufFile::parse() {
-  const std::string& name = path_;
+  const std::string& name = path();
   Cursor c(file_, name);
   c.need(4, "the magic");
   check(std::memcmp(file_.data(), "GGUF", 4) == 0, name, ": not a GGUF file (no GGUF magic)");
@@ -326,8 +304,10 @@ void GgufFile::parse() {
           kMaxDims, " allowed)");
     for (uint32_t d = 0; d < n_dims; ++d) t.ne.push_back(c.u64(what + ": dimension"));
     const uint32_t type = c.u32(what + ": type");
-    check(ggml_type_supported(type), name, ": ", what, ": unsupported tensor type ",
-          ggml_type_name(type), " (tinylm reads F32, F16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K)");
+    if (!ggml_type_supported(type)) {
+      fail(name, ": ", what, ": unsupported tensor type ", ggml_type_name(type), " (tinylm reads ",
+           supported_ggml_types(), ")");
+    }
     t.type = static_cast<GgmlType>(type);
     t.offset = c.u64(what + ": offset");
     // Element count and bytes, overflow-checked; a quantized row is whole blocks.
@@ -389,31 +369,31 @@ const GgufValue& must(const GgufValue* v, const std::string& file, const std::st
 }  // namespace
 
 uint64_t GgufFile::get_uint(const std::string& key) const {
-  const GgufValue& v = must(find(key), path_, key);
-  check(!v.is_array() && is_int(v.type), path_, ": key ", key, " is a ", gguf_type_name(v.type),
+  const GgufValue& v = must(find(key), path(), key);
+  check(!v.is_array() && is_int(v.type), path(), ": key ", key, " is a ", gguf_type_name(v.type),
         ", expected an integer");
-  check(!is_signed(v.type) || static_cast<int64_t>(v.ints[0]) >= 0, path_, ": key ", key,
+  check(!is_signed(v.type) || static_cast<int64_t>(v.ints[0]) >= 0, path(), ": key ", key,
         " is negative: ", static_cast<int64_t>(v.ints[0]));
   return v.ints[0];
 }
 
 double GgufFile::get_float(const std::string& key) const {
-  const GgufValue& v = must(find(key), path_, key);
-  check(v.type == GgufType::f32 || v.type == GgufType::f64, path_, ": key ", key, " is a ",
+  const GgufValue& v = must(find(key), path(), key);
+  check(v.type == GgufType::f32 || v.type == GgufType::f64, path(), ": key ", key, " is a ",
         gguf_type_name(v.type), ", expected f32 or f64");
   return v.floats[0];
 }
 
 const std::string& GgufFile::get_string(const std::string& key) const {
-  const GgufValue& v = must(find(key), path_, key);
-  check(v.type == GgufType::string, path_, ": key ", key, " is a ", gguf_type_name(v.type),
+  const GgufValue& v = must(find(key), path(), key);
+  check(v.type == GgufType::string, path(), ": key ", key, " is a ", gguf_type_name(v.type),
         ", expected a string");
   return v.strings[0];
 }
 
 const GgufValue& GgufFile::get_array(const std::string& key, GgufType elem) const {
-  const GgufValue& v = must(find(key), path_, key);
-  check(v.is_array() && v.elem == elem, path_, ": key ", key, " is ",
+  const GgufValue& v = must(find(key), path(), key);
+  check(v.is_array() && v.elem == elem, path(), ": key ", key, " is ",
         v.is_array() ? "an array of " + std::string(gguf_type_name(v.elem))
                      : "a " + std::string(gguf_type_name(v.type)),
         ", expected an array of ", gguf_type_name(elem));
@@ -429,28 +409,17 @@ std::span<const std::byte> GgufFile::data(const GgufTensor& t) const {
   return data_.subspan(t.offset, t.bytes);
 }
 
-void GgufFile::populate(const GgufTensor& t) const {
-  if (!storage_->mapped()) return;
-  io::populate(data(t));
-}
+void GgufFile::populate(const GgufTensor& t) const { storage_->populate(data(t)); }
 
 // ---------------------------------------------------------------------------------------------
 // Writing
 
 namespace {
 
-void put(std::vector<std::byte>& out, uint64_t v, unsigned bytes) {
-  for (unsigned i = 0; i < bytes; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
 void put_str(std::vector<std::byte>& out, std::string_view s) {
-  put(out, s.size(), 8);
+  append_le(out, s.size(), 8);
   const auto* p = reinterpret_cast<const std::byte*>(s.data());
   out.insert(out.end(), p, p + s.size());
-}
-uint32_t f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
 }
 
 }  // namespace
@@ -468,50 +437,46 @@ void GgufWriter::begin_kv(const std::string& key, GgufType type) {
   keys_.push_back(key);
   ++n_kv_;
   put_str(kv_, key);
-  put(kv_, static_cast<uint32_t>(type), 4);
+  append_le(kv_, static_cast<uint32_t>(type), 4);
 }
 
-void GgufWriter::add_u32(const std::string& key, uint32_t v) {
-  begin_kv(key, GgufType::u32);
-  put(kv_, v, 4);
+void GgufWriter::add_scalar(const std::string& key, GgufType type, uint64_t bits) {
+  begin_kv(key, type);
+  append_le(kv_, bits, static_cast<unsigned>(scalar_bytes(type)));
 }
+
+void GgufWriter::begin_array(const std::string& key, GgufType elem, uint64_t count) {
+  begin_kv(key, GgufType::array);
+  append_le(kv_, static_cast<uint32_t>(elem), 4);
+  append_le(kv_, count, 8);
+}
+
+void GgufWriter::add_u32(const std::string& key, uint32_t v) { add_scalar(key, GgufType::u32, v); }
 void GgufWriter::add_i32(const std::string& key, int32_t v) {
-  begin_kv(key, GgufType::i32);
-  put(kv_, static_cast<uint32_t>(v), 4);
+  add_scalar(key, GgufType::i32, static_cast<uint32_t>(v));
 }
-void GgufWriter::add_u64(const std::string& key, uint64_t v) {
-  begin_kv(key, GgufType::u64);
-  put(kv_, v, 8);
-}
+void GgufWriter::add_u64(const std::string& key, uint64_t v) { add_scalar(key, GgufType::u64, v); }
 void GgufWriter::add_f32(const std::string& key, float v) {
-  begin_kv(key, GgufType::f32);
-  put(kv_, f32_bits(v), 4);
+  add_scalar(key, GgufType::f32, float_bits(v));
 }
 void GgufWriter::add_bool(const std::string& key, bool v) {
-  begin_kv(key, GgufType::boolean);
-  put(kv_, v ? 1 : 0, 1);
+  add_scalar(key, GgufType::boolean, v ? 1 : 0);
 }
 void GgufWriter::add_string(const std::string& key, std::string_view v) {
   begin_kv(key, GgufType::string);
   put_str(kv_, v);
 }
 void GgufWriter::add_string_array(const std::string& key, std::span<const std::string> v) {
-  begin_kv(key, GgufType::array);
-  put(kv_, static_cast<uint32_t>(GgufType::string), 4);
-  put(kv_, v.size(), 8);
+  begin_array(key, GgufType::string, v.size());
   for (const std::string& s : v) put_str(kv_, s);
 }
 void GgufWriter::add_i32_array(const std::string& key, std::span<const int32_t> v) {
-  begin_kv(key, GgufType::array);
-  put(kv_, static_cast<uint32_t>(GgufType::i32), 4);
-  put(kv_, v.size(), 8);
-  for (int32_t x : v) put(kv_, static_cast<uint32_t>(x), 4);
+  begin_array(key, GgufType::i32, v.size());
+  for (int32_t x : v) append_le(kv_, static_cast<uint32_t>(x), 4);
 }
 void GgufWriter::add_f32_array(const std::string& key, std::span<const float> v) {
-  begin_kv(key, GgufType::array);
-  put(kv_, static_cast<uint32_t>(GgufType::f32), 4);
-  put(kv_, v.size(), 8);
-  for (float x : v) put(kv_, f32_bits(x), 4);
+  begin_array(key, GgufType::f32, v.size());
+  for (float x : v) append_le(kv_, float_bits(x), 4);
 }
 
 void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<uint64_t> ne,
@@ -536,17 +501,17 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
 std::vector<std::byte> GgufWriter::header() const {
   std::vector<std::byte> out;
   out.insert(out.end(), {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}});
-  put(out, kVersion, 4);
-  put(out, tensors_.size(), 8);
-  put(out, n_kv_, 8);
+  append_le(out, kVersion, 4);
+  append_le(out, tensors_.size(), 8);
+  append_le(out, n_kv_, 8);
   out.insert(out.end(), kv_.begin(), kv_.end());
   uint64_t offset = 0;
   for (const Tensor& t : tensors_) {
     put_str(out, t.name);
-    put(out, t.ne.size(), 4);
-    for (uint64_t d : t.ne) put(out, d, 8);
-    put(out, static_cast<uint32_t>(t.type), 4);
-    put(out, offset, 8);
+    append_le(out, t.ne.size(), 4);
+    for (uint64_t d : t.ne) append_le(out, d, 8);
+    append_le(out, static_cast<uint32_t>(t.type), 4);
+    append_le(out, offset, 8);
     offset += padded(t.data.size());
   }
   out.resize(padded(out.size()), std::byte{0});

@@ -9,8 +9,9 @@
 // allocation), value and tensor types, dimensions (overflow-checked), duplicate keys and
 // tensor names, alignment, offsets inside the data section and tensors that overlap. Errors
 // are one line naming the file, the key or tensor, and the problem. The io layer knows tensor
-// types only by their block size and bytes: F32, F16, Q8_0 and Q4_0 are supported; any other
-// is refused by name. The writer writes through an AtomicFile.
+// types only by their block size and bytes, those of the DType each is in tinylm: F32, F16,
+// Q8_0, Q4_0, Q4_K, Q5_K and Q6_K are supported; any other is refused by name. The writer writes
+// through an AtomicFile.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -20,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tinylm/core/dtype.h"
 #include "tinylm/io/mapped_file.h"
 
 namespace tinylm::io {
@@ -58,6 +60,9 @@ enum class GgmlType : uint32_t {
 // "BF16", ...) or "type N".
 std::string ggml_type_name(uint32_t type);
 bool ggml_type_supported(uint32_t type);
+// The element type a tensor of type t is in tinylm (f32, f16, q8_0, ...): its block size and
+// bytes are the file's.
+DType ggml_dtype(GgmlType t);
 // Elements per block (1 for F32/F16, 32 for Q8_0/Q4_0, 256 for the k-quants) and bytes per
 // block (4, 2, 34, 18, 144, 176, 210).
 uint64_t ggml_block_size(GgmlType t);
@@ -86,14 +91,9 @@ struct GgufTensor {
   uint64_t bytes = 0;
 };
 
-class GgufFile {
+// Made by GgufFile::open(path) or GgufFile::from_bytes(image, name) (io/mapped_file.h).
+class GgufFile : public FileReader<GgufFile> {
  public:
-  // Maps and validates `path`.
-  static GgufFile open(const std::string& path);
-  // Validates an in-memory image (copied); `name` stands for the path in errors.
-  static GgufFile from_bytes(std::span<const std::byte> bytes, const std::string& name);
-
-  const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
 
@@ -117,11 +117,10 @@ class GgufFile {
   std::shared_ptr<const void> owner() const { return storage_; }
 
  private:
+  friend class FileReader<GgufFile>;
   void parse();
 
-  std::string path_;
-  std::shared_ptr<FileBytes> storage_;
-  std::span<const std::byte> file_, data_;
+  std::span<const std::byte> data_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   std::vector<std::pair<std::string, GgufValue>> kv_;
@@ -156,6 +155,8 @@ class GgufWriter {
 
  private:
   void begin_kv(const std::string& key, GgufType type);
+  void add_scalar(const std::string& key, GgufType type, uint64_t bits);  // a number's bits
+  void begin_array(const std::string& key, GgufType elem, uint64_t count);
   std::vector<std::byte> header() const;  // up to the data section, padded
   uint64_t padded(uint64_t n) const;
 

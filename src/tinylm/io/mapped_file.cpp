@@ -74,14 +74,21 @@ void populate(std::span<const std::byte> bytes) {
 
 std::shared_ptr<FileBytes> FileBytes::open(const std::string& path) {
   auto f = std::make_shared<FileBytes>();
+  f->name = path;
   f->map = MappedFile::open(path);
   return f;
 }
 
-std::shared_ptr<FileBytes> FileBytes::copy(std::span<const std::byte> bytes) {
+std::shared_ptr<FileBytes> FileBytes::copy(std::span<const std::byte> bytes,
+                                           const std::string& name) {
   auto f = std::make_shared<FileBytes>();
+  f->name = name;
   f->owned.assign(bytes.begin(), bytes.end());
   return f;
+}
+
+void FileBytes::populate(std::span<const std::byte> part) const {
+  if (mapped()) io::populate(part);
 }
 
 }  // namespace tinylm::io

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tinylm::io {
@@ -30,14 +31,47 @@ class MappedFile {
 };
 
 // A file's bytes for a reader: mapped (open), or a copy (copy: images in memory, for tests and
-// fuzzing). Shared, so tensors used in place keep them alive.
+// fuzzing), with the name its errors give (the path, or the name given for a copy). Shared, so
+// tensors used in place keep them alive.
 struct FileBytes {
+  std::string name;
   MappedFile map;  // empty for a copy
   std::vector<std::byte> owned;
   static std::shared_ptr<FileBytes> open(const std::string& path);
-  static std::shared_ptr<FileBytes> copy(std::span<const std::byte> bytes);
+  static std::shared_ptr<FileBytes> copy(std::span<const std::byte> bytes, const std::string& name);
   bool mapped() const { return !map.bytes().empty(); }
   std::span<const std::byte> bytes() const { return mapped() ? map.bytes() : owned; }
+  // populate(part) below for a mapped file; nothing for a copy, whose pages are in memory.
+  void populate(std::span<const std::byte> part) const;
+};
+
+// What every format reader (GgufFile, SafetensorsFile) shares: it is made by open (the file
+// mapped) or from_bytes (an image in memory, copied), and Reader::parse() validates everything
+// before it is returned. Errors name path().
+template <class Reader>
+class FileReader {
+ public:
+  // Maps and validates `path`.
+  static Reader open(const std::string& path) { return parsed(FileBytes::open(path)); }
+  // Validates an in-memory image (copied); `name` stands for the path in errors.
+  static Reader from_bytes(std::span<const std::byte> bytes, const std::string& name) {
+    return parsed(FileBytes::copy(bytes, name));
+  }
+
+  const std::string& path() const { return storage_->name; }
+
+ protected:
+  std::shared_ptr<FileBytes> storage_;
+  std::span<const std::byte> file_;  // the whole file
+
+ private:
+  static Reader parsed(std::shared_ptr<FileBytes> storage) {
+    Reader r;
+    r.storage_ = std::move(storage);
+    r.file_ = r.storage_->bytes();
+    r.parse();
+    return r;
+  }
 };
 
 // Faults in the pages under `bytes` (part of a mapping) now, so a later pass over them runs at

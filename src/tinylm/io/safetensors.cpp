@@ -13,6 +13,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/json_strict.h"
+#include "tinylm/io/little_endian.h"
 #include "tinylm/io/mapped_file.h"
 #include "tinylm/kernels/cast/cast.h"
 
@@ -30,11 +31,6 @@ constexpr DtypeInfo kDtypes[] = {{"BOOL", 1},    {"U8", 1},  {"I8", 1},  {"F8_E5
                                  {"BF16", 2},    {"I32", 4}, {"U32", 4}, {"F32", 4},
                                  {"F64", 8},     {"I64", 8}, {"U64", 8}};
 
-uint64_t read_le64(const std::byte* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
 }  // namespace
 
 size_t safetensors_dtype_size(const std::string& dtype) {
@@ -44,35 +40,13 @@ size_t safetensors_dtype_size(const std::string& dtype) {
   return 0;
 }
 
-SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  SafetensorsFile f;
-  f.path_ = path;
-  f.storage_ = FileBytes::open(path);
-  f.file_ = f.storage_->bytes();
-  f.parse();
-  return f;
-}
-
-void SafetensorsFile::populate(const SafetensorsEntry& e) const {
-  if (!storage_->mapped()) return;
-  io::populate(bytes(e));
-}
-
-SafetensorsFile SafetensorsFile::from_bytes(std::span<const std::byte> bytes,
-                                            const std::string& name) {
-  SafetensorsFile f;
-  f.path_ = name;
-  f.storage_ = FileBytes::copy(bytes);
-  f.file_ = f.storage_->bytes();
-  f.parse();
-  return f;
-}
+void SafetensorsFile::populate(const SafetensorsEntry& e) const { storage_->populate(bytes(e)); }
 
 void SafetensorsFile::parse() {
-  const std::string& p = path_;
+  const std::string& p = path();
   check(file_.size() >= 8, p, ": file too short for a safetensors header (", file_.size(),
         " bytes)");
-  const uint64_t n = read_le64(file_.data());
+  const uint64_t n = get_le(file_.data(), 8);
   check(n <= kMaxHeader, p, ": header length ", n, " exceeds the 100 MB limit");
   check(n <= file_.size() - 8, p, ": header length ", n, " runs past the end of the file (",
         file_.size(), " bytes)");
@@ -168,9 +142,9 @@ std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsEntry& e) con
 const SafetensorsEntry& SafetensorsFile::entry_checked(const std::string& name,
                                                        const Shape& want) const {
   const SafetensorsEntry* e = find(name);
-  check(e != nullptr, path_, ": missing tensor ", name);
-  check(want.empty() || e->shape == want, path_, ": tensor ", name, ": shape ", shape_str(e->shape),
-        ", expected ", shape_str(want));
+  check(e != nullptr, path(), ": missing tensor ", name);
+  check(want.empty() || e->shape == want, path(), ": tensor ", name, ": shape ",
+        shape_str(e->shape), ", expected ", shape_str(want));
   return *e;
 }
 
@@ -207,12 +181,12 @@ std::vector<Out> convert(const SafetensorsEntry& e, std::span<const std::byte> b
 
 std::vector<double> SafetensorsFile::read_f64(const std::string& name, const Shape& want) const {
   const SafetensorsEntry& e = entry_checked(name, want);
-  return convert<double>(e, bytes(e), path_);
+  return convert<double>(e, bytes(e), path());
 }
 
 std::vector<float> SafetensorsFile::read_f32(const std::string& name, const Shape& want) const {
   const SafetensorsEntry& e = entry_checked(name, want);
-  return convert<float>(e, bytes(e), path_);
+  return convert<float>(e, bytes(e), path());
 }
 
 void SafetensorsFile::read_f32_into(const std::string& name, std::span<float> out,
@@ -225,13 +199,13 @@ void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out,
   const SafetensorsEntry& e = entry_checked(name, want);
   const std::span<const std::byte> b = bytes(e);
   const size_t n = b.size() / safetensors_dtype_size(e.dtype);
-  check(numel == n, path_, ": tensor ", name, ": ", n, " elements, destination holds ", numel);
+  check(numel == n, path(), ": tensor ", name, ": ", n, " elements, destination holds ", numel);
   const std::string_view want_name = dtype == DType::f32    ? "F32"
                                      : dtype == DType::bf16 ? "BF16"
                                      : dtype == DType::f16  ? "F16"
                                                             : "";
-  check(!want_name.empty(), path_, ": tensor ", name, ": cannot convert to ", dtype_name(dtype));
-  check(e.dtype == "F32" || e.dtype == "F16" || e.dtype == "BF16" || e.dtype == "F64", path_,
+  check(!want_name.empty(), path(), ": tensor ", name, ": cannot convert to ", dtype_name(dtype));
+  check(e.dtype == "F32" || e.dtype == "F16" || e.dtype == "BF16" || e.dtype == "F64", path(),
         ": tensor ", e.name, ": dtype ", e.dtype, " is not a floating-point type tinylm reads");
   // Drops the whole pages of source bytes [0, upto) not dropped yet.
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
@@ -307,8 +281,8 @@ void write_safetensors(const std::string& path, std::span<const SafetensorsWrite
   // then cache-line aligned when the file is memory-mapped and used in place.
   h.append((64 - (8 + h.size()) % 64) % 64, ' ');
   AtomicFile out(path);
-  std::byte len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::byte>((h.size() >> (8 * i)) & 0xff);
+  std::vector<std::byte> len;
+  append_le(len, h.size(), 8);
   out.write(len);
   out.write(std::as_bytes(std::span(h.data(), h.size())));
   for (const auto& t : tensors) out.write(t.data);

@@ -26,14 +26,10 @@ struct SafetensorsEntry {
   size_t end = 0;
 };
 
-class SafetensorsFile {
+// Made by SafetensorsFile::open(path) or SafetensorsFile::from_bytes(image, name)
+// (io/mapped_file.h).
+class SafetensorsFile : public FileReader<SafetensorsFile> {
  public:
-  // Maps and validates `path`.
-  static SafetensorsFile open(const std::string& path);
-  // Validates an in-memory image (copied); `name` stands for the path in errors.
-  static SafetensorsFile from_bytes(std::span<const std::byte> bytes, const std::string& name);
-
-  const std::string& path() const { return path_; }
   const std::vector<SafetensorsEntry>& entries() const { return entries_; }  // file order
   const SafetensorsEntry* find(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
@@ -61,12 +57,10 @@ class SafetensorsFile {
                  const Shape& want = {}, DropPages drop = DropPages::No) const;
 
  private:
+  friend class FileReader<SafetensorsFile>;
   void parse();
   const SafetensorsEntry& entry_checked(const std::string& name, const Shape& want) const;
 
-  std::string path_;
-  std::shared_ptr<FileBytes> storage_;
-  std::span<const std::byte> file_;
   std::span<const std::byte> data_;
   std::vector<SafetensorsEntry> entries_;
   std::map<std::string, std::string> metadata_;

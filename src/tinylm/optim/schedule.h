@@ -9,30 +9,20 @@
 #include <string>
 #include <string_view>
 
-#include "tinylm/core/error.h"
+#include "tinylm/core/enum_names.h"
 
 namespace tinylm::optim {
 
 enum class LrDecay : uint8_t { constant, linear, cosine };
 
-inline LrDecay parse_lr_decay(std::string_view name) {
-  if (name == "constant") return LrDecay::constant;
-  if (name == "linear") return LrDecay::linear;
-  if (name == "cosine") return LrDecay::cosine;
-  fail("unknown learning-rate schedule '", name, "' (expected cosine, linear or constant)");
-}
+// In the order the parser's error lists them.
+inline constexpr EnumName<LrDecay> kLrDecayNames[] = {
+    {LrDecay::cosine, "cosine"}, {LrDecay::linear, "linear"}, {LrDecay::constant, "constant"}};
 
-inline std::string_view lr_decay_name(LrDecay d) {
-  switch (d) {
-    case LrDecay::constant:
-      return "constant";
-    case LrDecay::linear:
-      return "linear";
-    case LrDecay::cosine:
-      return "cosine";
-  }
-  return "?";
+inline LrDecay parse_lr_decay(std::string_view name) {
+  return parse_of(kLrDecayNames, name, "learning-rate schedule");
 }
+inline std::string_view lr_decay_name(LrDecay d) { return name_of(kLrDecayNames, d); }
 
 struct LrSchedule {
   double lr = 6e-4;

@@ -1,12 +1,28 @@
 #include "tinylm/serve/metrics.h"
 
+#include <ostream>
 #include <sstream>
+#include <string_view>
 
 namespace tinylm::serve {
 
 namespace {
 constexpr std::chrono::seconds kRateWindow{10};
+
+// A metric's HELP and TYPE lines, which its samples follow.
+void describe(std::ostream& o, std::string_view name, std::string_view type,
+              std::string_view help) {
+  o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
 }
+
+// A metric of one unlabelled sample.
+template <class T>
+void single(std::ostream& o, std::string_view name, std::string_view type, std::string_view help,
+            T value) {
+  describe(o, name, type, help);
+  o << name << " " << value << "\n";
+}
+}  // namespace
 
 void Metrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard lock(mu_);
@@ -29,34 +45,22 @@ std::string Metrics::prometheus() {
   for (const auto& [t, n] : recent_) {
     if (now - t <= kRateWindow) window_tokens += n;
   }
-  o << "# HELP tinylm_requests_total HTTP requests answered, by endpoint and status.\n"
-       "# TYPE tinylm_requests_total counter\n";
+  describe(o, "tinylm_requests_total", "counter",
+           "HTTP requests answered, by endpoint and status.");
   for (const auto& [key, n] : requests_) {
     o << "tinylm_requests_total{endpoint=\"" << key.first << "\",code=\"" << key.second << "\"} "
       << n << "\n";
   }
-  o << "# HELP tinylm_prompt_tokens_total Prompt tokens prefilled.\n"
-       "# TYPE tinylm_prompt_tokens_total counter\n"
-    << "tinylm_prompt_tokens_total " << prompt_tokens_ << "\n"
-    << "# HELP tinylm_generated_tokens_total Tokens generated.\n"
-       "# TYPE tinylm_generated_tokens_total counter\n"
-    << "tinylm_generated_tokens_total " << generated_ << "\n"
-    << "# HELP tinylm_cancelled_total Generations cancelled because their client went away.\n"
-       "# TYPE tinylm_cancelled_total counter\n"
-    << "tinylm_cancelled_total " << cancelled_ << "\n"
-    << "# HELP tinylm_queue_length Choices waiting for a slot.\n"
-       "# TYPE tinylm_queue_length gauge\n"
-    << "tinylm_queue_length " << queue_ << "\n"
-    << "# HELP tinylm_active_slots Slots generating now.\n"
-       "# TYPE tinylm_active_slots gauge\n"
-    << "tinylm_active_slots " << active_ << "\n"
-    << "# HELP tinylm_slots Slots configured (--slots).\n"
-       "# TYPE tinylm_slots gauge\n"
-    << "tinylm_slots " << slots_ << "\n"
-    << "# HELP tinylm_tokens_per_second Tokens generated per second over the last 10 s.\n"
-       "# TYPE tinylm_tokens_per_second gauge\n"
-    << "tinylm_tokens_per_second "
-    << static_cast<double>(window_tokens) / static_cast<double>(kRateWindow.count()) << "\n";
+  single(o, "tinylm_prompt_tokens_total", "counter", "Prompt tokens prefilled.",
+         prompt_tokens_.load());
+  single(o, "tinylm_generated_tokens_total", "counter", "Tokens generated.", generated_.load());
+  single(o, "tinylm_cancelled_total", "counter",
+         "Generations cancelled because their client went away.", cancelled_.load());
+  single(o, "tinylm_queue_length", "gauge", "Choices waiting for a slot.", queue_.load());
+  single(o, "tinylm_active_slots", "gauge", "Slots generating now.", active_.load());
+  single(o, "tinylm_slots", "gauge", "Slots configured (--slots).", slots_);
+  single(o, "tinylm_tokens_per_second", "gauge", "Tokens generated per second over the last 10 s.",
+         static_cast<double>(window_tokens) / static_cast<double>(kRateWindow.count()));
   return o.str();
 }
 

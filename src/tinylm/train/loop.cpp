@@ -3,38 +3,30 @@
 #include <cmath>
 #include <vector>
 
+#include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/optim/grad_ops.h"
 
 namespace tinylm::train {
 
-Optimizer parse_optimizer(std::string_view name) {
-  if (name == "adamw") return Optimizer::adamw;
-  if (name == "sgd") return Optimizer::sgd;
-  fail("unknown optimizer '", name, "' (expected adamw or sgd)");
-}
+namespace {
+constexpr EnumName<Optimizer> kOptimizerNames[] = {{Optimizer::adamw, "adamw"},
+                                                   {Optimizer::sgd, "sgd"}};
+constexpr EnumName<DecayScope> kDecayScopeNames[] = {{DecayScope::matrices, "matrices"},
+                                                     {DecayScope::embeddings, "embeddings"},
+                                                     {DecayScope::all, "all"}};
+}  // namespace
 
-std::string_view optimizer_name(Optimizer o) { return o == Optimizer::adamw ? "adamw" : "sgd"; }
+Optimizer parse_optimizer(std::string_view name) {
+  return parse_of(kOptimizerNames, name, "optimizer");
+}
+std::string_view optimizer_name(Optimizer o) { return name_of(kOptimizerNames, o); }
 
 DecayScope parse_decay_scope(std::string_view name) {
-  if (name == "matrices") return DecayScope::matrices;
-  if (name == "embeddings") return DecayScope::embeddings;
-  if (name == "all") return DecayScope::all;
-  fail("unknown weight-decay scope '", name, "' (expected matrices, embeddings or all)");
+  return parse_of(kDecayScopeNames, name, "weight-decay scope");
 }
-
-std::string_view decay_scope_name(DecayScope d) {
-  switch (d) {
-    case DecayScope::matrices:
-      return "matrices";
-    case DecayScope::embeddings:
-      return "embeddings";
-    case DecayScope::all:
-      return "all";
-  }
-  return "?";
-}
+std::string_view decay_scope_name(DecayScope d) { return name_of(kDecayScopeNames, d); }
 
 namespace {
 

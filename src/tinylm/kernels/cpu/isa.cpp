@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
+#include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -17,7 +19,9 @@ namespace tinylm::kernels {
 
 namespace {
 
-constexpr Isa kAll[] = {Isa::generic, Isa::avx2, Isa::avx512};
+// Every level, lowest first, with its TINYLM_ISA name.
+constexpr EnumName<Isa> kIsaNames[] = {
+    {Isa::generic, "generic"}, {Isa::avx2, "avx2"}, {Isa::avx512, "avx512"}};
 
 #if defined(TINYLM_X86_LEVELS) && (defined(__x86_64__) || defined(__i386__))
 // XCR0: which register states the OS saves on a context switch.
@@ -106,24 +110,14 @@ bool cpu_has_amx_bf16() {
   return has;
 }
 
-std::string_view isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::generic:
-      return "generic";
-    case Isa::avx2:
-      return "avx2";
-    case Isa::avx512:
-      return "avx512";
-  }
-  return "?";
-}
+std::string_view isa_name(Isa isa) { return name_of(kIsaNames, isa); }
 
 const std::vector<Isa>& supported_isas() {
   static const std::vector<Isa> levels = [] {
     std::vector<Isa> out;
     const Isa best = detect_best();
-    for (Isa isa : kAll) {
-      if (isa <= best) out.push_back(isa);
+    for (const EnumName<Isa>& level : kIsaNames) {
+      if (level.value <= best) out.push_back(level.value);
     }
     return out;
   }();
@@ -131,15 +125,12 @@ const std::vector<Isa>& supported_isas() {
 }
 
 Isa parse_supported_isa(std::string_view name) {
-  for (Isa isa : kAll) {
-    if (name != isa_name(isa)) continue;
-    for (Isa s : supported_isas()) {
-      if (s == isa) return isa;
-    }
-    fail("TINYLM_ISA=", name, ": this CPU does not support it (supported: ", supported_names(),
-         ")");
+  const std::optional<Isa> isa = find_named(kIsaNames, name);
+  if (!isa) fail("TINYLM_ISA=", name, ": unknown level (supported here: ", supported_names(), ")");
+  for (Isa s : supported_isas()) {
+    if (s == *isa) return *isa;
   }
-  fail("TINYLM_ISA=", name, ": unknown level (supported here: ", supported_names(), ")");
+  fail("TINYLM_ISA=", name, ": this CPU does not support it (supported: ", supported_names(), ")");
 }
 
 void set_active_isa(Isa isa) {
