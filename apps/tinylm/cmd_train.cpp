@@ -16,8 +16,8 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/distributed/comm.h"
-#include "tinylm/families/gpt2.h"
 #include "tinylm/families/family.h"
+#include "tinylm/families/gpt2.h"
 #include "tinylm/train/family.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
@@ -111,9 +111,9 @@ nlohmann::ordered_json new_run_flags(TrainFlags& f) {
   nlohmann::ordered_json given = given_flags(f);
   // --init-from says what it is: --arch may be left out, and must agree when given.
   if (!f.config.init_from.empty()) {
-    const DetectedModel d = resolve_model(
-        "train --init-from", f.config.init_from, given.contains("arch") ? f.config.arch : "",
-        families::all());
+    const DetectedModel d =
+        resolve_model("train --init-from", f.config.init_from,
+                      given.contains("arch") ? f.config.arch : "", families::all());
     f.config.arch = d.family->name;
     f.config.init_from = d.path;
     given["arch"] = f.config.arch;
@@ -126,7 +126,8 @@ nlohmann::ordered_json new_run_flags(TrainFlags& f) {
   for (auto& path : given["data"]) path = resolve_data_path(path.get<std::string>());
   if (!given.contains("tokenizer")) {
     const std::string tokenizer =
-        train::train_family(f.config.arch).default_tokenizer(f.config, families::default_vocab_dir, stderr);
+        train::train_family(f.config.arch)
+            .default_tokenizer(f.config, families::default_vocab_dir, stderr);
     if (!tokenizer.empty()) given["tokenizer"] = tokenizer;
   }
   return given;

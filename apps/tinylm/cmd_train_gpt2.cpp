@@ -102,7 +102,8 @@ void run(const Flags& f) {
   const bool root = distributed::Comm::world().root();
   const train::Gpt2ProtocolOptions options = protocol_options(f, root);
   // What --model is, from the file: a wrong kind is one line before anything loads.
-  const std::string model_path = resolve_model("train-gpt2", f.model, "", {&families::gpt2_family}).path;
+  const std::string model_path =
+      resolve_model("train-gpt2", f.model, "", {&families::gpt2_family}).path;
   set_num_threads(f.threads);
   if (root) probe_outputs(f, model_path);
   checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(model_path, f.config);

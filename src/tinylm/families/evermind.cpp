@@ -1,12 +1,11 @@
 // EvermindLM's record: EVL0 checkpoints, with the tokenizer saved beside them.
-#include "tinylm/families/family.h"
-
 #include <cstdio>
 #include <filesystem>
 
 #include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/timer.h"
+#include "tinylm/families/family.h"
 #include "tinylm/train/family.h"
 
 namespace tinylm::families {
