@@ -149,7 +149,9 @@ ModelSize microgpt_size(const RunConfig& c) {
 
 std::string no_tokenizer(const RunConfig&, std::string (*)(), std::FILE*) { return ""; }
 
-const TrainFamily kFamilies[] = {
+// constinit: the family table's records (families/) take these addresses while they are
+// initialized themselves, before any dynamic initialization could have run.
+constinit const TrainFamily kFamilies[] = {
     {.name = "gpt2",
      .dropout_and_compute = true,
      .apply_defaults = gpt2_defaults,
