@@ -9,8 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "tinylm/core/dtype.h"
+#include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/crc32.h"
@@ -21,6 +23,9 @@
 namespace tinylm::checkpoints {
 
 namespace {
+
+constexpr EnumName<EvlPrecision> kPrecisionNames[] = {{EvlPrecision::f32, "f32"},
+                                                      {EvlPrecision::f16, "f16"}};
 
 constexpr size_t kChunkValues = 16384;  // parameters converted per write while streaming
 
@@ -138,19 +143,12 @@ uint64_t checked_size(const evermind::Config& c, EvlPrecision p, uint64_t actual
 }  // namespace
 
 std::string_view evl_precision_name(EvlPrecision p) {
-  switch (p) {
-    case EvlPrecision::f32:
-      return "f32";
-    case EvlPrecision::f16:
-      return "f16";
-  }
-  return "unknown";
+  return name_of(kPrecisionNames, p, "unknown");
 }
 
 EvlPrecision parse_evl_precision(std::string_view name) {
-  if (name == "f32") return EvlPrecision::f32;
-  if (name == "f16") return EvlPrecision::f16;
-  fail("EVL0 precision must be f32 or f16 (got '", name, "')");
+  if (const std::optional<EvlPrecision> p = find_named(kPrecisionNames, name)) return *p;
+  fail("EVL0 precision must be ", names_list(kPrecisionNames), " (got '", name, "')");
 }
 
 void put_evl_config(std::byte* out, const evermind::Config& c, std::string_view name) {

@@ -23,12 +23,9 @@ float get_f16(const std::byte* p) {
 }  // namespace
 
 std::optional<DType> ggml_block_dtype(io::GgmlType t) {
-  if (t == io::GgmlType::q8_0) return DType::q8_0;
-  if (t == io::GgmlType::q4_0) return DType::q4_0;
-  if (t == io::GgmlType::q6_k) return DType::q6_k;
-  if (t == io::GgmlType::q4_k) return DType::q4_k;
-  if (t == io::GgmlType::q5_k) return DType::q5_k;
-  return std::nullopt;
+  if (!io::ggml_type_supported(static_cast<uint32_t>(t))) return std::nullopt;
+  const DType d = io::ggml_dtype(t);
+  return is_quantized(d) ? std::optional<DType>(d) : std::nullopt;
 }
 
 void encode_ggml(io::GgmlType type, std::span<const float> x, std::span<std::byte> out) {

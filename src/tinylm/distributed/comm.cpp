@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <type_traits>
 #include <utility>
 
+#include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 
@@ -38,11 +40,14 @@ void check_mpi(int rc, const char* what) {
 
 Comm& Comm::world() { return g_world; }
 
+namespace {
+constexpr EnumName<Overlap> kOverlapNames[] = {
+    {Overlap::automatic, "auto"}, {Overlap::on, "on"}, {Overlap::off, "off"}};
+}  // namespace
+
 Overlap parse_overlap(std::string_view name) {
-  if (name == "auto") return Overlap::automatic;
-  if (name == "on") return Overlap::on;
-  if (name == "off") return Overlap::off;
-  fail("--overlap ", name, ": expected auto, on or off");
+  if (const std::optional<Overlap> o = find_named(kOverlapNames, name)) return *o;
+  fail("--overlap ", name, ": expected ", names_list(kOverlapNames));
 }
 
 bool Comm::overlap_exchange(Overlap mode, int threads) const {

@@ -43,11 +43,11 @@ class StepBackend final : public DecodeBackend {
   void step(std::span<Sequence* const> seqs, std::span<const int> tokens,
             std::span<float> logits) override {
     const size_t V = static_cast<size_t>(vocab_size());
-    check(seqs.size() == tokens.size() && logits.size() == seqs.size() * V,
-          "step: ", seqs.size(), " sequences, ", tokens.size(), " tokens and ", logits.size(),
-          " logits disagree");
+    check(seqs.size() == tokens.size() && logits.size() == seqs.size() * V, "step: ", seqs.size(),
+          " sequences, ", tokens.size(), " tokens and ", logits.size(), " logits disagree");
     for (size_t r = 0; r < seqs.size(); ++r) {
-      const std::span<const float> l = static_cast<DecoderSequence*>(seqs[r])->decoder.step(tokens[r]);
+      const std::span<const float> l =
+          static_cast<DecoderSequence*>(seqs[r])->decoder.step(tokens[r]);
       std::copy(l.begin(), l.end(), logits.begin() + static_cast<std::ptrdiff_t>(r * V));
     }
   }

@@ -3,20 +3,22 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/philox.h"
 
 namespace tinylm::train {
 
+namespace {
+constexpr EnumName<DataOrder> kDataOrderNames[] = {{DataOrder::random, "random"},
+                                                   {DataOrder::sequential, "sequential"}};
+}  // namespace
+
 DataOrder parse_data_order(std::string_view name) {
-  if (name == "random") return DataOrder::random;
-  if (name == "sequential") return DataOrder::sequential;
-  fail("unknown data order '", name, "' (choices: random, sequential)");
+  return parse_of(kDataOrderNames, name, "data order");
 }
 
-std::string_view data_order_name(DataOrder order) {
-  return order == DataOrder::random ? "random" : "sequential";
-}
+std::string_view data_order_name(DataOrder order) { return name_of(kDataOrderNames, order); }
 
 DataSplit split_tokens(int64_t n, double val_fraction, int64_t seq_len) {
   check(val_fraction >= 0 && val_fraction < 1, "val_fraction must be in [0, 1), got ",

@@ -1,5 +1,6 @@
 #include "tinylm/models/microgpt/model.h"
 
+#include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/py_math.h"
 #include "tinylm/kernels/activation/softmax.h"
@@ -9,13 +10,14 @@ namespace tinylm::microgpt {
 std::unique_ptr<Model> make_tensor_model(const Config& config);
 std::unique_ptr<Model> make_scalar_model(const Config& config);
 
-Engine parse_engine(std::string_view name) {
-  if (name == "tensor") return Engine::tensor;
-  if (name == "scalar") return Engine::scalar;
-  fail("unknown engine '", name, "' (expected tensor or scalar)");
-}
+namespace {
+constexpr EnumName<Engine> kEngineNames[] = {{Engine::tensor, "tensor"},
+                                             {Engine::scalar, "scalar"}};
+}  // namespace
 
-std::string_view engine_name(Engine e) { return e == Engine::tensor ? "tensor" : "scalar"; }
+Engine parse_engine(std::string_view name) { return parse_of(kEngineNames, name, "engine"); }
+
+std::string_view engine_name(Engine e) { return name_of(kEngineNames, e); }
 
 Model::Model(const Config& config)
     : config_(config), params_(param_layout(config)), grads_(params_.flat().size(), 0.0) {}
