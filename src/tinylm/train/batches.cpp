@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
@@ -15,7 +17,13 @@ constexpr EnumName<DataOrder> kDataOrderNames[] = {{DataOrder::random, "random"}
 }  // namespace
 
 DataOrder parse_data_order(std::string_view name) {
-  return parse_of(kDataOrderNames, name, "data order");
+  if (const std::optional<DataOrder> order = find_named(kDataOrderNames, name)) return *order;
+  std::string choices;
+  for (const EnumName<DataOrder>& e : kDataOrderNames) {
+    if (!choices.empty()) choices += ", ";
+    choices += e.name;
+  }
+  fail("unknown data order '", name, "' (choices: ", choices, ")");
 }
 
 std::string_view data_order_name(DataOrder order) { return name_of(kDataOrderNames, order); }
