@@ -61,9 +61,8 @@ void register_convert(CLI::App& app) {
     std::string where;
     if (from_gguf) {
       const checkpoints::Gpt2Gguf g = checkpoints::load_gpt2_gguf(f->in);
-      const BpeTokenizer tok = f->tokenizer.empty()
-                                   ? checkpoints::load_gguf_tokenizer(f->in)
-                                   : families::load_gpt2_tokenizer(f->tokenizer, "");
+      const BpeTokenizer tok = f->tokenizer.empty() ? checkpoints::load_gguf_tokenizer(f->in)
+                                                    : families::load_gpt2_tokenizer(f->tokenizer);
       const checkpoints::Gpt2Checkpoint& ck = g.checkpoint;
       if (to_gguf) {
         // GGUF to GGUF: the weights as loaded (dequantized), written in the type asked for.
@@ -84,7 +83,7 @@ void register_convert(CLI::App& app) {
       const DetectedModel d =
           resolve_model("convert", f->in, "", families::those(families::converts));
       const checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(d.path, f->config);
-      const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer, d.path);
+      const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer, d);
       if (tok.vocab_size() > ck.config.vocab_size)
         throw UsageError("the tokenizer has " + std::to_string(tok.vocab_size()) +
                          " tokens, more than the model's " + std::to_string(ck.config.vocab_size) +

@@ -45,7 +45,7 @@ void register_init(CLI::App& app) {
         config, f->seed,
         [&progress](int64_t done, int64_t total) { progress.update(done, total); });
     progress.finish();
-    const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer, "");
+    const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer);
     io::StagedDir out(f->out, files);
     checkpoints::save_gpt2(out.path(), config, params);
     tok.save_tokenizer_json(out.file("tokenizer.json"));

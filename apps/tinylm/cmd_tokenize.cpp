@@ -52,7 +52,7 @@ void register_tokenize(CLI::App& app) {
     if (text.empty() && text_opt->count() == 0 && f->file.empty()) {
       throw UsageError("no text on stdin: give it as an argument, with --file FILE, or pipe it in");
     }
-    const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer, "");
+    const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer);
     if (f->decode) {
       std::string s = text;
       for (char& c : s) c = c == ',' ? ' ' : c;

@@ -73,7 +73,7 @@ void check_dtype_flags(const ModelFlags& flags, const DetectedModel& file, std::
 }
 
 BpeTokenizer load_model_tokenizer(const ModelFlags& flags, const DetectedModel& file) {
-  return file.family->load_tokenizer(flags.load.tokenizer, file.path);
+  return file.family->load_tokenizer(flags.load.tokenizer, file);
 }
 
 families::DecodeModel load_decoder(const ModelFlags& flags, const DetectedModel& file) {

@@ -17,9 +17,9 @@ const char* recognise(const checkpoints::Sniffed& file) {
 }
 
 // --tokenizer when given (a tokenizer.json or a directory), else the checkpoint's default.
-BpeTokenizer load_tokenizer(const std::string& explicit_path, const std::string& model_path) {
+BpeTokenizer load_tokenizer(const std::string& explicit_path, const checkpoints::Sniffed& model) {
   const std::string path =
-      explicit_path.empty() ? checkpoints::evl_tokenizer_path(model_path) : explicit_path;
+      explicit_path.empty() ? checkpoints::evl_tokenizer_path(model.path) : explicit_path;
   if (std::filesystem::is_directory(path)) return BpeTokenizer::from_directory(path);
   check(std::filesystem::exists(path), path, ": no such tokenizer file (pass --tokenizer)");
   return BpeTokenizer::from_tokenizer_json(path);

@@ -45,10 +45,10 @@ struct Family {
   const char* (*recognise)(const checkpoints::Sniffed& file) = nullptr;
 
   // Decoding (generate, serve); both null for a family they do not run.
-  // --tokenizer when given, else the model's own (model_path: as the file was detected), else
-  // the family's default.
+  // --tokenizer when given, else the model's own (`model` as detected: its format is not read
+  // again), else the family's default.
   BpeTokenizer (*load_tokenizer)(const std::string& explicit_path,
-                                 const std::string& model_path) = nullptr;
+                                 const checkpoints::Sniffed& model) = nullptr;
   DecodeModel (*load_decoder)(const checkpoints::Sniffed& file,
                               const LoadOptions& options) = nullptr;
   bool f32_only = false;               // --dtype and --activations other than f32 are refused

@@ -71,17 +71,18 @@ std::string default_vocab_dir() {
   fail("no GPT-2 vocabulary (encoder.json + vocab.bpe) in ", tried, ": pass --tokenizer");
 }
 
-BpeTokenizer load_gpt2_tokenizer(const std::string& explicit_path, const std::string& model_dir) {
+BpeTokenizer load_gpt2_tokenizer(const std::string& explicit_path,
+                                 const checkpoints::Sniffed& model) {
   if (!explicit_path.empty()) {
     if (checkpoints::sniff(explicit_path).format == checkpoints::Format::gguf)
       return checkpoints::load_gguf_tokenizer(explicit_path);
     return fs::is_directory(explicit_path) ? BpeTokenizer::from_directory(explicit_path)
                                            : BpeTokenizer::from_tokenizer_json(explicit_path);
   }
-  if (checkpoints::sniff(model_dir).format == checkpoints::Format::gguf)
-    return checkpoints::load_gguf_tokenizer(model_dir);
+  if (model.format == checkpoints::Format::gguf)
+    return checkpoints::load_gguf_tokenizer(model.path);
   const fs::path dir =
-      fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
+      fs::is_directory(model.path) ? fs::path(model.path) : fs::path(model.path).parent_path();
   for (const char* f : {"tokenizer.json", "vocab.json", "encoder.json"}) {
     if (!dir.empty() && fs::exists(dir / f)) return BpeTokenizer::from_directory(dir.string());
   }

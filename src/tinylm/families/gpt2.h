@@ -15,9 +15,10 @@ extern const Family gpt2_family;
 std::string default_vocab_dir();
 
 // The tokenizer: --tokenizer (a tokenizer.json, a directory or a .gguf), else the model's (a
-// .gguf's own, or its directory's, when model_dir is not empty), else the vendored GPT-2
-// vocabulary.
-BpeTokenizer load_gpt2_tokenizer(const std::string& explicit_path, const std::string& model_dir);
+// .gguf's own, or its directory's; `model` as sniffed, none by default), else the vendored
+// GPT-2 vocabulary.
+BpeTokenizer load_gpt2_tokenizer(const std::string& explicit_path,
+                                 const checkpoints::Sniffed& model = {});
 
 // `file` converted to the dtype asked for (options.dtype; "" : f32, or a quantized GGUF's own
 // type), with options.activations; `loaded` gets the line the CLI prints: load time, weight
