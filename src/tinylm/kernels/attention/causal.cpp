@@ -9,6 +9,7 @@
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/attention/causal_reference.h"
+#include "tinylm/kernels/cpu/static_switch.h"
 #include "tinylm/kernels/cpu/vec_math.h"
 
 namespace tinylm::kernels {
@@ -347,26 +348,10 @@ void causal_attention_backward(float* dqkv, const float* dout, const float* att,
     const float* go = dout + b * Tn * C + h * D;
     const float* a = att + task * Tn * Tn;
     float* s = scratch + task * task_scratch(Tn, D);
-    switch (D % kLanes == 0 ? D / kLanes : 0) {
-      case 1:
-        return backward_task<1>(dbase, go, a, base, s, Tn, C);
-      case 2:
-        return backward_task<2>(dbase, go, a, base, s, Tn, C);
-      case 3:
-        return backward_task<3>(dbase, go, a, base, s, Tn, C);
-      case 4:
-        return backward_task<4>(dbase, go, a, base, s, Tn, C);
-      case 5:
-        return backward_task<5>(dbase, go, a, base, s, Tn, C);
-      case 6:
-        return backward_task<6>(dbase, go, a, base, s, Tn, C);
-      case 7:
-        return backward_task<7>(dbase, go, a, base, s, Tn, C);
-      case 8:
-        return backward_task<8>(dbase, go, a, base, s, Tn, C);
-      default:
-        return reference::attention_head_backward(dbase, go, a, base, s, Tn, C, D);
-    }
+    const bool vectors = D % kLanes == 0 && static_switch<1, 8>(D / kLanes, [&]<int NV>() {
+                           backward_task<NV>(dbase, go, a, base, s, Tn, C);
+                         });
+    if (!vectors) reference::attention_head_backward(dbase, go, a, base, s, Tn, C, D);
   });
 }
 

@@ -36,11 +36,12 @@ TINYLM_INLINE f32x16 operator/(f32x16 a, float b) { return a / splat(b); }
 TINYLM_INLINE f32x16& operator+=(f32x16& a, f32x16 b) { return a = a + b; }
 TINYLM_INLINE f32x16 fma(float a, f32x16 b, f32x16 c) { return fma(splat(a), b, c); }
 
-// The first n (1 <= n <= 16) half-precision values widened, zero in the other lanes.
-template <class Half>
-TINYLM_INLINE f32x16 load_n(const Half* p, int64_t n) {
-  Half h[kLanes] = {};
-  std::memcpy(h, p, static_cast<size_t>(n) * sizeof(Half));
+// The first n (1 <= n <= 16) values widened, zero in the other lanes: half-precision ones, and
+// floats at the generic level (the x86 levels mask their loads instead).
+template <class T>
+TINYLM_INLINE f32x16 load_n(const T* p, int64_t n) {
+  T h[kLanes] = {};
+  std::memcpy(h, p, static_cast<size_t>(n) * sizeof(T));
   return load(h);
 }
 

@@ -3,11 +3,14 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tinylm/kernels/cpu/half.h"
 #include "tinylm/kernels/cpu/level.h"
 
 TINYLM_LEVEL_BEGIN
+
+#include "tinylm/kernels/cpu/vec_x86.h"
 
 struct f32x16 {
   __m256 lo, hi;
@@ -77,17 +80,25 @@ TINYLM_INLINE void store_n(float* p, f32x16 x, int64_t n) {
   _mm256_maskstore_ps(p + 8, first_lanes8(n - 8), x.hi);
 }
 
-TINYLM_INLINE f32x16 operator+(f32x16 a, f32x16 b) {
-  return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+// The arithmetic of both vector types, half by half: GCC's vector operators, which the
+// _mm256_add_ps/_pd intrinsics and their kin are defined as.
+template <class V>
+concept Vector = std::is_same_v<V, f32x16> || std::is_same_v<V, f64x8>;
+template <Vector V>
+TINYLM_INLINE V operator+(V a, V b) {
+  return {a.lo + b.lo, a.hi + b.hi};
 }
-TINYLM_INLINE f32x16 operator-(f32x16 a, f32x16 b) {
-  return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)};
+template <Vector V>
+TINYLM_INLINE V operator-(V a, V b) {
+  return {a.lo - b.lo, a.hi - b.hi};
 }
-TINYLM_INLINE f32x16 operator*(f32x16 a, f32x16 b) {
-  return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};
+template <Vector V>
+TINYLM_INLINE V operator*(V a, V b) {
+  return {a.lo * b.lo, a.hi * b.hi};
 }
-TINYLM_INLINE f32x16 operator/(f32x16 a, f32x16 b) {
-  return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)};
+template <Vector V>
+TINYLM_INLINE V operator/(V a, V b) {
+  return {a.lo / b.lo, a.hi / b.hi};
 }
 TINYLM_INLINE f32x16 fma(f32x16 a, f32x16 b, f32x16 c) {
   return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
@@ -104,12 +115,7 @@ TINYLM_INLINE f32x16 select_lt(f32x16 a, f32x16 b, f32x16 x, f32x16 y) {
           _mm256_blendv_ps(y.hi, x.hi, _mm256_cmp_ps(a.hi, b.hi, _CMP_LT_OQ))};
 }
 
-TINYLM_INLINE float hsum(f32x16 x) {
-  const __m256 a = _mm256_add_ps(x.lo, x.hi);
-  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
+TINYLM_INLINE float hsum(f32x16 x) { return halve(kAdd(x.lo, x.hi), kAdd); }
 // out[o] = hsum(a[o]) for o < N, bit for bit: each halving step adds the same lanes in the same
 // order, for two vectors at once.
 template <int N>
@@ -136,12 +142,7 @@ TINYLM_INLINE void hsums(float* out, const f32x16* a) {
     for (int o = 0; o < m; ++o) out[g + o] = v[o];
   }
 }
-TINYLM_INLINE float hmax(f32x16 x) {
-  const __m256 a = _mm256_max_ps(x.lo, x.hi);
-  const __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  const __m128 c = _mm_max_ps(b, _mm_movehl_ps(b, b));
-  return _mm_cvtss_f32(_mm_max_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
+TINYLM_INLINE float hmax(f32x16 x) { return halve(kMax(x.lo, x.hi), kMax); }
 
 TINYLM_INLINE __m256 scale_pow2x8(__m256 p, __m256 n) {
   const __m256i ni = _mm256_cvttps_epi32(n), h = _mm256_srai_epi32(ni, 1);
@@ -167,18 +168,6 @@ TINYLM_INLINE f64x8 load_n(const double* p, int64_t n) {
 TINYLM_INLINE void store_n(double* p, f64x8 x, int64_t n) {
   _mm256_maskstore_pd(p, first_lanes4(n), x.lo);
   _mm256_maskstore_pd(p + 4, first_lanes4(n - 4), x.hi);
-}
-TINYLM_INLINE f64x8 operator+(f64x8 a, f64x8 b) {
-  return {_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)};
-}
-TINYLM_INLINE f64x8 operator-(f64x8 a, f64x8 b) {
-  return {_mm256_sub_pd(a.lo, b.lo), _mm256_sub_pd(a.hi, b.hi)};
-}
-TINYLM_INLINE f64x8 operator*(f64x8 a, f64x8 b) {
-  return {_mm256_mul_pd(a.lo, b.lo), _mm256_mul_pd(a.hi, b.hi)};
-}
-TINYLM_INLINE f64x8 operator/(f64x8 a, f64x8 b) {
-  return {_mm256_div_pd(a.lo, b.lo), _mm256_div_pd(a.hi, b.hi)};
 }
 TINYLM_INLINE f64x8 fma(f64x8 a, f64x8 b, f64x8 c) {
   return {_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)};

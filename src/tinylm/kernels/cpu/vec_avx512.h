@@ -9,6 +9,8 @@
 
 TINYLM_LEVEL_BEGIN
 
+#include "tinylm/kernels/cpu/vec_x86.h"
+
 struct f32x16 {
   __m512 v;
 };
@@ -73,15 +75,9 @@ TINYLM_INLINE f32x16 select_lt(f32x16 a, f32x16 b, f32x16 x, f32x16 y) {
   return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ), y.v, x.v)};
 }
 
-// The lanes halved as [0..8) + [8..16), [0..4) + [4..8), then (0 + 2) + (1 + 3): the order of
-// every level's hsum.
-TINYLM_INLINE float hsum(f32x16 x) {
-  const __m256 a = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, x.v, 0),
-                                 _mm512_maskz_extractf32x8_ps(0xff, x.v, 1));
-  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
+TINYLM_INLINE __m256 lower8(f32x16 x) { return _mm512_maskz_extractf32x8_ps(0xff, x.v, 0); }
+TINYLM_INLINE __m256 upper8(f32x16 x) { return _mm512_maskz_extractf32x8_ps(0xff, x.v, 1); }
+TINYLM_INLINE float hsum(f32x16 x) { return halve(kAdd(lower8(x), upper8(x)), kAdd); }
 // Two vectors' 128-bit blocks [x.I, x.J, z.K, z.L]. (The maskz forms here and in hsums: GCC 12
 // warns that the plain ones' undefined source may be used uninitialized.)
 template <int I, int J, int K, int L>
@@ -128,13 +124,7 @@ TINYLM_INLINE void hsums(float* out, const f32x16* a) {
     }
   }
 }
-TINYLM_INLINE float hmax(f32x16 x) {
-  const __m256 a = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, x.v, 0),
-                                 _mm512_maskz_extractf32x8_ps(0xff, x.v, 1));
-  const __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  const __m128 c = _mm_max_ps(b, _mm_movehl_ps(b, b));
-  return _mm_cvtss_f32(_mm_max_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
+TINYLM_INLINE float hmax(f32x16 x) { return halve(kMax(lower8(x), upper8(x)), kMax); }
 
 // p * 2^n for integral n in [-252, 254] (p * 2^h * 2^(n-h), h = n >> 1, so that n beyond the
 // exponent range of one factor stays exact).

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "tinylm/kernels/cpu/half.h"
 #include "tinylm/kernels/cpu/level.h"
@@ -59,26 +60,29 @@ TINYLM_INLINE void store(F16* p, f32x16 x) {
   store(f, x);
   for (int i = 0; i < 16; ++i) p[i].bits = float_to_f16(f[i]);
 }
-TINYLM_INLINE f32x16 load_n(const float* p, int64_t n) {
-  float f[16] = {};
-  std::memcpy(f, p, static_cast<size_t>(n) * sizeof(float));
-  return load(f);
-}
+// (load_n of floats: vec.h's, for every 16-lane type.)
 TINYLM_INLINE void store_n(float* p, f32x16 x, int64_t n) {
   std::memcpy(p, &x, static_cast<size_t>(n) * sizeof(float));
 }
 
-TINYLM_INLINE f32x16 operator+(f32x16 a, f32x16 b) {
-  return each(a, b, [](v4f x, v4f y) { return x + y; });
+// The arithmetic of both vector types, part by part.
+template <class V>
+concept Vector = std::is_same_v<V, f32x16> || std::is_same_v<V, f64x8>;
+template <Vector V>
+TINYLM_INLINE V operator+(V a, V b) {
+  return each(a, b, [](auto x, auto y) { return x + y; });
 }
-TINYLM_INLINE f32x16 operator-(f32x16 a, f32x16 b) {
-  return each(a, b, [](v4f x, v4f y) { return x - y; });
+template <Vector V>
+TINYLM_INLINE V operator-(V a, V b) {
+  return each(a, b, [](auto x, auto y) { return x - y; });
 }
-TINYLM_INLINE f32x16 operator*(f32x16 a, f32x16 b) {
-  return each(a, b, [](v4f x, v4f y) { return x * y; });
+template <Vector V>
+TINYLM_INLINE V operator*(V a, V b) {
+  return each(a, b, [](auto x, auto y) { return x * y; });
 }
-TINYLM_INLINE f32x16 operator/(f32x16 a, f32x16 b) {
-  return each(a, b, [](v4f x, v4f y) { return x / y; });
+template <Vector V>
+TINYLM_INLINE V operator/(V a, V b) {
+  return each(a, b, [](auto x, auto y) { return x / y; });
 }
 TINYLM_INLINE f32x16 fma(f32x16 a, f32x16 b, f32x16 c) {
   return each(a, b, [&c, i = 0](v4f x, v4f y) mutable {
@@ -148,18 +152,6 @@ TINYLM_INLINE f64x8 load_n(const double* p, int64_t n) {
 }
 TINYLM_INLINE void store_n(double* p, f64x8 x, int64_t n) {
   std::memcpy(p, &x, static_cast<size_t>(n) * sizeof(double));
-}
-TINYLM_INLINE f64x8 operator+(f64x8 a, f64x8 b) {
-  return each(a, b, [](v2d x, v2d y) { return x + y; });
-}
-TINYLM_INLINE f64x8 operator-(f64x8 a, f64x8 b) {
-  return each(a, b, [](v2d x, v2d y) { return x - y; });
-}
-TINYLM_INLINE f64x8 operator*(f64x8 a, f64x8 b) {
-  return each(a, b, [](v2d x, v2d y) { return x * y; });
-}
-TINYLM_INLINE f64x8 operator/(f64x8 a, f64x8 b) {
-  return each(a, b, [](v2d x, v2d y) { return x / y; });
 }
 TINYLM_INLINE f64x8 fma(f64x8 a, f64x8 b, f64x8 c) {
   return each(a, b, [&c, i = 0](v2d x, v2d y) mutable {

@@ -11,36 +11,33 @@ namespace {
 // quarter) of AVX-512's register file. Passes over column blocks leave every sum's order alone.
 constexpr int kMaxVectors = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 4;
 
+// d[8 v ..] += the sum over k descending from n - 1 of src[k * ld + 8 v ..] * g(k), for v < NV:
+// held in registers while the whole sum accumulates (loops fully unrolled), the reference's
+// order.
+template <int NV, class G>
+TINYLM_INLINE void add_down(double* d, const double* src, int64_t ld, int64_t n, const G& g) {
+  f64x8 acc[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) acc[v] = load(d + 8 * v);
+  for (int64_t k = n - 1; k >= 0; --k) {
+    const double gk = g(k);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[v] += load(src + k * ld + 8 * v) * gk;
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) store(d + 8 * v, acc[v]);
+}
+
 // Columns [8 v0, 8 (v0 + NV)) of dx (rows in descending order, each a sum over o descending of
-// w[o] dy[r][o]) and of dw (each a sum over r descending of x[r] dy[r][o]), held in registers
-// while their whole sums accumulate: the reference's order for every element.
+// w[o] dy[r][o]) and of dw (each a sum over r descending of x[r] dy[r][o]).
 template <int NV>
 void backward_columns(double* dx, double* dw, const double* dy, const double* x, const double* w,
                       int64_t rows, int64_t nin, int64_t nout, int64_t v0) {
   const int64_t c0 = kLinearLanes * v0;
-  f64x8 acc[NV];  // (loops fully unrolled: the sums live in registers)
-  for (int64_t r = rows - 1; r >= 0; --r) {
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[v] = load(dx + r * nin + c0 + 8 * v);
-    for (int64_t o = nout - 1; o >= 0; --o) {
-      const double g = dy[r * nout + o];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[v] += load(w + o * nin + c0 + 8 * v) * g;
-    }
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) store(dx + r * nin + c0 + 8 * v, acc[v]);
-  }
-  for (int64_t o = 0; o < nout; ++o) {
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[v] = load(dw + o * nin + c0 + 8 * v);
-    for (int64_t r = rows - 1; r >= 0; --r) {
-      const double g = dy[r * nout + o];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[v] += load(x + r * nin + c0 + 8 * v) * g;
-    }
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) store(dw + o * nin + c0 + 8 * v, acc[v]);
-  }
+  for (int64_t r = rows - 1; r >= 0; --r)
+    add_down<NV>(dx + r * nin + c0, w + c0, nin, nout, [&](int64_t o) { return dy[r * nout + o]; });
+  for (int64_t o = 0; o < nout; ++o)
+    add_down<NV>(dw + o * nin + c0, x + c0, nin, rows, [&](int64_t r) { return dy[r * nout + o]; });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "tinylm/kernels/cpu/static_switch.h"
 #include "tinylm/kernels/cpu/vec.h"
 #include "tinylm/kernels/matmul/small_reference.h"
 
@@ -76,25 +77,9 @@ void column_block(int64_t M, int64_t k0, int64_t k1, const float* A, int64_t lda
   }
   const float* a = A + i * a_row;
   float* c = C + i * ldc;
-  switch (M - i) {
-    case 5:
-      tile<5, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    case 4:
-      tile<4, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    case 3:
-      tile<3, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    case 2:
-      tile<2, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    case 1:
-      tile<1, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    default:
-      break;
-  }
+  static_switch<1, kRowTile - 1>(M - i, [&]<int MR>() {
+    tile<MR, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
+  });
 }
 
 template <bool TransA>
