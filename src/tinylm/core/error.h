@@ -1,9 +1,12 @@
 #pragma once
 // tinylm::Error is what every library boundary throws: one line that names the file, the
 // tensor or the option, and the problem. The CLI prints what() and exits non-zero.
+#include <cstdint>
+#include <initializer_list>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace tinylm {
@@ -30,6 +33,17 @@ template <class... Args>
 template <class... Args>
 void check(bool cond, Args&&... args) {
   if (!cond) fail(std::forward<Args>(args)...);
+}
+
+// A model shape's sizes that must be at least 1: "<where>: <name> must be positive, got <value>"
+// for the first that is not.
+struct Size {
+  std::string_view name;
+  int64_t value;
+};
+inline void check_positive(std::string_view where, std::initializer_list<Size> sizes) {
+  for (const Size& s : sizes)
+    check(s.value >= 1, where, ": ", s.name, " must be positive, got ", s.value);
 }
 
 }  // namespace tinylm

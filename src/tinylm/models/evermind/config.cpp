@@ -8,13 +8,12 @@
 namespace tinylm::evermind {
 
 void validate(const Config& c) {
-  check(c.vocab_size > 0, "evermind config: vocab_size must be positive (got ", c.vocab_size, ")");
-  check(c.d_model > 0, "evermind config: d_model must be positive (got ", c.d_model, ")");
-  check(c.n_layers > 0, "evermind config: n_layers must be positive (got ", c.n_layers, ")");
-  check(c.conv_kernel > 0, "evermind config: conv_kernel must be positive (got ", c.conv_kernel,
-        ")");
-  check(c.hidden_dim > 0, "evermind config: hidden_dim must be positive (got ", c.hidden_dim, ")");
-  check(c.n_experts > 0, "evermind config: n_experts must be positive (got ", c.n_experts, ")");
+  check_positive("evermind config", {{"vocab_size", c.vocab_size},
+                                     {"d_model", c.d_model},
+                                     {"n_layers", c.n_layers},
+                                     {"conv_kernel", c.conv_kernel},
+                                     {"hidden_dim", c.hidden_dim},
+                                     {"n_experts", c.n_experts}});
   check(c.top_k >= 1 && c.top_k <= c.n_experts,
         "evermind config: top_k must be in 1..n_experts = ", c.n_experts, " (got ", c.top_k, ")");
   const auto at_most = [](int64_t v, int64_t limit, const char* name) {

@@ -5,11 +5,11 @@
 namespace tinylm::gpt2 {
 
 void Config::validate() const {
-  check(vocab_size >= 1, "gpt2 config: vocab_size must be positive, got ", vocab_size);
-  check(n_positions >= 1, "gpt2 config: n_positions must be positive, got ", n_positions);
-  check(n_embd >= 1, "gpt2 config: n_embd must be positive, got ", n_embd);
-  check(n_layer >= 1, "gpt2 config: n_layer must be positive, got ", n_layer);
-  check(n_head >= 1, "gpt2 config: n_head must be positive, got ", n_head);
+  check_positive("gpt2 config", {{"vocab_size", vocab_size},
+                                 {"n_positions", n_positions},
+                                 {"n_embd", n_embd},
+                                 {"n_layer", n_layer},
+                                 {"n_head", n_head}});
   check(n_inner >= 0, "gpt2 config: n_inner must be positive or null, got ", n_inner);
   check(n_embd % n_head == 0, "gpt2 config: n_embd (", n_embd, ") must be divisible by n_head (",
         n_head, ")");

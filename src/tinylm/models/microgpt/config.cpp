@@ -6,11 +6,11 @@
 namespace tinylm::microgpt {
 
 void Config::validate() const {
-  check(vocab_size >= 1, "microgpt: vocab_size must be positive, got ", vocab_size);
-  check(n_embd >= 1, "microgpt: n_embd must be positive, got ", n_embd);
-  check(n_head >= 1, "microgpt: n_head must be positive, got ", n_head);
-  check(n_layer >= 1, "microgpt: n_layer must be positive, got ", n_layer);
-  check(block_size >= 1, "microgpt: block_size must be positive, got ", block_size);
+  check_positive("microgpt", {{"vocab_size", vocab_size},
+                              {"n_embd", n_embd},
+                              {"n_head", n_head},
+                              {"n_layer", n_layer},
+                              {"block_size", block_size}});
   check(n_embd % n_head == 0, "microgpt: n_embd (", n_embd, ") must be divisible by n_head (",
         n_head, ")");
   check(n_embd <= 1 << 16 && block_size <= 1 << 16 && vocab_size <= 1 << 24 && n_layer <= 1024,
