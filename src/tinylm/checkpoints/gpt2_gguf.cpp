@@ -215,7 +215,10 @@ gpt2::Config read_gpt2_gguf_config(const io::GgufFile& f) {
 }
 
 Gpt2Gguf load_gpt2_gguf(const std::string& path) {
-  const io::GgufFile f = io::GgufFile::open(path);
+  return load_gpt2_gguf(io::GgufFile::open(path));
+}
+
+Gpt2Gguf load_gpt2_gguf(const io::GgufFile& f) {
   Gpt2Gguf out;
   Gpt2Checkpoint& ck = out.checkpoint;
   ck.config = read_gpt2_gguf_config(f);
@@ -266,7 +269,8 @@ bool usable_in_place(const io::GgufFile& f, const std::vector<Mapped>& params) {
 }  // namespace
 
 gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> dtype) {
-  {
+  Gpt2Gguf g;
+  {  // (the file is unmapped before the weights are converted)
     const io::GgufFile f = io::GgufFile::open(path);
     const gpt2::Config config = read_gpt2_gguf_config(f);
     // The file's type: its MLP's (a k-quant mix gives other matrices other types).
@@ -288,8 +292,8 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> d
       };
       return gpt2::Model::from_quant_views(config, *dtype, view, f.owner(), head != nullptr);
     }
+    g = load_gpt2_gguf(f);
   }
-  Gpt2Gguf g = load_gpt2_gguf(path);
   return gpt2::Model(g.checkpoint.config, std::move(g.checkpoint.params), *dtype,
                      std::move(g.checkpoint.lm_head));
 }

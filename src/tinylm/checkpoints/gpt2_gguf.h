@@ -39,6 +39,7 @@ struct Gpt2Gguf {
   Gpt2Checkpoint checkpoint;
   io::GgmlType weight_type = io::GgmlType::f32;  // the layers' matrices' (blk.0.attn_qkv's)
 };
+Gpt2Gguf load_gpt2_gguf(const io::GgufFile& file);
 Gpt2Gguf load_gpt2_gguf(const std::string& path);
 
 // The configuration only (from the metadata and token_embd), with every tensor checked.
