@@ -3,15 +3,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/stream.h"
+#include "tinylm/kernels/matmul/tile_sums.h"
 #include "tinylm/kernels/quant/blocks.h"
 
 TINYLM_LEVEL_BEGIN
+
+#include "tinylm/kernels/matmul/stream_driver.h"
 
 namespace {
 
@@ -214,42 +219,46 @@ TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* 
 }
 #endif
 
-// Items of (a block of rows) x (a few groups), as the f32-activation products: a thread's
-// groups' blocks stay in cache while its rows pass over them. The last items take the tail.
+// The driver's items of (a block of rows) x (a few groups), as the f32-activation products: a
+// thread's groups' blocks stay in cache while its rows pass over them. The last items take the
+// tail.
+constexpr int64_t kGroupsPerItem = 4, kRowBlock = 64;
 template <class Packed, class Block>
 void product(float* y, const int8_t* q, const float* dx, const int32_t* sx, const Packed* w,
              const float* b, int64_t rows, int64_t nin, int64_t nout) {
-  constexpr int64_t kGroupsPerItem = 4, kRowBlock = 64;
   const int64_t nb = nin / kQuantBlock, ngroups = nout / kPackedOutputs,
                 tail = nout % kPackedOutputs;
-  const int64_t nitems = (ngroups + kGroupsPerItem - 1) / kGroupsPerItem + (tail ? 1 : 0);
   const float* table = f16_table();
-  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * nitems, [&](int64_t item) {
-    const int64_t g0 = item % nitems * kGroupsPerItem, g1 = std::min(ngroups, g0 + kGroupsPerItem);
-    const int64_t r0 = item / nitems * kRowBlock, r1 = std::min(rows, r0 + kRowBlock);
-    Row xs[kRowBlock];
-    for (int64_t r = r0; r < r1; ++r) xs[r - r0] = {q + r * nin, dx + r * nb, sx + r * nb};
-    if (g0 >= ngroups) {
-      const auto* rest = reinterpret_cast<const Block*>(w + ngroups * nb);
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t o = 0; o < tail; ++o) {
-          const int64_t at = ngroups * kPackedOutputs + o;
-          y[r * nout + at] = tail_output(xs[r - r0], rest + o * nb, nb, table) + (b ? b[at] : 0.0f);
-        }
-      }
-      return;
-    }
-    alignas(64) float out[kRowBlock * kPackedOutputs];
-    for (int64_t g = g0; g < g1; ++g) {
-      group(out, xs, r1 - r0, w + g * nb, nb, table);
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t o = 0; o < kPackedOutputs; ++o) {
-          const int64_t at = g * kPackedOutputs + o;
-          y[r * nout + at] = out[(r - r0) * kPackedOutputs + o] + (b ? b[at] : 0.0f);
-        }
-      }
-    }
-  });
+  // (The tail's item counts as a whole item of groups past the last.)
+  const int64_t ncols = ngroups + (tail ? kGroupsPerItem : 0);
+  for_each_item(rows, kRowBlock, ncols, kGroupsPerItem,
+                [&](int64_t r0, int64_t nr, int64_t g0, int64_t) {
+                  const int64_t g1 = std::min(ngroups, g0 + kGroupsPerItem), r1 = r0 + nr;
+                  Row xs[kRowBlock];
+                  for (int64_t r = r0; r < r1; ++r)
+                    xs[r - r0] = {q + r * nin, dx + r * nb, sx + r * nb};
+                  if (g0 >= ngroups) {
+                    const auto* rest = reinterpret_cast<const Block*>(w + ngroups * nb);
+                    for (int64_t r = r0; r < r1; ++r) {
+                      for (int64_t o = 0; o < tail; ++o) {
+                        const int64_t at = ngroups * kPackedOutputs + o;
+                        y[r * nout + at] =
+                            tail_output(xs[r - r0], rest + o * nb, nb, table) + (b ? b[at] : 0.0f);
+                      }
+                    }
+                    return;
+                  }
+                  alignas(64) float out[kRowBlock * kPackedOutputs];
+                  for (int64_t g = g0; g < g1; ++g) {
+                    group(out, xs, r1 - r0, w + g * nb, nb, table);
+                    for (int64_t r = r0; r < r1; ++r) {
+                      for (int64_t o = 0; o < kPackedOutputs; ++o) {
+                        const int64_t at = g * kPackedOutputs + o;
+                        y[r * nout + at] = out[(r - r0) * kPackedOutputs + o] + (b ? b[at] : 0.0f);
+                      }
+                    }
+                  }
+                });
 }
 
 }  // namespace
