@@ -178,8 +178,8 @@ void matmul_in_out_bf16(float* y, const float* x, const Bf16* w, const float* b,
   in_out_rows(y, xb, w, b, rows, nin, nout);
 }
 
-// Tiles as stream.cpp's head: 1 or 2 rows x 4 outputs in decode, 6 x 4 up to 16 rows, 4 x 6
-// beyond.
+// 1 or 2 rows x 4 outputs a tile in decode, 6 x 4 up to 16 rows, 4 x 6 beyond (here all 24
+// accumulators and 4 inputs stay in registers; stream.cpp's widening 4 x 6 tile did not).
 void matmul_out_in_bf16(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
                         int64_t nout) {
   if (bf16_dot_unit() == Bf16Unit::amx) return amx_out_in(y, x, w, rows, nin, nout);

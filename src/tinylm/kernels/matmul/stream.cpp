@@ -281,34 +281,27 @@ void in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, 
 }
 
 // The head over several rows (a server's batch, perplexity's windows): a register tile of MR
-// rows x NO outputs. On AVX-512 6 x 4 for up to 16 rows and 4 x 6 for more (32 rows are eight
-// whole 4 x 6 tiles, while 6 x 4 leaves two rows over); an 8 x 2 tile for up to 8 rows, which
-// widens each weight vector once, was faster on an Intel Xeon but slower on AMD Zen 5
-// (docs/performance-history.md). On AVX2 1 x 4 (2 x 2 and 1 x 5 measured slower). In decode, two
-// rows per pass over four weight rows on AVX-512; one where the accumulators (four vectors a row)
-// would not fit beside the weights in 16 registers.
-struct HeadShape {
-  int rows, outs;
-};
-constexpr int64_t kHeadFewRows = 16;
-constexpr HeadShape kHeadFew =
-    TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadShape{6, 4} : HeadShape{1, 4};
-constexpr HeadShape kHeadMany =
-    TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadShape{4, 6} : HeadShape{1, 4};
+// rows x NO outputs, 6 x 4 on AVX-512. (4 x 6, once faster past 16 rows, kept two of its four
+// input vectors on the stack as the driver's tile: 6 x 4 was 12-14% faster at 32 and 64 rows on
+// AMD Zen 5. An 8 x 2 tile, which widens each weight vector once, was faster on an Intel Xeon
+// but slower on Zen 5: docs/performance-history.md.) On AVX2 1 x 4 (2 x 2 and 1 x 5 measured
+// slower). In decode, two rows per pass over four weight rows on AVX-512; one where the
+// accumulators (four vectors a row) would not fit beside the weights in 16 registers.
+constexpr int kHeadTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 1;
 constexpr int kHeadRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 2 : 1;
 
-// Several rows: items of 256 rows x 16 NO outputs; each NO-output slice of weights (a few KiB)
+// Several rows: items of 256 rows x 64 outputs; each 4-output slice of weights (a few KiB)
 // stays in L1 while the block's rows go through it. With few rows the weights stream past as in
 // decode: the slice two ahead is prefetched.
-template <HeadShape S, class W, class Tail>
+template <class W, class Tail>
 void out_in_rows(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int64_t nout,
                  int64_t body_end, const Tail& tail) {
-  constexpr int64_t NO = S.outs, kRowBlock = 256, kGroup = 16 * NO;
+  constexpr int64_t kRowBlock = 256, kGroup = 64;
   for_each_item(rows, kRowBlock, nout, kGroup, [&](int64_t r0, int64_t nr, int64_t o0, int64_t n) {
     const OutInTile<Widen<W>, Tail, true> head{
         y + r0 * nout + o0, nout, x + r0 * nin, nin, w + o0 * nin, w, nout - o0,
         body_end / kLanes,  &tail};
-    tile_vectors<S.rows, NO>(head, nr, n);
+    tile_vectors<kHeadTileRows, 4>(head, nr, n);
   });
 }
 
@@ -323,8 +316,7 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
     for (int64_t i = body_end; i < nin; ++i) s = __builtin_fmaf(xr[i], to_float(wo[i]), s);
     return s;
   };
-  if (rows > kHeadFewRows) return out_in_rows<kHeadMany>(y, x, w, rows, nin, nout, body_end, tail);
-  if (rows > 2) return out_in_rows<kHeadFew>(y, x, w, rows, nin, nout, body_end, tail);
+  if (rows > 2) return out_in_rows(y, x, w, rows, nin, nout, body_end, tail);
   // Decode: groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
   // waiting for the slower thread at the end. Each output has one thread, so any schedule
   // gives the same result. Four outputs a tile, their bytes prefetched a distance ahead.
