@@ -146,11 +146,12 @@ void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t
   });
 }
 
-// Every column vector of a group [0, width) through one chunk, for nr rows: MR x NV tiles.
+// Every column vector of a group [0, width) through one chunk, for nr rows: MR x NV tiles. xc:
+// the chunk's inputs of each row, kChunk apart (gather_chunk).
 template <int MR, int NV, class W>
-void chunk_group(TileSums s, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
-                 int64_t inputs, int64_t nr, int64_t width, const W* ahead = nullptr) {
-  const InOutTile<Widen<W>> tile{s, xc, ldx, wc, ahead, inputs / kTile};
+void chunk_group(TileSums s, const float* xc, const ChunkWeights<W>& wc, int64_t inputs, int64_t nr,
+                 int64_t width, const W* ahead = nullptr) {
+  const InOutTile<Widen<W>, kChunk> tile{s, xc, kChunk, wc, ahead, inputs / kTile};
   tile_vectors<MR, NV>(tile, nr, width / kLanes);
 }
 
@@ -213,7 +214,7 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
           const ChunkWeights<float> widened{wc, kTile * kGroup, kGroup, kLanes};
           const TileSums s = i0 + kChunk < nin ? TileSums::in(acc, kGroup)
                                                : TileSums{acc, kGroup, y + r0 * nout + c0, nout};
-          chunk_group<kTileRows, kTileVectors>(s, xc, kChunk, widened, inputs, nr, width);
+          chunk_group<kTileRows, kTileVectors>(s, xc, widened, inputs, nr, width);
         }
       });
 }
@@ -255,7 +256,7 @@ void matmul_in_out_few(float* y, const float* x, const W* w, const float* b, int
       const TileSums s =
           i0 + kChunk < nin ? TileSums::in(block, kGroup) : TileSums{block, kGroup, y + c0, nout};
       chunk_group<kFewTileRows, kFewTileVectors>(
-          s, xc, kChunk, wc, inputs, rows, width,
+          s, xc, wc, inputs, rows, width,
           ahead + inputs <= nin ? element<L>(w, nout, ahead, c0) : nullptr);
     }
   });

@@ -193,9 +193,11 @@ struct ChunkWeights {
 // In-out products (Conv1D: W is (nin, nout)): s.to[r, 16 v ..] = s.from[r, 16 v ..] (zero if
 // from is null) + the chunk's chains, each from zero, over `steps` bands of 16 inputs. Per
 // operand the tile loads NV weight vectors and broadcasts MR inputs. x: the chunk's inputs of
-// each row, ldx apart. `ahead`: where the weights (in wc's layout) to prefetch start, a line per
-// weight vector loaded; the first tile of rows prefetches, the later ones not.
-template <class F>
+// each row, ldx apart (kLdx apart if not 0: a stride known when compiling freed the registers
+// that GCC otherwise took from the 8 x 3 tile's loop). `ahead`: where the weights (in wc's
+// layout) to prefetch start, a line per weight vector loaded; the first tile of rows prefetches,
+// the later ones not.
+template <class F, int64_t kLdx = 0>
 struct InOutTile {
   using Format = F;
   using Weight = typename F::Weight;
@@ -217,7 +219,7 @@ struct InOutTile {
     return F::load_w(wc.w + b * wc.band + k * wc.kstep + v * wc.vstep);
   }
   TINYLM_INLINE typename F::X input(int64_t b, int64_t k, int r) const {
-    return F::broadcast(x + r * ldx, b * kInner + k);
+    return F::broadcast(x + r * (kLdx ? kLdx : ldx), b * kInner + k);
   }
   template <int NV>
   TINYLM_INLINE void finish(int r, const f32x16 (&acc)[NV]) const {
@@ -227,7 +229,9 @@ struct InOutTile {
       store(t.to, s.from ? load(t.from) + acc[v] : acc[v]);
     }
   }
-  InOutTile rows(int64_t r) const { return {s.at(r, 0), x + r * ldx, ldx, wc, ahead, steps}; }
+  InOutTile rows(int64_t r) const {
+    return {s.at(r, 0), x + r * (kLdx ? kLdx : ldx), ldx, wc, ahead, steps};
+  }
   InOutTile later() const { return {s, x, ldx, wc, F::kPrefetchSelf ? wc.w : nullptr, steps}; }
   template <int N>
   InOutTile vectors(int64_t v) const {
