@@ -318,31 +318,24 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
     return s;
   };
   if (rows > 2) return out_in_rows(y, x, w, rows, nin, nout, body_end, tail);
-  // Decode: groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
-  // waiting for the slower thread at the end. Each output has one thread, so any schedule
-  // gives the same result. Four outputs a tile, their bytes prefetched a distance ahead.
+  // Decode: four outputs a tile, their bytes prefetched a distance ahead.
   const char* bytes = reinterpret_cast<const char*>(w);
   const int64_t row_bytes = nin * static_cast<int64_t>(sizeof(W)), total_bytes = nout * row_bytes;
   const OutInTile<Widen<W>, decltype(tail), false> head{
       y, nout, x, nin, w, w, nout, body_end / kLanes, &tail};
-  constexpr int64_t kGroup = 16;
-  const int64_t nblk = (nout + 3) / 4;
-  parallel_for_balanced((nblk + kGroup - 1) / kGroup, [&](int64_t g) {
-    for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk) {
-      const int64_t o0 = blk * 4, n = std::min<int64_t>(4, nout - o0);
-      const int64_t from = o0 * row_bytes + kPrefetchBytes;
-      const int64_t to = std::min(from + n * row_bytes, total_bytes);
-      for (int64_t off = from; off < to; off += kLine) __builtin_prefetch(bytes + off);
-      const auto four = head.template vectors<4>(o0);
-      for (int64_t r = 0; r < rows; ++r) {
-        if (n < 4) {
-          for (int64_t o = o0; o < o0 + n; ++o)
-            register_tile<1, 1>(head.template vectors<1>(o).rows(r));
-        } else if (kHeadRows == 2 && r + 1 < rows) {
-          register_tile<kHeadRows, 4>(four.rows(r++));
-        } else {
-          register_tile<1, 4>(four.rows(r));
-        }
+  for_each_four(nout, [&](int64_t o0, int64_t n) {
+    const int64_t from = o0 * row_bytes + kPrefetchBytes;
+    const int64_t to = std::min(from + n * row_bytes, total_bytes);
+    for (int64_t off = from; off < to; off += kLine) __builtin_prefetch(bytes + off);
+    const auto four = head.template vectors<4>(o0);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (n < 4) {
+        for (int64_t o = o0; o < o0 + n; ++o)
+          register_tile<1, 1>(head.template vectors<1>(o).rows(r));
+      } else if (kHeadRows == 2 && r + 1 < rows) {
+        register_tile<kHeadRows, 4>(four.rows(r++));
+      } else {
+        register_tile<1, 4>(four.rows(r));
       }
     }
   });

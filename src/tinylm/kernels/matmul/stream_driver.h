@@ -3,7 +3,8 @@
 // matrix read from memory shares (matmul/stream.cpp, matmul/bf16_dot.cpp, quant/matmul.cpp,
 // quant/int_matmul.cpp). It owns
 //   - decode's chunk queue: the inputs cut into chunks that threads take from a ChunkQueue, each
-//     chunk's chains into a partial row of its own, the partials added up in chunk order;
+//     chunk's chains into a partial row of its own, the partials added up in chunk order (in-out
+//     products); the outputs in groups that threads take, four at a time (out-in products);
 //   - prefill's work items: (a block of rows) x (a group of columns), row blocks outermost;
 //   - the register tile: MR rows x NV weight vectors of accumulators, and the loops that walk a
 //     block's rows MR at a time (the last few through a smaller tile) and its columns NV at a
@@ -65,6 +66,19 @@ void for_each_item(int64_t rows, int64_t row_block, int64_t ncols, int64_t group
     const int64_t c0 = item % ngroups * group, width = std::min(group, ncols - c0);
     const int64_t r0 = item / ngroups * row_block, nr = std::min(row_block, rows - r0);
     fn(r0, nr, c0, width);
+  });
+}
+
+// Decode of out-in products (a head, quantized rows): fn(o0, n) for outputs o0 .. o0 + n - 1,
+// n = 4 but at the end, in groups of 64 outputs that threads take from a ChunkQueue: one
+// sequential stream per thread, and no waiting for the slower thread at the end. Each output
+// has one thread, so any schedule gives the same result.
+template <class Fn>
+void for_each_four(int64_t nout, const Fn& fn) {
+  constexpr int64_t kGroup = 64;
+  parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
+    for (int64_t o0 = g * kGroup; o0 < std::min(nout, (g + 1) * kGroup); o0 += 4)
+      fn(o0, std::min<int64_t>(4, nout - o0));
   });
 }
 

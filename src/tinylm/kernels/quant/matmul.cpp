@@ -90,29 +90,17 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
 template <class Block>
 void decode(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
             int64_t nout) {
-  // Outputs in groups of 64 from a ChunkQueue, four at a time. Each output has one thread, so
-  // any schedule gives the same result.
-  constexpr int64_t kOuts = 4, kGroup = 64;
   const int64_t nb = nin / kWeights<Block>;
   const float* table = f16_table();
-  parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
-    for (int64_t o0 = g * kGroup; o0 < std::min(nout, (g + 1) * kGroup); o0 += kOuts) {
-      const int64_t n = std::min(kOuts, nout - o0);
-      const Block* wo = w + o0 * nb;
-      const float* bo = b ? b + o0 : nullptr;
-      if (n == kOuts) {
-        if (rows == 2) {
-          decode_outputs<2, kOuts>(y + o0, nout, x, nin, wo, nb, bo, table);
-        } else {
-          decode_outputs<1, kOuts>(y + o0, nout, x, nin, wo, nb, bo, table);
-        }
-        continue;
-      }
-      for (int64_t o = 0; o < n; ++o) {
-        for (int64_t r = 0; r < rows; ++r)
-          decode_outputs<1, 1>(y + r * nout + o0 + o, nout, x + r * nin, nin, wo + o * nb, nb,
-                               bo ? bo + o : nullptr, table);
-      }
+  for_each_four(nout, [&](int64_t o0, int64_t n) {
+    const Block* wo = w + o0 * nb;
+    const float* bo = b ? b + o0 : nullptr;
+    if (n == 4 && rows == 2) return decode_outputs<2, 4>(y + o0, nout, x, nin, wo, nb, bo, table);
+    if (n == 4) return decode_outputs<1, 4>(y + o0, nout, x, nin, wo, nb, bo, table);
+    for (int64_t o = 0; o < n; ++o) {
+      for (int64_t r = 0; r < rows; ++r)
+        decode_outputs<1, 1>(y + r * nout + o0 + o, nout, x + r * nin, nin, wo + o * nb, nb,
+                             bo ? bo + o : nullptr, table);
     }
   });
 }
