@@ -51,17 +51,11 @@ TINYLM_INLINE void weights(const BlockQ5_K& b, f32x16 s, int p, f32x16& lo, f32x
   k_weights(b.qs, b.qh, s, p, lo, hi);
 }
 
-// Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each piece's weights dequantized once
-// for the rows. w: the first output's row of blocks; nb blocks a row.
-template <int NR, int NO, class Block>
-TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t nin,
-                                  const Block* w, int64_t nb, const float* b, const float* table) {
-  f32x16 a[NR][NO];  // (loops fully unrolled: the accumulators live in registers)
-#pragma GCC unroll 2
-  for (int j = 0; j < NR; ++j) {
-#pragma GCC unroll 4
-    for (int o = 0; o < NO; ++o) a[j][o] = f32x16{};
-  }
+// The block decoding both products share: NO outputs' rows of blocks (w: the first's, nb
+// blocks a row) dequantized a piece of 32 weights (two vectors) at a time, in input order, each
+// block's scales once: fn(i, o, lo, hi) for piece i of output o, the blocks read from memory.
+template <int NO, class Block, class Fn>
+TINYLM_INLINE void for_each_piece(const Block* w, int64_t nb, const float* table, const Fn& fn) {
   for (int64_t k = 0; k < nb; ++k) {
     f32x16 s[NO];
 #pragma GCC unroll 4
@@ -73,15 +67,31 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
         prefetch_piece(w + o * nb + k, p);
         f32x16 lo, hi;
         weights(w[o * nb + k], s[o], p, lo, hi);
-#pragma GCC unroll 2
-        for (int j = 0; j < NR; ++j) {
-          const float* xj = x + j * nin + (k * kPieces<Block> + p) * kQuantBlock;
-          a[j][o] = fma(load(xj), lo, a[j][o]);
-          a[j][o] = fma(load(xj + kLanes), hi, a[j][o]);
-        }
+        fn(k * kPieces<Block> + p, o, lo, hi);
       }
     }
   }
+}
+
+// Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each piece's weights dequantized once
+// for the rows. w: the first output's row of blocks; nb blocks a row.
+template <int NR, int NO, class Block>
+TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t nin,
+                                  const Block* w, int64_t nb, const float* b, const float* table) {
+  f32x16 a[NR][NO];  // (loops fully unrolled: the accumulators live in registers)
+#pragma GCC unroll 2
+  for (int j = 0; j < NR; ++j) {
+#pragma GCC unroll 4
+    for (int o = 0; o < NO; ++o) a[j][o] = f32x16{};
+  }
+  for_each_piece<NO>(w, nb, table, [&](int64_t i, int o, f32x16 lo, f32x16 hi) {
+#pragma GCC unroll 2
+    for (int j = 0; j < NR; ++j) {
+      const float* xj = x + j * nin + i * kQuantBlock;
+      a[j][o] = fma(load(xj), lo, a[j][o]);
+      a[j][o] = fma(load(xj + kLanes), hi, a[j][o]);
+    }
+  });
   for (int j = 0; j < NR; ++j) {
     for (int o = 0; o < NO; ++o) y[j * ldy + o] = hsum(a[j][o]) + (b ? b[o] : 0.0f);
   }
@@ -169,22 +179,14 @@ struct SpanTile {
 };
 
 // nb blocks (consecutive in one output's row) into floats at wd. (Arguments by value: the
-// vector stores may alias anything, so values read through a lambda's captures would be
-// reloaded after each.)
+// vector stores may alias anything, so values read through references would be reloaded after
+// each.)
 template <class Block>
 void dequantize_blocks(float* wd, const Block* w, int64_t nb, const float* table) {
-  for (int64_t k = 0; k < nb; ++k) {
-    const f32x16 s = scales(w[k], table);
-#pragma GCC unroll 8
-    for (int p = 0; p < kPieces<Block>; ++p) {
-      prefetch_piece(w + k, p);  // (the blocks come from memory, as in decode)
-      f32x16 lo, hi;
-      weights(w[k], s, p, lo, hi);
-      float* dst = wd + (k * kPieces<Block> + p) * kQuantBlock;
-      store(dst, lo);
-      store(dst + kLanes, hi);
-    }
-  }
+  for_each_piece<1>(w, nb, table, [wd](int64_t i, int, f32x16 lo, f32x16 hi) {
+    store(wd + i * kQuantBlock, lo);
+    store(wd + i * kQuantBlock + kLanes, hi);
+  });
 }
 
 // Items of (a block of rows) x (a group of outputs), row blocks outermost so a thread walking
