@@ -63,6 +63,15 @@ void tile(int64_t k0, int64_t k1, const float* A, int64_t lda, const float* B, i
   }
 }
 
+// The last nr < M rows through tile<nr, NV, TransA>(args...).
+template <int M, int NV, bool TransA, class... Args>
+TINYLM_INLINE void tile_rest(int64_t nr, const Args&... args) {
+  if constexpr (M > 1) {
+    if (nr == M - 1) return tile<M - 1, NV, TransA>(args...);
+    tile_rest<M - 1, NV, TransA>(nr, args...);
+  }
+}
+
 // All row blocks of one column block [j0, j0 + NV vectors).
 template <int NV, bool TransA>
 void column_block(int64_t M, int64_t k0, int64_t k1, const float* A, int64_t lda, const float* B,
@@ -74,27 +83,8 @@ void column_block(int64_t M, int64_t k0, int64_t k1, const float* A, int64_t lda
     tile<kRowTile, NV, TransA>(k0, k1, A + i * a_row, lda, B, ldb, C + i * ldc, ldc, load_c,
                                last_w);
   }
-  const float* a = A + i * a_row;
-  float* c = C + i * ldc;
-  switch (M - i) {
-    case 5:
-      tile<5, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    case 4:
-      tile<4, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    case 3:
-      tile<3, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    case 2:
-      tile<2, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    case 1:
-      tile<1, NV, TransA>(k0, k1, a, lda, B, ldb, c, ldc, load_c, last_w);
-      break;
-    default:
-      break;
-  }
+  tile_rest<kRowTile, NV, TransA>(M - i, k0, k1, A + i * a_row, lda, B, ldb, C + i * ldc, ldc,
+                                  load_c, last_w);
 }
 
 template <bool TransA>
