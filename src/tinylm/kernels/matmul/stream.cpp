@@ -31,6 +31,26 @@ TINYLM_LEVEL_BEGIN
 
 namespace {
 
+// accumulate_rows's step (below): NC column vectors' chains from py[0 .. 16 NC) through R weight
+// rows, the weights of vector j and row k at wc + j * vstep + k * kstep.
+template <int R, bool Tiles, int NC, class W>
+TINYLM_INLINE void columns(float* py, const float* x, const W* wc, int64_t kstep, int64_t vstep) {
+  if constexpr (Tiles) {  // (4 KiB ahead, a line at a time)
+    const char* ahead = reinterpret_cast<const char*>(wc) + 4096;
+    for (size_t b = 0; b < NC * vstep * sizeof(W); b += 64) __builtin_prefetch(ahead + b, 0, 2);
+  }
+  f32x16 acc[NC];
+#pragma GCC unroll 4
+  for (int j = 0; j < NC; ++j) acc[j] = load(py + j * kLanes);
+#pragma GCC unroll 16
+  for (int k = 0; k < R; ++k) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) acc[j] = fma(x[k], load(wc + j * vstep + k * kstep), acc[j]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < NC; ++j) store(py + j * kLanes, acc[j]);
+}
+
 // py[c] = fma(x[k], W(k, c), py[c]) for k < R, in order, for c in [0, nout): R weight rows in
 // one pass, the chain carried through the partial sums in memory between passes. The 16
 // weights W(k, c..c+15), c a multiple of 16, sit at w + k * nout + c in Layout::rows, or at
@@ -52,39 +72,13 @@ TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_
   // Compile-time steps for tiles: the loads then take immediate offsets.
   const int64_t kstep = tiles ? kTile : nout;
   constexpr int64_t VStep = tiles ? kTile * kTile : kLanes;
-  constexpr int64_t kAhead = 4096, kLine = 64;
   const int64_t body_end = nout / kLanes * kLanes;
   const W* wc = w;
   int64_t c = 0;
   // Two column vectors at a time, their chains interleaved (one, or four, measured slower).
-  constexpr int kCols = 2;
-  for (; c + kCols * kLanes <= body_end; c += kCols * kLanes, wc += kCols * VStep) {
-    if constexpr (tiles) {
-      const char* ahead = reinterpret_cast<const char*>(wc) + kAhead;
-      for (size_t b = 0; b < kCols * VStep * sizeof(W); b += kLine)
-        __builtin_prefetch(ahead + b, 0, 2);
-    }
-    f32x16 acc[kCols];
-#pragma GCC unroll 4
-    for (int j = 0; j < kCols; ++j) acc[j] = load(py + c + j * kLanes);
-#pragma GCC unroll 16
-    for (int k = 0; k < R; ++k) {
-#pragma GCC unroll 4
-      for (int j = 0; j < kCols; ++j) acc[j] = fma(x[k], load(wc + j * VStep + k * kstep), acc[j]);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < kCols; ++j) store(py + c + j * kLanes, acc[j]);
-  }
-  for (; c < body_end; c += kLanes, wc += VStep) {
-    if constexpr (tiles) {
-      const char* ahead = reinterpret_cast<const char*>(wc) + kAhead;
-      for (size_t b = 0; b < VStep * sizeof(W); b += kLine) __builtin_prefetch(ahead + b, 0, 2);
-    }
-    f32x16 acc = load(py + c);
-#pragma GCC unroll 16
-    for (int k = 0; k < R; ++k) acc = fma(x[k], load(wc + k * kstep), acc);
-    store(py + c, acc);
-  }
+  for (; c + 2 * kLanes <= body_end; c += 2 * kLanes, wc += 2 * VStep)
+    columns<R, tiles, 2>(py + c, x, wc, kstep, VStep);
+  for (; c < body_end; c += kLanes, wc += VStep) columns<R, tiles, 1>(py + c, x, wc, kstep, VStep);
   for (c = body_end; c < nout; ++c) {  // row-major only: tiles have no ragged columns
     float acc = py[c];
     for (int k = 0; k < R; ++k) acc = __builtin_fmaf(x[k], to_float(w[k * kstep + c]), acc);
