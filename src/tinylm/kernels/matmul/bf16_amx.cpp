@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
 #include "tinylm/kernels/matmul/stream.h"
+#include "tinylm/kernels/matmul/tile_sums.h"
 
 // Only the avx512 pass has kernels, compiled for AMX on top of AVX512_BF16: bf16_dot.cpp calls
 // them only where the CPU has both and the process may use the tiles.
@@ -15,6 +17,9 @@
 TINYLM_TARGET_PUSH_OF(
     "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")
 namespace tinylm::kernels::avx512 {
+
+#include "tinylm/kernels/matmul/stream_driver.h"
+
 namespace {
 
 constexpr int64_t kTileElems = kTile * kTile;  // a pairs-layout tile: 8 pairs of 16 columns
@@ -55,6 +60,26 @@ TINYLM_INLINE void store_sums(float* p, int64_t step, long stride) {
   if constexpr (N > 2) _tile_stored(2, p + 2 * step, stride);
   if constexpr (N > 3) _tile_stored(3, p + 3 * step, stride);
   compiler_fence();
+}
+
+// tmm q += tmm4 times the tile at p + q * step (rows `stride` bytes apart) for q < N: the B
+// operands take tmm5-7 in turn (tmm5 again for the fourth, its product with tmm0 issued by then).
+template <int N, class T>
+TINYLM_INLINE void add_products(const T* p, int64_t step, long stride) {
+  _tile_loadd(5, p, stride);
+  _tile_dpbf16ps(0, 4, 5);
+  if constexpr (N > 1) {
+    _tile_loadd(6, p + step, stride);
+    _tile_dpbf16ps(1, 4, 6);
+  }
+  if constexpr (N > 2) {
+    _tile_loadd(7, p + 2 * step, stride);
+    _tile_dpbf16ps(2, 4, 7);
+  }
+  if constexpr (N > 3) {
+    _tile_loadd(5, p + 3 * step, stride);
+    _tile_dpbf16ps(3, 4, 5);
+  }
 }
 
 // The activations (rows of n) rounded to bf16 (VCVTNEPS2BF16, as bf16_dot.cpp's), the rows from
@@ -109,20 +134,7 @@ void in_out_block(float* y, int64_t ldy, const uint16_t* x, int64_t ldx, const B
       for (int64_t l = 0; l < NB * 8; ++l) __builtin_prefetch(next + 64 * l, 0, 2);
     }
     _tile_loadd(4, x + k * kTile, xstride);
-    _tile_loadd(5, wk, wstride);
-    _tile_dpbf16ps(0, 4, 5);
-    if constexpr (NB > 1) {
-      _tile_loadd(6, wk + kTileElems, wstride);
-      _tile_dpbf16ps(1, 4, 6);
-    }
-    if constexpr (NB > 2) {
-      _tile_loadd(7, wk + 2 * kTileElems, wstride);
-      _tile_dpbf16ps(2, 4, 7);
-    }
-    if constexpr (NB > 3) {
-      _tile_loadd(5, wk + 3 * kTileElems, wstride);
-      _tile_dpbf16ps(3, 4, 5);
-    }
+    add_products<NB>(wk, kTileElems, wstride);
   }
   store_sums<NB>(y, kTile, static_cast<long>(ldy * 4));
   if (!b) return;
@@ -142,10 +154,9 @@ void amx_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t
   constexpr int64_t kGroup = 4 * kTile, kRowGroup = 8 * kRowsPerTile;
   const int64_t padded = (rows + kRowsPerTile - 1) / kRowsPerTile * kRowsPerTile;
   const uint16_t* xb = round_padded(x, rows, nin, padded);
-  const int64_t ngroups = (nout + kGroup - 1) / kGroup, band = kTile * nout, nbands = nin / kTile;
-  parallel_for_balanced((rows + kRowGroup - 1) / kRowGroup * ngroups, [&](int64_t item) {
-    const int64_t c0 = item % ngroups * kGroup, nb = std::min(kGroup, nout - c0) / kTile;
-    const int64_t g0 = item / ngroups * kRowGroup, g1 = std::min(rows, g0 + kRowGroup);
+  const int64_t band = kTile * nout, nbands = nin / kTile;
+  for_each_item(rows, kRowGroup, nout, kGroup, [&](int64_t g0, int64_t ng, int64_t c0, int64_t n) {
+    const int64_t nb = n / kTile, g1 = g0 + ng;
     int64_t configured = 0;
     for (int64_t r0 = g0; r0 < g1; r0 += kRowsPerTile) {
       const int64_t m = std::min(kRowsPerTile, g1 - r0);
@@ -212,22 +223,8 @@ void out_in_block(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32_t
   const int64_t nkb = nin / 32, qstride = nkb * 256;  // uint32s between row blocks' tiles
   const long wstride = static_cast<long>(nin * 2);
   for (int64_t kb = 0; kb < nkb; ++kb) {
-    const uint32_t* xk = xp + kb * 256;
     _tile_loadd(4, w + kb * 32, wstride);
-    _tile_loadd(5, xk, 64);
-    _tile_dpbf16ps(0, 4, 5);
-    if constexpr (NQ > 1) {
-      _tile_loadd(6, xk + qstride, 64);
-      _tile_dpbf16ps(1, 4, 6);
-    }
-    if constexpr (NQ > 2) {
-      _tile_loadd(7, xk + 2 * qstride, 64);
-      _tile_dpbf16ps(2, 4, 7);
-    }
-    if constexpr (NQ > 3) {
-      _tile_loadd(5, xk + 3 * qstride, 64);
-      _tile_dpbf16ps(3, 4, 5);
-    }
+    add_products<NQ>(xp + kb * 256, qstride, 64);
   }
   store_sums<NQ>(t[0][0], 256, 64);
 }
@@ -276,10 +273,9 @@ void amx_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t n
   constexpr int64_t kOutBlock = 16, kGroup = 16 * kOutBlock, kRowGroup = 4 * kRowsPerTile;
   const int64_t padded = (rows + kRowsPerTile - 1) / kRowsPerTile * kRowsPerTile;
   const uint32_t* xp = pair_tiles(round_padded(x, rows, nin, padded), padded, nin);
-  const int64_t ngroups = (nout + kGroup - 1) / kGroup, nkb = nin / 32;
-  parallel_for_balanced((rows + kRowGroup - 1) / kRowGroup * ngroups, [&](int64_t item) {
-    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
-    const int64_t r0 = item / ngroups * kRowGroup, nr = std::min(kRowGroup, rows - r0);
+  const int64_t nkb = nin / 32;
+  for_each_item(rows, kRowGroup, nout, kGroup, [&](int64_t r0, int64_t nr, int64_t o0, int64_t n) {
+    const int64_t o1 = o0 + n;
     const int64_t nq = (nr + kRowsPerTile - 1) / kRowsPerTile;
     const uint32_t* xq = xp + r0 / kRowsPerTile * nkb * 256;
     thread_local AlignedVector<Bf16> tail;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
@@ -19,9 +20,11 @@
 #if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
 TINYLM_TARGET_PUSH_OF("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
 namespace tinylm::kernels::avx512 {
+
+#include "tinylm/kernels/matmul/stream_driver.h"
+
 namespace {
 
-constexpr int64_t kChunk = 64;                 // inputs per chain of matmul_in_out_bf16
 constexpr int64_t kTileElems = kTile * kTile;  // a 16 x 16 tile: 8 pairs of 16 columns
 constexpr int64_t kPairsPerBand = kTile / 2;
 
@@ -90,217 +93,78 @@ void chunk_row(float* part, const uint16_t* xr, const Bf16* w, int64_t bands, in
   for (; c < nout; c += kTile) chunk_blocks<1>(part + c, xr, w + c * kTile, bands, band);
 }
 
-// One or two rows: chunks from a ChunkQueue (each thread streams its own run of the matrix),
-// each chunk's chains into its own partial row, then the partials added to the bias in chunk
-// order: the same sums whichever thread ran which chunk.
+// One or two rows: the driver's chunk queue, each chunk's chains into its own partial row.
 void in_out_decode(float* y, const uint16_t* xb, const Bf16* w, const float* b, int64_t rows,
                    int64_t nin, int64_t nout) {
-  const int64_t nchunks = (nin + kChunk - 1) / kChunk;
-  thread_local AlignedVector<float> scratch;  // grown once, then reused every token
-  scratch.resize(static_cast<size_t>(nchunks * rows * nout));
-  float* part = scratch.data();
-  const int nthreads = region_threads(nchunks);
-  ChunkQueue queue(nchunks, nthreads);
-  const int64_t nblk = nout / kTile;
-  parallel_region(nthreads, [&](int me, int team) {
-    for (;;) {
-      const int64_t ck = queue.next(me);
-      if (ck < 0) break;
-      const int64_t i0 = ck * kChunk, bands = (std::min(nin, i0 + kChunk) - i0) / kTile;
-      for (int64_t r = 0; r < rows; ++r)
-        chunk_row(part + (ck * rows + r) * nout, xb + r * nin + i0, w + i0 * nout, bands, nout);
-    }
-    barrier();  // then each thread adds up its share of the columns
-    for (int64_t blk = nblk * me / team; blk < nblk * (me + 1) / team; ++blk) {
-      const int64_t c0 = blk * kTile;
-      for (int64_t r = 0; r < rows; ++r) {
-        __m512 s = b ? _mm512_loadu_ps(b + c0) : _mm512_setzero_ps();
-        for (int64_t ck = 0; ck < nchunks; ++ck)
-          s = _mm512_add_ps(s, _mm512_loadu_ps(part + (ck * rows + r) * nout + c0));
-        _mm512_storeu_ps(y + r * nout + c0, s);
-      }
-    }
+  sum_chunks(y, b, rows, nin, nout, [&](int64_t ck, float* part, int64_t ld) {
+    const int64_t i0 = ck * kChunk, bands = (std::min(nin, i0 + kChunk) - i0) / kTile;
+    for (int64_t r = 0; r < rows; ++r)
+      chunk_row(part + r * ld, xb + r * nin + i0, w + i0 * nout, bands, nout);
   });
 }
 
-// s.to[r, 16 v ..] = s.from[r, 16 v ..] + the chunk's chains of MR rows and NV column blocks.
-// w: the first band's tile of the first block (the next block's is kTileElems on, the next
-// band's `band`). Per pair the tile loads NV weight vectors and broadcasts MR pairs of inputs,
-// for MR NV instructions. `ahead`: weights to prefetch into L1 (into L2, the next chunk's first
-// tile waited on them), one line per vector loaded (w itself when there is nothing to prefetch:
-// a branch in the loop made GCC spill the accumulators).
-template <int MR, int NV>
-TINYLM_INLINE void pair_tile(TileSums s, const uint16_t* x, int64_t ldx, const Bf16* w,
-                             int64_t band, int64_t bands, const Bf16* ahead) {
-  __m512 acc[MR][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
-  }
-  for (int64_t b = 0; b < bands; ++b) {
-    for (int64_t p = 0; p < kPairsPerBand; ++p) {
-      const int64_t at = b * band + p * 2 * kTile;
-      __m512i wv[NV];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        __builtin_prefetch(ahead + at + v * kTileElems, 0, 3);
-        wv[v] = load_pairs(w + at + v * kTileElems);
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const __m512i xp = pair_of(x + r * ldx, b * kPairsPerBand + p);
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = dot(acc[r][v], xp, wv[v]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      const TileSums t = s.at(r, v * kTile);
-      _mm512_storeu_ps(t.to, _mm512_add_ps(_mm512_loadu_ps(t.from), acc[r][v]));
-    }
-  }
-}
+// The format: pairs of bf16 inputs against pairs of bf16 weights (the pairs layout), VDPBF16PS.
+struct Pairs {
+  using Weight = Bf16;
+  using In = uint16_t;
+  using X = __m512i;
+  using W = __m512i;
+  static constexpr int64_t kStep = 2 * kLanes;
+  static constexpr int kLocality = 3;  // (into L1: into L2, the next chunk's first tile waited)
+  static constexpr bool kPrefetchSelf = true;
+  TINYLM_INLINE static X broadcast(const uint16_t* x, int64_t j) { return pair_of(x, j); }
+  TINYLM_INLINE static X load_x(const uint16_t* p) { return _mm512_loadu_si512(p); }
+  TINYLM_INLINE static W load_w(const Bf16* p) { return load_pairs(p); }
+  TINYLM_INLINE static f32x16 madd(f32x16 acc, X x, W w) { return f32x16{dot(acc.v, x, w)}; }
+};
 
-// The last nr < M rows through pair_tile<nr, NV>.
-template <int M, int NV>
-TINYLM_INLINE void pair_rest(int64_t nr, TileSums s, const uint16_t* x, int64_t ldx, const Bf16* w,
-                             int64_t band, int64_t bands, const Bf16* ahead) {
-  if constexpr (M > 1) {
-    if (nr == M - 1) return pair_tile<M - 1, NV>(s, x, ldx, w, band, bands, ahead);
-    pair_rest<M - 1, NV>(nr, s, x, ldx, w, band, bands, ahead);
-  }
-}
-
-// Every row through NV column blocks of one chunk, MR rows at a time (the first tile
-// prefetches).
-template <int MR, int NV>
-void pair_rows(TileSums s, const uint16_t* x, int64_t ldx, const Bf16* w, int64_t band,
-               int64_t bands, int64_t nr, const Bf16* ahead) {
-  int64_t r = 0;
-  for (; r + MR <= nr; r += MR, ahead = w)
-    pair_tile<MR, NV>(s.at(r, 0), x + r * ldx, ldx, w, band, bands, ahead);
-  if (r < nr) pair_rest<MR, NV>(nr - r, s.at(r, 0), x + r * ldx, ldx, w, band, bands, ahead);
-}
-
-// Several rows: items of 128 rows x 96 columns, row blocks outermost. An item starts its rows at
-// the bias and adds each chunk's chains in order, as decode does: 8 rows x 3 column blocks a
-// register tile (24 accumulators), the chunk's 12 KiB of weights kept in L1 while the block's
-// rows go through them, the next chunk's prefetched by the first tile. The sums build up in a
-// block of the item's own (rows of 96 floats, on the stack) and the last chunk's tiles write
-// them to y: y's rows, nout floats apart, fall into a few L1 sets (3072 floats is a multiple
-// of 4 KiB), and summed in place they evicted one another between chunks.
+// Several rows: items of 128 rows x 96 columns. An item starts its rows at the bias and adds
+// each chunk's chains in order, as decode does: 8 rows x 3 column blocks a register tile (24
+// accumulators), the chunk's 12 KiB of weights kept in L1 while the block's rows go through
+// them, the next chunk's prefetched by the first tile. The sums build up in a block of the
+// item's own (rows of 96 floats, on the stack) and the last chunk's tiles write them to y: y's
+// rows, nout floats apart, fall into a few L1 sets (3072 floats is a multiple of 4 KiB), and
+// summed in place they evicted one another between chunks.
 void in_out_rows(float* y, const uint16_t* xb, const Bf16* w, const float* b, int64_t rows,
                  int64_t nin, int64_t nout) {
   constexpr int MR = 8, NV = 3;
   constexpr int64_t kGroup = 2 * NV * kTile, kRowBlock = 128;
-  const int64_t ngroups = (nout + kGroup - 1) / kGroup, band = kTile * nout;
-  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
-    const int64_t c0 = item % ngroups * kGroup, width = std::min(kGroup, nout - c0);
-    const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
-    alignas(64) float block[kRowBlock * kGroup];  // row r's at block + r * width
-    for (int64_t r = 0; r < nr; ++r) {
-      for (int64_t c = 0; c < width; c += kTile)
-        _mm512_store_ps(block + r * width + c,
-                        b ? _mm512_loadu_ps(b + c0 + c) : _mm512_setzero_ps());
-    }
-    for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
-      const int64_t bands = (std::min(nin, i0 + kChunk) - i0) / kTile;
-      const Bf16* wc = w + i0 * nout + c0 * kTile;
-      // The next chunk's weights, if whole; else this chunk's (in L1 by then).
-      const Bf16* next = i0 + 2 * kChunk <= nin ? wc + kChunk * nout : wc;
-      const uint16_t* xc = xb + r0 * nin + i0;
-      const TileSums s = i0 + kChunk < nin ? TileSums::in(block, width)
-                                           : TileSums{block, width, y + r0 * nout + c0, nout};
-      const int64_t nv = width / kTile;
-      int64_t v = 0;
-      for (; v + NV <= nv; v += NV) {
-        pair_rows<MR, NV>(s.at(0, v * kTile), xc, nin, wc + v * kTileElems, band, bands, nr,
-                          next + v * kTileElems);
-      }
-      for (; v < nv; ++v) {
-        pair_rows<MR, 1>(s.at(0, v * kTile), xc, nin, wc + v * kTileElems, band, bands, nr,
-                         next + v * kTileElems);
-      }
-    }
-  });
+  const int64_t band = kTile * nout;
+  for_each_item(
+      rows, kRowBlock, nout, kGroup, [&](int64_t r0, int64_t nr, int64_t c0, int64_t width) {
+        alignas(64) float block[kRowBlock * kGroup];  // row r's at block + r * width
+        for (int64_t r = 0; r < nr; ++r) {
+          for (int64_t c = 0; c < width; c += kTile)
+            _mm512_store_ps(block + r * width + c,
+                            b ? _mm512_loadu_ps(b + c0 + c) : _mm512_setzero_ps());
+        }
+        for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
+          const int64_t bands = (std::min(nin, i0 + kChunk) - i0) / kTile;
+          const Bf16* wc = w + i0 * nout + c0 * kTile;
+          // The next chunk's weights, if whole; else this chunk's (in L1 by then).
+          const Bf16* next = i0 + 2 * kChunk <= nin ? wc + kChunk * nout : wc;
+          const TileSums s = i0 + kChunk < nin ? TileSums::in(block, width)
+                                               : TileSums{block, width, y + r0 * nout + c0, nout};
+          const InOutTile<Pairs> tile{
+              s, xb + r0 * nin + i0, nin, {wc, band, 2 * kTile, kTileElems}, next, bands};
+          tile_vectors<MR, NV>(tile, nr, width / kTile);
+        }
+      });
 }
 
 // --- matmul_out_in_bf16 ------------------------------------------------------------------------
 
-// y[r * ldy + o] for MR rows and NO outputs: per 32 inputs, MR input vectors and NO weight
-// vectors loaded once for MR NO instructions; each output's 16 lane chains summed at the end.
-// `ahead` as pair_tile's: weights NO outputs on, or w.
-template <int MR, int NO>
-TINYLM_INLINE void head_tile(float* y, int64_t ldy, const uint16_t* x, const Bf16* w, int64_t nin,
-                             const Bf16* ahead) {
-  __m512 acc[MR][NO];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) acc[r][o] = _mm512_setzero_ps();
-  }
-  for (int64_t i = 0; i < nin; i += 2 * kLanes) {
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) __builtin_prefetch(ahead + o * nin + i, 0, 3);
-    __m512i xv[MR];
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) xv[r] = _mm512_loadu_si512(x + r * nin + i);
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) {
-      const __m512i wo = load_pairs(w + o * nin + i);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) acc[r][o] = dot(acc[r][o], xv[r], wo);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    f32x16 a[NO];
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) a[o] = f32x16{acc[r][o]};
-    hsums<NO>(y + r * ldy, a);
-  }
-}
-
-template <int M, int NO>
-TINYLM_INLINE void head_rest(int64_t nr, float* y, int64_t ldy, const uint16_t* x, const Bf16* w,
-                             int64_t nin, const Bf16* ahead) {
-  if constexpr (M > 1) {
-    if (nr == M - 1) return head_tile<M - 1, NO>(y, ldy, x, w, nin, ahead);
-    head_rest<M - 1, NO>(nr, y, ldy, x, w, nin, ahead);
-  }
-}
-
-template <int MR, int NO>
-void head_rows(float* y, int64_t ldy, const uint16_t* x, const Bf16* w, int64_t nin, int64_t nr,
-               const Bf16* ahead) {
-  int64_t r = 0;
-  for (; r + MR <= nr; r += MR, ahead = w)
-    head_tile<MR, NO>(y + r * ldy, ldy, x + r * nin, w, nin, ahead);
-  if (r < nr) head_rest<MR, NO>(nr - r, y + r * ldy, ldy, x + r * nin, w, nin, ahead);
-}
-
-// Items of 256 rows x 16 NO outputs, row blocks outermost; within an item NO outputs at a time,
-// the weights 2 NO outputs on prefetched (one stream per thread in decode).
+// Items of 256 rows x 16 NO outputs; within an item NO outputs at a time, the weights 2 NO
+// outputs on prefetched (one stream per thread in decode).
 template <int MR, int NO>
 void out_in_rows(float* y, const uint16_t* xb, const Bf16* w, int64_t rows, int64_t nin,
                  int64_t nout) {
   constexpr int64_t kRowBlock = 256, kGroup = 16 * NO;
-  const int64_t ngroups = (nout + kGroup - 1) / kGroup;
-  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
-    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
-    const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
-    float* yb = y + r0 * nout;
-    const uint16_t* xr = xb + r0 * nin;
-    int64_t o = o0;
-    for (; o + NO <= o1; o += NO) {
-      const Bf16* ahead = w + (o + 3 * NO <= nout ? o + 2 * NO : o) * nin;
-      head_rows<MR, NO>(yb + o, nout, xr, w + o * nin, nin, nr, ahead);
-    }
-    for (; o < o1; ++o) head_rows<MR, 1>(yb + o, nout, xr, w + o * nin, nin, nr, w + o * nin);
+  for_each_item(rows, kRowBlock, nout, kGroup, [&](int64_t r0, int64_t nr, int64_t o0, int64_t n) {
+    const OutInTile<Pairs, NoTail, true> head{
+        y + r0 * nout + o0, nout,   xb + r0 * nin, nin, w + o0 * nin, w, nout - o0,
+        nin / (2 * kLanes), nullptr};
+    tile_vectors<MR, NO>(head, nr, n);
   });
 }
 
@@ -314,8 +178,8 @@ void matmul_in_out_bf16(float* y, const float* x, const Bf16* w, const float* b,
   in_out_rows(y, xb, w, b, rows, nin, nout);
 }
 
-// Tiles as stream.cpp's head: 1 or 2 rows x 4 outputs in decode, 6 x 4 up to 16 rows, 4 x 6
-// beyond.
+// 1 or 2 rows x 4 outputs a tile in decode, 6 x 4 up to 16 rows, 4 x 6 beyond (here all 24
+// accumulators and 4 inputs stay in registers; stream.cpp's widening 4 x 6 tile did not).
 void matmul_out_in_bf16(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
                         int64_t nout) {
   if (bf16_dot_unit() == Bf16Unit::amx) return amx_out_in(y, x, w, rows, nin, nout);

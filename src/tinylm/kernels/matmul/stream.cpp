@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
@@ -23,14 +24,32 @@ inline Ptr element(Ptr w, int64_t nout, int64_t i, int64_t c) {
 
 TINYLM_LEVEL_BEGIN
 
+// Conv1D products sum their inputs in chunks of 64 weight rows (the driver's kChunk): per chunk
+// one chain of fused multiply-adds in input order, from zero (a partial per chunk), the partials
+// then added to the bias in chunk order. Decode and prefill alike, so they round alike.
+#include "tinylm/kernels/matmul/stream_driver.h"
+
 namespace {
 
-int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-// Conv1D products sum their inputs in chunks of 64 weight rows: per chunk one chain of fused
-// multiply-adds in input order, from zero (a partial per chunk), the partials then added to
-// the bias in chunk order. Decode and prefill alike, so they round alike.
-constexpr int64_t kChunk = 64;
+// accumulate_rows's step (below): NC column vectors' chains from py[0 .. 16 NC) through R weight
+// rows, the weights of vector j and row k at wc + j * vstep + k * kstep.
+template <int R, bool Tiles, int NC, class W>
+TINYLM_INLINE void columns(float* py, const float* x, const W* wc, int64_t kstep, int64_t vstep) {
+  if constexpr (Tiles) {  // (4 KiB ahead, a line at a time)
+    const char* ahead = reinterpret_cast<const char*>(wc) + 4096;
+    for (size_t b = 0; b < NC * vstep * sizeof(W); b += 64) __builtin_prefetch(ahead + b, 0, 2);
+  }
+  f32x16 acc[NC];
+#pragma GCC unroll 4
+  for (int j = 0; j < NC; ++j) acc[j] = load(py + j * kLanes);
+#pragma GCC unroll 16
+  for (int k = 0; k < R; ++k) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) acc[j] = fma(x[k], load(wc + j * vstep + k * kstep), acc[j]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < NC; ++j) store(py + j * kLanes, acc[j]);
+}
 
 // py[c] = fma(x[k], W(k, c), py[c]) for k < R, in order, for c in [0, nout): R weight rows in
 // one pass, the chain carried through the partial sums in memory between passes. The 16
@@ -53,39 +72,13 @@ TINYLM_INLINE void accumulate_rows(float* py, const float* x, const W* w, int64_
   // Compile-time steps for tiles: the loads then take immediate offsets.
   const int64_t kstep = tiles ? kTile : nout;
   constexpr int64_t VStep = tiles ? kTile * kTile : kLanes;
-  constexpr int64_t kAhead = 4096, kLine = 64;
   const int64_t body_end = nout / kLanes * kLanes;
   const W* wc = w;
   int64_t c = 0;
   // Two column vectors at a time, their chains interleaved (one, or four, measured slower).
-  constexpr int kCols = 2;
-  for (; c + kCols * kLanes <= body_end; c += kCols * kLanes, wc += kCols * VStep) {
-    if constexpr (tiles) {
-      const char* ahead = reinterpret_cast<const char*>(wc) + kAhead;
-      for (size_t b = 0; b < kCols * VStep * sizeof(W); b += kLine)
-        __builtin_prefetch(ahead + b, 0, 2);
-    }
-    f32x16 acc[kCols];
-#pragma GCC unroll 4
-    for (int j = 0; j < kCols; ++j) acc[j] = load(py + c + j * kLanes);
-#pragma GCC unroll 16
-    for (int k = 0; k < R; ++k) {
-#pragma GCC unroll 4
-      for (int j = 0; j < kCols; ++j) acc[j] = fma(x[k], load(wc + j * VStep + k * kstep), acc[j]);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < kCols; ++j) store(py + c + j * kLanes, acc[j]);
-  }
-  for (; c < body_end; c += kLanes, wc += VStep) {
-    if constexpr (tiles) {
-      const char* ahead = reinterpret_cast<const char*>(wc) + kAhead;
-      for (size_t b = 0; b < VStep * sizeof(W); b += kLine) __builtin_prefetch(ahead + b, 0, 2);
-    }
-    f32x16 acc = load(py + c);
-#pragma GCC unroll 16
-    for (int k = 0; k < R; ++k) acc = fma(x[k], load(wc + k * kstep), acc);
-    store(py + c, acc);
-  }
+  for (; c + 2 * kLanes <= body_end; c += 2 * kLanes, wc += 2 * VStep)
+    columns<R, tiles, 2>(py + c, x, wc, kstep, VStep);
+  for (; c < body_end; c += kLanes, wc += VStep) columns<R, tiles, 1>(py + c, x, wc, kstep, VStep);
   for (c = body_end; c < nout; ++c) {  // row-major only: tiles have no ragged columns
     float acc = py[c];
     for (int k = 0; k < R; ++k) acc = __builtin_fmaf(x[k], to_float(w[k * kstep + c]), acc);
@@ -118,148 +111,42 @@ TINYLM_INLINE void chunk_tiles(float* py, const float* x, const W* w, int64_t no
 }
 
 // Decode (a row or two), and every row of matrices that do not split into tiles:
-// memory-bound. The weight rows are cut into chunks of 64 that threads take from a
-// ChunkQueue: each thread streams its own contiguous run of rows, and a thread that finishes
-// early takes chunks from the other's tail instead of waiting for it. Each chunk's product
-// goes to its own partial row, 16 weight rows per pass over it; the partials are then added
-// in chunk order, so the result is the same whichever thread ran which chunk, and at any
-// thread count.
+// memory-bound. The driver's chunk queue hands out chunks of 64 weight rows; each chunk's
+// product goes to its own partial row, 16 weight rows per pass over it.
 template <Layout L, class W>
 void matvec_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, int64_t nin,
                    int64_t nout) {
   constexpr int kPass = 16;
   static_assert(kPass == kTile);
-  const int64_t nchunks = (nin + kChunk - 1) / kChunk;
-  const int64_t ld = round_up(nout, kLanes);  // partial rows on 64-byte boundaries
-  thread_local AlignedVector<float> scratch;  // grown once, then reused every token
-  scratch.resize(static_cast<size_t>(nchunks * rows * ld));
-  float* part = scratch.data();
-  const int nthreads = region_threads(nchunks);
-  ChunkQueue queue(nchunks, nthreads);
-  const int64_t nblk = ld / kLanes;
-  parallel_region(nthreads, [&](int me, int team) {
-    for (;;) {
-      const int64_t ck = queue.next(me);
-      if (ck < 0) break;
-      const int64_t i0 = ck * kChunk, i1 = std::min(nin, i0 + kChunk);
-      float* pc = part + ck * rows * ld;
-      if constexpr (L == Layout::tiles) {
-        if (i1 - i0 == kChunk) {
-          for (int64_t r = 0; r < rows; ++r)
-            chunk_tiles(pc + r * ld, x + r * nin + i0, w + i0 * nout, nout);
-          continue;
-        }
-      }
-      std::fill(pc, pc + rows * ld, 0.0f);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* py = pc + r * ld;
-        const float* xr = x + r * nin;
-        int64_t i = i0;
-        for (; i + kPass <= i1; i += kPass)
-          accumulate_rows<kPass, L>(py, xr + i, w + i * nout, nout);
-        if constexpr (L == Layout::rows) {  // (tiled matrices have whole bands only)
-          for (; i < i1; ++i) accumulate_rows<1, L>(py, xr + i, w + i * nout, nout);
-        }
+  sum_chunks(y, b, rows, nin, nout, [&](int64_t ck, float* pc, int64_t ld) {
+    const int64_t i0 = ck * kChunk, i1 = std::min(nin, i0 + kChunk);
+    if constexpr (L == Layout::tiles) {
+      if (i1 - i0 == kChunk) {
+        for (int64_t r = 0; r < rows; ++r)
+          chunk_tiles(pc + r * ld, x + r * nin + i0, w + i0 * nout, nout);
+        return;
       }
     }
-    barrier();  // then each thread adds up its share of the columns
-    for (int64_t blk = nblk * me / team; blk < nblk * (me + 1) / team; ++blk) {
-      const int64_t c0 = blk * kLanes, cn = std::min<int64_t>(kLanes, nout - c0);
-      for (int64_t r = 0; r < rows; ++r) {
-        f32x16 s = b ? load_n(b + c0, cn) : f32x16{};
-        for (int64_t ck = 0; ck < nchunks; ++ck) s += load(part + (ck * rows + r) * ld + c0);
-        store_n(y + r * nout + c0, s, cn);
+    std::fill(pc, pc + rows * ld, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* py = pc + r * ld;
+      const float* xr = x + r * nin;
+      int64_t i = i0;
+      for (; i + kPass <= i1; i += kPass) accumulate_rows<kPass, L>(py, xr + i, w + i * nout, nout);
+      if constexpr (L == Layout::rows) {  // (tiled matrices have whole bands only)
+        for (; i < i1; ++i) accumulate_rows<1, L>(py, xr + i, w + i * nout, nout);
       }
     }
   });
 }
 
-// Where a chunk's weights sit for a register tile: the 16 weights W(k, 16 v ..) of input k
-// (from the chunk's first) and column vector v (from the tile's first) start at
-// w + (k / 16) * band + (k % 16) * kstep + v * vstep. This covers a widened chunk in a buffer
-// and the matrix itself in either layout.
-template <class W>
-struct ChunkWeights {
-  const W* w;
-  int64_t band, kstep, vstep;
-  ChunkWeights at(int64_t v) const { return {w + v * vstep, band, kstep, vstep}; }
-};
-
-// s.to[r, 16 v ..] = s.from[r, 16 v ..] + the chunk's chains for MR rows and NV vectors of
-// columns (tile_sums.h): from zero, fma(x[k], W(k, ..), chain) for the chunk's inputs k in order (a
-// multiple of 16). x: the chunk's inputs of each row, ldx apart. Per input the tile loads NV weight
-// vectors and broadcasts MR inputs for MR NV fused multiply-adds.
+// Every column vector of a group [0, width) through one chunk, for nr rows: MR x NV tiles. xc:
+// the chunk's inputs of each row, kChunk apart (gather_chunk).
 template <int MR, int NV, class W>
-TINYLM_INLINE void chunk_tile(TileSums s, const float* x, int64_t ldx, const ChunkWeights<W>& wc,
-                              int64_t inputs, const W* ahead) {
-  f32x16 chain[MR][NV];  // (loops fully unrolled: the chains live in registers)
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) chain[r][v] = f32x16{};
-  }
-  for (int64_t b = 0; b < inputs; b += kTile) {
-    const W* wb = wc.w + b / kTile * wc.band;
-    const W* pb = ahead ? ahead + b / kTile * wc.band : nullptr;
-    for (int64_t k = 0; k < kTile; ++k) {
-      if (pb) {
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) __builtin_prefetch(pb + k * wc.kstep + v * wc.vstep, 0, 2);
-      }
-      f32x16 wk[NV];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) wk[v] = load(wb + k * wc.kstep + v * wc.vstep);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const f32x16 xr = splat(x[r * ldx + b + k]);
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) chain[r][v] = fma(xr, wk[v], chain[r][v]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      const TileSums t = s.at(r, v * kLanes);
-      store(t.to, load(t.from) + chain[r][v]);
-    }
-  }
-}
-
-// The last nr < M rows through chunk_tile<nr, NV>.
-template <int M, int NV, class W>
-TINYLM_INLINE void chunk_rest(int64_t nr, TileSums s, const float* x, int64_t ldx,
-                              const ChunkWeights<W>& wc, int64_t inputs, const W* ahead) {
-  if constexpr (M > 1) {
-    if (nr == M - 1) return chunk_tile<M - 1, NV>(s, x, ldx, wc, inputs, ahead);
-    chunk_rest<M - 1, NV>(nr, s, x, ldx, wc, inputs, ahead);
-  }
-}
-
-// All nr rows through one chunk for NV vectors of columns, MR rows at a time.
-// `ahead`, if not null, is where the weights (in wc's layout) to prefetch into L2 start: the
-// first tile issues a prefetch per weight vector it loads, spread through its arithmetic.
-template <int MR, int NV, class W>
-void chunk_columns(TileSums s, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
-                   int64_t inputs, int64_t nr, const W* ahead) {
-  int64_t r = 0;
-  for (; r + MR <= nr; r += MR, ahead = nullptr)
-    chunk_tile<MR, NV>(s.at(r, 0), xc + r * ldx, ldx, wc, inputs, ahead);
-  if (r < nr) chunk_rest<MR, NV>(nr - r, s.at(r, 0), xc + r * ldx, ldx, wc, inputs, ahead);
-}
-
-// Every column vector of a group [0, width) through one chunk, NV vectors at a time.
-template <int MR, int NV, class W>
-void chunk_group(TileSums s, const float* xc, int64_t ldx, const ChunkWeights<W>& wc,
-                 int64_t inputs, int64_t nr, int64_t width, const W* ahead = nullptr) {
-  const int64_t nv = width / kLanes;
-  const auto at = [&](int64_t v) { return ahead ? ahead + v * wc.vstep : nullptr; };
-  int64_t v = 0;
-  for (; v + NV <= nv; v += NV)
-    chunk_columns<MR, NV>(s.at(0, v * kLanes), xc, ldx, wc.at(v), inputs, nr, at(v));
-  for (; v < nv; ++v)
-    chunk_columns<MR, 1>(s.at(0, v * kLanes), xc, ldx, wc.at(v), inputs, nr, at(v));
+void chunk_group(TileSums s, const float* xc, const ChunkWeights<W>& wc, int64_t inputs, int64_t nr,
+                 int64_t width, const W* ahead = nullptr) {
+  const InOutTile<Widen<W>, kChunk> tile{s, xc, kChunk, wc, ahead, inputs / kTile};
+  tile_vectors<MR, NV>(tile, nr, width / kLanes);
 }
 
 // Copies the chunk's inputs [i0, i0 + inputs) of each row into xc (rows x kChunk): read in
@@ -296,37 +183,34 @@ void matmul_in_out_bands(float* y, const float* x, const W* w, const float* b, i
                          int64_t nin, int64_t nout) {
   constexpr int64_t kGroup = 64, kRowBlock = 256;
   static_assert(kGroup % (kTileVectors * kLanes) == 0);
-  const int64_t ngroups = (nout + kGroup - 1) / kGroup;
-  // Work items: a row block's groups one after another, so a thread walking its share keeps
-  // the block's inputs in L2 while the weights stream past.
-  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
-    const int64_t c0 = item % ngroups * kGroup, width = std::min(kGroup, nout - c0);
-    const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
-    thread_local AlignedVector<float> scratch;  // grown once, then reused
-    scratch.resize(static_cast<size_t>(kRowBlock * kGroup + kChunk * kGroup + kRowBlock * kChunk));
-    float* acc = scratch.data();           // (nr, kGroup): the bias plus the chunks so far
-    float* wc = acc + kRowBlock * kGroup;  // (kChunk, kGroup): the chunk's weights, widened
-    float* xc = wc + kChunk * kGroup;      // (nr, kChunk): the chunk's inputs of each row
-    start_at_bias(acc, kGroup, b ? b + c0 : nullptr, nr, width);
-    for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
-      const int64_t inputs = std::min(kChunk, nin - i0);  // a multiple of 16
-      for (int64_t k = 0; k < inputs; ++k) {
-        for (int64_t c = 0; c < width; c += kLanes)
-          store(wc + k * kGroup + c, load(element<L>(w, nout, i0 + k, c0 + c)));
-      }
-      // The next chunk's weights are on their way while this one is multiplied: read only
-      // when needed, 64 strided rows of them stalled the widening above.
-      for (int64_t k = i0 + kChunk; k < std::min(nin, i0 + 2 * kChunk); ++k) {
-        for (int64_t c = 0; c < width; c += kTile)
-          __builtin_prefetch(element<L>(w, nout, k, c0 + c));
-      }
-      gather_chunk(xc, x + r0 * nin, nr, nin, i0, inputs);
-      const ChunkWeights<float> widened{wc, kTile * kGroup, kGroup, kLanes};
-      const TileSums s = i0 + kChunk < nin ? TileSums::in(acc, kGroup)
-                                           : TileSums{acc, kGroup, y + r0 * nout + c0, nout};
-      chunk_group<kTileRows, kTileVectors>(s, xc, kChunk, widened, inputs, nr, width);
-    }
-  });
+  for_each_item(
+      rows, kRowBlock, nout, kGroup, [&](int64_t r0, int64_t nr, int64_t c0, int64_t width) {
+        thread_local AlignedVector<float> scratch;  // grown once, then reused
+        scratch.resize(
+            static_cast<size_t>(kRowBlock * kGroup + kChunk * kGroup + kRowBlock * kChunk));
+        float* acc = scratch.data();           // (nr, kGroup): the bias plus the chunks so far
+        float* wc = acc + kRowBlock * kGroup;  // (kChunk, kGroup): the chunk's weights, widened
+        float* xc = wc + kChunk * kGroup;      // (nr, kChunk): the chunk's inputs of each row
+        start_at_bias(acc, kGroup, b ? b + c0 : nullptr, nr, width);
+        for (int64_t i0 = 0; i0 < nin; i0 += kChunk) {
+          const int64_t inputs = std::min(kChunk, nin - i0);  // a multiple of 16
+          for (int64_t k = 0; k < inputs; ++k) {
+            for (int64_t c = 0; c < width; c += kLanes)
+              store(wc + k * kGroup + c, load(element<L>(w, nout, i0 + k, c0 + c)));
+          }
+          // The next chunk's weights are on their way while this one is multiplied: read only
+          // when needed, 64 strided rows of them stalled the widening above.
+          for (int64_t k = i0 + kChunk; k < std::min(nin, i0 + 2 * kChunk); ++k) {
+            for (int64_t c = 0; c < width; c += kTile)
+              __builtin_prefetch(element<L>(w, nout, k, c0 + c));
+          }
+          gather_chunk(xc, x + r0 * nin, nr, nin, i0, inputs);
+          const ChunkWeights<float> widened{wc, kTile * kGroup, kGroup, kLanes};
+          const TileSums s = i0 + kChunk < nin ? TileSums::in(acc, kGroup)
+                                               : TileSums{acc, kGroup, y + r0 * nout + c0, nout};
+          chunk_group<kTileRows, kTileVectors>(s, xc, widened, inputs, nr, width);
+        }
+      });
 }
 
 // Few rows (a server's batch): the register tile reads the weights straight from the matrix,
@@ -366,7 +250,7 @@ void matmul_in_out_few(float* y, const float* x, const W* w, const float* b, int
       const TileSums s =
           i0 + kChunk < nin ? TileSums::in(block, kGroup) : TileSums{block, kGroup, y + c0, nout};
       chunk_group<kFewTileRows, kFewTileVectors>(
-          s, xc, kChunk, wc, inputs, rows, width,
+          s, xc, wc, inputs, rows, width,
           ahead + inputs <= nin ? element<L>(w, nout, ahead, c0) : nullptr);
     }
   });
@@ -391,127 +275,28 @@ void in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, 
   matvec_in_out<Layout::rows>(y, x, w, b, rows, nin, nout);
 }
 
-// Rows of the head per pass over four of its weight rows in decode: two on AVX-512; one where
-// the accumulators (four vectors a row) would not fit beside the weights in 16 registers.
+// The head over several rows (a server's batch, perplexity's windows): a register tile of MR
+// rows x NO outputs, 6 x 4 on AVX-512. (4 x 6, once faster past 16 rows, kept two of its four
+// input vectors on the stack as the driver's tile: 6 x 4 was 12-14% faster at 32 and 64 rows on
+// AMD Zen 5. An 8 x 2 tile, which widens each weight vector once, was faster on an Intel Xeon
+// but slower on Zen 5: docs/performance-history.md.) On AVX2 1 x 4 (2 x 2 and 1 x 5 measured
+// slower). In decode, two rows per pass over four weight rows on AVX-512; one where the
+// accumulators (four vectors a row) would not fit beside the weights in 16 registers.
+constexpr int kHeadTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 1;
 constexpr int kHeadRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 2 : 1;
 
-// y[r * ldy + o] = x[r] . W[o] for o < 4 and rows r < NR: four weight rows read once per
-// vector for NR input rows (every row gets the sums it gets alone). Four accumulator chains
-// per row keep the FMA units busy.
-template <int NR, class W, class Tail>
-TINYLM_INLINE void four_outputs(float* y, int64_t ldy, const float* x, int64_t nin, const W* w,
-                                int64_t body_end, const Tail& tail) {
-  f32x16 a[NR][4];  // (loops fully unrolled: the accumulators live in registers)
-#pragma GCC unroll 2
-  for (int j = 0; j < NR; ++j) {
-#pragma GCC unroll 4
-    for (int o = 0; o < 4; ++o) a[j][o] = f32x16{};
-  }
-  for (int64_t i = 0; i < body_end; i += kLanes) {
-#pragma GCC unroll 4
-    for (int o = 0; o < 4; ++o) {
-      const f32x16 wo = load(w + o * nin + i);
-#pragma GCC unroll 2
-      for (int j = 0; j < NR; ++j) a[j][o] = fma(load(x + j * nin + i), wo, a[j][o]);
-    }
-  }
-  for (int j = 0; j < NR; ++j) {
-    float s[4];
-    hsums<4>(s, a[j]);
-    for (int o = 0; o < 4; ++o) y[j * ldy + o] = s[o] + tail(w + o * nin, x + j * nin);
-  }
-}
-
-// The head over several rows (a server's batch, perplexity's windows): a register tile of MR
-// rows x NO outputs, each output's chain as decode computes it, the MR input vectors and each
-// weight vector loaded once per 16 inputs. On AVX-512 6 x 4 for up to 16 rows and 4 x 6 for
-// more (32 rows are eight whole 4 x 6 tiles, while 6 x 4 leaves two rows over); an 8 x 2 tile
-// for up to 8 rows, which widens each weight vector once, was faster on an Intel Xeon but
-// slower on AMD Zen 5 (docs/performance-history.md). On AVX2 1 x 4 (2 x 2 and 1 x 5 measured
-// slower).
-struct HeadTile {
-  int rows, outs;
-};
-constexpr int64_t kHeadFewRows = 16;
-constexpr HeadTile kHeadFew = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadTile{6, 4} : HeadTile{1, 4};
-constexpr HeadTile kHeadMany =
-    TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? HeadTile{4, 6} : HeadTile{1, 4};
-
-// `ahead` is where the weights (NO rows, nin apart) to prefetch into L2 start: a prefetch per
-// weight vector loaded, spread through the arithmetic. Tiles with nothing to prefetch pass w
-// (in L1 by then): a branch in the loop made GCC keep the accumulators in memory.
-template <int MR, int NO, class W, class Tail>
-TINYLM_INLINE void head_tile(float* y, int64_t ldy, const float* x, int64_t nin, const W* w,
-                             int64_t body_end, const Tail& tail, const W* ahead) {
-  f32x16 a[MR][NO];  // (loops fully unrolled: the accumulators live in registers)
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) a[r][o] = f32x16{};
-  }
-  for (int64_t i = 0; i < body_end; i += kLanes) {
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) __builtin_prefetch(ahead + o * nin + i, 0, 2);
-    f32x16 xv[MR];
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) xv[r] = load(x + r * nin + i);
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) {
-      const f32x16 wo = load(w + o * nin + i);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
-    float s[NO];
-    hsums<NO>(s, a[r]);
-    for (int o = 0; o < NO; ++o) y[r * ldy + o] = s[o] + tail(w + o * nin, x + r * nin);
-  }
-}
-
-// The last nr < M rows through head_tile<nr, NO>.
-template <int M, int NO, class W, class Tail>
-TINYLM_INLINE void head_rest(int64_t nr, float* y, int64_t ldy, const float* x, int64_t nin,
-                             const W* w, int64_t body_end, const Tail& tail, const W* ahead) {
-  if constexpr (M > 1) {
-    if (nr == M - 1) return head_tile<M - 1, NO>(y, ldy, x, nin, w, body_end, tail, ahead);
-    head_rest<M - 1, NO>(nr, y, ldy, x, nin, w, body_end, tail, ahead);
-  }
-}
-
-// Every row of a row block against NO outputs, MR rows at a time (the first tile prefetches).
-template <int MR, int NO, class W, class Tail>
-void head_rows(float* y, int64_t ldy, const float* x, int64_t nin, const W* w, int64_t nr,
-               int64_t body_end, const Tail& tail, const W* ahead) {
-  int64_t r = 0;
-  for (; r + MR <= nr; r += MR, ahead = w)
-    head_tile<MR, NO>(y + r * ldy, ldy, x + r * nin, nin, w, body_end, tail, ahead);
-  if (r < nr)
-    head_rest<MR, NO>(nr - r, y + r * ldy, ldy, x + r * nin, nin, w, body_end, tail, ahead);
-}
-
-// Several rows: items of 256 rows x 16 NO outputs, row blocks outermost, so a thread walking
-// its share keeps the block's inputs in L2 while the weights stream past; each NO-output slice
-// of weights (a few KiB) stays in L1 while the block's rows go through it. With few rows the
-// weights stream past as in decode: the slice two ahead (within the matrix) is prefetched.
-template <HeadTile T, class W, class Tail>
+// Several rows: items of 256 rows x 64 outputs; each 4-output slice of weights (a few KiB)
+// stays in L1 while the block's rows go through it. With few rows the weights stream past as in
+// decode: the slice two ahead is prefetched.
+template <class W, class Tail>
 void out_in_rows(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int64_t nout,
                  int64_t body_end, const Tail& tail) {
-  constexpr int64_t NO = T.outs, kRowBlock = 256, kGroup = 16 * NO;
-  const int64_t ngroups = (nout + kGroup - 1) / kGroup;
-  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * ngroups, [&](int64_t item) {
-    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
-    const int64_t r0 = item / ngroups * kRowBlock, nr = std::min(kRowBlock, rows - r0);
-    float* yb = y + r0 * nout;
-    const float* xb = x + r0 * nin;
-    int64_t o = o0;
-    for (; o + NO <= o1; o += NO) {
-      const W* ahead = w + (o + 3 * NO <= nout ? o + 2 * NO : o) * nin;
-      head_rows<T.rows, NO>(yb + o, nout, xb, nin, w + o * nin, nr, body_end, tail, ahead);
-    }
-    for (; o < o1; ++o) {
-      head_rows<T.rows, 1>(yb + o, nout, xb, nin, w + o * nin, nr, body_end, tail, w + o * nin);
-    }
+  constexpr int64_t kRowBlock = 256, kGroup = 64;
+  for_each_item(rows, kRowBlock, nout, kGroup, [&](int64_t r0, int64_t nr, int64_t o0, int64_t n) {
+    const OutInTile<Widen<W>, Tail, true> head{
+        y + r0 * nout + o0, nout, x + r0 * nin, nin, w + o0 * nin, w, nout - o0,
+        body_end / kLanes,  &tail};
+    tile_vectors<kHeadTileRows, 4>(head, nr, n);
   });
 }
 
@@ -526,75 +311,45 @@ void out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int
     for (int64_t i = body_end; i < nin; ++i) s = __builtin_fmaf(xr[i], to_float(wo[i]), s);
     return s;
   };
+  if (rows > 2) return out_in_rows(y, x, w, rows, nin, nout, body_end, tail);
+  // Decode: four outputs a tile, their bytes prefetched a distance ahead.
   const char* bytes = reinterpret_cast<const char*>(w);
   const int64_t row_bytes = nin * static_cast<int64_t>(sizeof(W)), total_bytes = nout * row_bytes;
-  // Outputs 4 blk .. 4 blk + 3 for rows [r0, r1).
-  const auto block = [&](int64_t blk, int64_t r0, int64_t r1) {
-    const int64_t o0 = blk * 4, n = std::min<int64_t>(4, nout - o0);
-    const W* w0 = w + o0 * nin;
-    if (r0 == 0) {  // this block's bytes a prefetch distance ahead (within the array)
-      const int64_t from = o0 * row_bytes + kPrefetchBytes;
-      const int64_t to = std::min(from + n * row_bytes, total_bytes);
-      for (int64_t off = from; off < to; off += kLine) __builtin_prefetch(bytes + off);
-    }
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * nin;
+  const OutInTile<Widen<W>, decltype(tail), false> head{
+      y, nout, x, nin, w, w, nout, body_end / kLanes, &tail};
+  for_each_four(nout, [&](int64_t o0, int64_t n) {
+    const int64_t from = o0 * row_bytes + kPrefetchBytes;
+    const int64_t to = std::min(from + n * row_bytes, total_bytes);
+    for (int64_t off = from; off < to; off += kLine) __builtin_prefetch(bytes + off);
+    const auto four = head.template vectors<4>(o0);
+    for (int64_t r = 0; r < rows; ++r) {
       if (n < 4) {
-        for (int64_t o = o0; o < o0 + n; ++o) {
-          f32x16 acc{};
-          for (int64_t i = 0; i < body_end; i += kLanes)
-            acc = fma(load(xr + i), load(w + o * nin + i), acc);
-          y[r * nout + o] = hsum(acc) + tail(w + o * nin, xr);
-        }
-        continue;
-      }
-      if (kHeadRows == 2 && r + 1 < r1) {
-        four_outputs<kHeadRows>(y + r * nout + o0, nout, xr, nin, w0, body_end, tail);
-        r += kHeadRows - 1;
+        for (int64_t o = o0; o < o0 + n; ++o)
+          register_tile<1, 1>(head.template vectors<1>(o).rows(r));
+      } else if (kHeadRows == 2 && r + 1 < rows) {
+        register_tile<kHeadRows, 4>(four.rows(r++));
       } else {
-        four_outputs<1>(y + r * nout + o0, nout, xr, nin, w0, body_end, tail);
+        register_tile<1, 4>(four.rows(r));
       }
     }
-  };
-  if (rows > kHeadFewRows) return out_in_rows<kHeadMany>(y, x, w, rows, nin, nout, body_end, tail);
-  if (rows > 2) return out_in_rows<kHeadFew>(y, x, w, rows, nin, nout, body_end, tail);
-  // Decode: groups of 64 outputs from a ChunkQueue: one sequential stream per thread, and no
-  // waiting for the slower thread at the end. Each output has one thread, so any schedule
-  // gives the same result.
-  constexpr int64_t kGroup = 16;
-  const int64_t nblk = (nout + 3) / 4;
-  parallel_for_balanced((nblk + kGroup - 1) / kGroup, [&](int64_t g) {
-    for (int64_t blk = g * kGroup; blk < std::min(nblk, (g + 1) * kGroup); ++blk)
-      block(blk, 0, rows);
   });
 }
 
 }  // namespace
 
-void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows,
-                   int64_t nin, int64_t nout, Layout layout) {
-  in_out(y, x, w, b, rows, nin, nout, layout);
-}
-void matmul_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
-                   int64_t nin, int64_t nout, Layout layout) {
-  in_out(y, x, w, b, rows, nin, nout, layout);
-}
-void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64_t rows,
-                   int64_t nin, int64_t nout, Layout layout) {
-  in_out(y, x, w, b, rows, nin, nout, layout);
-}
-void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin,
-                   int64_t nout) {
-  out_in(y, x, w, rows, nin, nout);
-}
-void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,
-                   int64_t nout) {
-  out_in(y, x, w, rows, nin, nout);
-}
-void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,
-                   int64_t nout) {
-  out_in(y, x, w, rows, nin, nout);
-}
+// The weight types, each with its own entry points (TINYLM_STREAM_TYPES(X) applies X to each).
+#define TINYLM_STREAM_TYPES(X) X(float) X(Bf16) X(F16)
+#define TINYLM_IN_OUT_SIGNATURE(W)                                                       \
+  void matmul_in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, \
+                     int64_t nin, int64_t nout, Layout layout)
+#define TINYLM_OUT_IN_SIGNATURE(W) \
+  void matmul_out_in(float* y, const float* x, const W* w, int64_t rows, int64_t nin, int64_t nout)
+
+#define TINYLM_STREAM_PRODUCTS(W)                                             \
+  TINYLM_IN_OUT_SIGNATURE(W) { in_out(y, x, w, b, rows, nin, nout, layout); } \
+  TINYLM_OUT_IN_SIGNATURE(W) { out_in(y, x, w, rows, nin, nout); }
+TINYLM_STREAM_TYPES(TINYLM_STREAM_PRODUCTS)
+#undef TINYLM_STREAM_PRODUCTS
 
 TINYLM_LEVEL_END
 
@@ -602,28 +357,16 @@ TINYLM_LEVEL_END
 namespace tinylm::kernels {
 
 // matmul_in_out checks its layout before it runs the active level's.
-#define TINYLM_MATMUL_IN_OUT_ENTRIES(X)                                                        \
-  X(void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows, \
-                       int64_t nin, int64_t nout, Layout layout),                              \
-    matmul_in_out, (y, x, w, b, rows, nin, nout, layout))                                      \
-  X(void matmul_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,  \
-                       int64_t nin, int64_t nout, Layout layout),                              \
-    matmul_in_out, (y, x, w, b, rows, nin, nout, layout))                                      \
-  X(void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64_t rows,   \
-                       int64_t nin, int64_t nout, Layout layout),                              \
-    matmul_in_out, (y, x, w, b, rows, nin, nout, layout))
+#define TINYLM_MATMUL_IN_OUT_ENTRIES(X)                                                   \
+  X(TINYLM_IN_OUT_SIGNATURE(float), matmul_in_out, (y, x, w, b, rows, nin, nout, layout)) \
+  X(TINYLM_IN_OUT_SIGNATURE(Bf16), matmul_in_out, (y, x, w, b, rows, nin, nout, layout))  \
+  X(TINYLM_IN_OUT_SIGNATURE(F16), matmul_in_out, (y, x, w, b, rows, nin, nout, layout))
 TINYLM_ACTIVE_ENTRIES(TINYLM_MATMUL_IN_OUT_ENTRIES)
 
-#define TINYLM_MATMUL_OUT_IN_ENTRIES(X)                                                     \
-  X(void matmul_out_in(float* y, const float* x, const float* w, int64_t rows, int64_t nin, \
-                       int64_t nout),                                                       \
-    matmul_out_in, (y, x, w, rows, nin, nout))                                              \
-  X(void matmul_out_in(float* y, const float* x, const Bf16* w, int64_t rows, int64_t nin,  \
-                       int64_t nout),                                                       \
-    matmul_out_in, (y, x, w, rows, nin, nout))                                              \
-  X(void matmul_out_in(float* y, const float* x, const F16* w, int64_t rows, int64_t nin,   \
-                       int64_t nout),                                                       \
-    matmul_out_in, (y, x, w, rows, nin, nout))
+#define TINYLM_MATMUL_OUT_IN_ENTRIES(X)                                        \
+  X(TINYLM_OUT_IN_SIGNATURE(float), matmul_out_in, (y, x, w, rows, nin, nout)) \
+  X(TINYLM_OUT_IN_SIGNATURE(Bf16), matmul_out_in, (y, x, w, rows, nin, nout))  \
+  X(TINYLM_OUT_IN_SIGNATURE(F16), matmul_out_in, (y, x, w, rows, nin, nout))
 TINYLM_PUBLIC_ENTRIES(TINYLM_MATMUL_OUT_IN_ENTRIES)
 
 namespace {
@@ -645,29 +388,14 @@ void check_layout(Layout layout, int64_t nin, int64_t nout) {
 }
 }  // namespace
 
-void pack_tiles(float* dst, const float* src, int64_t nin, int64_t nout) {
-  pack(dst, src, nin, nout);
-}
-void pack_tiles(Bf16* dst, const Bf16* src, int64_t nin, int64_t nout) {
-  pack(dst, src, nin, nout);
-}
-void pack_tiles(F16* dst, const F16* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); }
-
-void matmul_in_out(float* y, const float* x, const float* w, const float* b, int64_t rows,
-                   int64_t nin, int64_t nout, Layout layout) {
-  check_layout(layout, nin, nout);
-  active::matmul_in_out(y, x, w, b, rows, nin, nout, layout);
-}
-void matmul_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t rows,
-                   int64_t nin, int64_t nout, Layout layout) {
-  check_layout(layout, nin, nout);
-  active::matmul_in_out(y, x, w, b, rows, nin, nout, layout);
-}
-void matmul_in_out(float* y, const float* x, const F16* w, const float* b, int64_t rows,
-                   int64_t nin, int64_t nout, Layout layout) {
-  check_layout(layout, nin, nout);
-  active::matmul_in_out(y, x, w, b, rows, nin, nout, layout);
-}
+#define TINYLM_STREAM_CHECKED(W)                                                                  \
+  void pack_tiles(W* dst, const W* src, int64_t nin, int64_t nout) { pack(dst, src, nin, nout); } \
+  TINYLM_IN_OUT_SIGNATURE(W) {                                                                    \
+    check_layout(layout, nin, nout);                                                              \
+    active::matmul_in_out(y, x, w, b, rows, nin, nout, layout);                                   \
+  }
+TINYLM_STREAM_TYPES(TINYLM_STREAM_CHECKED)
+#undef TINYLM_STREAM_CHECKED
 
 }  // namespace tinylm::kernels
 #endif

@@ -3,15 +3,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/stream.h"
+#include "tinylm/kernels/matmul/tile_sums.h"
 #include "tinylm/kernels/quant/blocks.h"
 
 TINYLM_LEVEL_BEGIN
+
+#include "tinylm/kernels/matmul/stream_driver.h"
 
 namespace {
 
@@ -58,45 +63,20 @@ float tail_output(const Row& x, const Block* row, int64_t nb, const float* table
 using VI = __m256i;
 using VF = __m256;
 constexpr int kParts = 2;
-TINYLM_INLINE VI load_q(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const VI*>(p));
-}
-TINYLM_INLINE VI splat(int32_t v) { return _mm256_set1_epi32(v); }
-TINYLM_INLINE VI zero_i() { return _mm256_setzero_si256(); }
-TINYLM_INLINE VI byte_mask(uint8_t m) { return _mm256_set1_epi8(static_cast<char>(m)); }
-TINYLM_INLINE VI and_i(VI a, VI b) { return _mm256_and_si256(a, b); }
-TINYLM_INLINE VI shift4(VI a) { return _mm256_srli_epi16(a, 4); }
-TINYLM_INLINE VI add16(VI a, VI b) { return _mm256_add_epi16(a, b); }
-TINYLM_INLINE VI add32(VI a, VI b) { return _mm256_add_epi32(a, b); }
-TINYLM_INLINE VI sub32(VI a, VI b) { return _mm256_sub_epi32(a, b); }
-TINYLM_INLINE VI dot_pairs(VI u, VI s) { return _mm256_maddubs_epi16(u, s); }  // u unsigned
-TINYLM_INLINE VI pair_sums(VI a) { return _mm256_madd_epi16(a, _mm256_set1_epi16(1)); }
+#define TINYLM_MM(op) _mm256_##op          // an operation at this width
+#define TINYLM_SI(op) _mm256_##op##_si256  // a whole-register integer operation
 TINYLM_INLINE VI abs8(VI w) { return _mm256_sign_epi8(w, w); }
 TINYLM_INLINE VI sign8(VI x, VI w) { return _mm256_sign_epi8(x, w); }  // x with w's sign
 TINYLM_INLINE VF to_float(VI a) { return _mm256_cvtepi32_ps(a); }
 TINYLM_INLINE VF scales(const uint8_t* d) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
 }
-TINYLM_INLINE VF splat_f(float v) { return _mm256_set1_ps(v); }
-TINYLM_INLINE VF zero_f() { return _mm256_setzero_ps(); }
-TINYLM_INLINE VF mul(VF a, VF b) { return _mm256_mul_ps(a, b); }
-TINYLM_INLINE VF fma_f(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
-TINYLM_INLINE void store_f(float* p, VF v) { _mm256_storeu_ps(p, v); }
 #else
 using VI = __m512i;
 using VF = __m512;
 constexpr int kParts = 1;
-TINYLM_INLINE VI load_q(const uint8_t* p) { return _mm512_loadu_si512(p); }
-TINYLM_INLINE VI splat(int32_t v) { return _mm512_set1_epi32(v); }
-TINYLM_INLINE VI zero_i() { return _mm512_setzero_si512(); }
-TINYLM_INLINE VI byte_mask(uint8_t m) { return _mm512_set1_epi8(static_cast<char>(m)); }
-TINYLM_INLINE VI and_i(VI a, VI b) { return _mm512_and_si512(a, b); }
-TINYLM_INLINE VI shift4(VI a) { return _mm512_srli_epi16(a, 4); }
-TINYLM_INLINE VI add16(VI a, VI b) { return _mm512_add_epi16(a, b); }
-TINYLM_INLINE VI add32(VI a, VI b) { return _mm512_add_epi32(a, b); }
-TINYLM_INLINE VI sub32(VI a, VI b) { return _mm512_sub_epi32(a, b); }
-TINYLM_INLINE VI dot_pairs(VI u, VI s) { return _mm512_maddubs_epi16(u, s); }
-TINYLM_INLINE VI pair_sums(VI a) { return _mm512_madd_epi16(a, _mm512_set1_epi16(1)); }
+#define TINYLM_MM(op) _mm512_##op
+#define TINYLM_SI(op) _mm512_##op##_si512
 TINYLM_INLINE VI abs8(VI w) { return _mm512_abs_epi8(w); }
 TINYLM_INLINE VI sign8(VI x, VI w) {  // (no byte sign at AVX-512: x negated where w < 0)
   return _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
@@ -105,12 +85,28 @@ TINYLM_INLINE VF to_float(VI a) { return _mm512_maskz_cvtepi32_ps(kAll16, a); }
 TINYLM_INLINE VF scales(const uint8_t* d) {
   return _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
 }
-TINYLM_INLINE VF splat_f(float v) { return _mm512_set1_ps(v); }
-TINYLM_INLINE VF zero_f() { return _mm512_setzero_ps(); }
-TINYLM_INLINE VF mul(VF a, VF b) { return _mm512_mul_ps(a, b); }
-TINYLM_INLINE VF fma_f(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
-TINYLM_INLINE void store_f(float* p, VF v) { _mm512_storeu_ps(p, v); }
 #endif
+// The operations both widths spell alike.
+TINYLM_INLINE VI load_q(const uint8_t* p) {
+  return TINYLM_SI(loadu)(reinterpret_cast<const VI*>(p));
+}
+TINYLM_INLINE VI splat(int32_t v) { return TINYLM_MM(set1_epi32)(v); }
+TINYLM_INLINE VI zero_i() { return TINYLM_SI(setzero)(); }
+TINYLM_INLINE VI byte_mask(uint8_t m) { return TINYLM_MM(set1_epi8)(static_cast<char>(m)); }
+TINYLM_INLINE VI and_i(VI a, VI b) { return TINYLM_SI(and)(a, b); }
+TINYLM_INLINE VI shift4(VI a) { return TINYLM_MM(srli_epi16)(a, 4); }
+TINYLM_INLINE VI add16(VI a, VI b) { return TINYLM_MM(add_epi16)(a, b); }
+TINYLM_INLINE VI add32(VI a, VI b) { return TINYLM_MM(add_epi32)(a, b); }
+TINYLM_INLINE VI sub32(VI a, VI b) { return TINYLM_MM(sub_epi32)(a, b); }
+TINYLM_INLINE VI dot_pairs(VI u, VI s) { return TINYLM_MM(maddubs_epi16)(u, s); }  // u unsigned
+TINYLM_INLINE VI pair_sums(VI a) { return TINYLM_MM(madd_epi16)(a, TINYLM_MM(set1_epi16)(1)); }
+TINYLM_INLINE VF splat_f(float v) { return TINYLM_MM(set1_ps)(v); }
+TINYLM_INLINE VF zero_f() { return TINYLM_MM(setzero_ps)(); }
+TINYLM_INLINE VF mul(VF a, VF b) { return TINYLM_MM(mul_ps)(a, b); }
+TINYLM_INLINE VF fma_f(VF a, VF b, VF c) { return TINYLM_MM(fmadd_ps)(a, b, c); }
+TINYLM_INLINE void store_f(float* p, VF v) { TINYLM_MM(storeu_ps)(p, v); }
+#undef TINYLM_SI
+#undef TINYLM_MM
 constexpr int kPartOuts = kPackedOutputs / kParts;
 
 TINYLM_INLINE VI splat4(const int8_t* p) {
@@ -214,42 +210,46 @@ TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* 
 }
 #endif
 
-// Items of (a block of rows) x (a few groups), as the f32-activation products: a thread's
-// groups' blocks stay in cache while its rows pass over them. The last items take the tail.
+// The driver's items of (a block of rows) x (a few groups), as the f32-activation products: a
+// thread's groups' blocks stay in cache while its rows pass over them. The last items take the
+// tail.
+constexpr int64_t kGroupsPerItem = 4, kRowBlock = 64;
 template <class Packed, class Block>
 void product(float* y, const int8_t* q, const float* dx, const int32_t* sx, const Packed* w,
              const float* b, int64_t rows, int64_t nin, int64_t nout) {
-  constexpr int64_t kGroupsPerItem = 4, kRowBlock = 64;
   const int64_t nb = nin / kQuantBlock, ngroups = nout / kPackedOutputs,
                 tail = nout % kPackedOutputs;
-  const int64_t nitems = (ngroups + kGroupsPerItem - 1) / kGroupsPerItem + (tail ? 1 : 0);
   const float* table = f16_table();
-  parallel_for_balanced((rows + kRowBlock - 1) / kRowBlock * nitems, [&](int64_t item) {
-    const int64_t g0 = item % nitems * kGroupsPerItem, g1 = std::min(ngroups, g0 + kGroupsPerItem);
-    const int64_t r0 = item / nitems * kRowBlock, r1 = std::min(rows, r0 + kRowBlock);
-    Row xs[kRowBlock];
-    for (int64_t r = r0; r < r1; ++r) xs[r - r0] = {q + r * nin, dx + r * nb, sx + r * nb};
-    if (g0 >= ngroups) {
-      const auto* rest = reinterpret_cast<const Block*>(w + ngroups * nb);
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t o = 0; o < tail; ++o) {
-          const int64_t at = ngroups * kPackedOutputs + o;
-          y[r * nout + at] = tail_output(xs[r - r0], rest + o * nb, nb, table) + (b ? b[at] : 0.0f);
-        }
-      }
-      return;
-    }
-    alignas(64) float out[kRowBlock * kPackedOutputs];
-    for (int64_t g = g0; g < g1; ++g) {
-      group(out, xs, r1 - r0, w + g * nb, nb, table);
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t o = 0; o < kPackedOutputs; ++o) {
-          const int64_t at = g * kPackedOutputs + o;
-          y[r * nout + at] = out[(r - r0) * kPackedOutputs + o] + (b ? b[at] : 0.0f);
-        }
-      }
-    }
-  });
+  // (The tail's item counts as a whole item of groups past the last.)
+  const int64_t ncols = ngroups + (tail ? kGroupsPerItem : 0);
+  for_each_item(rows, kRowBlock, ncols, kGroupsPerItem,
+                [&](int64_t r0, int64_t nr, int64_t g0, int64_t) {
+                  const int64_t g1 = std::min(ngroups, g0 + kGroupsPerItem), r1 = r0 + nr;
+                  Row xs[kRowBlock];
+                  for (int64_t r = r0; r < r1; ++r)
+                    xs[r - r0] = {q + r * nin, dx + r * nb, sx + r * nb};
+                  if (g0 >= ngroups) {
+                    const auto* rest = reinterpret_cast<const Block*>(w + ngroups * nb);
+                    for (int64_t r = r0; r < r1; ++r) {
+                      for (int64_t o = 0; o < tail; ++o) {
+                        const int64_t at = ngroups * kPackedOutputs + o;
+                        y[r * nout + at] =
+                            tail_output(xs[r - r0], rest + o * nb, nb, table) + (b ? b[at] : 0.0f);
+                      }
+                    }
+                    return;
+                  }
+                  alignas(64) float out[kRowBlock * kPackedOutputs];
+                  for (int64_t g = g0; g < g1; ++g) {
+                    group(out, xs, r1 - r0, w + g * nb, nb, table);
+                    for (int64_t r = r0; r < r1; ++r) {
+                      for (int64_t o = 0; o < kPackedOutputs; ++o) {
+                        const int64_t at = g * kPackedOutputs + o;
+                        y[r * nout + at] = out[(r - r0) * kPackedOutputs + o] + (b ? b[at] : 0.0f);
+                      }
+                    }
+                  }
+                });
 }
 
 }  // namespace

@@ -1,15 +1,20 @@
 #include "tinylm/kernels/quant/matmul.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec.h"
+#include "tinylm/kernels/matmul/stream.h"
+#include "tinylm/kernels/matmul/tile_sums.h"
 #include "tinylm/kernels/quant/prefetch.h"
 #include "tinylm/kernels/quant/widen.h"
 
 TINYLM_LEVEL_BEGIN
+
+#include "tinylm/kernels/matmul/stream_driver.h"
 
 namespace {
 
@@ -46,17 +51,11 @@ TINYLM_INLINE void weights(const BlockQ5_K& b, f32x16 s, int p, f32x16& lo, f32x
   k_weights(b.qs, b.qh, s, p, lo, hi);
 }
 
-// Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each piece's weights dequantized once
-// for the rows. w: the first output's row of blocks; nb blocks a row.
-template <int NR, int NO, class Block>
-TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t nin,
-                                  const Block* w, int64_t nb, const float* b, const float* table) {
-  f32x16 a[NR][NO];  // (loops fully unrolled: the accumulators live in registers)
-#pragma GCC unroll 2
-  for (int j = 0; j < NR; ++j) {
-#pragma GCC unroll 4
-    for (int o = 0; o < NO; ++o) a[j][o] = f32x16{};
-  }
+// The block decoding both products share: NO outputs' rows of blocks (w: the first's, nb
+// blocks a row) dequantized a piece of 32 weights (two vectors) at a time, in input order, each
+// block's scales once: fn(i, o, lo, hi) for piece i of output o, the blocks read from memory.
+template <int NO, class Block, class Fn>
+TINYLM_INLINE void for_each_piece(const Block* w, int64_t nb, const float* table, const Fn& fn) {
   for (int64_t k = 0; k < nb; ++k) {
     f32x16 s[NO];
 #pragma GCC unroll 4
@@ -68,15 +67,31 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
         prefetch_piece(w + o * nb + k, p);
         f32x16 lo, hi;
         weights(w[o * nb + k], s[o], p, lo, hi);
-#pragma GCC unroll 2
-        for (int j = 0; j < NR; ++j) {
-          const float* xj = x + j * nin + (k * kPieces<Block> + p) * kQuantBlock;
-          a[j][o] = fma(load(xj), lo, a[j][o]);
-          a[j][o] = fma(load(xj + kLanes), hi, a[j][o]);
-        }
+        fn(k * kPieces<Block> + p, o, lo, hi);
       }
     }
   }
+}
+
+// Decode: outputs o0 .. o0 + NO - 1 for NR rows (NR <= 2), each piece's weights dequantized once
+// for the rows. w: the first output's row of blocks; nb blocks a row.
+template <int NR, int NO, class Block>
+TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t nin,
+                                  const Block* w, int64_t nb, const float* b, const float* table) {
+  f32x16 a[NR][NO];  // (loops fully unrolled: the accumulators live in registers)
+#pragma GCC unroll 2
+  for (int j = 0; j < NR; ++j) {
+#pragma GCC unroll 4
+    for (int o = 0; o < NO; ++o) a[j][o] = f32x16{};
+  }
+  for_each_piece<NO>(w, nb, table, [&](int64_t i, int o, f32x16 lo, f32x16 hi) {
+#pragma GCC unroll 2
+    for (int j = 0; j < NR; ++j) {
+      const float* xj = x + j * nin + i * kQuantBlock;
+      a[j][o] = fma(load(xj), lo, a[j][o]);
+      a[j][o] = fma(load(xj + kLanes), hi, a[j][o]);
+    }
+  });
   for (int j = 0; j < NR; ++j) {
     for (int o = 0; o < NO; ++o) y[j * ldy + o] = hsum(a[j][o]) + (b ? b[o] : 0.0f);
   }
@@ -85,29 +100,17 @@ TINYLM_INLINE void decode_outputs(float* y, int64_t ldy, const float* x, int64_t
 template <class Block>
 void decode(float* y, const float* x, const Block* w, const float* b, int64_t rows, int64_t nin,
             int64_t nout) {
-  // Outputs in groups of 64 from a ChunkQueue, four at a time. Each output has one thread, so
-  // any schedule gives the same result.
-  constexpr int64_t kOuts = 4, kGroup = 64;
   const int64_t nb = nin / kWeights<Block>;
   const float* table = f16_table();
-  parallel_for_balanced((nout + kGroup - 1) / kGroup, [&](int64_t g) {
-    for (int64_t o0 = g * kGroup; o0 < std::min(nout, (g + 1) * kGroup); o0 += kOuts) {
-      const int64_t n = std::min(kOuts, nout - o0);
-      const Block* wo = w + o0 * nb;
-      const float* bo = b ? b + o0 : nullptr;
-      if (n == kOuts) {
-        if (rows == 2) {
-          decode_outputs<2, kOuts>(y + o0, nout, x, nin, wo, nb, bo, table);
-        } else {
-          decode_outputs<1, kOuts>(y + o0, nout, x, nin, wo, nb, bo, table);
-        }
-        continue;
-      }
-      for (int64_t o = 0; o < n; ++o) {
-        for (int64_t r = 0; r < rows; ++r)
-          decode_outputs<1, 1>(y + r * nout + o0 + o, nout, x + r * nin, nin, wo + o * nb, nb,
-                               bo ? bo + o : nullptr, table);
-      }
+  for_each_four(nout, [&](int64_t o0, int64_t n) {
+    const Block* wo = w + o0 * nb;
+    const float* bo = b ? b + o0 : nullptr;
+    if (n == 4 && rows == 2) return decode_outputs<2, 4>(y + o0, nout, x, nin, wo, nb, bo, table);
+    if (n == 4) return decode_outputs<1, 4>(y + o0, nout, x, nin, wo, nb, bo, table);
+    for (int64_t o = 0; o < n; ++o) {
+      for (int64_t r = 0; r < rows; ++r)
+        decode_outputs<1, 1>(y + r * nout + o0 + o, nout, x + r * nin, nin, wo + o * nb, nb,
+                             bo ? bo + o : nullptr, table);
     }
   });
 }
@@ -121,73 +124,69 @@ constexpr int kTileOuts = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 4;
 // their order, and so their bits. (A multiple of every block's weights.)
 constexpr int64_t kSpan = 1024;
 
-// One span of n inputs for a tile: the chains start from zero (first) or from carry (row r,
-// output o at carry + (r * ldc + o) * kLanes), and end in y plus the bias (last) or go back to
-// carry. x: the span's inputs of the tile's first row, rows ldx apart; w: NO outputs' weights
-// for the span, n apart.
-template <int MR, int NO>
-TINYLM_INLINE void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const float* w,
-                        int64_t n, float* carry, int64_t ldc, bool first, bool last,
-                        const float* b) {
-  f32x16 a[MR][NO];  // (loops fully unrolled: the accumulators live in registers)
-#pragma GCC unroll 4
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) a[r][o] = first ? f32x16{} : load(carry + (r * ldc + o) * kLanes);
+// The driver's register tile over one span of n inputs: the chains start from zero (first) or
+// from carry (row r, output o at carry + (r * ldc + o) * kLanes), and end in y plus the bias
+// (last) or go back to carry. x: the span's inputs of the tile's first row, rows ldx apart; w:
+// the outputs' dequantized weights for the span, n apart.
+struct SpanTile {
+  using Format = Widen<float>;
+  static constexpr bool kInputsFirst = true;
+  static constexpr int64_t kInner = 1;
+  float* y;
+  int64_t ldy;
+  const float* x;
+  int64_t ldx;
+  const float* w;
+  int64_t n;
+  float* carry;
+  int64_t ldc;
+  bool first, last;
+  const float* b;
+  int64_t steps;  // n / 16
+
+  f32x16 start(int r, int o) const {
+    return first ? f32x16{} : load(carry + (r * ldc + o) * kLanes);
   }
-  for (int64_t i = 0; i < n; i += kLanes) {
-    f32x16 xv[MR];
-#pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r) xv[r] = load(x + r * ldx + i);
-#pragma GCC unroll 6
-    for (int o = 0; o < NO; ++o) {
-      const f32x16 wo = load(w + o * n + i);
-#pragma GCC unroll 4
-      for (int r = 0; r < MR; ++r) a[r][o] = fma(xv[r], wo, a[r][o]);
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
+  void prefetch(int64_t, int64_t, int) const {}
+  f32x16 weight(int64_t i, int64_t, int o) const { return load(w + o * n + i * kLanes); }
+  f32x16 input(int64_t i, int64_t, int r) const { return load(x + r * ldx + i * kLanes); }
+  template <int NO>
+  void finish(int r, const f32x16 (&acc)[NO]) const {
     for (int o = 0; o < NO; ++o) {
       if (last)
-        y[r * ldy + o] = hsum(a[r][o]) + (b ? b[o] : 0.0f);
+        y[r * ldy + o] = hsum(acc[o]) + (b ? b[o] : 0.0f);
       else
-        store(carry + (r * ldc + o) * kLanes, a[r][o]);
+        store(carry + (r * ldc + o) * kLanes, acc[o]);
     }
   }
-}
-
-// A span for nr rows, kTileRows at a time.
-template <int NO>
-void tile_rows(float* y, int64_t ldy, const float* x, int64_t ldx, const float* w, int64_t n,
-               int64_t nr, float* carry, int64_t ldc, bool first, bool last, const float* b) {
-  int64_t r = 0;
-  for (; r + kTileRows <= nr; r += kTileRows) {
-    tile<kTileRows, NO>(y + r * ldy, ldy, x + r * ldx, ldx, w, n, carry + r * ldc * kLanes, ldc,
-                        first, last, b);
+  SpanTile rows(int64_t r) const {
+    SpanTile t = *this;
+    t.y += r * ldy;
+    t.x += r * ldx;
+    t.carry += r * ldc * kLanes;
+    return t;
   }
-  for (; r < nr; ++r) {
-    tile<1, NO>(y + r * ldy, ldy, x + r * ldx, ldx, w, n, carry + r * ldc * kLanes, ldc, first,
-                last, b);
+  SpanTile later() const { return *this; }
+  template <int N>
+  SpanTile vectors(int64_t o) const {
+    SpanTile t = *this;
+    t.y += o;
+    t.w += o * n;
+    t.carry += o * kLanes;
+    t.b = b ? b + o : nullptr;
+    return t;
   }
-}
+};
 
 // nb blocks (consecutive in one output's row) into floats at wd. (Arguments by value: the
-// vector stores may alias anything, so values read through a lambda's captures would be
-// reloaded after each.)
+// vector stores may alias anything, so values read through references would be reloaded after
+// each.)
 template <class Block>
 void dequantize_blocks(float* wd, const Block* w, int64_t nb, const float* table) {
-  for (int64_t k = 0; k < nb; ++k) {
-    const f32x16 s = scales(w[k], table);
-#pragma GCC unroll 8
-    for (int p = 0; p < kPieces<Block>; ++p) {
-      prefetch_piece(w + k, p);  // (the blocks come from memory, as in decode)
-      f32x16 lo, hi;
-      weights(w[k], s, p, lo, hi);
-      float* dst = wd + (k * kPieces<Block> + p) * kQuantBlock;
-      store(dst, lo);
-      store(dst + kLanes, hi);
-    }
-  }
+  for_each_piece<1>(w, nb, table, [wd](int64_t i, int, f32x16 lo, f32x16 hi) {
+    store(wd + i * kQuantBlock, lo);
+    store(wd + i * kQuantBlock + kLanes, hi);
+  });
 }
 
 // Items of (a block of rows) x (a group of outputs), row blocks outermost so a thread walking
@@ -199,39 +198,33 @@ void prefill(float* y, const float* x, const Block* w, const float* b, int64_t r
   constexpr int64_t kGroup = 4 * kTileOuts;
   // Rows per block: their inputs within ~768 KiB of L2.
   const int64_t row_block = std::clamp<int64_t>((int64_t{192} << 10) / nin, 16, 256);
-  const int64_t nb = nin / kWeights<Block>, ngroups = (nout + kGroup - 1) / kGroup;
+  const int64_t nb = nin / kWeights<Block>;
   const float* table = f16_table();
-  parallel_for_balanced((rows + row_block - 1) / row_block * ngroups, [&](int64_t item) {
-    const int64_t o0 = item % ngroups * kGroup, o1 = std::min(nout, o0 + kGroup);
-    const int64_t r0 = item / ngroups * row_block, nr = std::min(row_block, rows - r0);
-    thread_local AlignedVector<float> scratch, chains;  // grown once, then reused
-    scratch.resize(static_cast<size_t>(kTileOuts * kSpan));
-    chains.resize(static_cast<size_t>(row_block * kTileOuts * kLanes));
-    float* wd = scratch.data();
-    float* carry = chains.data();
-    float* yb = y + r0 * nout;
-    for (int64_t s = o0; s < o1; s += kTileOuts) {
-      const int64_t n = std::min<int64_t>(kTileOuts, o1 - s);
-      for (int64_t i0 = 0; i0 < nin; i0 += kSpan) {
-        const int64_t span = std::min(kSpan, nin - i0);
-        const bool first = i0 == 0, last = i0 + span == nin;
-        for (int64_t o = 0; o < n; ++o) {
-          dequantize_blocks(wd + o * span, w + (s + o) * nb + i0 / kWeights<Block>,
-                            span / kWeights<Block>, table);
+  for_each_item(
+      rows, row_block, nout, kGroup, [&](int64_t r0, int64_t nr, int64_t o0, int64_t width) {
+        const int64_t o1 = o0 + width;
+        thread_local AlignedVector<float> scratch, chains;  // grown once, then reused
+        scratch.resize(static_cast<size_t>(kTileOuts * kSpan));
+        chains.resize(static_cast<size_t>(row_block * kTileOuts * kLanes));
+        float* wd = scratch.data();
+        float* carry = chains.data();
+        float* yb = y + r0 * nout;
+        for (int64_t s = o0; s < o1; s += kTileOuts) {
+          const int64_t n = std::min<int64_t>(kTileOuts, o1 - s);
+          for (int64_t i0 = 0; i0 < nin; i0 += kSpan) {
+            const int64_t span = std::min(kSpan, nin - i0);
+            const bool first = i0 == 0, last = i0 + span == nin;
+            for (int64_t o = 0; o < n; ++o) {
+              dequantize_blocks(wd + o * span, w + (s + o) * nb + i0 / kWeights<Block>,
+                                span / kWeights<Block>, table);
+            }
+            const SpanTile tile{
+                yb + s, nout, x + r0 * nin + i0,   nin,          wd, span, carry, kTileOuts,
+                first,  last, b ? b + s : nullptr, span / kLanes};
+            tile_vectors<kTileRows, kTileOuts>(tile, nr, n);
+          }
         }
-        const float* xs = x + r0 * nin + i0;
-        if (n == kTileOuts) {
-          tile_rows<kTileOuts>(yb + s, nout, xs, nin, wd, span, nr, carry, kTileOuts, first, last,
-                               b ? b + s : nullptr);
-          continue;
-        }
-        for (int64_t o = 0; o < n; ++o) {
-          tile_rows<1>(yb + s + o, nout, xs, nin, wd + o * span, span, nr, carry + o * kLanes,
-                       kTileOuts, first, last, b ? b + s + o : nullptr);
-        }
-      }
-    }
-  });
+      });
 }
 
 template <class Block>
