@@ -30,14 +30,10 @@ DecodeModel load_decoder(const checkpoints::Sniffed& file, const LoadOptions&) {
   const checkpoints::EvlCheckpoint ck =
       checkpoints::load_evl(file.path);  // checks the count against the config
   auto model = std::make_shared<evermind::Model<float>>(ck.config, 2, ck.params);
-  DecodeModel m;
-  m.backend = generate::evermind_backend(*model);
   char line[128];
   std::snprintf(line, sizeof line, ": %zu parameters (f32) in %.1f ms", model->params().size(),
                 load.elapsed_ms());
-  m.loaded = "loaded " + file.path + line;
-  m.model = std::move(model);
-  return m;
+  return decode_model(std::move(model), generate::evermind_backend, "loaded " + file.path + line);
 }
 
 }  // namespace

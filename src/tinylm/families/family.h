@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tinylm/checkpoints/sniff.h"
@@ -33,6 +34,16 @@ struct DecodeModel {
   std::unique_ptr<generate::DecodeBackend> backend;
   std::string loaded;  // for stderr: "loaded X in 12 ms: 1.2 MB of f32 weights, 2 threads"
 };
+
+// The DecodeModel of a family's model: it owns `model` and decodes through backend(*model).
+template <class Model, class Backend>
+DecodeModel decode_model(std::shared_ptr<Model> model, Backend backend, std::string loaded) {
+  DecodeModel m;
+  m.backend = backend(*model);
+  m.model = std::move(model);
+  m.loaded = std::move(loaded);
+  return m;
+}
 
 struct Family {
   std::string_view name;   // as --arch spells it and run.json records it: "gpt2"

@@ -34,11 +34,9 @@ const char* recognise(const checkpoints::Sniffed& file) {
 }
 
 DecodeModel load_decoder(const checkpoints::Sniffed& file, const LoadOptions& options) {
-  DecodeModel m;
-  auto model = std::make_shared<gpt2::Model>(load_gpt2_weights(file, options, m.loaded));
-  m.backend = generate::gpt2_backend(*model);
-  m.model = std::move(model);
-  return m;
+  std::string loaded;
+  auto model = std::make_shared<gpt2::Model>(load_gpt2_weights(file, options, loaded));
+  return decode_model(std::move(model), generate::gpt2_backend, std::move(loaded));
 }
 
 }  // namespace

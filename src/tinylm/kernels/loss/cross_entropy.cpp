@@ -7,6 +7,29 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/vec_math.h"
 
+namespace tinylm::kernels {
+namespace {
+// Each row's loss, -log softmax(x)[target], from row_lse (its log-sum-exp, which writes the row's
+// exps over its logits and their sum to *sum), 1 / that sum to norm (backward_exp reads the
+// exps and norm); returns the losses' sum in double. The f32 (per level) and double entries.
+template <class T, class RowLse>
+double forward_inplace(T* losses, T* norm, T* logits, const int32_t* targets, int64_t rows,
+                       int64_t V, RowLse row_lse) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    T* x = logits + r * V;
+    const T target_logit = x[targets[r]];
+    T sum;
+    const T loss = row_lse(x, V, x, &sum) - target_logit;
+    norm[r] = T{1} / sum;
+    if (losses) losses[r] = loss;
+    total += loss;
+  }
+  return total;
+}
+}  // namespace
+}  // namespace tinylm::kernels
+
 TINYLM_LEVEL_BEGIN
 
 namespace {
@@ -75,17 +98,7 @@ void cross_entropy_backward(float* dlogits, const float* logits, const float* ls
 
 double cross_entropy_forward_inplace(float* losses, float* norm, float* logits,
                                      const int32_t* targets, int64_t rows, int64_t V) {
-  double total = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    float* x = logits + r * V;
-    const float target_logit = x[targets[r]];
-    float sum;
-    const float loss = row_logsumexp(x, V, x, &sum) - target_logit;
-    norm[r] = 1.0f / sum;
-    if (losses) losses[r] = loss;
-    total += loss;
-  }
-  return total;
+  return forward_inplace(losses, norm, logits, targets, rows, V, row_logsumexp);
 }
 
 void cross_entropy_backward_exp(float* dlogits, const float* e, const float* norm,
@@ -137,20 +150,25 @@ namespace tinylm::kernels {
     cross_entropy_backward_exp, (dlogits, e, norm, targets, rows, V, scale))
 TINYLM_PUBLIC_ENTRIES(TINYLM_CROSS_ENTROPY_ENTRIES)
 
+namespace {
+// A row's log(sum_j exp(x[j])) in double, in order: the max, then the sum of exp(x - max). With
+// e (which may equal x) the exps are also written there, and *sum receives their sum.
+double row_logsumexp(const double* x, int64_t V, double* e = nullptr, double* sum_out = nullptr) {
+  const double mx = *std::max_element(x, x + V);
+  double sum = 0;
+  for (int64_t j = 0; j < V; ++j) {
+    const double ej = std::exp(x[j] - mx);
+    if (e) e[j] = ej;
+    sum += ej;
+  }
+  if (sum_out) *sum_out = sum;
+  return mx + std::log(sum);
+}
+}  // namespace
+
 double cross_entropy_forward_inplace(double* losses, double* norm, double* logits,
                                      const int32_t* targets, int64_t rows, int64_t V) {
-  double total = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    double* x = logits + r * V;
-    const double target_logit = x[targets[r]], mx = *std::max_element(x, x + V);
-    double sum = 0;
-    for (int64_t j = 0; j < V; ++j) sum += x[j] = std::exp(x[j] - mx);
-    norm[r] = 1.0 / sum;
-    const double loss = mx + std::log(sum) - target_logit;
-    if (losses) losses[r] = loss;
-    total += loss;
-  }
-  return total;
+  return forward_inplace(losses, norm, logits, targets, rows, V, row_logsumexp);
 }
 void cross_entropy_backward_exp(double* dlogits, const double* e, const double* norm,
                                 const int32_t* targets, int64_t rows, int64_t V, double scale) {
@@ -165,10 +183,7 @@ double cross_entropy_forward(double* losses, double* lse, const double* logits,
   double total = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const double* x = logits + r * V;
-    const double mx = *std::max_element(x, x + V);
-    double sum = 0;
-    for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - mx);
-    lse[r] = mx + std::log(sum);
+    lse[r] = row_logsumexp(x, V);
     const double loss = lse[r] - x[targets[r]];
     if (losses) losses[r] = loss;
     total += loss;
