@@ -31,7 +31,7 @@ StepLoss mean_loss(std::span<const evermind::Loss> rows) {
 
 EvermindTrainable::EvermindTrainable(evermind::Model<float>& model,
                                      const EvermindTrainOptions& options)
-    : model_(model), options_(options) {
+    : ModelTrainable(model), options_(options) {
   check(options.aux_loss_coef >= 0.0 && std::isfinite(options.aux_loss_coef),
         "evermind: aux loss coefficient must be finite and >= 0 (got ", options.aux_loss_coef, ")");
   check(options.max_rows >= 1, "evermind: rows per step must be >= 1");

@@ -22,15 +22,12 @@ struct EvermindTrainOptions {
   int64_t max_rows = 1;  // rows per step at most (sizes the per-row gradient buffers)
 };
 
-class EvermindTrainable final : public Trainable<float> {
+class EvermindTrainable final : public ModelTrainable<float, evermind::Model<float>> {
  public:
   // The model's max_seq_len bounds the row width.
   EvermindTrainable(evermind::Model<float>& model, const EvermindTrainOptions& options);
 
   std::string_view arch() const override { return "evermind"; }
-  const ParamLayout& layout() const override { return model_.layout(); }
-  std::span<float> params() override { return model_.params(); }
-  std::span<float> grads() override { return model_.grads(); }
   StepLoss forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale, uint64_t seed,
                             int64_t step) override;
   StepLoss evaluate(const Rows& rows, int64_t micro_rows) override;
@@ -41,7 +38,6 @@ class EvermindTrainable final : public Trainable<float> {
  private:
   void check_rows(const Rows& rows) const;
 
-  evermind::Model<float>& model_;
   EvermindTrainOptions options_;
   std::vector<evermind::Workspace<float>> workspaces_;  // one per thread
   std::vector<std::vector<float>> row_grads_;           // one per row of a round, zero between uses

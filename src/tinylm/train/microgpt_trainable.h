@@ -8,20 +8,14 @@
 
 namespace tinylm::train {
 
-class MicrogptTrainable final : public Trainable<double> {
+class MicrogptTrainable final : public ModelTrainable<double, microgpt::Model> {
  public:
-  explicit MicrogptTrainable(microgpt::Model& model) : model_(model) {}
+  explicit MicrogptTrainable(microgpt::Model& model) : ModelTrainable(model) {}
 
   std::string_view arch() const override { return "microgpt"; }
-  const ParamLayout& layout() const override { return model_.layout(); }
-  std::span<double> params() override { return model_.params(); }
-  std::span<double> grads() override { return model_.grads(); }
   StepLoss forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale, uint64_t seed,
                             int64_t step) override;
   StepLoss evaluate(const Rows& rows, int64_t micro_rows) override;
-
- private:
-  microgpt::Model& model_;
 };
 
 }  // namespace tinylm::train

@@ -68,4 +68,19 @@ class Trainable {
   GradDone grad_done_;
 };
 
+// A Trainable over a model that holds its own parameters and gradients (its layout(), params()
+// and grads()): EvermindLM's and microgpt's. (GPT-2's trainer keeps them in buffers of its own.)
+template <class T, class Model>
+class ModelTrainable : public Trainable<T> {
+ public:
+  const ParamLayout& layout() const override { return model_.layout(); }
+  std::span<T> params() override { return model_.params(); }
+  std::span<T> grads() override { return model_.grads(); }
+
+ protected:
+  explicit ModelTrainable(Model& model) : model_(model) {}
+
+  Model& model_;
+};
+
 }  // namespace tinylm::train
