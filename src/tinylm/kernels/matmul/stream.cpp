@@ -277,9 +277,9 @@ void in_out(float* y, const float* x, const W* w, const float* b, int64_t rows, 
 
 // The head over several rows (a server's batch, perplexity's windows): a register tile of MR
 // rows x NO outputs, 6 x 4 on AVX-512. (4 x 6, once faster past 16 rows, kept two of its four
-// input vectors on the stack as the driver's tile: 6 x 4 was 12-14% faster at 32 and 64 rows on
-// AMD Zen 5. An 8 x 2 tile, which widens each weight vector once, was faster on an Intel Xeon
-// but slower on Zen 5: docs/performance-history.md.) On AVX2 1 x 4 (2 x 2 and 1 x 5 measured
+// input vectors on the stack as the driver's tile, and measured slower than 6 x 4; an 8 x 2
+// tile, which widens each weight vector once, was faster on an Intel Xeon but slower on AMD
+// Zen 5: docs/performance-history.md.) On AVX2 1 x 4 (2 x 2 and 1 x 5 measured
 // slower). In decode, two rows per pass over four weight rows on AVX-512; one where the
 // accumulators (four vectors a row) would not fit beside the weights in 16 registers.
 constexpr int kHeadTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 6 : 1;
