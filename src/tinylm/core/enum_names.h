@@ -43,12 +43,13 @@ constexpr std::optional<E> find_named(const EnumName<E> (&table)[N], std::string
   return std::nullopt;
 }
 
-// "a, b or c": the table's names in order, as error messages list them.
+// "a, b or c": the table's names in order, as error messages list them (`last` before the last
+// name: " or ", or ", " for a plain list).
 template <class E, size_t N>
-std::string names_list(const EnumName<E> (&table)[N]) {
+std::string names_list(const EnumName<E> (&table)[N], std::string_view last = " or ") {
   std::string s;
   for (size_t i = 0; i < N; ++i) {
-    if (i > 0) s += i + 1 == N ? " or " : ", ";
+    if (i > 0) s += i + 1 == N ? last : ", ";
     s += table[i].name;
   }
   return s;

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
-#include <string>
 
 #include "tinylm/core/enum_names.h"
 #include "tinylm/core/error.h"
@@ -18,12 +17,7 @@ constexpr EnumName<DataOrder> kDataOrderNames[] = {{DataOrder::random, "random"}
 
 DataOrder parse_data_order(std::string_view name) {
   if (const std::optional<DataOrder> order = find_named(kDataOrderNames, name)) return *order;
-  std::string choices;
-  for (const EnumName<DataOrder>& e : kDataOrderNames) {
-    if (!choices.empty()) choices += ", ";
-    choices += e.name;
-  }
-  fail("unknown data order '", name, "' (choices: ", choices, ")");
+  fail("unknown data order '", name, "' (choices: ", names_list(kDataOrderNames, ", "), ")");
 }
 
 std::string_view data_order_name(DataOrder order) { return name_of(kDataOrderNames, order); }
