@@ -8,11 +8,12 @@ cd "$(dirname "$0")/.."
 
 # The layers, lowest first; folders on one line are one layer and may not include each other.
 # A folder is src/tinylm/<name>, except that kernels/cpu (the levels and the vector type) is a
-# layer of its own below the operations (kernels/<op>).
+# layer of its own below the operations (kernels/<op>), and kernels/vulkan (the GPU backend: its
+# runtime and shaders) a folder beside them, which neither includes.
 layers=(
   "core"
   "kernels/cpu"
-  "kernels autograd"
+  "kernels kernels/vulkan autograd"
   "io optim"
   "tokenizers"
   "models"
@@ -33,6 +34,7 @@ folder_of() {  # src/tinylm/kernels/cpu/vec.h -> kernels/cpu; tinylm/io/gguf.h -
   path=${path#tinylm/}
   case $path in
     kernels/cpu/*) folder=kernels/cpu ;;
+    kernels/vulkan/*) folder=kernels/vulkan ;;
     */*) folder=${path%%/*} ;;
     *) folder=. ;;
   esac

@@ -10,8 +10,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
   libcpp-httplib-dev chromium nodejs
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
 )
-# cpp-httplib is the serve tests' HTTP client; chromium and nodejs run the web page's browser test
+# The Vulkan loader and headers and glslc build the GPU backend (TINYLM_VULKAN); Mesa's lavapipe
+# (mesa-vulkan-drivers) is a Vulkan device on the CPU that the GPU tests run on, with the
+# Khronos validation layer. cpp-httplib is the serve tests' HTTP client; chromium and nodejs run the web page's browser test
 # (tests/browser). clang builds the sanitizer build (tests and fuzz targets; its OpenMP is libomp); Open MPI
 # runs training over several processes (mpirun; the tests start 2 and 4 locally). Extra
 # packages for the side-by-side benchmarks come with --bench-compare (--fuzz is still accepted,

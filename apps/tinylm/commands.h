@@ -16,11 +16,17 @@ void register_plot(CLI::App& app);
 void register_delta(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_convert(CLI::App& app);
+// tinylm devices: the Vulkan devices and their features.
+void register_devices(CLI::App& app);
 // tinylm completion bash: a completion script made from the registered commands and flags.
 void register_completion(CLI::App& app);
 
 // What tinylm --version prints: the version, then "kernels: ..." and "mpi: ..." (lines two and
-// three, which scripts read), then the git commit and the compiler.
+// three, which scripts read), then the git commit, the compiler, the bf16 products' unit and
+// the GPU ("gpu: vulkan, 1 device" or "gpu: none (why)").
 std::string version_text();
+
+// "vulkan, N devices", or "none (built without Vulkan | no Vulkan driver | no device)".
+std::string gpu_summary();
 
 }  // namespace tinylm::cli

@@ -1,0 +1,131 @@
+// Device buffers: device-local memory, filled and read through host-visible staging buffers
+// (on a discrete GPU the device-local memory is not mappable; lavapipe's is, but takes the same
+// path, so the tests cover it).
+#include <algorithm>
+#include <cstring>
+
+#include "tinylm/core/error.h"
+#include "tinylm/kernels/vulkan/context.h"
+#include "tinylm/kernels/vulkan/context_impl.h"
+
+namespace tinylm::kernels::vulkan {
+
+RawBuffer make_buffer(Context::Impl& context, size_t bytes, VkBufferUsageFlags usage,
+                      VkMemoryPropertyFlags flags) {
+  RawBuffer b;
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = std::max<size_t>(bytes, 1);
+  info.usage = usage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check_vk(vkCreateBuffer(context.device, &info, nullptr, &b.buffer), "vkCreateBuffer");
+  try {
+    VkMemoryRequirements needs;
+    vkGetBufferMemoryRequirements(context.device, b.buffer, &needs);
+    VkMemoryAllocateInfo alloc{};
+    alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+    alloc.allocationSize = needs.size;
+    alloc.memoryTypeIndex = context.memory_type(needs.memoryTypeBits, flags);
+    check_vk(vkAllocateMemory(context.device, &alloc, nullptr, &b.memory), "vkAllocateMemory");
+    check_vk(vkBindBufferMemory(context.device, b.buffer, b.memory, 0), "vkBindBufferMemory");
+  } catch (...) {
+    free_buffer(context.device, b);
+    throw;
+  }
+  return b;
+}
+
+void free_buffer(VkDevice device, RawBuffer& b) {
+  vkDestroyBuffer(device, b.buffer, nullptr);
+  vkFreeMemory(device, b.memory, nullptr);
+  b = {};
+}
+
+namespace {
+
+// A host-visible buffer for one copy, released when it goes out of scope.
+struct Staging {
+  Context::Impl& context;
+  RawBuffer raw;
+  Staging(Context::Impl& c, size_t bytes, VkBufferUsageFlags usage)
+      : context(c),
+        raw(make_buffer(
+            c, bytes, usage,
+            VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) {}
+  ~Staging() { free_buffer(context.device, raw); }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  void* map(size_t bytes) {
+    void* p = nullptr;
+    check_vk(vkMapMemory(context.device, raw.memory, 0, bytes, 0, &p), "vkMapMemory");
+    return p;
+  }
+  void unmap() { vkUnmapMemory(context.device, raw.memory); }
+};
+
+}  // namespace
+
+Buffer::Buffer(Context& context, size_t bytes) : impl_(std::make_unique<Impl>()) {
+  impl_->context = &context.impl();
+  impl_->raw = make_buffer(context.impl(), bytes,
+                           VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                               VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                           VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  impl_->bytes = bytes;
+}
+
+Buffer::~Buffer() = default;
+Buffer::Buffer(Buffer&&) noexcept = default;
+Buffer& Buffer::operator=(Buffer&&) noexcept = default;
+
+size_t Buffer::bytes() const { return impl_->bytes; }
+
+void Buffer::upload(std::span<const std::byte> data) {
+  check(data.size() <= impl_->bytes, "Vulkan: upload of ", data.size(), " bytes into a buffer of ",
+        impl_->bytes);
+  if (data.empty()) return;
+  Context::Impl& c = *impl_->context;
+  Staging staging(c, data.size(), VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+  std::memcpy(staging.map(data.size()), data.data(), data.size());
+  staging.unmap();
+  c.submit([&](VkCommandBuffer cmd) {
+    const VkBufferCopy region{0, 0, data.size()};
+    vkCmdCopyBuffer(cmd, staging.raw.buffer, impl_->raw.buffer, 1, &region);
+  });
+}
+
+void Buffer::download(std::span<std::byte> data) const {
+  check(data.size() <= impl_->bytes, "Vulkan: download of ", data.size(),
+        " bytes from a buffer of ", impl_->bytes);
+  if (data.empty()) return;
+  Context::Impl& c = *impl_->context;
+  Staging staging(c, data.size(), VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+  c.submit([&](VkCommandBuffer cmd) {
+    const VkBufferCopy region{0, 0, data.size()};
+    vkCmdCopyBuffer(cmd, impl_->raw.buffer, staging.raw.buffer, 1, &region);
+    // The copy's writes made visible to the host's reads below.
+    VkMemoryBarrier to_host{};
+    to_host.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                         &to_host, 0, nullptr, 0, nullptr);
+  });
+  std::memcpy(data.data(), staging.map(data.size()), data.size());
+  staging.unmap();
+}
+
+Buffer upload_floats(Context& context, std::span<const float> values) {
+  Buffer b(context, values.size_bytes());
+  b.upload(std::as_bytes(values));
+  return b;
+}
+
+std::vector<float> download_floats(const Buffer& buffer, size_t count) {
+  std::vector<float> v(count);
+  buffer.download(std::as_writable_bytes(std::span<float>(v)));
+  return v;
+}
+
+}  // namespace tinylm::kernels::vulkan

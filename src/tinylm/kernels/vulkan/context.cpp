@@ -1,0 +1,270 @@
+#include "tinylm/kernels/vulkan/context.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "tinylm/core/error.h"
+#include "tinylm/kernels/vulkan/context_impl.h"
+#include "tinylm/kernels/vulkan/shaders.h"
+
+namespace tinylm::kernels::vulkan {
+namespace {
+
+// Descriptor sets one submission may use (one per dispatch), and bindings per shader.
+constexpr uint32_t kMaxDispatches = 64;
+constexpr uint32_t kMaxBindings = 8;
+
+bool validation_wanted(Validation v) {
+  if (v != Validation::from_environment) return v == Validation::on;
+  const char* env = std::getenv("TINYLM_VULKAN_VALIDATION");
+  return env && std::strcmp(env, "") != 0 && std::strcmp(env, "0") != 0;
+}
+
+VkPhysicalDevice pick(const Instance& instance, int index) {
+  const std::vector<VkPhysicalDevice> devices = instance.physical_devices();
+  check(!devices.empty(), "Vulkan: no device (tinylm devices lists them)");
+  check(index >= 0 && static_cast<size_t>(index) < devices.size(), "Vulkan: no device ", index,
+        " (there are ", devices.size(), "; tinylm devices lists them)");
+  return devices[static_cast<size_t>(index)];
+}
+
+uint32_t compute_queue_family(VkPhysicalDevice device, const std::string& name) {
+  uint32_t count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+  // A compute-only family first: on GPUs it is the one that does not share with graphics.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t f = 0; f < count; ++f) {
+      const VkQueueFlags flags = families[f].queueFlags;
+      if ((flags & VK_QUEUE_COMPUTE_BIT) && (pass == 1 || !(flags & VK_QUEUE_GRAPHICS_BIT)))
+        return f;
+    }
+  }
+  fail("Vulkan: device '", name, "' has no compute queue");
+}
+
+}  // namespace
+
+Context::Impl::Impl(int index, bool validation) : instance(validation) {
+  physical = pick(instance, index);
+  info = describe(physical, index);
+  check(api_version(physical) >= VK_API_VERSION_1_2, "Vulkan: device '", info.name,
+        "' offers Vulkan ", info.api_version, "; tinylm needs 1.2");
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(physical, &props);
+  max_groups = props.limits.maxComputeWorkGroupCount[0];
+  queue_family = compute_queue_family(physical, info.name);
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{};
+  queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  queue_info.queueFamilyIndex = queue_family;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+  VkDeviceCreateInfo device_info{};
+  device_info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  device_info.queueCreateInfoCount = 1;
+  device_info.pQueueCreateInfos = &queue_info;
+  check_vk(vkCreateDevice(physical, &device_info, nullptr, &device), "vkCreateDevice");
+  teardown.add([this] { vkDestroyDevice(device, nullptr); });
+  // Before anything else is destroyed: nothing may still be running.
+  teardown.add([this] { vkDeviceWaitIdle(device); });
+  vkGetDeviceQueue(device, queue_family, 0, &queue);
+
+  VkCommandPoolCreateInfo pool_info{};
+  pool_info.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool_info.queueFamilyIndex = queue_family;
+  check_vk(vkCreateCommandPool(device, &pool_info, nullptr, &command_pool), "vkCreateCommandPool");
+  teardown.add([this] { vkDestroyCommandPool(device, command_pool, nullptr); });
+  VkCommandBufferAllocateInfo command_info{};
+  command_info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  command_info.commandPool = command_pool;
+  command_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  command_info.commandBufferCount = 1;
+  check_vk(vkAllocateCommandBuffers(device, &command_info, &commands), "vkAllocateCommandBuffers");
+
+  VkFenceCreateInfo fence_info{};
+  fence_info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+  check_vk(vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
+  teardown.add([this] { vkDestroyFence(device, fence, nullptr); });
+
+  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxDispatches * kMaxBindings};
+  VkDescriptorPoolCreateInfo descriptor_info{};
+  descriptor_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+  descriptor_info.maxSets = kMaxDispatches;
+  descriptor_info.poolSizeCount = 1;
+  descriptor_info.pPoolSizes = &size;
+  check_vk(vkCreateDescriptorPool(device, &descriptor_info, nullptr, &descriptor_pool),
+           "vkCreateDescriptorPool");
+  teardown.add([this] { vkDestroyDescriptorPool(device, descriptor_pool, nullptr); });
+  teardown.add([this] {
+    for (auto& [name, p] : pipelines) {
+      vkDestroyPipeline(device, p.pipeline, nullptr);
+      vkDestroyPipelineLayout(device, p.layout, nullptr);
+      vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
+      vkDestroyShaderModule(device, p.module, nullptr);
+    }
+  });
+}
+
+uint32_t Context::Impl::memory_type(uint32_t allowed, VkMemoryPropertyFlags flags) const {
+  for (uint32_t t = 0; t < memory.memoryTypeCount; ++t) {
+    if ((allowed & (1u << t)) && (memory.memoryTypes[t].propertyFlags & flags) == flags) return t;
+  }
+  fail("Vulkan: device '", info.name, "' has no memory type with properties 0x", std::hex, flags);
+}
+
+void Context::Impl::submit(const std::function<void(VkCommandBuffer)>& record) {
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check_vk(vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+  // Each submission sees all memory written by the ones before it.
+  VkMemoryBarrier all{};
+  all.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  all.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+  all.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+  vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                       VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &all, 0, nullptr, 0, nullptr);
+  record(commands);
+  check_vk(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
+  VkSubmitInfo submit_info{};
+  submit_info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit_info.commandBufferCount = 1;
+  submit_info.pCommandBuffers = &commands;
+  check_vk(vkQueueSubmit(queue, 1, &submit_info, fence), "vkQueueSubmit");
+  check_vk(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  check_vk(vkResetFences(device, 1, &fence), "vkResetFences");
+  check_vk(vkResetCommandBuffer(commands, 0), "vkResetCommandBuffer");
+  check_vk(vkResetDescriptorPool(device, descriptor_pool, 0), "vkResetDescriptorPool");
+}
+
+const Pipeline& Context::Impl::pipeline(std::string_view shader, uint32_t bindings,
+                                        uint32_t push_bytes) {
+  if (auto it = pipelines.find(shader); it != pipelines.end()) {
+    check(it->second.bindings == bindings && it->second.push_bytes == push_bytes, "Vulkan: shader ",
+          shader, " run with ", bindings, " buffers and ", push_bytes,
+          " bytes of push constants, made with ", it->second.bindings, " and ",
+          it->second.push_bytes);
+    return it->second;
+  }
+  const std::span<const uint32_t> code = shader_spirv(shader);
+  check(!code.empty(), "Vulkan: no shader named ", shader, " is built in");
+  check(bindings <= kMaxBindings, "Vulkan: shader ", shader, " binds ", bindings,
+        " buffers; at most ", kMaxBindings);
+  // Inserted before it is complete, so the teardown destroys whatever part was made.
+  Pipeline& p = pipelines.emplace(std::string(shader), Pipeline{}).first->second;
+  p.bindings = bindings;
+  p.push_bytes = push_bytes;
+
+  VkShaderModuleCreateInfo module_info{};
+  module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+  module_info.codeSize = code.size_bytes();
+  module_info.pCode = code.data();
+  check_vk(vkCreateShaderModule(device, &module_info, nullptr, &p.module), "vkCreateShaderModule");
+
+  std::vector<VkDescriptorSetLayoutBinding> slots(bindings);
+  for (uint32_t b = 0; b < bindings; ++b)
+    slots[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo set_info{};
+  set_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
+  set_info.bindingCount = bindings;
+  set_info.pBindings = slots.data();
+  check_vk(vkCreateDescriptorSetLayout(device, &set_info, nullptr, &p.set_layout),
+           "vkCreateDescriptorSetLayout");
+
+  const VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+  VkPipelineLayoutCreateInfo layout_info{};
+  layout_info.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+  layout_info.setLayoutCount = 1;
+  layout_info.pSetLayouts = &p.set_layout;
+  layout_info.pushConstantRangeCount = push_bytes ? 1 : 0;
+  layout_info.pPushConstantRanges = &push;
+  check_vk(vkCreatePipelineLayout(device, &layout_info, nullptr, &p.layout),
+           "vkCreatePipelineLayout");
+
+  VkComputePipelineCreateInfo pipeline_info{};
+  pipeline_info.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+  pipeline_info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pipeline_info.stage.module = p.module;
+  pipeline_info.stage.pName = "main";
+  pipeline_info.layout = p.layout;
+  check_vk(
+      vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &p.pipeline),
+      "vkCreateComputePipelines");
+  return p;
+}
+
+void Context::Impl::run(std::span<const Dispatch> dispatches) {
+  check(dispatches.size() <= kMaxDispatches, "Vulkan: ", dispatches.size(),
+        " dispatches in one submission; at most ", kMaxDispatches);
+  std::vector<const Pipeline*> used;
+  for (const Dispatch& d : dispatches) {
+    check(d.groups >= 1 && d.groups <= max_groups, "Vulkan: shader ", d.shader, " dispatched over ",
+          d.groups, " workgroups; the device allows 1 to ", max_groups);
+    used.push_back(&pipeline(d.shader, static_cast<uint32_t>(d.buffers.size()),
+                             static_cast<uint32_t>(d.push.size())));
+  }
+  submit([&](VkCommandBuffer cmd) {
+    for (size_t i = 0; i < dispatches.size(); ++i) {
+      const Dispatch& d = dispatches[i];
+      const Pipeline& p = *used[i];
+      VkDescriptorSetAllocateInfo alloc{};
+      alloc.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+      alloc.descriptorPool = descriptor_pool;
+      alloc.descriptorSetCount = 1;
+      alloc.pSetLayouts = &p.set_layout;
+      VkDescriptorSet set = VK_NULL_HANDLE;
+      check_vk(vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
+      std::vector<VkDescriptorBufferInfo> infos(d.buffers.size());
+      std::vector<VkWriteDescriptorSet> writes(d.buffers.size());
+      for (size_t b = 0; b < d.buffers.size(); ++b) {
+        infos[b] = {d.buffers[b]->impl().raw.buffer, 0, VK_WHOLE_SIZE};
+        writes[b] = {};
+        writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+        writes[b].dstSet = set;
+        writes[b].dstBinding = static_cast<uint32_t>(b);
+        writes[b].descriptorCount = 1;
+        writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[b].pBufferInfo = &infos[b];
+      }
+      vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                             nullptr);
+      if (i > 0) {  // this dispatch reads what the one before it wrote
+        VkMemoryBarrier barrier{};
+        barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+        barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                             nullptr);
+      }
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
+                              nullptr);
+      if (!d.push.empty())
+        vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           static_cast<uint32_t>(d.push.size()), d.push.data());
+      vkCmdDispatch(cmd, d.groups, 1, 1);
+    }
+  });
+}
+
+Context::Context(int index, Validation validation)
+    : impl_(std::make_unique<Impl>(index, validation_wanted(validation))) {}
+
+Context::~Context() = default;
+
+const DeviceInfo& Context::device() const { return impl_->info; }
+
+bool Context::validation() const { return impl_->instance.validation(); }
+
+std::vector<std::string> Context::validation_messages() const {
+  return impl_->instance.validation_messages();
+}
+
+}  // namespace tinylm::kernels::vulkan

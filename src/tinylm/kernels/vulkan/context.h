@@ -1,0 +1,70 @@
+#pragma once
+// The Vulkan compute runtime: a Context opens one device with one compute queue; a Buffer is
+// device-local memory on it, filled and read through staging copies. Ops (kernels/vulkan/ops.h)
+// record their dispatches on a Context, submit them and wait.
+//
+// No Vulkan header here (the state lives behind pointers to implementation), so code that
+// includes this builds without knowing Vulkan. A Context is used from one thread at a time;
+// its Buffers must be destroyed before it.
+//
+// TINYLM_VULKAN_VALIDATION=1 turns on the Khronos validation layer (vulkan-validationlayers)
+// for the Contexts made afterwards; every warning and error it reports is recorded.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tinylm/kernels/vulkan/devices.h"
+
+namespace tinylm::kernels::vulkan {
+
+enum class Validation { from_environment, on, off };
+
+class Context {
+ public:
+  // Opens device `index` of list_devices(). Throws Error when there is no such device, it
+  // lacks Vulkan 1.2 or a compute queue, or any Vulkan call fails.
+  explicit Context(int index = 0, Validation validation = Validation::from_environment);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& device() const;
+  bool validation() const;
+  // The validation layer's warnings and errors so far, oldest first.
+  std::vector<std::string> validation_messages() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Buffer {
+ public:
+  // bytes of device-local memory (at least 1 is allocated), contents undefined.
+  Buffer(Context& context, size_t bytes);
+  ~Buffer();
+  Buffer(Buffer&&) noexcept;
+  Buffer& operator=(Buffer&&) noexcept;
+
+  size_t bytes() const;
+  // Copies the bytes of data to the buffer's start (upload) or from it (download) and waits.
+  void upload(std::span<const std::byte> data);
+  void download(std::span<std::byte> data) const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A float buffer made from host values, and read back.
+Buffer upload_floats(Context& context, std::span<const float> values);
+std::vector<float> download_floats(const Buffer& buffer, size_t count);
+
+}  // namespace tinylm::kernels::vulkan

@@ -1,0 +1,98 @@
+#pragma once
+// Context's and Buffer's state, and how ops run shaders on them. Internal to kernels/vulkan/.
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tinylm/kernels/vulkan/context.h"
+#include "tinylm/kernels/vulkan/instance.h"
+#include "tinylm/kernels/vulkan/vk_check.h"
+
+namespace tinylm::kernels::vulkan {
+
+// Cleanups run in reverse order of registration when it is destroyed, so an object built step
+// by step is torn down in order even when a later step throws.
+class Teardown {
+ public:
+  Teardown() = default;
+  Teardown(const Teardown&) = delete;
+  Teardown& operator=(const Teardown&) = delete;
+  ~Teardown() {
+    for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) (*it)();
+  }
+  void add(std::function<void()> step) { steps_.push_back(std::move(step)); }
+
+ private:
+  std::vector<std::function<void()>> steps_;
+};
+
+// A compute pipeline made from one embedded shader: `bindings` storage buffers at bindings
+// 0..n-1 and push constants of push_bytes.
+struct Pipeline {
+  VkShaderModule module = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  uint32_t bindings = 0;
+  uint32_t push_bytes = 0;
+};
+
+// One shader run over `groups` workgroups with these buffers bound in order.
+struct Dispatch {
+  std::string_view shader;
+  std::vector<const Buffer*> buffers;
+  std::span<const std::byte> push;
+  uint32_t groups = 1;
+};
+
+struct Context::Impl {
+  Instance instance;  // first member: destroyed last
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  DeviceInfo info;
+  VkPhysicalDeviceMemoryProperties memory{};
+  uint32_t max_groups = 0;  // maxComputeWorkGroupCount[0]
+  uint32_t queue_family = 0;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  VkCommandPool command_pool = VK_NULL_HANDLE;
+  VkCommandBuffer commands = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
+  std::map<std::string, Pipeline, std::less<>> pipelines;
+  Teardown teardown;  // last member: runs first
+
+  Impl(int index, bool validation);
+
+  // Records what `record` writes into a command buffer (after a barrier that orders it after
+  // everything submitted before), submits it and waits for it to finish.
+  void submit(const std::function<void(VkCommandBuffer)>& record);
+  // The dispatches, in order, each seeing the previous one's writes, in one submission.
+  void run(std::span<const Dispatch> dispatches);
+  // The index of a memory type with all of `flags` among those `allowed` (a bit mask).
+  uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags flags) const;
+
+ private:
+  const Pipeline& pipeline(std::string_view shader, uint32_t bindings, uint32_t push_bytes);
+};
+
+// A VkBuffer and the memory bound to it; released by whoever owns it.
+struct RawBuffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+};
+RawBuffer make_buffer(Context::Impl& context, size_t bytes, VkBufferUsageFlags usage,
+                      VkMemoryPropertyFlags flags);
+void free_buffer(VkDevice device, RawBuffer& b);
+
+struct Buffer::Impl {
+  Context::Impl* context = nullptr;
+  RawBuffer raw;
+  size_t bytes = 0;
+  ~Impl() { free_buffer(context->device, raw); }
+};
+
+}  // namespace tinylm::kernels::vulkan

@@ -1,0 +1,132 @@
+#include "tinylm/kernels/vulkan/ops.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tinylm/core/error.h"
+#include "tinylm/kernels/vulkan/context_impl.h"
+
+namespace tinylm::kernels::vulkan {
+namespace {
+
+// The shaders' local_size_x (shaders/*.comp).
+constexpr int64_t kElementwiseGroup = 256;
+constexpr int64_t kColumnGroup = 64;
+
+// Shaders index with 32-bit unsigned ints and step by the whole grid: sizes stay below 2^31 so
+// no index wraps.
+constexpr int64_t kMaxCount = std::numeric_limits<int32_t>::max();
+
+void check_count(std::string_view op, std::string_view what, int64_t value) {
+  check(value >= 0 && value <= kMaxCount, "vulkan ", op, ": ", what, " = ", value,
+        " is out of range (0 to 2^31 - 1)");
+}
+
+void check_floats(std::string_view op, std::string_view name, const Buffer& b, int64_t count) {
+  check(b.bytes() >= static_cast<size_t>(count) * sizeof(float), "vulkan ", op, ": ", name,
+        " holds ", b.bytes() / sizeof(float), " floats, needs ", count);
+}
+
+// Workgroups for `items` of work, `per_group` each; the shaders loop over the rest.
+uint32_t groups_for(const Context::Impl& c, int64_t items, int64_t per_group) {
+  const int64_t g = (items + per_group - 1) / per_group;
+  return static_cast<uint32_t>(std::clamp<int64_t>(g, 1, c.max_groups));
+}
+
+template <class Push>
+std::span<const std::byte> bytes_of(const Push& p) {
+  return std::as_bytes(std::span<const Push, 1>(&p, 1));
+}
+
+struct CountPush {
+  uint32_t n;
+};
+struct RowsPush {
+  uint32_t rows, C;
+};
+struct NormPush {
+  uint32_t rows, C;
+  float eps;
+};
+
+void elementwise(std::string_view op, Context& context, std::vector<const Buffer*> buffers,
+                 int64_t n) {
+  const CountPush push{static_cast<uint32_t>(n)};
+  Context::Impl& c = context.impl();
+  if (n == 0) return;
+  const Dispatch d{op, std::move(buffers), bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
+}  // namespace
+
+void gelu_forward(Context& context, Buffer& y, const Buffer& x, int64_t n) {
+  check_count("gelu_forward", "n", n);
+  check_floats("gelu_forward", "y", y, n);
+  check_floats("gelu_forward", "x", x, n);
+  elementwise("gelu_forward", context, {&y, &x}, n);
+}
+
+void gelu_backward(Context& context, Buffer& dx, const Buffer& dy, const Buffer& x, int64_t n) {
+  check_count("gelu_backward", "n", n);
+  check_floats("gelu_backward", "dx", dx, n);
+  check_floats("gelu_backward", "dy", dy, n);
+  check_floats("gelu_backward", "x", x, n);
+  elementwise("gelu_backward", context, {&dx, &dy, &x}, n);
+}
+
+void layernorm_forward(Context& context, Buffer& y, Buffer& mean, Buffer& rstd, const Buffer& x,
+                       const Buffer& w, const Buffer& b, int64_t rows, int64_t C, float eps) {
+  check_count("layernorm_forward", "rows", rows);
+  check_count("layernorm_forward", "C", C);
+  check_count("layernorm_forward", "rows * C", rows * C);
+  check_floats("layernorm_forward", "y", y, rows * C);
+  check_floats("layernorm_forward", "x", x, rows * C);
+  check_floats("layernorm_forward", "mean", mean, rows);
+  check_floats("layernorm_forward", "rstd", rstd, rows);
+  check_floats("layernorm_forward", "w", w, C);
+  check_floats("layernorm_forward", "b", b, C);
+  if (rows == 0 || C == 0) return;
+  Context::Impl& c = context.impl();
+  const NormPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(C), eps};
+  // One workgroup per row.
+  const Dispatch d{
+      "layernorm_forward", {&y, &mean, &rstd, &x, &w, &b}, bytes_of(push), groups_for(c, rows, 1)};
+  c.run({&d, 1});
+}
+
+void layernorm_backward(Context& context, Buffer& dx, Buffer& dw, Buffer& db, const Buffer& dy,
+                        const Buffer& x, const Buffer& w, const Buffer& mean, const Buffer& rstd,
+                        int64_t rows, int64_t C) {
+  check_count("layernorm_backward", "rows", rows);
+  check_count("layernorm_backward", "C", C);
+  check_count("layernorm_backward", "rows * C", rows * C);
+  using Named = std::pair<const char*, const Buffer*>;
+  for (const Named& b : {Named{"dx", &dx}, Named{"dy", &dy}, Named{"x", &x}})
+    check_floats("layernorm_backward", b.first, *b.second, rows * C);
+  for (const Named& b : {Named{"dw", &dw}, Named{"db", &db}, Named{"w", &w}})
+    check_floats("layernorm_backward", b.first, *b.second, C);
+  check_floats("layernorm_backward", "mean", mean, rows);
+  check_floats("layernorm_backward", "rstd", rstd, rows);
+  if (rows == 0 || C == 0) return;
+  Context::Impl& c = context.impl();
+  const RowsPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(C)};
+  // dx: one workgroup per row (its two sums); dw, db: one invocation per column, summing the
+  // rows in order. Two dispatches instead of float atomics.
+  const Dispatch d[] = {{"layernorm_backward_dx",
+                         {&dx, &dy, &x, &w, &mean, &rstd},
+                         bytes_of(push),
+                         groups_for(c, rows, 1)},
+                        {"layernorm_backward_params",
+                         {&dw, &db, &dy, &x, &mean, &rstd},
+                         bytes_of(push),
+                         groups_for(c, C, kColumnGroup)}};
+  c.run(d);
+}
+
+}  // namespace tinylm::kernels::vulkan

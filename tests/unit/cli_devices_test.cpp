@@ -1,0 +1,71 @@
+// tinylm devices and the gpu line of tinylm --version, against what the library finds (lavapipe
+// in CI; "no Vulkan device (why)" where there is none).
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "tinylm/kernels/vulkan/devices.h"
+
+namespace tinylm {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+TEST(CliDevices, ListsEachDeviceWithItsFeatures) {
+  const kernels::vulkan::DeviceList list = kernels::vulkan::list_devices();
+  const test::CommandResult r = test::run_cli("devices");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (list.devices.empty()) {
+    EXPECT_EQ(r.out, "no Vulkan device (" + list.why_none + ")\n");
+    return;
+  }
+  const std::vector<std::string> l = lines_of(r.out);
+  const char* fields[] = {"  kind: ",
+                          "  vulkan: ",
+                          "  device-local memory: ",
+                          "  subgroup size: ",
+                          "  f16 arithmetic (shaderFloat16): ",
+                          "  int8 arithmetic (shaderInt8): ",
+                          "  16-bit storage: ",
+                          "  bf16: through 16-bit storage, f32 arithmetic: ",
+                          "  cooperative matrices (VK_NV_cooperative_matrix): "};
+  const size_t per_device = 1 + std::size(fields);
+  ASSERT_EQ(l.size(), list.devices.size() * per_device) << r.out;
+  for (const kernels::vulkan::DeviceInfo& d : list.devices) {
+    const size_t at = static_cast<size_t>(d.index) * per_device;
+    EXPECT_EQ(l[at], "device " + std::to_string(d.index) + ": " + d.name);
+    for (size_t f = 0; f < std::size(fields); ++f)
+      EXPECT_EQ(l[at + 1 + f].rfind(fields[f], 0), 0u) << l[at + 1 + f];
+    EXPECT_EQ(l[at + 1], std::string("  kind: ") + kernels::vulkan::device_kind_name(d.kind));
+    EXPECT_EQ(l[at + 4], "  subgroup size: " + std::to_string(d.subgroup_size));
+    EXPECT_GT(d.subgroup_size, 0u);
+    EXPECT_GT(d.device_local_bytes, 0u);
+    EXPECT_EQ(l[at + 5], std::string("  f16 arithmetic (shaderFloat16): ") +
+                             (d.shader_float16 ? "yes" : "no"));
+  }
+}
+
+TEST(CliDevices, VersionNamesTheGpu) {
+  const kernels::vulkan::DeviceList list = kernels::vulkan::list_devices();
+  const test::CommandResult r = test::run_cli("--version");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t n = list.devices.size();
+  const std::string want =
+      n == 0 ? "gpu: none (" + list.why_none + ")"
+             : "gpu: vulkan, " + std::to_string(n) + (n == 1 ? " device" : " devices");
+  EXPECT_EQ(lines_of(r.out).back(), want) << r.out;
+  if (!kernels::vulkan::built_with_vulkan()) {
+    EXPECT_EQ(want, "gpu: none (built without Vulkan)");
+  }
+}
+
+}  // namespace
+}  // namespace tinylm

@@ -1,0 +1,245 @@
+// The Vulkan ops (kernels/vulkan/ops.h) on device 0 (lavapipe in CI) against the op table's
+// double references (ops_table.h) within the bounds the CPU kernels' cases use; each op run
+// twice from the same inputs must give the same bytes. Every test runs once without and once
+// with the Khronos validation layer, which must report nothing. Skipped, with the reason, where
+// the build has no Vulkan or there is no device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops_table.h"
+#include "test_util.h"
+#include "tinylm/kernels/activation/gelu_reference.h"
+#include "tinylm/kernels/norm/layernorm_reference.h"
+#include "tinylm/kernels/vulkan/devices.h"
+#ifdef TINYLM_HAVE_VULKAN
+#include "tinylm/kernels/vulkan/context.h"
+#include "tinylm/kernels/vulkan/context_impl.h"  // a raw Vulkan call, to provoke the layer
+#include "tinylm/kernels/vulkan/ops.h"
+#endif
+
+namespace tinylm::kernels::ops_table {
+namespace {
+
+#ifndef TINYLM_HAVE_VULKAN
+
+TEST(GpuOps, NeedVulkan) { GTEST_SKIP() << "no GPU tests: tinylm was built without Vulkan"; }
+
+#else
+
+using vulkan::Buffer;
+using vulkan::Context;
+using vulkan::Validation;
+
+std::string fmt(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+// Every element within its bound (the first three failures named).
+void expect_within(const std::string& where, const Floats& got, const Want& want) {
+  ASSERT_EQ(got.size(), want.values.size()) << where << " " << want.name;
+  int64_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want.values[i];
+    const double bound = want.bound.empty() ? 0 : want.bound[i];
+    if (!(std::abs(g - w) <= bound) && bad++ < 3) {
+      ADD_FAILURE() << where << " " << want.name << "[" << i << "] = " << fmt(g) << ", reference "
+                    << fmt(w) << ", bound " << fmt(bound);
+    }
+  }
+  EXPECT_EQ(bad, 0) << where << " " << want.name << ": " << bad << " of " << got.size();
+}
+
+// Floats compared as bytes: -0 is not 0, and NaN equals its own bits.
+void expect_same_bytes(const std::string& what, const Floats& a, const Floats& b) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  EXPECT_EQ(bytes_of(a.data(), a.size()), bytes_of(b.data(), b.size())) << what;
+}
+
+// The fixture: a Context on device 0 with validation off or on (the parameter); with it on,
+// the layer must have reported nothing by the end of the test.
+class GpuOps : public ::testing::TestWithParam<Validation> {
+ protected:
+  void SetUp() override {
+    const vulkan::DeviceList list = vulkan::list_devices();
+    if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+    context_ = std::make_unique<Context>(0, GetParam());
+    ASSERT_EQ(context_->validation(), GetParam() == Validation::on);
+  }
+  void TearDown() override {
+    if (!context_ || !context_->validation()) return;
+    const std::vector<std::string> messages = context_->validation_messages();
+    EXPECT_TRUE(messages.empty()) << messages.size()
+                                  << " validation messages, the first: " << messages.front();
+  }
+
+  Buffer upload(const Floats& v) { return vulkan::upload_floats(*context_, v); }
+  Buffer zeros(size_t n) { return upload(Floats(n, 0.0f)); }
+
+  std::unique_ptr<Context> context_;
+};
+
+std::string validation_name(const ::testing::TestParamInfo<Validation>& info) {
+  return info.param == Validation::on ? "WithValidation" : "WithoutValidation";
+}
+
+// gelu_f32's inputs in ops_activation_test.cpp: x across [-12, 12]; at 8003 elements [-20, 20]
+// in steps of 0.005 and +-50 (saturation).
+Floats gelu_inputs(int64_t n) {
+  Floats x(static_cast<size_t>(n));
+  if (n == 8003) {
+    for (int i = 0; i < 8001; ++i) x[i] = static_cast<float>(i - 4000) * 0.005f;
+    x[8001] = 50.0f;
+    x[8002] = -50.0f;
+    return x;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = static_cast<float>(-12.0 + 24.0 * static_cast<double>(i) / std::max<double>(1, n - 1) +
+                              0.013);
+  return x;
+}
+
+TEST_P(GpuOps, GeluMatchesTheReferenceWithTheSameBitsEachRun) {
+  for (const int64_t n : {1, 7, 255, 256, 257, 1001, 8003}) {
+    const std::string where = "n=" + std::to_string(n);
+    const Floats x = gelu_inputs(n), dy = normal_floats(x.size(), 24);
+    const Buffer xb = upload(x), dyb = upload(dy);
+    Buffer y = zeros(x.size()), dx = zeros(x.size()), y2 = zeros(x.size()), dx2 = zeros(x.size());
+    vulkan::gelu_forward(*context_, y, xb, n);
+    vulkan::gelu_backward(*context_, dx, dyb, xb, n);
+    vulkan::gelu_forward(*context_, y2, xb, n);
+    vulkan::gelu_backward(*context_, dx2, dyb, xb, n);
+    // In place: y over x, dx over dy.
+    Buffer in_place = upload(x), dx_in_place = upload(dy);
+    vulkan::gelu_forward(*context_, in_place, in_place, n);
+    vulkan::gelu_backward(*context_, dx_in_place, dx_in_place, xb, n);
+
+    const Floats got_y = vulkan::download_floats(y, x.size()),
+                 got_dx = vulkan::download_floats(dx, x.size());
+    const Vec xd = widen_all(x), dyd = widen_all(dy);
+    Vec ry(x.size()), rdx(x.size()), by(x.size()), bdx(x.size());
+    reference::gelu_forward(ry.data(), xd.data(), n);
+    reference::gelu_backward(rdx.data(), dyd.data(), xd.data(), n);
+    for (size_t i = 0; i < x.size(); ++i) {  // gelu_f32's bounds (ops_activation_test.cpp)
+      by[i] = 2e-7 * std::max(1.0, std::abs(ry[i]));
+      bdx[i] = std::min(4e-7 * (1 + std::abs(xd[i])) * (1 + std::abs(dyd[i])),
+                        1e-6 * std::max(std::abs(dyd[i]), std::abs(rdx[i])));
+    }
+    expect_within(where, got_y, bounded("y", ry, by));
+    expect_within(where, got_dx, bounded("dx", rdx, bdx));
+    expect_same_bytes(where + " y twice", got_y, vulkan::download_floats(y2, x.size()));
+    expect_same_bytes(where + " dx twice", got_dx, vulkan::download_floats(dx2, x.size()));
+    expect_same_bytes(where + " y in place", got_y, vulkan::download_floats(in_place, x.size()));
+    expect_same_bytes(where + " dx in place", got_dx,
+                      vulkan::download_floats(dx_in_place, x.size()));
+  }
+}
+
+// layernorm_f32's shapes and inputs (ops_norm_test.cpp), and rows wider than a workgroup.
+TEST_P(GpuOps, LayerNormMatchesTheReferenceWithTheSameBitsEachRun) {
+  const Shape shapes[] = {{1, 1},  {3, 7},   {5, 16},  {2, 17},   {3, 33},
+                          {5, 83}, {2, 130}, {2, 768}, {3, 1000}, {70, 64}};
+  for (const Shape& s : shapes) {
+    const int64_t rows = s.rows, C = s.n;
+    const size_t n = static_cast<size_t>(rows * C), c = static_cast<size_t>(C),
+                 r = static_cast<size_t>(rows);
+    const std::string where = describe(s);
+    const Floats x = normal_floats(n, 20, 1.5, 0.3), w = normal_floats(c, 21, 0.2, 1.0),
+                 b = normal_floats(c, 22), dy = normal_floats(n, 23), dx0 = normal_floats(n, 25),
+                 dw0 = normal_floats(c, 26), db0 = normal_floats(c, 27);
+    const Buffer xb = upload(x), wb = upload(w), bb = upload(b), dyb = upload(dy);
+
+    // Twice from the same inputs: the same bytes.
+    Floats outs[2][6];
+    for (Floats(&o)[6] : outs) {
+      Buffer y = zeros(n), mean = zeros(r), rstd = zeros(r), dx = upload(dx0), dw = upload(dw0),
+             db = upload(db0);
+      vulkan::layernorm_forward(*context_, y, mean, rstd, xb, wb, bb, rows, C, 1e-5f);
+      vulkan::layernorm_backward(*context_, dx, dw, db, dyb, xb, wb, mean, rstd, rows, C);
+      o[0] = vulkan::download_floats(y, n);
+      o[1] = vulkan::download_floats(mean, r);
+      o[2] = vulkan::download_floats(rstd, r);
+      o[3] = vulkan::download_floats(dx, n);
+      o[4] = vulkan::download_floats(dw, c);
+      o[5] = vulkan::download_floats(db, c);
+    }
+    const char* names[] = {"y", "mean", "rstd", "dx", "dw", "db"};
+    for (int i = 0; i < 6; ++i)
+      expect_same_bytes(where + " " + names[i] + " twice", outs[0][i], outs[1][i]);
+
+    const Vec xd = widen_all(x), wd = widen_all(w), bd = widen_all(b), dyd = widen_all(dy),
+              rdx0 = widen_all(dx0), rdw0 = widen_all(dw0), rdb0 = widen_all(db0);
+    Vec y(n), mean(r), rstd(r), dx = rdx0, dw = rdw0, db = rdb0;
+    reference::layernorm_forward(y.data(), mean.data(), rstd.data(), xd.data(), wd.data(),
+                                 bd.data(), rows, C, 1e-5);
+    reference::layernorm_backward(dx.data(), dw.data(), db.data(), dyd.data(), xd.data(), wd.data(),
+                                  mean.data(), rstd.data(), rows, C);
+    // layernorm_f32's bounds (ops_norm_test.cpp).
+    expect_within(where, outs[0][0], near_max("y", y, 1e-6));
+    expect_within(where, outs[0][1], near("mean", mean, 1e-6, 1e-7));
+    expect_within(where, outs[0][2], near("rstd", rstd, 1e-6));
+    expect_within(where, outs[0][3], near_change("dx", dx, rdx0, 1e-5));
+    expect_within(where, outs[0][4], near_change("dw", dw, rdw0, 1e-6));
+    expect_within(where, outs[0][5], near_change("db", db, rdb0, 1e-6));
+  }
+}
+
+TEST_P(GpuOps, BuffersRoundTripAndOpsCheckTheirSizes) {
+  const Floats v = normal_floats(1000, 3);
+  const Buffer b = upload(v);
+  EXPECT_EQ(b.bytes(), v.size() * sizeof(float));
+  expect_same_bytes("round trip", v, vulkan::download_floats(b, v.size()));
+  Buffer small = zeros(10);
+  test::expect_error([&] { vulkan::gelu_forward(*context_, small, b, 11); },
+                     {"vulkan gelu_forward: y holds 10 floats, needs 11"});
+  test::expect_error([&] { vulkan::gelu_forward(*context_, small, b, -1); },
+                     {"vulkan gelu_forward: n = -1 is out of range"});
+  test::expect_error([&] { small.upload(std::as_bytes(std::span<const float>(v))); },
+                     {"Vulkan: upload of 4000 bytes into a buffer of 40"});
+  // Nothing to do is not an error.
+  vulkan::gelu_forward(*context_, small, b, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vulkan, GpuOps, ::testing::Values(Validation::off, Validation::on),
+                         validation_name);
+
+TEST(GpuRuntime, ANumberPastTheDevicesIsAOneLineError) {
+  const vulkan::DeviceList list = vulkan::list_devices();
+  if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+  test::expect_error([&] { Context c(static_cast<int>(list.devices.size())); },
+                     {"Vulkan: no device " + std::to_string(list.devices.size()) + " (there are "});
+}
+
+// The messenger hears the layer (so the tests' "nothing reported" can fail): a buffer of size 0
+// is invalid usage (VUID-VkBufferCreateInfo-size-00912).
+TEST(GpuRuntime, TheValidationLayerReportsAMisuse) {
+  const vulkan::DeviceList list = vulkan::list_devices();
+  if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+  Context context(0, Validation::on);
+  EXPECT_TRUE(context.validation_messages().empty());
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = 0;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  const VkDevice device = context.impl().device;
+  if (vkCreateBuffer(device, &info, nullptr, &buffer) == VK_SUCCESS)
+    vkDestroyBuffer(device, buffer, nullptr);
+  const std::vector<std::string> messages = context.validation_messages();
+  ASSERT_FALSE(messages.empty());
+  EXPECT_NE(messages.front().find("VkBufferCreateInfo-size"), std::string::npos)
+      << messages.front();
+}
+
+#endif
+
+}  // namespace
+}  // namespace tinylm::kernels::ops_table
