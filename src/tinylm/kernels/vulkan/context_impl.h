@@ -50,7 +50,8 @@ struct Dispatch {
 };
 
 struct Context::Impl {
-  Instance instance;  // first member: destroyed last
+  const Instance& resident = resident_instance();  // keeps the driver loaded (instance.h)
+  Instance instance;                               // destroyed after everything below
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   DeviceInfo info;
   VkPhysicalDeviceMemoryProperties memory{};

@@ -1,6 +1,5 @@
 // kernels/vulkan/devices.h with Vulkan: what each device is and offers.
 #include <cstring>
-#include <memory>
 
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/vulkan/instance.h"
@@ -92,12 +91,18 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
 
 bool built_with_vulkan() { return true; }
 
+const Instance& resident_instance() {
+  // Never destroyed, on purpose: the loader unloads the driver when its last instance ends,
+  // and a driver loaded again pays its start-up again (lavapipe: LLVM's); Mesa's one-time
+  // allocations, unreachable once it is unloaded, would also read as leaks under LeakSanitizer.
+  static const Instance* const instance = new Instance(false);
+  return *instance;
+}
+
 DeviceList list_devices() {
   std::vector<VkPhysicalDevice> handles;
-  std::unique_ptr<Instance> instance;
   try {
-    instance = std::make_unique<Instance>(false);
-    handles = instance->physical_devices();
+    handles = resident_instance().physical_devices();
   } catch (const Error&) {
     // The loader without a driver (VK_ERROR_INCOMPATIBLE_DRIVER), or a driver that will not
     // start: either way, nothing to run on.

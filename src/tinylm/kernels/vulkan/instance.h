@@ -38,6 +38,11 @@ class Instance {
   std::unique_ptr<ValidationLog> log_ = std::make_unique<ValidationLog>();
 };
 
+// An instance without validation that lives as long as the process, so the driver stays
+// loaded from the first use to the end (devices.cpp says why). Throws Error where there is
+// no driver, and tries again at the next call.
+const Instance& resident_instance();
+
 // What `tinylm devices` says about a device; index: its place in the enumeration (devices.cpp).
 DeviceInfo describe(VkPhysicalDevice device, int index);
 
