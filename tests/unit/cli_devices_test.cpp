@@ -67,5 +67,24 @@ TEST(CliDevices, VersionNamesTheGpu) {
   }
 }
 
+// A binary built with Vulkan opens the loader at run time: without one it still starts, says why
+// there is no GPU, and runs on the CPU.
+TEST(CliDevices, WithoutTheVulkanLoaderTheCliStartsAndSaysWhy) {
+  if (!kernels::vulkan::built_with_vulkan()) GTEST_SKIP() << "built without Vulkan";
+  const std::string env = "TINYLM_VULKAN_LOADER=/nonexistent/libvulkan.so.1 ";
+  const std::string why =
+      "cannot load the Vulkan loader /nonexistent/libvulkan.so.1 (Debian: libvulkan1)";
+  const test::CommandResult version = test::run_shell(env + TINYLM_CLI_PATH + " --version");
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(lines_of(version.out).back().rfind("gpu: none (" + why, 0), 0u) << version.out;
+  const test::CommandResult devices = test::run_shell(env + TINYLM_CLI_PATH + " devices");
+  ASSERT_EQ(devices.exit_code, 0) << devices.err;
+  EXPECT_EQ(devices.out.rfind("no Vulkan device (" + why, 0), 0u) << devices.out;
+  const test::CommandResult tokens =
+      test::run_shell(env + TINYLM_CLI_PATH + " tokenize --tokenizer " +
+                      test::source_path("data/gpt2") + " 'Hello world'");
+  EXPECT_EQ(tokens.out, "15496 995\n") << tokens.err;
+}
+
 }  // namespace
 }  // namespace tinylm

@@ -176,8 +176,8 @@ TEST(GpuRuntime, TheValidationLayerReportsAMisuse) {
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
   VkBuffer buffer = VK_NULL_HANDLE;
   const VkDevice device = context.impl().device;
-  if (vkCreateBuffer(device, &info, nullptr, &buffer) == VK_SUCCESS)
-    vkDestroyBuffer(device, buffer, nullptr);
+  if (vulkan::vkCreateBuffer(device, &info, nullptr, &buffer) == VK_SUCCESS)
+    vulkan::vkDestroyBuffer(device, buffer, nullptr);
   const std::vector<std::string> messages = context.validation_messages();
   ASSERT_FALSE(messages.empty());
   EXPECT_NE(messages.front().find("VkBufferCreateInfo-size"), std::string::npos)

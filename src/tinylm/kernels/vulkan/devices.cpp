@@ -100,6 +100,7 @@ const Instance& resident_instance() {
 }
 
 DeviceList list_devices() {
+  if (const std::string& why = load_vulkan(); !why.empty()) return {{}, why};
   std::vector<VkPhysicalDevice> handles;
   try {
     handles = resident_instance().physical_devices();

@@ -52,6 +52,8 @@ VkDebugUtilsMessengerCreateInfoEXT messenger_info(ValidationLog* log) {
 }  // namespace
 
 Instance::Instance(bool validation) {
+  const std::string& why_not = load_vulkan();
+  check(why_not.empty(), "Vulkan: ", why_not);
   check(!validation || layer_installed(kValidationLayer), "TINYLM_VULKAN_VALIDATION is on, but ",
         kValidationLayer, " is not installed (Debian: vulkan-validationlayers)");
   VkApplicationInfo app{};

@@ -3,7 +3,7 @@
 // one line naming the call and the result ("Vulkan: vkCreateDevice failed:
 // VK_ERROR_OUT_OF_DEVICE_MEMORY"). Included by kernels/vulkan/*.cpp only: no header that other
 // code includes may bring in <vulkan/vulkan.h>.
-#include <vulkan/vulkan.h>
+#include "tinylm/kernels/vulkan/vk_api.h"
 
 namespace tinylm::kernels::vulkan {
 
