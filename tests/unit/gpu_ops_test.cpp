@@ -153,6 +153,33 @@ TEST_P(GpuOps, BuffersRoundTripAndOpsCheckTheirSizes) {
   vulkan::gelu_forward(*context_, small, b, 0);
 }
 
+// Ops record and return; the work runs in order when a result is read. A chain longer than
+// one submission holds (so it is split) gives the bits of the same chain waited for op by op,
+// and an upload over an input waits for the ops recorded before it that read it.
+TEST_P(GpuOps, RecordedOpsRunInOrderAcrossSubmissions) {
+  const int64_t n = 1000;
+  const Floats x = gelu_inputs(n);
+  Buffer a = upload(x), b = zeros(x.size()), c = upload(x), d = zeros(x.size());
+  for (int i = 0; i < 300; ++i) {  // 600 dispatches: more than one submission's 256
+    vulkan::gelu_forward(*context_, b, a, n);
+    vulkan::gelu_backward(*context_, a, b, a, n);
+    vulkan::gelu_forward(*context_, d, c, n);
+    context_->finish();
+    vulkan::gelu_backward(*context_, c, d, c, n);
+    context_->finish();
+  }
+  expect_same_bytes("recorded vs waited", vulkan::download_floats(a, x.size()),
+                    vulkan::download_floats(c, x.size()));
+
+  Buffer in = upload(x), out = zeros(x.size());
+  vulkan::gelu_forward(*context_, out, in, n);
+  in.upload(std::as_bytes(std::span<const float>(normal_floats(x.size(), 5))));
+  Vec want(x.size());
+  reference::gelu_forward(want.data(), widen_all(x).data(), n);
+  expect_within("upload after a recorded read", vulkan::download_floats(out, x.size()),
+                near_max("y", want, 1e-6));
+}
+
 INSTANTIATE_TEST_SUITE_P(Vulkan, GpuOps, ::testing::Values(Validation::off, Validation::on),
                          validation_name);
 

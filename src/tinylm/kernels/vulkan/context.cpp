@@ -10,8 +10,9 @@
 namespace tinylm::kernels::vulkan {
 namespace {
 
-// Descriptor sets one submission may use (one per dispatch), and bindings per shader.
-constexpr uint32_t kMaxDispatches = 64;
+// Descriptor sets one submission may use (one per dispatch; more dispatches make more
+// submissions), and bindings per shader.
+constexpr uint32_t kMaxDispatches = 256;
 constexpr uint32_t kMaxBindings = 8;
 
 bool validation_wanted(Validation v) {
@@ -117,11 +118,14 @@ uint32_t Context::Impl::memory_type(uint32_t allowed, VkMemoryPropertyFlags flag
   fail("Vulkan: device '", info.name, "' has no memory type with properties 0x", std::hex, flags);
 }
 
-void Context::Impl::submit(const std::function<void(VkCommandBuffer)>& record) {
-  VkCommandBufferBeginInfo begin{};
-  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check_vk(vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+void Context::Impl::begin() {
+  if (recording) return;
+  VkCommandBufferBeginInfo begin_info{};
+  begin_info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin_info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check_vk(vkBeginCommandBuffer(commands, &begin_info), "vkBeginCommandBuffer");
+  recording = true;
+  dispatches_recorded = 0;
   // Each submission sees all memory written by the ones before it.
   VkMemoryBarrier all{};
   all.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
@@ -129,7 +133,13 @@ void Context::Impl::submit(const std::function<void(VkCommandBuffer)>& record) {
   all.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
   vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                        VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &all, 0, nullptr, 0, nullptr);
-  record(commands);
+}
+
+void Context::Impl::flush() {
+  if (!recording) return;
+  // Whatever happens below, the next op starts a fresh command buffer.
+  recording = false;
+  dispatches_recorded = 0;
   check_vk(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
   VkSubmitInfo submit_info{};
   submit_info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
@@ -140,6 +150,29 @@ void Context::Impl::submit(const std::function<void(VkCommandBuffer)>& record) {
   check_vk(vkResetFences(device, 1, &fence), "vkResetFences");
   check_vk(vkResetCommandBuffer(commands, 0), "vkResetCommandBuffer");
   check_vk(vkResetDescriptorPool(device, descriptor_pool, 0), "vkResetDescriptorPool");
+}
+
+void Context::Impl::flush_quietly() noexcept {
+  try {
+    flush();
+  } catch (const Error&) {
+    // A lost device has lost the buffers too; the next op that waits reports it.
+  }
+}
+
+void Context::Impl::submit(const std::function<void(VkCommandBuffer)>& record) {
+  const bool after_dispatches = recording;
+  begin();
+  if (after_dispatches) {  // the copies wait for the dispatches recorded before them
+    VkMemoryBarrier all{};
+    all.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    all.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    all.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+    vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &all, 0, nullptr, 0, nullptr);
+  }
+  record(commands);
+  flush();
 }
 
 const Pipeline& Context::Impl::pipeline(std::string_view shader, uint32_t bindings,
@@ -200,8 +233,6 @@ const Pipeline& Context::Impl::pipeline(std::string_view shader, uint32_t bindin
 }
 
 void Context::Impl::run(std::span<const Dispatch> dispatches) {
-  check(dispatches.size() <= kMaxDispatches, "Vulkan: ", dispatches.size(),
-        " dispatches in one submission; at most ", kMaxDispatches);
   std::vector<const Pipeline*> used;
   for (const Dispatch& d : dispatches) {
     check(d.groups >= 1 && d.groups <= max_groups, "Vulkan: shader ", d.shader, " dispatched over ",
@@ -209,49 +240,50 @@ void Context::Impl::run(std::span<const Dispatch> dispatches) {
     used.push_back(&pipeline(d.shader, static_cast<uint32_t>(d.buffers.size()),
                              static_cast<uint32_t>(d.push.size())));
   }
-  submit([&](VkCommandBuffer cmd) {
-    for (size_t i = 0; i < dispatches.size(); ++i) {
-      const Dispatch& d = dispatches[i];
-      const Pipeline& p = *used[i];
-      VkDescriptorSetAllocateInfo alloc{};
-      alloc.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
-      alloc.descriptorPool = descriptor_pool;
-      alloc.descriptorSetCount = 1;
-      alloc.pSetLayouts = &p.set_layout;
-      VkDescriptorSet set = VK_NULL_HANDLE;
-      check_vk(vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
-      std::vector<VkDescriptorBufferInfo> infos(d.buffers.size());
-      std::vector<VkWriteDescriptorSet> writes(d.buffers.size());
-      for (size_t b = 0; b < d.buffers.size(); ++b) {
-        infos[b] = {d.buffers[b]->impl().raw.buffer, 0, VK_WHOLE_SIZE};
-        writes[b] = {};
-        writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-        writes[b].dstSet = set;
-        writes[b].dstBinding = static_cast<uint32_t>(b);
-        writes[b].descriptorCount = 1;
-        writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[b].pBufferInfo = &infos[b];
-      }
-      vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0,
-                             nullptr);
-      if (i > 0) {  // this dispatch reads what the one before it wrote
-        VkMemoryBarrier barrier{};
-        barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-        barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
-                             nullptr);
-      }
-      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
-                              nullptr);
-      if (!d.push.empty())
-        vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           static_cast<uint32_t>(d.push.size()), d.push.data());
-      vkCmdDispatch(cmd, d.groups, 1, 1);
+  for (size_t i = 0; i < dispatches.size(); ++i) {
+    // A full descriptor pool ends the submission; the next one sees its writes.
+    if (dispatches_recorded == kMaxDispatches) flush();
+    begin();
+    const VkCommandBuffer cmd = commands;
+    const Dispatch& d = dispatches[i];
+    const Pipeline& p = *used[i];
+    VkDescriptorSetAllocateInfo alloc{};
+    alloc.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+    alloc.descriptorPool = descriptor_pool;
+    alloc.descriptorSetCount = 1;
+    alloc.pSetLayouts = &p.set_layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    check_vk(vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
+    std::vector<VkDescriptorBufferInfo> infos(d.buffers.size());
+    std::vector<VkWriteDescriptorSet> writes(d.buffers.size());
+    for (size_t b = 0; b < d.buffers.size(); ++b) {
+      infos[b] = {d.buffers[b]->impl().raw.buffer, 0, VK_WHOLE_SIZE};
+      writes[b] = {};
+      writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      writes[b].dstSet = set;
+      writes[b].dstBinding = static_cast<uint32_t>(b);
+      writes[b].descriptorCount = 1;
+      writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[b].pBufferInfo = &infos[b];
     }
-  });
+    vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+    if (dispatches_recorded > 0) {  // this dispatch reads what the ones before it wrote
+      VkMemoryBarrier barrier{};
+      barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+      barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                           nullptr);
+    }
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    if (!d.push.empty())
+      vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                         static_cast<uint32_t>(d.push.size()), d.push.data());
+    vkCmdDispatch(cmd, d.groups, 1, 1);
+    ++dispatches_recorded;
+  }
 }
 
 Context::Context(int index, Validation validation)
@@ -262,6 +294,8 @@ Context::~Context() = default;
 const DeviceInfo& Context::device() const { return impl_->info; }
 
 bool Context::validation() const { return impl_->instance.validation(); }
+
+void Context::finish() { impl_->flush(); }
 
 std::vector<std::string> Context::validation_messages() const {
   return impl_->instance.validation_messages();

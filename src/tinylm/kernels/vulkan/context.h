@@ -1,7 +1,7 @@
 #pragma once
 // The Vulkan compute runtime: a Context opens one device with one compute queue; a Buffer is
 // device-local memory on it, filled and read through staging copies. Ops (kernels/vulkan/ops.h)
-// record their dispatches on a Context, submit them and wait.
+// record their dispatches on a Context; they run, in order, when the host next reads a result.
 //
 // No Vulkan header here (the state lives behind pointers to implementation), so code that
 // includes this builds without knowing Vulkan. A Context is used from one thread at a time;
@@ -32,6 +32,10 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   const DeviceInfo& device() const;
+  // Ops record their work and return; it runs when results are read back (Buffer::download),
+  // or here: submits everything recorded and waits for it. A device fault surfaces here, or at
+  // the download, as an Error.
+  void finish();
   bool validation() const;
   // The validation layer's warnings and errors so far, oldest first.
   std::vector<std::string> validation_messages() const;

@@ -68,10 +68,20 @@ struct Context::Impl {
 
   Impl(int index, bool validation);
 
-  // Records what `record` writes into a command buffer (after a barrier that orders it after
-  // everything submitted before), submits it and waits for it to finish.
+  // Ops record their dispatches into one command buffer, which is submitted (and waited for)
+  // only when the host needs the results: a download, an upload (so copies and dispatches keep
+  // their order), a buffer's release, Context::finish(), or a full descriptor pool. A model's
+  // whole step is thus one or a few submissions.
+  bool recording = false;
+  uint32_t dispatches_recorded = 0;  // in the open command buffer
+  // Opens the command buffer (after a barrier ordering it after everything before) if it is not.
+  void begin();
+  // Submits what was recorded and waits for it; nothing to do if nothing was.
+  void flush();
+  void flush_quietly() noexcept;  // for destructors: errors surface at the next wait
+  // Records what `record` writes after everything recorded so far, and flushes.
   void submit(const std::function<void(VkCommandBuffer)>& record);
-  // The dispatches, in order, each seeing the previous one's writes, in one submission.
+  // Records the dispatches, in order, each seeing the writes of those before it.
   void run(std::span<const Dispatch> dispatches);
   // The index of a memory type with all of `flags` among those `allowed` (a bit mask).
   uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags flags) const;
@@ -93,7 +103,10 @@ struct Buffer::Impl {
   Context::Impl* context = nullptr;
   RawBuffer raw;
   size_t bytes = 0;
-  ~Impl() { free_buffer(context->device, raw); }
+  ~Impl() {
+    context->flush_quietly();  // no recorded dispatch may still use the memory
+    free_buffer(context->device, raw);
+  }
 };
 
 }  // namespace tinylm::kernels::vulkan
