@@ -148,7 +148,7 @@ TEST_P(GpuOps, BuffersRoundTripAndOpsCheckTheirSizes) {
   test::expect_error([&] { vulkan::gelu_forward(*context_, small, b, -1); },
                      {"vulkan gelu_forward: n = -1 is out of range"});
   test::expect_error([&] { small.upload(std::as_bytes(std::span<const float>(v))); },
-                     {"Vulkan: upload of 4000 bytes into a buffer of 40"});
+                     {"Vulkan: upload of 4000 bytes at offset 0 of a buffer of 40"});
   // Nothing to do is not an error.
   vulkan::gelu_forward(*context_, small, b, 0);
 }
@@ -178,6 +178,46 @@ TEST_P(GpuOps, RecordedOpsRunInOrderAcrossSubmissions) {
   reference::gelu_forward(want.data(), widen_all(x).data(), n);
   expect_within("upload after a recorded read", vulkan::download_floats(out, x.size()),
                 near_max("y", want, 1e-6));
+}
+
+// Ops read and write Views: ranges of a larger buffer at aligned offsets, the rest untouched.
+TEST_P(GpuOps, OpsWorkOnViewsOfALargerBuffer) {
+  const int64_t n = 100, at = vulkan::kViewAlignment / sizeof(float);  // 64 floats in
+  const Floats x = gelu_inputs(n), fill = normal_floats(400, 9);
+  Buffer big = upload(fill);
+  big.upload(std::as_bytes(std::span<const float>(x)), at * sizeof(float));
+  const vulkan::View in(big, at * sizeof(float), n * sizeof(float)),
+      out(big, 3 * at * sizeof(float), n * sizeof(float));
+  vulkan::gelu_forward(*context_, out, in, n);
+  Floats got(fill.size());
+  big.download(std::as_writable_bytes(std::span<float>(got)));
+  Vec want(x.size());
+  reference::gelu_forward(want.data(), widen_all(x).data(), n);
+  expect_within("view", Floats(got.begin() + 3 * at, got.begin() + 3 * at + n),
+                near_max("y", want, 1e-6));
+  for (size_t i = 0; i < fill.size(); ++i) {
+    const bool input = i >= static_cast<size_t>(at) && i < static_cast<size_t>(at + n),
+               output = i >= static_cast<size_t>(3 * at) && i < static_cast<size_t>(3 * at + n);
+    if (!input && !output) {
+      ASSERT_EQ(got[i], fill[i]) << "element " << i << " outside the views";
+    }
+  }
+  // A download from an offset reads that range.
+  Floats part(static_cast<size_t>(n));
+  big.download(std::as_writable_bytes(std::span<float>(part)), at * sizeof(float));
+  expect_same_bytes("download at an offset", part, x);
+
+  test::expect_error([&] { vulkan::View(big, 1600, 4); },
+                     {"Vulkan: a view of 4 bytes at offset 1600 of a buffer of 1600"});
+  test::expect_error([&] { big.upload(std::as_bytes(std::span<const float>(x)), 1300); },
+                     {"Vulkan: upload of 400 bytes at offset 1300 of a buffer of 1600"});
+  if (context_->impl().offset_alignment > 4) {
+    const vulkan::View odd(big, 4, 40);
+    test::expect_error(
+        [&] { vulkan::gelu_forward(*context_, odd, odd, 10); },
+        {"Vulkan: shader gelu_forward's buffer 0 starts at byte 4, not a multiple of "
+         "the device's"});
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Vulkan, GpuOps, ::testing::Values(Validation::off, Validation::on),

@@ -81,28 +81,41 @@ Buffer& Buffer::operator=(Buffer&&) noexcept = default;
 
 size_t Buffer::bytes() const { return impl_->bytes; }
 
-void Buffer::upload(std::span<const std::byte> data) {
-  check(data.size() <= impl_->bytes, "Vulkan: upload of ", data.size(), " bytes into a buffer of ",
-        impl_->bytes);
+View::View(const Buffer& buffer) : buffer_(&buffer), bytes_(buffer.bytes()) {}
+
+View::View(const Buffer& buffer, size_t offset, size_t bytes)
+    : buffer_(&buffer), offset_(offset), bytes_(bytes) {
+  check(offset <= buffer.bytes() && bytes <= buffer.bytes() - offset, "Vulkan: a view of ", bytes,
+        " bytes at offset ", offset, " of a buffer of ", buffer.bytes());
+}
+
+namespace {
+void check_range(const char* what, size_t bytes, size_t offset, size_t size) {
+  check(offset <= size && bytes <= size - offset, "Vulkan: ", what, " of ", bytes,
+        " bytes at offset ", offset, " of a buffer of ", size);
+}
+}  // namespace
+
+void Buffer::upload(std::span<const std::byte> data, size_t offset) {
+  check_range("upload", data.size(), offset, impl_->bytes);
   if (data.empty()) return;
   Context::Impl& c = *impl_->context;
   Staging staging(c, data.size(), VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
   std::memcpy(staging.map(data.size()), data.data(), data.size());
   staging.unmap();
   c.submit([&](VkCommandBuffer cmd) {
-    const VkBufferCopy region{0, 0, data.size()};
+    const VkBufferCopy region{0, offset, data.size()};
     vkCmdCopyBuffer(cmd, staging.raw.buffer, impl_->raw.buffer, 1, &region);
   });
 }
 
-void Buffer::download(std::span<std::byte> data) const {
-  check(data.size() <= impl_->bytes, "Vulkan: download of ", data.size(),
-        " bytes from a buffer of ", impl_->bytes);
+void Buffer::download(std::span<std::byte> data, size_t offset) const {
+  check_range("download", data.size(), offset, impl_->bytes);
   if (data.empty()) return;
   Context::Impl& c = *impl_->context;
   Staging staging(c, data.size(), VK_BUFFER_USAGE_TRANSFER_DST_BIT);
   c.submit([&](VkCommandBuffer cmd) {
-    const VkBufferCopy region{0, 0, data.size()};
+    const VkBufferCopy region{offset, 0, data.size()};
     vkCmdCopyBuffer(cmd, impl_->raw.buffer, staging.raw.buffer, 1, &region);
     // The copy's writes made visible to the host's reads below.
     VkMemoryBarrier to_host{};

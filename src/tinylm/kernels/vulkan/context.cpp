@@ -56,6 +56,7 @@ Context::Impl::Impl(int index, bool validation) : instance(validation) {
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical, &props);
   max_groups = props.limits.maxComputeWorkGroupCount[0];
+  offset_alignment = props.limits.minStorageBufferOffsetAlignment;
   queue_family = compute_queue_family(physical, info.name);
 
   const float priority = 1.0f;
@@ -237,6 +238,11 @@ void Context::Impl::run(std::span<const Dispatch> dispatches) {
   for (const Dispatch& d : dispatches) {
     check(d.groups >= 1 && d.groups <= max_groups, "Vulkan: shader ", d.shader, " dispatched over ",
           d.groups, " workgroups; the device allows 1 to ", max_groups);
+    for (size_t b = 0; b < d.buffers.size(); ++b) {
+      check(d.buffers[b].offset() % offset_alignment == 0, "Vulkan: shader ", d.shader,
+            "'s buffer ", b, " starts at byte ", d.buffers[b].offset(),
+            ", not a multiple of the device's ", offset_alignment);
+    }
     used.push_back(&pipeline(d.shader, static_cast<uint32_t>(d.buffers.size()),
                              static_cast<uint32_t>(d.push.size())));
   }
@@ -257,7 +263,11 @@ void Context::Impl::run(std::span<const Dispatch> dispatches) {
     std::vector<VkDescriptorBufferInfo> infos(d.buffers.size());
     std::vector<VkWriteDescriptorSet> writes(d.buffers.size());
     for (size_t b = 0; b < d.buffers.size(); ++b) {
-      infos[b] = {d.buffers[b]->impl().raw.buffer, 0, VK_WHOLE_SIZE};
+      // An empty range binds the whole buffer instead (a range must not be empty; a shader
+      // given no elements reads none).
+      const View& v = d.buffers[b];
+      infos[b] = {v.buffer().impl().raw.buffer, v.bytes() ? v.offset() : 0,
+                  v.bytes() ? v.bytes() : VK_WHOLE_SIZE};
       writes[b] = {};
       writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
       writes[b].dstSet = set;

@@ -56,15 +56,37 @@ class Buffer {
   Buffer& operator=(Buffer&&) noexcept;
 
   size_t bytes() const;
-  // Copies the bytes of data to the buffer's start (upload) or from it (download) and waits.
-  void upload(std::span<const std::byte> data);
-  void download(std::span<std::byte> data) const;
+  // Copies the bytes of data to the buffer from byte `offset` on (upload) or from there
+  // (download), after the ops recorded before, and waits.
+  void upload(std::span<const std::byte> data, size_t offset = 0);
+  void download(std::span<std::byte> data, size_t offset = 0) const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;
+};
+
+// A byte range of a Buffer: what ops read and write. A Buffer converts to its whole range (also
+// from a pointer, so a Dispatch can list {&y, &x}); a model's tensors can be Views into a few
+// large Buffers at offsets that are multiples of kViewAlignment (every device's storage-buffer
+// offset alignment divides 256).
+inline constexpr size_t kViewAlignment = 256;
+class View {
+ public:
+  View(const Buffer& buffer);  // NOLINT(google-explicit-constructor): a Buffer is its whole range
+  View(const Buffer* buffer) : View(*buffer) {}  // NOLINT(google-explicit-constructor)
+  // bytes from offset; throws Error unless the range lies within the buffer.
+  View(const Buffer& buffer, size_t offset, size_t bytes);
+
+  const Buffer& buffer() const { return *buffer_; }
+  size_t offset() const { return offset_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  const Buffer* buffer_;
+  size_t offset_ = 0, bytes_ = 0;
 };
 
 // A float buffer made from host values, and read back.

@@ -41,10 +41,10 @@ struct Pipeline {
   uint32_t push_bytes = 0;
 };
 
-// One shader run over `groups` workgroups with these buffers bound in order.
+// One shader run over `groups` workgroups with these buffer ranges bound in order.
 struct Dispatch {
   std::string_view shader;
-  std::vector<const Buffer*> buffers;
+  std::vector<View> buffers;
   std::span<const std::byte> push;
   uint32_t groups = 1;
 };
@@ -55,7 +55,8 @@ struct Context::Impl {
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   DeviceInfo info;
   VkPhysicalDeviceMemoryProperties memory{};
-  uint32_t max_groups = 0;  // maxComputeWorkGroupCount[0]
+  uint32_t max_groups = 0;            // maxComputeWorkGroupCount[0]
+  VkDeviceSize offset_alignment = 1;  // minStorageBufferOffsetAlignment
   uint32_t queue_family = 0;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;

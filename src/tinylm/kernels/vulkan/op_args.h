@@ -27,8 +27,7 @@ inline void check_count(std::string_view op, std::string_view what, int64_t valu
         " is out of range (0 to 2^31 - 1)");
 }
 
-inline void check_floats(std::string_view op, std::string_view name, const Buffer& b,
-                         int64_t count) {
+inline void check_floats(std::string_view op, std::string_view name, const View& b, int64_t count) {
   check(b.bytes() >= static_cast<size_t>(count) * sizeof(float), "vulkan ", op, ": ", name,
         " holds ", b.bytes() / sizeof(float), " floats, needs ", count);
 }

@@ -26,8 +26,7 @@ struct NormPush {
   float eps;
 };
 
-void elementwise(std::string_view op, Context& context, std::vector<const Buffer*> buffers,
-                 int64_t n) {
+void elementwise(std::string_view op, Context& context, std::vector<View> buffers, int64_t n) {
   const CountPush push{static_cast<uint32_t>(n)};
   Context::Impl& c = context.impl();
   if (n == 0) return;
@@ -37,23 +36,23 @@ void elementwise(std::string_view op, Context& context, std::vector<const Buffer
 
 }  // namespace
 
-void gelu_forward(Context& context, Buffer& y, const Buffer& x, int64_t n) {
+void gelu_forward(Context& context, View y, View x, int64_t n) {
   check_count("gelu_forward", "n", n);
   check_floats("gelu_forward", "y", y, n);
   check_floats("gelu_forward", "x", x, n);
-  elementwise("gelu_forward", context, {&y, &x}, n);
+  elementwise("gelu_forward", context, {y, x}, n);
 }
 
-void gelu_backward(Context& context, Buffer& dx, const Buffer& dy, const Buffer& x, int64_t n) {
+void gelu_backward(Context& context, View dx, View dy, View x, int64_t n) {
   check_count("gelu_backward", "n", n);
   check_floats("gelu_backward", "dx", dx, n);
   check_floats("gelu_backward", "dy", dy, n);
   check_floats("gelu_backward", "x", x, n);
-  elementwise("gelu_backward", context, {&dx, &dy, &x}, n);
+  elementwise("gelu_backward", context, {dx, dy, x}, n);
 }
 
-void layernorm_forward(Context& context, Buffer& y, Buffer& mean, Buffer& rstd, const Buffer& x,
-                       const Buffer& w, const Buffer& b, int64_t rows, int64_t C, float eps) {
+void layernorm_forward(Context& context, View y, View mean, View rstd, View x, View w, View b,
+                       int64_t rows, int64_t C, float eps) {
   check_count("layernorm_forward", "rows", rows);
   check_count("layernorm_forward", "C", C);
   check_count("layernorm_forward", "rows * C", rows * C);
@@ -68,17 +67,16 @@ void layernorm_forward(Context& context, Buffer& y, Buffer& mean, Buffer& rstd, 
   const NormPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(C), eps};
   // One workgroup per row.
   const Dispatch d{
-      "layernorm_forward", {&y, &mean, &rstd, &x, &w, &b}, bytes_of(push), groups_for(c, rows, 1)};
+      "layernorm_forward", {y, mean, rstd, x, w, b}, bytes_of(push), groups_for(c, rows, 1)};
   c.run({&d, 1});
 }
 
-void layernorm_backward(Context& context, Buffer& dx, Buffer& dw, Buffer& db, const Buffer& dy,
-                        const Buffer& x, const Buffer& w, const Buffer& mean, const Buffer& rstd,
-                        int64_t rows, int64_t C) {
+void layernorm_backward(Context& context, View dx, View dw, View db, View dy, View x, View w,
+                        View mean, View rstd, int64_t rows, int64_t C) {
   check_count("layernorm_backward", "rows", rows);
   check_count("layernorm_backward", "C", C);
   check_count("layernorm_backward", "rows * C", rows * C);
-  using Named = std::pair<const char*, const Buffer*>;
+  using Named = std::pair<const char*, const View*>;
   for (const Named& b : {Named{"dx", &dx}, Named{"dy", &dy}, Named{"x", &x}})
     check_floats("layernorm_backward", b.first, *b.second, rows * C);
   for (const Named& b : {Named{"dw", &dw}, Named{"db", &db}, Named{"w", &w}})
@@ -90,14 +88,12 @@ void layernorm_backward(Context& context, Buffer& dx, Buffer& dw, Buffer& db, co
   const RowsPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(C)};
   // dx: one workgroup per row (its two sums); dw, db: one invocation per column, summing the
   // rows in order. Two dispatches instead of float atomics.
-  const Dispatch d[] = {{"layernorm_backward_dx",
-                         {&dx, &dy, &x, &w, &mean, &rstd},
-                         bytes_of(push),
-                         groups_for(c, rows, 1)},
-                        {"layernorm_backward_params",
-                         {&dw, &db, &dy, &x, &mean, &rstd},
-                         bytes_of(push),
-                         groups_for(c, C, kColumnGroup)}};
+  const Dispatch d[] = {
+      {"layernorm_backward_dx", {dx, dy, x, w, mean, rstd}, bytes_of(push), groups_for(c, rows, 1)},
+      {"layernorm_backward_params",
+       {dw, db, dy, x, mean, rstd},
+       bytes_of(push),
+       groups_for(c, C, kColumnGroup)}};
   c.run(d);
 }
 

@@ -13,32 +13,57 @@
 
 // Every core function tinylm calls (the loader exports each; extension functions such as the
 // debug messenger's come from vkGetInstanceProcAddr).
-#define TINYLM_VK_FUNCTIONS(X)                                                                     \
-  X(vkGetInstanceProcAddr)                                                                         \
-  X(vkCreateInstance)                                                                              \
-  X(vkDestroyInstance)                                                                             \
-  X(vkEnumerateInstanceLayerProperties) X(vkEnumeratePhysicalDevices)                              \
-      X(vkEnumerateDeviceExtensionProperties) X(vkGetPhysicalDeviceProperties)                     \
-          X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2)                        \
-              X(vkGetPhysicalDeviceMemoryProperties) X(vkGetPhysicalDeviceQueueFamilyProperties)   \
-                  X(vkCreateDevice) X(vkDestroyDevice) X(vkDeviceWaitIdle) X(vkGetDeviceQueue) X(  \
-                      vkQueueSubmit) X(vkCreateFence) X(vkDestroyFence) X(vkResetFences)           \
-                      X(vkWaitForFences) X(vkCreateCommandPool) X(vkDestroyCommandPool) X(         \
-                          vkAllocateCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer)  \
-                          X(vkResetCommandBuffer) X(vkCreateBuffer) X(vkDestroyBuffer) X(          \
-                              vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory)   \
-                              X(vkBindBufferMemory) X(vkMapMemory) X(vkUnmapMemory)                \
-                                  X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(          \
-                                      vkResetDescriptorPool) X(vkCreateDescriptorSetLayout)        \
-                                      X(vkDestroyDescriptorSetLayout) X(vkAllocateDescriptorSets)  \
-                                          X(vkUpdateDescriptorSets) X(vkCreatePipelineLayout) X(   \
-                                              vkDestroyPipelineLayout) X(vkCreateShaderModule)     \
-                                              X(vkDestroyShaderModule) X(vkCreateComputePipelines) \
-                                                  X(vkDestroyPipeline) X(vkCmdBindPipeline)        \
-                                                      X(vkCmdBindDescriptorSets)                   \
-                                                          X(vkCmdPushConstants) X(vkCmdDispatch)   \
-                                                              X(vkCmdPipelineBarrier)              \
-                                                                  X(vkCmdCopyBuffer)
+#define TINYLM_VK_FUNCTIONS(X)                \
+  X(vkGetInstanceProcAddr)                    \
+  X(vkCreateInstance)                         \
+  X(vkDestroyInstance)                        \
+  X(vkEnumerateInstanceLayerProperties)       \
+  X(vkEnumeratePhysicalDevices)               \
+  X(vkEnumerateDeviceExtensionProperties)     \
+  X(vkGetPhysicalDeviceProperties)            \
+  X(vkGetPhysicalDeviceFeatures2)             \
+  X(vkGetPhysicalDeviceMemoryProperties)      \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkDestroyDevice)                          \
+  X(vkDeviceWaitIdle)                         \
+  X(vkGetDeviceQueue)                         \
+  X(vkQueueSubmit)                            \
+  X(vkCreateFence)                            \
+  X(vkDestroyFence)                           \
+  X(vkResetFences)                            \
+  X(vkWaitForFences)                          \
+  X(vkCreateCommandPool)                      \
+  X(vkDestroyCommandPool)                     \
+  X(vkAllocateCommandBuffers)                 \
+  X(vkBeginCommandBuffer)                     \
+  X(vkEndCommandBuffer)                       \
+  X(vkResetCommandBuffer)                     \
+  X(vkCreateBuffer)                           \
+  X(vkDestroyBuffer)                          \
+  X(vkGetBufferMemoryRequirements)            \
+  X(vkFreeMemory)                             \
+  X(vkBindBufferMemory)                       \
+  X(vkMapMemory)                              \
+  X(vkUnmapMemory)                            \
+  X(vkCreateDescriptorPool)                   \
+  X(vkDestroyDescriptorPool)                  \
+  X(vkResetDescriptorPool)                    \
+  X(vkCreateDescriptorSetLayout)              \
+  X(vkDestroyDescriptorSetLayout)             \
+  X(vkAllocateDescriptorSets)                 \
+  X(vkUpdateDescriptorSets)                   \
+  X(vkCreatePipelineLayout)                   \
+  X(vkDestroyPipelineLayout)                  \
+  X(vkCreateShaderModule)                     \
+  X(vkDestroyShaderModule)                    \
+  X(vkCreateComputePipelines)                 \
+  X(vkDestroyPipeline)                        \
+  X(vkCmdBindPipeline)                        \
+  X(vkCmdBindDescriptorSets)                  \
+  X(vkCmdPushConstants)                       \
+  X(vkCmdDispatch)                            \
+  X(vkCmdPipelineBarrier)                     \
+  X(vkCmdCopyBuffer)
 
 namespace tinylm::kernels::vulkan {
 
