@@ -21,9 +21,11 @@
   X(vkEnumeratePhysicalDevices)               \
   X(vkEnumerateDeviceExtensionProperties)     \
   X(vkGetPhysicalDeviceProperties)            \
+  X(vkGetPhysicalDeviceProperties2)           \
   X(vkGetPhysicalDeviceFeatures2)             \
   X(vkGetPhysicalDeviceMemoryProperties)      \
   X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkCreateDevice)                           \
   X(vkDestroyDevice)                          \
   X(vkDeviceWaitIdle)                         \
   X(vkGetDeviceQueue)                         \
@@ -41,6 +43,7 @@
   X(vkCreateBuffer)                           \
   X(vkDestroyBuffer)                          \
   X(vkGetBufferMemoryRequirements)            \
+  X(vkAllocateMemory)                         \
   X(vkFreeMemory)                             \
   X(vkBindBufferMemory)                       \
   X(vkMapMemory)                              \
