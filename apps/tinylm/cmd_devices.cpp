@@ -10,16 +10,7 @@ namespace tinylm::cli {
 namespace {
 
 using kernels::vulkan::DeviceInfo;
-
-std::string memory_text(uint64_t bytes) {
-  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
-  char text[32];
-  if (mib >= 1024)
-    std::snprintf(text, sizeof text, "%.1f GiB", mib / 1024);
-  else
-    std::snprintf(text, sizeof text, "%.0f MiB", mib);
-  return text;
-}
+using kernels::vulkan::memory_text;
 
 const char* yes_no(bool b) { return b ? "yes" : "no"; }
 

@@ -230,6 +230,17 @@ TEST(GpuRuntime, ANumberPastTheDevicesIsAOneLineError) {
                      {"Vulkan: no device " + std::to_string(list.devices.size()) + " (there are "});
 }
 
+// More memory than the device has is a one-line error naming the amount and the device.
+TEST(GpuRuntime, OutOfDeviceMemoryIsAOneLineError) {
+  const vulkan::DeviceList list = vulkan::list_devices();
+  if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+  Context context(0, Validation::off);
+  const size_t too_much = size_t{1} << 40;  // 1 TiB
+  test::expect_error([&] { Buffer b(context, too_much); },
+                     {"Vulkan: out of device memory: cannot allocate 1024.0 GiB on '" +
+                      list.devices[0].name + "' ("});
+}
+
 // The messenger hears the layer (so the tests' "nothing reported" can fail): a buffer of size 0
 // is invalid usage (VUID-VkBufferCreateInfo-size-00912).
 TEST(GpuRuntime, TheValidationLayerReportsAMisuse) {

@@ -10,6 +10,20 @@
 
 namespace tinylm::kernels::vulkan {
 
+namespace {
+
+// Running out of memory says how much was asked of which device; other failures name the call.
+void check_memory(const Context::Impl& context, VkResult r, const char* call, VkDeviceSize bytes) {
+  if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+    fail("Vulkan: out of ", r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "device" : "host",
+         " memory: cannot allocate ", memory_text(bytes), " on '", context.info.name, "' (",
+         memory_text(context.info.device_local_bytes), " device-local)");
+  }
+  check_vk(r, call);
+}
+
+}  // namespace
+
 RawBuffer make_buffer(Context::Impl& context, size_t bytes, VkBufferUsageFlags usage,
                       VkMemoryPropertyFlags flags) {
   RawBuffer b;
@@ -18,7 +32,8 @@ RawBuffer make_buffer(Context::Impl& context, size_t bytes, VkBufferUsageFlags u
   info.size = std::max<size_t>(bytes, 1);
   info.usage = usage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check_vk(vkCreateBuffer(context.device, &info, nullptr, &b.buffer), "vkCreateBuffer");
+  check_memory(context, vkCreateBuffer(context.device, &info, nullptr, &b.buffer), "vkCreateBuffer",
+               info.size);
   try {
     VkMemoryRequirements needs;
     vkGetBufferMemoryRequirements(context.device, b.buffer, &needs);
@@ -26,7 +41,8 @@ RawBuffer make_buffer(Context::Impl& context, size_t bytes, VkBufferUsageFlags u
     alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
     alloc.allocationSize = needs.size;
     alloc.memoryTypeIndex = context.memory_type(needs.memoryTypeBits, flags);
-    check_vk(vkAllocateMemory(context.device, &alloc, nullptr, &b.memory), "vkAllocateMemory");
+    check_memory(context, vkAllocateMemory(context.device, &alloc, nullptr, &b.memory),
+                 "vkAllocateMemory", needs.size);
     check_vk(vkBindBufferMemory(context.device, b.buffer, b.memory, 0), "vkBindBufferMemory");
   } catch (...) {
     free_buffer(context.device, b);

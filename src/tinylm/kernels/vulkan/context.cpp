@@ -57,6 +57,7 @@ Context::Impl::Impl(int index, bool validation) : instance(validation) {
   vkGetPhysicalDeviceProperties(physical, &props);
   max_groups = props.limits.maxComputeWorkGroupCount[0];
   offset_alignment = props.limits.minStorageBufferOffsetAlignment;
+  max_range = props.limits.maxStorageBufferRange;
   queue_family = compute_queue_family(physical, info.name);
 
   const float priority = 1.0f;
@@ -242,6 +243,9 @@ void Context::Impl::run(std::span<const Dispatch> dispatches) {
       check(d.buffers[b].offset() % offset_alignment == 0, "Vulkan: shader ", d.shader,
             "'s buffer ", b, " starts at byte ", d.buffers[b].offset(),
             ", not a multiple of the device's ", offset_alignment);
+      check(d.buffers[b].bytes() <= max_range, "Vulkan: shader ", d.shader, "'s buffer ", b,
+            " spans ", d.buffers[b].bytes(), " bytes; device '", info.name, "' binds at most ",
+            max_range, " (maxStorageBufferRange)");
     }
     used.push_back(&pipeline(d.shader, static_cast<uint32_t>(d.buffers.size()),
                              static_cast<uint32_t>(d.push.size())));

@@ -57,6 +57,7 @@ struct Context::Impl {
   VkPhysicalDeviceMemoryProperties memory{};
   uint32_t max_groups = 0;            // maxComputeWorkGroupCount[0]
   VkDeviceSize offset_alignment = 1;  // minStorageBufferOffsetAlignment
+  VkDeviceSize max_range = 0;         // maxStorageBufferRange: the most one binding may span
   uint32_t queue_family = 0;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;

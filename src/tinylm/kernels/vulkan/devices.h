@@ -3,6 +3,7 @@
 // them. No Vulkan header here: this is all a build without Vulkan has of kernels/vulkan/
 // (no_vulkan.cpp), and all the CLI needs.
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -51,5 +52,16 @@ bool built_with_vulkan();
 
 // Asks the Vulkan loader afresh each call (it starts and ends an instance).
 DeviceList list_devices();
+
+// An amount of memory for people: "512 MiB", "2.0 GiB".
+inline std::string memory_text(uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  char text[32];
+  if (mib >= 1024)
+    std::snprintf(text, sizeof text, "%.1f GiB", mib / 1024);
+  else
+    std::snprintf(text, sizeof text, "%.0f MiB", mib);
+  return text;
+}
 
 }  // namespace tinylm::kernels::vulkan
