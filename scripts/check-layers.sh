@@ -14,7 +14,7 @@ layers=(
   "core"
   "kernels/cpu"
   "kernels kernels/vulkan autograd"
-  "io optim"
+  "io optim backend"
   "tokenizers"
   "models"
   "checkpoints"

@@ -1,0 +1,96 @@
+#pragma once
+// The CPU backend: what a model's layer loop (models/gpt2/trainer.cpp) calls to hold its arrays
+// and run its ops, on host memory. A backend provides
+//   Array<U>      where values of U live: a pointer here (a device range on a GPU), with
+//                 `array + n` the array from element n on;
+//   Arena         one block of memory for a model's activations, sized by a Planner;
+//   Planner       the model's activations planned in one arena: a first pass counts
+//                 (alloc returns empty arrays), a second hands the arena out;
+//   the ops       each with its CPU kernel's name and arguments (kernels/<op>/*.h), plus add,
+//                 zero and copy_in for what the loop did by hand.
+// Each op here is its kernel's call, inlined: the loop written against the backend compiles to
+// the code it was before.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+
+#include "tinylm/core/arena.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/activation/dropout.h"
+#include "tinylm/kernels/activation/gelu.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/kernels/cast/cast.h"
+#include "tinylm/kernels/embedding/embedding.h"
+#include "tinylm/kernels/loss/cross_entropy.h"
+#include "tinylm/kernels/matmul/bias.h"
+#include "tinylm/kernels/matmul/gemm.h"
+#include "tinylm/kernels/norm/layernorm.h"
+
+namespace tinylm::backend {
+
+struct Cpu {
+  template <class U>
+  using Array = U*;
+  using Arena = tinylm::Arena;
+
+  // Counts bytes on the first pass of a plan, hands out arena memory on the second.
+  struct Planner {
+    Arena* arena = nullptr;
+    size_t bytes = 0;
+    template <class U>
+    U* alloc(size_t n) {
+      if (n == 0) return nullptr;
+      if (!arena) {
+        bytes += Arena::footprint<U>(n);
+        return nullptr;
+      }
+      return arena->alloc<U>(n).data();
+    }
+  };
+
+#define TINYLM_CPU_OP(name)                            \
+  template <class... Args>                             \
+  decltype(auto) name(Args&&... args) const {          \
+    return kernels::name(std::forward<Args>(args)...); \
+  }
+  TINYLM_CPU_OP(embedding_forward)
+  TINYLM_CPU_OP(embedding_backward)
+  TINYLM_CPU_OP(dropout_forward)
+  TINYLM_CPU_OP(dropout_backward)
+  TINYLM_CPU_OP(layernorm_forward)
+  TINYLM_CPU_OP(layernorm_backward)
+  TINYLM_CPU_OP(gelu_forward)
+  TINYLM_CPU_OP(gelu_backward)
+  TINYLM_CPU_OP(causal_attention_forward)
+  TINYLM_CPU_OP(causal_attention_backward)
+  TINYLM_CPU_OP(cross_entropy_forward)
+  TINYLM_CPU_OP(cross_entropy_backward)
+  TINYLM_CPU_OP(gemm)
+  TINYLM_CPU_OP(add_bias)
+  TINYLM_CPU_OP(bias_backward)
+  TINYLM_CPU_OP(convert)
+  TINYLM_CPU_OP(round_to_bf16)
+  TINYLM_CPU_OP(round_to_f16)
+#undef TINYLM_CPU_OP
+
+  // y = a + b over rows of width n (rows split across threads).
+  template <class T>
+  void add(T* y, const T* a, const T* b, int64_t rows, int64_t n) const {
+    parallel_for(0, rows, grain_for(n), [&](int64_t r) {
+      for (int64_t i = r * n; i < (r + 1) * n; ++i) y[i] = a[i] + b[i];
+    });
+  }
+  template <class T>
+  void zero(T* p, int64_t n) const {
+    std::fill(p, p + n, T(0));
+  }
+  // The host's values into an array.
+  template <class T>
+  void copy_in(T* dst, std::span<const T> src) const {
+    std::copy(src.begin(), src.end(), dst);
+  }
+};
+
+}  // namespace tinylm::backend
