@@ -137,6 +137,24 @@ ParamLayout sample_layout() {
   return l;
 }
 
+// An aligned layout (a device's) starts each tensor on a multiple of the alignment; the sizes
+// are the packed layout's.
+TEST(ParamLayout, AlignedLayoutsStartTensorsOnMultiples) {
+  ParamLayout l(8);
+  l.add("wte", {4, 3});
+  l.add("bias", {5});
+  l.add("empty", {0, 7});
+  l.add("last", {2, 2});
+  EXPECT_EQ(l.alignment(), 8u);
+  EXPECT_EQ(l.at("wte").offset, 0u);
+  EXPECT_EQ(l.at("bias").offset, 16u);
+  EXPECT_EQ(l.at("empty").offset, 24u);
+  EXPECT_EQ(l.at("last").offset, 24u);
+  EXPECT_EQ(l.at("last").numel, 4u);
+  EXPECT_EQ(l.size(), 28u);
+  EXPECT_EQ(ParamLayout().alignment(), 1u);
+}
+
 TEST(ParamLayout, OffsetsFollowInsertionOrder) {
   const ParamLayout l = sample_layout();
   ASSERT_EQ(l.entries().size(), 5u);

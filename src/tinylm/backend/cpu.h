@@ -34,6 +34,8 @@ struct Cpu {
   template <class U>
   using Array = U*;
   using Arena = tinylm::Arena;
+  static constexpr size_t kParamAlign = 1;     // parameters packed, as files hold them
+  static constexpr bool kBf16Operands = true;  // products of bf16 operands (where oneDNN has them)
 
   // Counts bytes on the first pass of a plan, hands out arena memory on the second.
   struct Planner {
@@ -50,13 +52,13 @@ struct Cpu {
     }
   };
 
+  Arena make_arena(size_t bytes) const { return Arena(bytes); }
+
 #define TINYLM_CPU_OP(name)                            \
   template <class... Args>                             \
   decltype(auto) name(Args&&... args) const {          \
     return kernels::name(std::forward<Args>(args)...); \
   }
-  TINYLM_CPU_OP(embedding_forward)
-  TINYLM_CPU_OP(embedding_backward)
   TINYLM_CPU_OP(dropout_forward)
   TINYLM_CPU_OP(dropout_backward)
   TINYLM_CPU_OP(layernorm_forward)
@@ -65,6 +67,8 @@ struct Cpu {
   TINYLM_CPU_OP(gelu_backward)
   TINYLM_CPU_OP(causal_attention_forward)
   TINYLM_CPU_OP(causal_attention_backward)
+  TINYLM_CPU_OP(causal_attention_scratch_size)
+  TINYLM_CPU_OP(bf16_gemm_is_native)
   TINYLM_CPU_OP(cross_entropy_forward)
   TINYLM_CPU_OP(cross_entropy_backward)
   TINYLM_CPU_OP(gemm)
@@ -74,6 +78,19 @@ struct Cpu {
   TINYLM_CPU_OP(round_to_bf16)
   TINYLM_CPU_OP(round_to_f16)
 #undef TINYLM_CPU_OP
+
+  // The embeddings take the vocabulary's size too (a device checks its table's range with it).
+  template <class T, class Table>
+  void embedding_forward(T* x, const int32_t* tokens, const Table* table, int64_t /*vocab*/,
+                         const T* positions, int64_t rows, int64_t C, int64_t first,
+                         int64_t period) const {
+    kernels::embedding_forward(x, tokens, table, positions, rows, C, first, period);
+  }
+  template <class T>
+  void embedding_backward(T* dtable, int64_t /*vocab*/, T* dpositions, const T* dx,
+                          const int32_t* tokens, int64_t rows, int64_t C, int64_t period) const {
+    kernels::embedding_backward(dtable, dpositions, dx, tokens, rows, C, period);
+  }
 
   // y = a + b over rows of width n (rows split across threads).
   template <class T>

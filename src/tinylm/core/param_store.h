@@ -29,6 +29,11 @@ struct ParamEntry {
 
 class ParamLayout {
  public:
+  // align: each tensor starts at a multiple of this many elements (1: packed, as files and the
+  // CPU hold them; a device may need its tensors' starts aligned), the gaps zero-filled by
+  // whoever fills the buffer.
+  explicit ParamLayout(size_t align = 1) : align_(align) {}
+  size_t alignment() const { return align_; }
   // Appends a tensor after the existing ones; names must be unique.
   const ParamEntry& add(std::string name, Shape shape, ParamRole role = ParamRole::matrix);
   const ParamEntry& at(std::string_view name) const;  // throws Error if absent
@@ -40,6 +45,7 @@ class ParamLayout {
   std::vector<ParamEntry> entries_;
   std::unordered_map<std::string, size_t> index_;  // name -> position in entries_
   size_t total_ = 0;
+  size_t align_ = 1;
 };
 
 // A flat buffer of T laid out by a ParamLayout.

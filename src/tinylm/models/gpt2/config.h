@@ -27,6 +27,7 @@ Config preset(const std::string& name);
 
 // Parameters in Hugging Face order (wte, wpe, h.{i}.ln_1..mlp.c_proj, ln_f), names without
 // the "transformer." prefix, Conv1D weights as [in, out]: tensors.h's list (defined there).
-ParamLayout param_layout(const Config& config);
+// align > 1 starts each tensor at a multiple of align elements (a device's layout).
+ParamLayout param_layout(const Config& config, size_t align = 1);
 
 }  // namespace tinylm::gpt2

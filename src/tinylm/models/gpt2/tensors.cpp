@@ -9,17 +9,17 @@ std::vector<TensorSpec> tensor_specs(const Config& config) {
   return specs;
 }
 
-ParamLayout param_layout(const Config& config) {
+ParamLayout param_layout(const Config& config, size_t align) {
   config.validate();
-  ParamLayout layout;
+  ParamLayout layout(align);
   Offsets unused;
   for_each_tensor(config, unused,
                   [&](const TensorSpec& t, size_t&, auto) { layout.add(t.name, t.shape, t.role); });
   return layout;
 }
 
-Offsets param_offsets(const Config& config) {
-  const ParamLayout layout = param_layout(config);
+Offsets param_offsets(const Config& config, size_t align) {
+  const ParamLayout layout = param_layout(config, align);
   Offsets offsets;
   for_each_tensor(config, offsets, [&](const TensorSpec& t, size_t& offset, auto) {
     offset = layout.at(t.name).offset;

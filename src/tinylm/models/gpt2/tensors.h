@@ -99,8 +99,9 @@ void for_each_tensor(const Config& c, Tensors<Small, Matrix>& t, Visit&& visit) 
 // The list alone, in the same order (index i describes param_layout(config).entries()[i]).
 std::vector<TensorSpec> tensor_specs(const Config& config);
 
-// Every tensor's offset, in elements, into the flat parameters (param_layout's).
+// Every tensor's offset, in elements, into the flat parameters (param_layout's, with its
+// alignment).
 using Offsets = Tensors<size_t, size_t>;
-Offsets param_offsets(const Config& config);
+Offsets param_offsets(const Config& config, size_t align = 1);
 
 }  // namespace tinylm::gpt2

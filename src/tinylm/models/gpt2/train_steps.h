@@ -42,6 +42,8 @@ struct TrainSteps {
   using Planner = typename Be::Planner;
   using Arena = typename Be::Arena;
   using Operand = gpt2::Operand<Array<const T>, Array<const Bf16>>;
+  // Whether products may take bf16 operands (a backend with a native bf16 product).
+  static constexpr bool kHalfOperands = std::is_same_v<T, float> && Be::kBf16Operands;
 
   Config config;
   TrainerOptions options;
@@ -78,7 +80,8 @@ struct TrainSteps {
   bool accumulate = true;    // the running backward's gradient mode
   float rate = 0.0f;         // the dropout rate of the last forward (its masks are saved)
 
-  TrainSteps(const Config& c, TrainerOptions o) : config(c), options(o), layout(param_layout(c)) {
+  TrainSteps(const Config& c, TrainerOptions o, Be backend = {})
+      : config(c), options(o), layout(param_layout(c, Be::kParamAlign)), be(std::move(backend)) {
     check(o.batch_size >= 1, "gpt2 trainer: batch_size must be positive, got ", o.batch_size);
     check(o.seq_len >= 1 && o.seq_len <= c.n_positions, "gpt2 trainer: seq_len must be in [1, ",
           c.n_positions, "] (n_positions), got ", o.seq_len);
@@ -87,8 +90,7 @@ struct TrainSteps {
           "gpt2 trainer: compute dtype must be f32, bf16 or f16, got ", dtype_name(o.compute));
     check(std::is_same_v<T, float> || o.compute == DType::f32,
           "gpt2 trainer: the double-precision trainer computes in f32 only");
-    native_bf16 =
-        std::is_same_v<T, float> && o.compute == DType::bf16 && kernels::bf16_gemm_is_native();
+    if constexpr (kHalfOperands) native_bf16 = o.compute == DType::bf16 && be.bf16_gemm_is_native();
     B = o.batch_size;
     Tn = o.seq_len;
     BT = B * Tn;
@@ -98,7 +100,7 @@ struct TrainSteps {
     V = c.vocab_size;
     H = c.n_head;
     L = c.n_layer;
-    const Offsets offsets = param_offsets(c);
+    const Offsets offsets = param_offsets(c, Be::kParamAlign);
     wte = offsets.wte;
     wpe = offsets.wpe;
     lnf_w = offsets.lnf_w;
@@ -107,7 +109,7 @@ struct TrainSteps {
     layers.resize(static_cast<size_t>(L));
     Planner count;
     plan(count);
-    arena = Arena(count.bytes);
+    arena = be.make_arena(count.bytes);
     Planner real{&arena};
     plan(real);
   }
@@ -171,7 +173,7 @@ struct TrainSteps {
     lse = p.template alloc<T>(n(BT));
     losses = p.template alloc<T>(n(BT));
     proj = p.template alloc<T>(BTC);
-    attn_scratch = p.template alloc<T>(n(kernels::causal_attention_scratch_size(B, Tn, C, H)));
+    attn_scratch = p.template alloc<T>(n(be.causal_attention_scratch_size(B, Tn, C, H)));
     const size_t widest = n(BT * std::max({C3, F, C}));
     lnf_h = p.template alloc<Bf16>(hb ? BTC : 0);
     dlogits_h = p.template alloc<Bf16>(hb ? n(BT * V) : 0);
@@ -192,11 +194,13 @@ struct TrainSteps {
 
   // x as a matrix-product operand: itself in f32, else rounded into the given half buffer.
   Operand operand(Array<const T> x, int64_t count, Array<Bf16> h, Array<T> r) {
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (kHalfOperands) {
       if (halves()) {
         be.convert(x, h, count);
         return {{}, h};
       }
+    }
+    if constexpr (std::is_same_v<T, float>) {
       if (rounded()) {
         round_operand(r, x, count);
         return {r, {}};
@@ -217,7 +221,7 @@ struct TrainSteps {
   void mm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, Operand A, int64_t lda, Operand Bm,
           int64_t ldb, T beta, Array<T> Cm, int64_t ldc) {
     const Timer timer;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (kHalfOperands) {
       if (A.h) {
         be.gemm(ta, tb, M, N, K, 1.0f, A.h, lda, Bm.h, ldb, beta, Cm, ldc);
         prof.gemm_ms += timer.elapsed_ms();
@@ -285,12 +289,14 @@ struct TrainSteps {
     params = p;
     if constexpr (std::is_same_v<T, float>) {
       const Timer cast_timer;
-      if (halves()) be.convert(params, weights_h, static_cast<int64_t>(layout.size()));
+      if constexpr (kHalfOperands) {
+        if (halves()) be.convert(params, weights_h, static_cast<int64_t>(layout.size()));
+      }
       if (rounded()) round_operand(weights_r, params, static_cast<int64_t>(layout.size()));
       prof.cast_ms += cast_timer.elapsed_ms();
     }
     rate = options.dropout;
-    be.embedding_forward(enc, inputs, params + wte, params + wpe, BT, C, 0, Tn);
+    be.embedding_forward(enc, inputs, params + wte, V, params + wpe, BT, C, 0, Tn);
     if (rate > 0.0f) be.dropout_forward(enc, mask_enc, enc, BT * C, rate, dropout_site(key, 0));
     Array<const T> x = enc;
     const T eps = static_cast<T>(config.layer_norm_epsilon);
@@ -335,7 +341,7 @@ struct TrainSteps {
     // d(scale * mean loss) / dlogits, over the logits.
     const T s = static_cast<T>(static_cast<double>(loss_scale) / static_cast<double>(BT));
     Operand dlog{logits, {}};
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (kHalfOperands) {
       if (halves()) {
         be.cross_entropy_backward(dlogits_h, logits, lse, targets, BT, V, s);
         dlog = {{}, dlogits_h};
@@ -398,7 +404,7 @@ struct TrainSteps {
     }
     if (rate > 0.0f) be.dropout_backward(dres, dres, mask_enc, BT * C, rate);
     clear_small(g, wpe, static_cast<int64_t>(config.n_positions) * C);  // rows >= seq_len stay 0
-    be.embedding_backward(g + wte, g + wpe, dres, inputs, BT, C, Tn);
+    be.embedding_backward(g + wte, V, g + wpe, dres, inputs, BT, C, Tn);
     if (done) done(0, block_begin(0));
     prof.backward_ms += timer.elapsed_ms();
   }
