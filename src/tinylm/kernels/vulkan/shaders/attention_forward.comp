@@ -1,0 +1,4 @@
+#version 450
+// Causal attention, training forward (attention_forward.glsl) over float q | k | v rows.
+#define KV_F16 0
+#include "attention_forward.glsl"
