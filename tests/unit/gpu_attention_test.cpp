@@ -190,6 +190,59 @@ TEST_P(GpuAttention, CachedRowsMatchTheTrainingForward) {
   }
 }
 
+// A decode step of continuous batching: each sequence's row against its own slot of a shared
+// cache (slots 1 and 2 of 3, at different positions), plus a row naming no slot, which is
+// skipped. Each row's bits are attention_cached's for it alone.
+TEST_P(GpuAttention, RowsOfSeveralSequencesMatchEachAlone) {
+  for (const AttentionShape& s : kShapes) {
+    const int64_t B = s.B, T = s.T, C = s.C, H = s.n_head, slots = 3, capacity = T + 2;
+    const Floats qkv = normal_floats(B * T * 3 * C, 25);
+    const Buffer qkvb = upload(qkv);
+    for (const CacheType type : {CacheType::f32, CacheType::f16}) {
+      const std::string where =
+          describe(s) + (type == CacheType::f32 ? " f32 cache" : " f16 cache");
+      Buffer keys = nan_cache(type, slots * capacity, C),
+             values = nan_cache(type, slots * capacity, C);
+      std::vector<int32_t> pairs;
+      Floats step_rows, alone;
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t slot = (b + 1) % slots, pos = std::max<int64_t>(0, T - 1 - b);
+        const int64_t seq = b * T * 3 * C;
+        if (pos > 0)  // the positions before the step's, into the slot
+          vulkan::kv_store(*context_, keys, values, type, qkvb, 3 * C, seq + C, slot * capacity,
+                           pos, C);
+        pairs.insert(pairs.end(), {static_cast<int32_t>(slot), static_cast<int32_t>(pos)});
+        const Floats row(qkv.begin() + seq + pos * 3 * C, qkv.begin() + seq + (pos + 1) * 3 * C);
+        step_rows.insert(step_rows.end(), row.begin(), row.end());
+        // The same row alone, against a cache of its own sequence.
+        Buffer own_keys = nan_cache(type, pos + 1, C), own_values = nan_cache(type, pos + 1, C),
+               o = zeros(C);
+        vulkan::kv_store(*context_, own_keys, own_values, type, qkvb, 3 * C, seq + C, 0, pos + 1,
+                         C);
+        vulkan::attention_cached(*context_, o, upload(row), 3 * C, own_keys, own_values, type, pos,
+                                 1, C, H);
+        const Floats r = vulkan::download_floats(o, C);
+        alone.insert(alone.end(), r.begin(), r.end());
+      }
+      pairs.insert(pairs.end(), {-1, 0});  // a row naming no slot
+      step_rows.insert(step_rows.end(), 3 * C, 1.0f);
+      const int64_t rows = B + 1;
+      Buffer where_b(*context_, pairs.size() * sizeof(int32_t));
+      where_b.upload(std::as_bytes(std::span<const int32_t>(pairs)));
+      const Buffer src = upload(step_rows);
+      Buffer out = upload(Floats(rows * C, 5.0f));
+      vulkan::kv_store_rows(*context_, keys, values, type, src, 3 * C, C, where_b, rows, slots,
+                            capacity, C);
+      vulkan::attention_cached_rows(*context_, out, src, 3 * C, keys, values, type, where_b, rows,
+                                    slots, capacity, C, H);
+      const Floats got = vulkan::download_floats(out, rows * C);
+      expect_same_bytes(where + " rows = alone", Floats(got.begin(), got.begin() + B * C), alone);
+      expect_same_bytes(where + " the row naming no slot left alone",
+                        Floats(got.begin() + B * C, got.end()), Floats(C, 5.0f));
+    }
+  }
+}
+
 TEST_P(GpuAttention, BadShapesAndSmallBuffersAreOneLineErrors) {
   Buffer small = zeros(10), big = zeros(4096);
   test::expect_error(
@@ -221,6 +274,12 @@ TEST_P(GpuAttention, BadShapesAndSmallBuffersAreOneLineErrors) {
         vulkan::attention_cached(*context_, big, big, 12, small, big, CacheType::f16, 3, 1, 12, 3);
       },
       {"vulkan attention_cached: keys holds 20 halves, needs 48"});
+  test::expect_error(
+      [&] {
+        vulkan::attention_cached_rows(*context_, big, big, 12, big, big, CacheType::f32, small, 6,
+                                      2, 8, 12, 3);
+      },
+      {"vulkan attention_cached_rows: where holds 10 ints, needs 12"});
   // Nothing to do is not an error.
   vulkan::causal_attention_forward(*context_, small, small, small, 0, 4, 12, 3);
   vulkan::attention_cached(*context_, small, small, 12, small, small, CacheType::f32, 5, 0, 12, 3);

@@ -17,13 +17,14 @@ struct ForwardPush {
   uint32_t sequences, n_head, D, rows, first, ldq, q_seq, ldkv, kv_seq, k_off, v_off, ldo, o_seq,
       write_att;
   float scale;
+  uint32_t slots, capacity;
 };
 struct BackwardPush {
   uint32_t B, n_head, D, T, C;
   float scale;
 };
 struct StorePush {
-  uint32_t n, C, ld, off, first;
+  uint32_t n, C, ld, off, first, slots, capacity;
 };
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
@@ -83,11 +84,23 @@ void causal_attention_forward(Context& context, Buffer& out, Buffer& att, const 
   check_floats(op, "qkv", qkv, B * T * 3 * C);
   if (B == 0 || T == 0 || C == 0) return;
   Context::Impl& c = context.impl();
-  const ForwardPush push{u32(B),         u32(n_head), u32(D),
-                         u32(T),         0,           u32(3 * C),
-                         u32(T * 3 * C), u32(3 * C),  u32(T * 3 * C),
-                         u32(C),         u32(2 * C),  u32(C),
-                         u32(T * C),     1,           attention_scale(D)};
+  const ForwardPush push{.sequences = u32(B),
+                         .n_head = u32(n_head),
+                         .D = u32(D),
+                         .rows = u32(T),
+                         .first = 0,
+                         .ldq = u32(3 * C),
+                         .q_seq = u32(T * 3 * C),
+                         .ldkv = u32(3 * C),
+                         .kv_seq = u32(T * 3 * C),
+                         .k_off = u32(C),
+                         .v_off = u32(2 * C),
+                         .ldo = u32(C),
+                         .o_seq = u32(T * C),
+                         .write_att = 1,
+                         .scale = attention_scale(D),
+                         .slots = 0,
+                         .capacity = 0};
   const int64_t items = B * n_head * ((T + kAttentionBlock - 1) / kAttentionBlock);
   const Dispatch d{
       "attention_forward", {&out, &att, &qkv, &qkv, &qkv}, bytes_of(push), groups_for(c, items, 1)};
@@ -142,7 +155,7 @@ void kv_store(Context& context, Buffer& keys, Buffer& values, CacheType type, co
   check_cache(op, "keys", keys, type, (first + n) * C);
   check_cache(op, "values", values, type, (first + n) * C);
   Context::Impl& c = context.impl();
-  const StorePush push{u32(n), u32(C), u32(ld), u32(offset), u32(first)};
+  const StorePush push{u32(n), u32(C), u32(ld), u32(offset), u32(first), 0, 0};
   const int64_t items = type == CacheType::f32 ? n * C : n * C / 2;
   const Dispatch d{type == CacheType::f32 ? "attention_kv_store" : "attention_kv_store_f16",
                    {&keys, &values, &src},
@@ -170,14 +183,109 @@ void attention_cached(Context& context, Buffer& out, const Buffer& q, int64_t ld
   check_cache(op, "keys", keys, type, (t0 + n) * C);
   check_cache(op, "values", values, type, (t0 + n) * C);
   Context::Impl& c = context.impl();
-  const ForwardPush push{1, u32(n_head), u32(D), u32(n), u32(t0), u32(ldq),          0, u32(C), 0,
-                         0, 0,           u32(C), 0,      0,       attention_scale(D)};
+  const ForwardPush push{.sequences = 1,
+                         .n_head = u32(n_head),
+                         .D = u32(D),
+                         .rows = u32(n),
+                         .first = u32(t0),
+                         .ldq = u32(ldq),
+                         .q_seq = 0,
+                         .ldkv = u32(C),
+                         .kv_seq = 0,
+                         .k_off = 0,
+                         .v_off = 0,
+                         .ldo = u32(C),
+                         .o_seq = 0,
+                         .write_att = 0,
+                         .scale = attention_scale(D),
+                         .slots = 0,
+                         .capacity = 0};
   const int64_t items = n_head * ((n + kAttentionBlock - 1) / kAttentionBlock);
   // att is not written (write_att = 0): out stands in at its binding.
   const Dispatch d{type == CacheType::f32 ? "attention_forward" : "attention_cached_f16",
                    {&out, &out, &q, &keys, &values},
                    bytes_of(push),
                    groups_for(c, items, 1)};
+  c.run({&d, 1});
+}
+
+namespace {
+
+// The checks kv_store_rows and attention_cached_rows share.
+void check_rows(std::string_view op, CacheType type, const Buffer& keys, const Buffer& values,
+                const Buffer& where, int64_t rows, int64_t slots, int64_t capacity, int64_t C) {
+  check_count(op, "rows", rows);
+  check_count(op, "slots", slots);
+  check_count(op, "capacity", capacity);
+  check_f16_width(op, type, C);
+  const double elements = 1.0 * slots * capacity * C;
+  check(elements <= kMaxCount, "vulkan ", op, ": slots * capacity * C = ", elements,
+        " is past 2^31 - 1");
+  check_cache(op, "keys", keys, type, slots * capacity * C);
+  check_cache(op, "values", values, type, slots * capacity * C);
+  check(where.bytes() >= static_cast<size_t>(rows) * 2 * sizeof(int32_t), "vulkan ", op,
+        ": where holds ", where.bytes() / sizeof(int32_t), " ints, needs ", 2 * rows);
+}
+
+}  // namespace
+
+void kv_store_rows(Context& context, Buffer& keys, Buffer& values, CacheType type,
+                   const Buffer& src, int64_t ld, int64_t offset, const Buffer& where, int64_t rows,
+                   int64_t slots, int64_t capacity, int64_t C) {
+  constexpr std::string_view op = "kv_store_rows";
+  check_count(op, "ld", ld);
+  check_count(op, "offset", offset);
+  check_count(op, "C", C);
+  check_rows(op, type, keys, values, where, rows, slots, capacity, C);
+  if (rows == 0 || C == 0) return;
+  check_count(op, "the last row's end", (rows - 1) * ld + offset + 2 * C);
+  check_floats(op, "src", src, (rows - 1) * ld + offset + 2 * C);
+  Context::Impl& c = context.impl();
+  const StorePush push{u32(rows), u32(C), u32(ld), u32(offset), 0, u32(slots), u32(capacity)};
+  const int64_t items = type == CacheType::f32 ? rows * C : rows * C / 2;
+  const Dispatch d{
+      type == CacheType::f32 ? "attention_kv_store_rows" : "attention_kv_store_rows_f16",
+      {&keys, &values, &src, &where},
+      bytes_of(push),
+      groups_for(c, items, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
+void attention_cached_rows(Context& context, Buffer& out, const Buffer& q, int64_t ldq,
+                           const Buffer& keys, const Buffer& values, CacheType type,
+                           const Buffer& where, int64_t rows, int64_t slots, int64_t capacity,
+                           int64_t C, int64_t n_head) {
+  constexpr std::string_view op = "attention_cached_rows";
+  const int64_t D = head_width(op, C, n_head);
+  check_count(op, "ldq", ldq);
+  check_rows(op, type, keys, values, where, rows, slots, capacity, C);
+  if (rows == 0 || C == 0) return;
+  check_count(op, "the last q row's end", (rows - 1) * ldq + C);
+  check_floats(op, "out", out, rows * C);
+  check_floats(op, "q", q, (rows - 1) * ldq + C);
+  Context::Impl& c = context.impl();
+  // Each row a sequence of one row (rows = 1), its position and slot from where.
+  const ForwardPush push{.sequences = u32(rows),
+                         .n_head = u32(n_head),
+                         .D = u32(D),
+                         .rows = 1,
+                         .first = 0,
+                         .ldq = u32(ldq),
+                         .q_seq = u32(ldq),
+                         .ldkv = u32(C),
+                         .kv_seq = u32(capacity * C),
+                         .k_off = 0,
+                         .v_off = 0,
+                         .ldo = u32(C),
+                         .o_seq = u32(C),
+                         .write_att = 0,
+                         .scale = attention_scale(D),
+                         .slots = u32(slots),
+                         .capacity = u32(capacity)};
+  const Dispatch d{type == CacheType::f32 ? "attention_cached_rows" : "attention_cached_rows_f16",
+                   {&out, &out, &q, &keys, &values, &where},
+                   bytes_of(push),
+                   groups_for(c, rows * n_head, 1)};
   c.run({&d, 1});
 }
 

@@ -67,4 +67,23 @@ void attention_cached(Context& context, Buffer& out, const Buffer& q, int64_t ld
                       const Buffer& keys, const Buffer& values, CacheType type, int64_t t0,
                       int64_t n, int64_t C, int64_t n_head);
 
+// ---- a decode step of continuous batching: rows of several sequences, each against its own
+// slot of a cache of `slots` sequences of `capacity` positions (slot s's position t at element
+// (s*capacity + t)*C + c: single-sequence caches slot after slot, so kv_store with
+// first = s*capacity + t fills a slot). where: (rows, 2) int32 pairs (slot, position) on the
+// device, so a step replays with new positions. A row naming no slot (slot < 0 or >= slots) or
+// a position < 0 or >= capacity is skipped: nothing stored, its out left as it was.
+
+// Row r's key and value (src as kv_store's) into its (slot, position); distinct pairs.
+void kv_store_rows(Context& context, Buffer& keys, Buffer& values, CacheType type,
+                   const Buffer& src, int64_t ld, int64_t offset, const Buffer& where, int64_t rows,
+                   int64_t slots, int64_t capacity, int64_t C);
+
+// Row r (q as attention_cached's) against its slot's positions 0 .. its position (its key and
+// value already stored); out: (rows, C). The same arithmetic as attention_cached's for the row.
+void attention_cached_rows(Context& context, Buffer& out, const Buffer& q, int64_t ldq,
+                           const Buffer& keys, const Buffer& values, CacheType type,
+                           const Buffer& where, int64_t rows, int64_t slots, int64_t capacity,
+                           int64_t C, int64_t n_head);
+
 }  // namespace tinylm::kernels::vulkan

@@ -8,7 +8,9 @@
 // exp((s_j - m) scale) / l at the end (each by the invocation that wrote it).
 //
 // KV_F16 (defined before this file is included) reads keys and values as f16 pairs in uint
-// words (a cache: kv_off and ldkv even).
+// words (a cache: kv_off and ldkv even). ROWS: each "sequence" is one row of a decode step,
+// against cache slot where_[2s] up to position where_[2s + 1] (rows = 1; a row naming no slot
+// or a position past the capacity is skipped).
 #include "attention_common.glsl"
 
 layout(local_size_x = 256) in;
@@ -26,6 +28,9 @@ layout(std430, binding = 4) readonly buffer V { float v[]; };
 float key_at(uint i) { return k[i]; }
 float value_at(uint i) { return v[i]; }
 #endif
+#if ROWS
+layout(std430, binding = 5) readonly buffer Where { int where_[]; };
+#endif
 layout(push_constant) uniform Push {
   uint sequences;  // each `rows` query rows against its own keys and values
   uint n_head;
@@ -42,6 +47,8 @@ layout(push_constant) uniform Push {
   uint o_seq;
   uint write_att;  // att: (sequences, n_head, rows, rows), training only (first = 0)
   float scale;
+  uint slots;  // ROWS: the cache's slots, each `capacity` positions kv_seq apart
+  uint capacity;
 };
 
 void main() {
@@ -54,11 +61,19 @@ void main() {
   for (uint item = gl_WorkGroupID.x; item < items; item += gl_NumWorkGroups.x) {
     const uint blk = item % blocks, h = item / blocks % n_head, s = item / blocks / n_head;
     const uint r0 = blk * kBlock, nq = min(kBlock, rows - r0);
+    uint start = first, kv_s = s;
+#if ROWS
+    const int slot = where_[2 * s], position = where_[2 * s + 1];
+    // (The whole workgroup skips the item: no barrier is left waiting.)
+    if (slot < 0 || uint(slot) >= slots || position < 0 || uint(position) >= capacity) continue;
+    start = uint(position);
+    kv_s = uint(slot);
+#endif
     const uint q_base = s * q_seq + h * D, o_base = s * o_seq + h * D;
-    const uint k_base = s * kv_seq + k_off + h * D, v_base = s * kv_seq + v_off + h * D;
+    const uint k_base = kv_s * kv_seq + k_off + h * D, v_base = kv_s * kv_seq + v_off + h * D;
     const bool live = qi < nq;
-    const uint pos = first + r0 + qi;           // this invocation's row's position
-    const uint last = first + r0 + nq - 1;      // the block's last position
+    const uint pos = start + r0 + qi;       // this invocation's row's position
+    const uint last = start + r0 + nq - 1;  // the block's last position
     const uint att_row = ((s * n_head + h) * rows + r0 + qi) * rows;
     barrier();  // the previous item's readers of shared memory are done
     for (uint e = tid; e < kBlock * D; e += 256) {
