@@ -9,7 +9,10 @@
 // row, with a running max m and sum l per row (online softmax):
 //   s_j = q . k_j,  m' = max(m, s_j),  c = exp((m - m') scale),
 //   l = l c + sum_j exp((s_j - m') scale),  acc = acc c + sum_j p_j v_j,  out = acc / l.
-// Scores reach global memory only as att, the probabilities the backward needs.
+// Scores reach global memory only in att (raw as they are made, then turned in place into
+// the probabilities the backward needs); inference writes none. A lone decode row keeps 16 of
+// the 256 invocations busy: splitting a long context across workgroups waits for a GPU to
+// measure it.
 // Backward: dP = dO v^T, dot = sum_j p_j dP_j, dS = p (dP - dot) scale, dq = dS k (a workgroup
 // per query block), then dk = dS^T q and dv = p^T dO (a workgroup per tile of 16 keys walking
 // the query rows in order; a second dispatch instead of float atomics).
@@ -18,8 +21,9 @@
 // one invocation walking a row), no float atomics and no subgroup operations, so one device and
 // driver give the same bits run after run. A row skips the key tiles past its own position, so
 // its bits do not depend on the rows computed with it: attention_cached computes the training
-// forward's bits for the same q, k, v (float cache), and a prefill the bits of decoding row by
-// row. Against the double references: the CPU kernel's bounds (tests/unit/gpu_attention_test.cpp).
+// forward's bits for the same q, k, v (float cache), a prefill the bits of decoding row by
+// row, and a row of a continuous batch its bits alone. Against the double references: the CPU
+// kernel's bounds (tests/unit/gpu_attention_test.cpp).
 #include <cstddef>
 #include <cstdint>
 
