@@ -1,0 +1,93 @@
+#include "tinylm/kernels/vulkan/embedding.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "tinylm/core/error.h"
+#include "tinylm/kernels/vulkan/context_impl.h"
+#include "tinylm/kernels/vulkan/op_args.h"
+
+namespace tinylm::kernels::vulkan {
+namespace {
+
+struct ForwardPush {
+  uint32_t rows, C, first, period, has_positions, table_type;
+};
+struct BackwardPush {
+  uint32_t rows, C, period, has_positions;
+};
+
+// The checks both directions share; returns min(period, rows): the rows of positions used
+// (r % period is the same for every row with it).
+int64_t check_shape(std::string_view op, const Buffer& tokens, int64_t rows, int64_t C,
+                    int64_t vocab, int64_t period) {
+  check_count(op, "rows", rows);
+  check_count(op, "C", C);
+  check_count(op, "vocab", vocab);
+  check_count(op, "rows * C", rows * C);
+  check_count(op, "vocab * C", vocab * C);
+  check(period >= 1, "vulkan ", op, ": period = ", period, " must be at least 1");
+  check(rows == 0 || vocab >= 1, "vulkan ", op, ": vocab = 0 with ", rows, " rows");
+  check(tokens.bytes() >= static_cast<size_t>(rows) * sizeof(int32_t), "vulkan ", op,
+        ": tokens holds ", tokens.bytes() / sizeof(int32_t), " ints, needs ", rows);
+  return std::min(period, rows);
+}
+
+}  // namespace
+
+void embedding_forward(Context& context, Buffer& x, const Buffer& tokens, const Buffer& table,
+                       DType table_type, const Buffer* positions, int64_t rows, int64_t C,
+                       int64_t vocab, int64_t first, int64_t period) {
+  constexpr std::string_view op = "embedding_forward";
+  const int64_t p = check_shape(op, tokens, rows, C, vocab, period);
+  check_floats(op, "x", x, rows * C);
+  check(table_type == DType::f32 || table_type == DType::f16 || table_type == DType::bf16,
+        "vulkan embedding_forward: a table of ", dtype_name(table_type),
+        " (f32, f16 or bf16 only)");
+  // The shader reads whole 32-bit words: an odd count of 16-bit values is padded to one.
+  const size_t table_bytes = (static_cast<size_t>(vocab * C) * dtype_size(table_type) + 3) / 4 * 4;
+  check(table.bytes() >= table_bytes, "vulkan embedding_forward: table holds ", table.bytes(),
+        " bytes, needs ", table_bytes, " (", vocab, " x ", C, " ", dtype_name(table_type), ")");
+  if (positions) {
+    check_count(op, "first", first);
+    check_count(op, "(first + period) * C", (first + p) * C);
+    check_floats(op, "positions", *positions, (first + p) * C);
+  }
+  if (rows == 0 || C == 0) return;
+  Context::Impl& c = context.impl();
+  const uint32_t type = table_type == DType::f32 ? 0 : table_type == DType::f16 ? 1 : 2;
+  const ForwardPush push{static_cast<uint32_t>(rows),
+                         static_cast<uint32_t>(C),
+                         static_cast<uint32_t>(positions ? first : 0),
+                         static_cast<uint32_t>(std::max<int64_t>(p, 1)),
+                         positions ? 1u : 0u,
+                         type};
+  // Without positions the table stands in at binding 3 (never read).
+  const Dispatch d{"embedding_forward",
+                   {&x, &tokens, &table, positions ? positions : &table},
+                   bytes_of(push),
+                   groups_for(c, rows * C, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
+void embedding_backward(Context& context, Buffer& dtable, Buffer* dpositions, const Buffer& dx,
+                        const Buffer& tokens, int64_t rows, int64_t C, int64_t vocab,
+                        int64_t period) {
+  constexpr std::string_view op = "embedding_backward";
+  const int64_t p = check_shape(op, tokens, rows, C, vocab, period);
+  check_floats(op, "dtable", dtable, vocab * C);
+  check_floats(op, "dx", dx, rows * C);
+  if (dpositions) check_floats(op, "dpositions", *dpositions, p * C);
+  if (rows == 0 || C == 0) return;
+  Context::Impl& c = context.impl();
+  const BackwardPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(C),
+                          static_cast<uint32_t>(std::max<int64_t>(p, 1)), dpositions ? 1u : 0u};
+  // One invocation per column; without positions dtable stands in at binding 1 (never touched).
+  const Dispatch d{"embedding_backward",
+                   {&dtable, dpositions ? dpositions : &dtable, &dx, &tokens},
+                   bytes_of(push),
+                   groups_for(c, C, kColumnGroup)};
+  c.run({&d, 1});
+}
+
+}  // namespace tinylm::kernels::vulkan

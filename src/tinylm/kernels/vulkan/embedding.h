@@ -1,0 +1,33 @@
+#pragma once
+// Token and position embeddings as compute shaders, on device buffers: mirrors
+// kernels/embedding/embedding.h's lookup and its backward (the same formula and arguments, with
+// the vocabulary size added so the op can check the table's buffer).
+//
+// Numerics: exact. The forward is one addition per element (none without positions) and the
+// table's f16/bf16 values widen exactly; the backward gives each column to one invocation,
+// which adds the rows in row order as the CPU kernel does (no atomics). Both give the CPU's
+// bits (tests/unit/gpu_embedding_test.cpp), on any device that keeps f32 denormals.
+#include <cstdint>
+
+#include "tinylm/core/dtype.h"
+#include "tinylm/kernels/embedding/embedding.h"  // kNoPeriod
+#include "tinylm/kernels/vulkan/context.h"
+
+namespace tinylm::kernels::vulkan {
+
+// x[r] = table[tokens[r]] + positions[first + r % period] (no position term when positions is
+// null). x: (rows, C) floats; tokens: (rows) int32, trusted (in [0, vocab)); table: (vocab, C)
+// of table_type f32, or f16 or bf16 as uploaded from a host array (two per 32-bit word, the
+// even element in the low half; the buffer holds whole words, so an odd count needs 2 bytes
+// more); positions: (first + min(rows, period), C) floats at least.
+void embedding_forward(Context& context, Buffer& x, const Buffer& tokens, const Buffer& table,
+                       DType table_type, const Buffer* positions, int64_t rows, int64_t C,
+                       int64_t vocab, int64_t first = 0, int64_t period = kNoPeriod);
+
+// dtable[tokens[r]] += dx[r]; dpositions[r % period] += dx[r] (when not null). dtable: (vocab,
+// C) floats; dpositions: (min(rows, period), C) floats at least; dx: (rows, C).
+void embedding_backward(Context& context, Buffer& dtable, Buffer* dpositions, const Buffer& dx,
+                        const Buffer& tokens, int64_t rows, int64_t C, int64_t vocab,
+                        int64_t period = kNoPeriod);
+
+}  // namespace tinylm::kernels::vulkan
