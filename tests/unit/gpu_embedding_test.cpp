@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -78,10 +79,10 @@ void check_forward(GpuEmbedding& test, Context& context, DType type) {
                                C, 1);
     for (int run = 0; run < 2; ++run) {  // twice: the same bytes (the CPU's) each time
       Buffer x[3] = {Buffer(context, n * 4), Buffer(context, n * 4), Buffer(context, n * 4)};
-      vulkan::embedding_forward(context, x[0], tb, table_b, type, &pb, rows, C, kVocab, kFirst,
+      vulkan::embedding_forward(context, x[0], tb, table_b, type, pb, rows, C, kVocab, kFirst,
                                 kPeriod);
-      vulkan::embedding_forward(context, x[1], tb, table_b, type, nullptr, rows, C, kVocab);
-      vulkan::embedding_forward(context, x[2], tb, table_b, type, &pb, rows, C, kVocab, 1);
+      vulkan::embedding_forward(context, x[1], tb, table_b, type, std::nullopt, rows, C, kVocab);
+      vulkan::embedding_forward(context, x[2], tb, table_b, type, pb, rows, C, kVocab, 1);
       const char* names[] = {"x", "x without positions", "x decoding"};
       for (int i = 0; i < 3; ++i)
         expect_same_bytes(where + " " + names[i] + " run " + std::to_string(run), want[i],
@@ -115,9 +116,9 @@ TEST_P(GpuEmbedding, BackwardGivesTheCpuKernelsBits) {
       const std::string at = where + " run " + std::to_string(run);
       Buffer dtable = upload(dtable0), dpos = upload(dpos0), alone = upload(dtable0),
              dtable_all = upload(dtable0), dpos_all = upload(dpos_all0);
-      vulkan::embedding_backward(*context_, dtable, &dpos, dxb, tb, rows, C, kVocab, kPeriod);
-      vulkan::embedding_backward(*context_, alone, nullptr, dxb, tb, rows, C, kVocab);
-      vulkan::embedding_backward(*context_, dtable_all, &dpos_all, dxb, tb, rows, C, kVocab);
+      vulkan::embedding_backward(*context_, dtable, dpos, dxb, tb, rows, C, kVocab, kPeriod);
+      vulkan::embedding_backward(*context_, alone, std::nullopt, dxb, tb, rows, C, kVocab);
+      vulkan::embedding_backward(*context_, dtable_all, dpos_all, dxb, tb, rows, C, kVocab);
       expect_same_bytes(at + " dtable", want_table,
                         vulkan::download_floats(dtable, dtable0.size()));
       expect_same_bytes(at + " dpositions", want_pos, vulkan::download_floats(dpos, dpos0.size()));
@@ -137,35 +138,40 @@ TEST_P(GpuEmbedding, OpsCheckTheirSizes) {
   Buffer x = zeros(15), small = zeros(14);
   test::expect_error(
       [&] {
-        vulkan::embedding_forward(*context_, small, tokens, table, DType::f32, nullptr, 3, 5, 4);
+        vulkan::embedding_forward(*context_, small, tokens, table, DType::f32, std::nullopt, 3, 5,
+                                  4);
       },
       {"vulkan embedding_forward: x holds 14 floats, needs 15"});
   test::expect_error(
-      [&] { vulkan::embedding_forward(*context_, x, tokens, table, DType::f32, nullptr, 3, 5, 5); },
+      [&] {
+        vulkan::embedding_forward(*context_, x, tokens, table, DType::f32, std::nullopt, 3, 5, 5);
+      },
       {"vulkan embedding_forward: table holds 80 bytes, needs 100 (5 x 5 f32)"});
   test::expect_error(
       [&] {
-        vulkan::embedding_forward(*context_, x, tokens, table, DType::q8_0, nullptr, 3, 5, 4);
+        vulkan::embedding_forward(*context_, x, tokens, table, DType::q8_0, std::nullopt, 3, 5, 4);
       },
       {"vulkan embedding_forward: a table of q8_0 (f32, f16 or bf16 only)"});
   test::expect_error(
       [&] {
-        vulkan::embedding_forward(*context_, x, tokens, table, DType::f32, &positions, 3, 5, 4, 1,
+        vulkan::embedding_forward(*context_, x, tokens, table, DType::f32, positions, 3, 5, 4, 1,
                                   2);
       },
       {"vulkan embedding_forward: positions holds 10 floats, needs 15"});
   test::expect_error(
-      [&] { vulkan::embedding_forward(*context_, x, tokens, table, DType::f32, nullptr, 4, 3, 4); },
+      [&] {
+        vulkan::embedding_forward(*context_, x, tokens, table, DType::f32, std::nullopt, 4, 3, 4);
+      },
       {"vulkan embedding_forward: tokens holds 3 ints, needs 4"});
   Buffer dtable = zeros(20), dpos = zeros(10);
   test::expect_error(
-      [&] { vulkan::embedding_backward(*context_, dtable, &dpos, x, tokens, 3, 5, 4); },
+      [&] { vulkan::embedding_backward(*context_, dtable, dpos, x, tokens, 3, 5, 4); },
       {"vulkan embedding_backward: dpositions holds 10 floats, needs 15"});
   test::expect_error(
-      [&] { vulkan::embedding_backward(*context_, dtable, &dpos, x, tokens, 3, 5, 4, 0); },
+      [&] { vulkan::embedding_backward(*context_, dtable, dpos, x, tokens, 3, 5, 4, 0); },
       {"vulkan embedding_backward: period = 0 must be at least 1"});
   // No rows is nothing to do.
-  vulkan::embedding_backward(*context_, dtable, &dpos, x, tokens, 0, 5, 4, 3);
+  vulkan::embedding_backward(*context_, dtable, dpos, x, tokens, 0, 5, 4, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Vulkan, GpuEmbedding, ::testing::Values(Validation::off, Validation::on),

@@ -55,12 +55,12 @@ void check_training(std::string_view op, int64_t B, int64_t T, int64_t C, int64_
 }
 
 // Elements (floats or f16 halves) of `type` a buffer holds.
-int64_t cache_elements(const Buffer& b, CacheType type) {
+int64_t cache_elements(View b, CacheType type) {
   const int64_t bytes = static_cast<int64_t>(b.bytes());
   return type == CacheType::f32 ? bytes / 4 : bytes / 4 * 2;
 }
 
-void check_cache(std::string_view op, std::string_view name, const Buffer& b, CacheType type,
+void check_cache(std::string_view op, std::string_view name, View b, CacheType type,
                  int64_t elements) {
   check(cache_elements(b, type) >= elements, "vulkan ", op, ": ", name, " holds ",
         cache_elements(b, type), type == CacheType::f32 ? " floats" : " halves", ", needs ",
@@ -74,8 +74,8 @@ void check_f16_width(std::string_view op, CacheType type, int64_t C) {
 
 }  // namespace
 
-void causal_attention_forward(Context& context, Buffer& out, Buffer& att, const Buffer& qkv,
-                              int64_t B, int64_t T, int64_t C, int64_t n_head) {
+void causal_attention_forward(Context& context, View out, View att, View qkv, int64_t B, int64_t T,
+                              int64_t C, int64_t n_head) {
   constexpr std::string_view op = "causal_attention_forward";
   const int64_t D = head_width(op, C, n_head);
   check_training(op, B, T, C, n_head);
@@ -103,7 +103,7 @@ void causal_attention_forward(Context& context, Buffer& out, Buffer& att, const 
                          .capacity = 0};
   const int64_t items = B * n_head * ((T + kAttentionBlock - 1) / kAttentionBlock);
   const Dispatch d{
-      "attention_forward", {&out, &att, &qkv, &qkv, &qkv}, bytes_of(push), groups_for(c, items, 1)};
+      "attention_forward", {out, att, qkv, qkv, qkv}, bytes_of(push), groups_for(c, items, 1)};
   c.run({&d, 1});
 }
 
@@ -111,9 +111,8 @@ int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t n_head) {
   return B * n_head * T;
 }
 
-void causal_attention_backward(Context& context, Buffer& dqkv, const Buffer& dout,
-                               const Buffer& att, const Buffer& qkv, Buffer& scratch, int64_t B,
-                               int64_t T, int64_t C, int64_t n_head) {
+void causal_attention_backward(Context& context, View dqkv, View dout, View att, View qkv,
+                               View scratch, int64_t B, int64_t T, int64_t C, int64_t n_head) {
   constexpr std::string_view op = "causal_attention_backward";
   const int64_t D = head_width(op, C, n_head);
   check_training(op, B, T, C, n_head);
@@ -129,8 +128,8 @@ void causal_attention_backward(Context& context, Buffer& dqkv, const Buffer& dou
       groups_for(c, B * n_head * ((T + kAttentionBlock - 1) / kAttentionBlock), 1);
   // Rows (dq and each row's dot into scratch), then columns (dk, dv) from those dots.
   const Dispatch d[] = {
-      {"attention_backward_dq", {&dqkv, &scratch, &dout, &att, &qkv}, bytes_of(push), groups},
-      {"attention_backward_dkv", {&dqkv, &scratch, &dout, &att, &qkv}, bytes_of(push), groups}};
+      {"attention_backward_dq", {dqkv, scratch, dout, att, qkv}, bytes_of(push), groups},
+      {"attention_backward_dkv", {dqkv, scratch, dout, att, qkv}, bytes_of(push), groups}};
   c.run(d);
 }
 
@@ -139,8 +138,8 @@ size_t kv_cache_bytes(CacheType type, int64_t positions, int64_t C) {
   return static_cast<size_t>(type == CacheType::f32 ? n * 4 : (n + 1) / 2 * 4);
 }
 
-void kv_store(Context& context, Buffer& keys, Buffer& values, CacheType type, const Buffer& src,
-              int64_t ld, int64_t offset, int64_t first, int64_t n, int64_t C) {
+void kv_store(Context& context, View keys, View values, CacheType type, View src, int64_t ld,
+              int64_t offset, int64_t first, int64_t n, int64_t C) {
   constexpr std::string_view op = "kv_store";
   for (const auto& [what, v] : {std::pair{"ld", ld}, std::pair{"offset", offset},
                                 std::pair{"first", first}, std::pair{"n", n}, std::pair{"C", C}})
@@ -158,15 +157,14 @@ void kv_store(Context& context, Buffer& keys, Buffer& values, CacheType type, co
   const StorePush push{u32(n), u32(C), u32(ld), u32(offset), u32(first), 0, 0};
   const int64_t items = type == CacheType::f32 ? n * C : n * C / 2;
   const Dispatch d{type == CacheType::f32 ? "attention_kv_store" : "attention_kv_store_f16",
-                   {&keys, &values, &src},
+                   {keys, values, src},
                    bytes_of(push),
                    groups_for(c, items, kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void attention_cached(Context& context, Buffer& out, const Buffer& q, int64_t ldq,
-                      const Buffer& keys, const Buffer& values, CacheType type, int64_t t0,
-                      int64_t n, int64_t C, int64_t n_head) {
+void attention_cached(Context& context, View out, View q, int64_t ldq, View keys, View values,
+                      CacheType type, int64_t t0, int64_t n, int64_t C, int64_t n_head) {
   constexpr std::string_view op = "attention_cached";
   const int64_t D = head_width(op, C, n_head);
   check_count(op, "ldq", ldq);
@@ -203,7 +201,7 @@ void attention_cached(Context& context, Buffer& out, const Buffer& q, int64_t ld
   const int64_t items = n_head * ((n + kAttentionBlock - 1) / kAttentionBlock);
   // att is not written (write_att = 0): out stands in at its binding.
   const Dispatch d{type == CacheType::f32 ? "attention_forward" : "attention_cached_f16",
-                   {&out, &out, &q, &keys, &values},
+                   {out, out, q, keys, values},
                    bytes_of(push),
                    groups_for(c, items, 1)};
   c.run({&d, 1});
@@ -212,8 +210,8 @@ void attention_cached(Context& context, Buffer& out, const Buffer& q, int64_t ld
 namespace {
 
 // The checks kv_store_rows and attention_cached_rows share.
-void check_rows(std::string_view op, CacheType type, const Buffer& keys, const Buffer& values,
-                const Buffer& where, int64_t rows, int64_t slots, int64_t capacity, int64_t C) {
+void check_rows(std::string_view op, CacheType type, View keys, View values, View where,
+                int64_t rows, int64_t slots, int64_t capacity, int64_t C) {
   check_count(op, "rows", rows);
   check_count(op, "slots", slots);
   check_count(op, "capacity", capacity);
@@ -229,9 +227,9 @@ void check_rows(std::string_view op, CacheType type, const Buffer& keys, const B
 
 }  // namespace
 
-void kv_store_rows(Context& context, Buffer& keys, Buffer& values, CacheType type,
-                   const Buffer& src, int64_t ld, int64_t offset, const Buffer& where, int64_t rows,
-                   int64_t slots, int64_t capacity, int64_t C) {
+void kv_store_rows(Context& context, View keys, View values, CacheType type, View src, int64_t ld,
+                   int64_t offset, View where, int64_t rows, int64_t slots, int64_t capacity,
+                   int64_t C) {
   constexpr std::string_view op = "kv_store_rows";
   check_count(op, "ld", ld);
   check_count(op, "offset", offset);
@@ -245,16 +243,15 @@ void kv_store_rows(Context& context, Buffer& keys, Buffer& values, CacheType typ
   const int64_t items = type == CacheType::f32 ? rows * C : rows * C / 2;
   const Dispatch d{
       type == CacheType::f32 ? "attention_kv_store_rows" : "attention_kv_store_rows_f16",
-      {&keys, &values, &src, &where},
+      {keys, values, src, where},
       bytes_of(push),
       groups_for(c, items, kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void attention_cached_rows(Context& context, Buffer& out, const Buffer& q, int64_t ldq,
-                           const Buffer& keys, const Buffer& values, CacheType type,
-                           const Buffer& where, int64_t rows, int64_t slots, int64_t capacity,
-                           int64_t C, int64_t n_head) {
+void attention_cached_rows(Context& context, View out, View q, int64_t ldq, View keys, View values,
+                           CacheType type, View where, int64_t rows, int64_t slots,
+                           int64_t capacity, int64_t C, int64_t n_head) {
   constexpr std::string_view op = "attention_cached_rows";
   const int64_t D = head_width(op, C, n_head);
   check_count(op, "ldq", ldq);
@@ -283,7 +280,7 @@ void attention_cached_rows(Context& context, Buffer& out, const Buffer& q, int64
                          .slots = u32(slots),
                          .capacity = u32(capacity)};
   const Dispatch d{type == CacheType::f32 ? "attention_cached_rows" : "attention_cached_rows_f16",
-                   {&out, &out, &q, &keys, &values, &where},
+                   {out, out, q, keys, values, where},
                    bytes_of(push),
                    groups_for(c, rows * n_head, 1)};
   c.run({&d, 1});

@@ -38,16 +38,15 @@ constexpr int64_t kMaxAttentionHead = 128;
 
 // out: (B*T, C) attention output before the projection; att: (B, n_head, T, T) the
 // probabilities (row t holds positions 0..t, zeros after). qkv: (B*T, 3C).
-void causal_attention_forward(Context& context, Buffer& out, Buffer& att, const Buffer& qkv,
-                              int64_t B, int64_t T, int64_t C, int64_t n_head);
+void causal_attention_forward(Context& context, View out, View att, View qkv, int64_t B, int64_t T,
+                              int64_t C, int64_t n_head);
 
 // Floats of scratch the backward needs: each row's sum_j p_j dP_j, (B, n_head, T).
 int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t n_head);
 
 // dqkv: (B*T, 3C), written (not accumulated), from dout: (B*T, C) and the forward's att, qkv.
-void causal_attention_backward(Context& context, Buffer& dqkv, const Buffer& dout,
-                               const Buffer& att, const Buffer& qkv, Buffer& scratch, int64_t B,
-                               int64_t T, int64_t C, int64_t n_head);
+void causal_attention_backward(Context& context, View dqkv, View dout, View att, View qkv,
+                               View scratch, int64_t B, int64_t T, int64_t C, int64_t n_head);
 
 // ---- inference against a KV cache on the device. One sequence's keys (and, in a buffer of
 // their own, its values) are rows of C channels, position after position: channel c of
@@ -61,15 +60,14 @@ size_t kv_cache_bytes(CacheType type, int64_t positions, int64_t C);
 // Writes the keys and values of n rows at positions first .. first+n-1: row r's key is
 // src[r*ld + offset .. + C), its value the C floats after it (a layer's qkv rows: ld = 3C,
 // offset = C).
-void kv_store(Context& context, Buffer& keys, Buffer& values, CacheType type, const Buffer& src,
-              int64_t ld, int64_t offset, int64_t first, int64_t n, int64_t C);
+void kv_store(Context& context, View keys, View values, CacheType type, View src, int64_t ld,
+              int64_t offset, int64_t first, int64_t n, int64_t C);
 
 // Rows at positions t0 .. t0+n-1 against the cached positions 0 .. t0+n-1 (this call's rows
 // already stored), each row up to its own position: q row r at q[r*ldq .. + C) (ldq = 3C reads
 // a layer's qkv rows), out: (n, C).
-void attention_cached(Context& context, Buffer& out, const Buffer& q, int64_t ldq,
-                      const Buffer& keys, const Buffer& values, CacheType type, int64_t t0,
-                      int64_t n, int64_t C, int64_t n_head);
+void attention_cached(Context& context, View out, View q, int64_t ldq, View keys, View values,
+                      CacheType type, int64_t t0, int64_t n, int64_t C, int64_t n_head);
 
 // ---- a decode step of continuous batching: rows of several sequences, each against its own
 // slot of a cache of `slots` sequences of `capacity` positions (slot s's position t at element
@@ -79,15 +77,14 @@ void attention_cached(Context& context, Buffer& out, const Buffer& q, int64_t ld
 // a position < 0 or >= capacity is skipped: nothing stored, its out left as it was.
 
 // Row r's key and value (src as kv_store's) into its (slot, position); distinct pairs.
-void kv_store_rows(Context& context, Buffer& keys, Buffer& values, CacheType type,
-                   const Buffer& src, int64_t ld, int64_t offset, const Buffer& where, int64_t rows,
-                   int64_t slots, int64_t capacity, int64_t C);
+void kv_store_rows(Context& context, View keys, View values, CacheType type, View src, int64_t ld,
+                   int64_t offset, View where, int64_t rows, int64_t slots, int64_t capacity,
+                   int64_t C);
 
 // Row r (q as attention_cached's) against its slot's positions 0 .. its position (its key and
 // value already stored); out: (rows, C). The same arithmetic as attention_cached's for the row.
-void attention_cached_rows(Context& context, Buffer& out, const Buffer& q, int64_t ldq,
-                           const Buffer& keys, const Buffer& values, CacheType type,
-                           const Buffer& where, int64_t rows, int64_t slots, int64_t capacity,
-                           int64_t C, int64_t n_head);
+void attention_cached_rows(Context& context, View out, View q, int64_t ldq, View keys, View values,
+                           CacheType type, View where, int64_t rows, int64_t slots,
+                           int64_t capacity, int64_t C, int64_t n_head);
 
 }  // namespace tinylm::kernels::vulkan

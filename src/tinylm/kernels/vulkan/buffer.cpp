@@ -151,9 +151,11 @@ Buffer upload_floats(Context& context, std::span<const float> values) {
   return b;
 }
 
-std::vector<float> download_floats(const Buffer& buffer, size_t count) {
+std::vector<float> download_floats(const View& view, size_t count) {
+  check(count * sizeof(float) <= view.bytes(), "Vulkan: download of ", count,
+        " floats from a view of ", view.bytes(), " bytes");
   std::vector<float> v(count);
-  buffer.download(std::as_writable_bytes(std::span<float>(v)));
+  view.buffer().download(std::as_writable_bytes(std::span<float>(v)), view.offset());
   return v;
 }
 

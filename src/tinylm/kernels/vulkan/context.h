@@ -91,6 +91,7 @@ class View {
 
 // A float buffer made from host values, and read back.
 Buffer upload_floats(Context& context, std::span<const float> values);
-std::vector<float> download_floats(const Buffer& buffer, size_t count);
+// count floats from the view's start (a Buffer: its start).
+std::vector<float> download_floats(const View& view, size_t count);
 
 }  // namespace tinylm::kernels::vulkan

@@ -1,6 +1,7 @@
 #include "tinylm/kernels/vulkan/embedding.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 
 #include "tinylm/core/error.h"
@@ -19,8 +20,8 @@ struct BackwardPush {
 
 // The checks both directions share; returns min(period, rows): the rows of positions used
 // (r % period is the same for every row with it).
-int64_t check_shape(std::string_view op, const Buffer& tokens, int64_t rows, int64_t C,
-                    int64_t vocab, int64_t period) {
+int64_t check_shape(std::string_view op, View tokens, int64_t rows, int64_t C, int64_t vocab,
+                    int64_t period) {
   check_count(op, "rows", rows);
   check_count(op, "C", C);
   check_count(op, "vocab", vocab);
@@ -35,9 +36,9 @@ int64_t check_shape(std::string_view op, const Buffer& tokens, int64_t rows, int
 
 }  // namespace
 
-void embedding_forward(Context& context, Buffer& x, const Buffer& tokens, const Buffer& table,
-                       DType table_type, const Buffer* positions, int64_t rows, int64_t C,
-                       int64_t vocab, int64_t first, int64_t period) {
+void embedding_forward(Context& context, View x, View tokens, View table, DType table_type,
+                       std::optional<View> positions, int64_t rows, int64_t C, int64_t vocab,
+                       int64_t first, int64_t period) {
   constexpr std::string_view op = "embedding_forward";
   const int64_t p = check_shape(op, tokens, rows, C, vocab, period);
   check_floats(op, "x", x, rows * C);
@@ -64,15 +65,14 @@ void embedding_forward(Context& context, Buffer& x, const Buffer& tokens, const 
                          type};
   // Without positions the table stands in at binding 3 (never read).
   const Dispatch d{"embedding_forward",
-                   {&x, &tokens, &table, positions ? positions : &table},
+                   {x, tokens, table, positions ? *positions : table},
                    bytes_of(push),
                    groups_for(c, rows * C, kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void embedding_backward(Context& context, Buffer& dtable, Buffer* dpositions, const Buffer& dx,
-                        const Buffer& tokens, int64_t rows, int64_t C, int64_t vocab,
-                        int64_t period) {
+void embedding_backward(Context& context, View dtable, std::optional<View> dpositions, View dx,
+                        View tokens, int64_t rows, int64_t C, int64_t vocab, int64_t period) {
   constexpr std::string_view op = "embedding_backward";
   const int64_t p = check_shape(op, tokens, rows, C, vocab, period);
   check_floats(op, "dtable", dtable, vocab * C);
@@ -84,7 +84,7 @@ void embedding_backward(Context& context, Buffer& dtable, Buffer* dpositions, co
                           static_cast<uint32_t>(std::max<int64_t>(p, 1)), dpositions ? 1u : 0u};
   // One invocation per column; without positions dtable stands in at binding 1 (never touched).
   const Dispatch d{"embedding_backward",
-                   {&dtable, dpositions ? dpositions : &dtable, &dx, &tokens},
+                   {dtable, dpositions ? *dpositions : dtable, dx, tokens},
                    bytes_of(push),
                    groups_for(c, C, kColumnGroup)};
   c.run({&d, 1});

@@ -8,6 +8,7 @@
 // which adds the rows in row order as the CPU kernel does (no atomics). Both give the CPU's
 // bits (tests/unit/gpu_embedding_test.cpp), on any device that keeps f32 denormals.
 #include <cstdint>
+#include <optional>
 
 #include "tinylm/core/dtype.h"
 #include "tinylm/kernels/embedding/embedding.h"  // kNoPeriod
@@ -20,14 +21,14 @@ namespace tinylm::kernels::vulkan {
 // of table_type f32, or f16 or bf16 as uploaded from a host array (two per 32-bit word, the
 // even element in the low half; the buffer holds whole words, so an odd count needs 2 bytes
 // more); positions: (first + min(rows, period), C) floats at least.
-void embedding_forward(Context& context, Buffer& x, const Buffer& tokens, const Buffer& table,
-                       DType table_type, const Buffer* positions, int64_t rows, int64_t C,
-                       int64_t vocab, int64_t first = 0, int64_t period = kNoPeriod);
+void embedding_forward(Context& context, View x, View tokens, View table, DType table_type,
+                       std::optional<View> positions, int64_t rows, int64_t C, int64_t vocab,
+                       int64_t first = 0, int64_t period = kNoPeriod);
 
 // dtable[tokens[r]] += dx[r]; dpositions[r % period] += dx[r] (when not null). dtable: (vocab,
 // C) floats; dpositions: (min(rows, period), C) floats at least; dx: (rows, C).
-void embedding_backward(Context& context, Buffer& dtable, Buffer* dpositions, const Buffer& dx,
-                        const Buffer& tokens, int64_t rows, int64_t C, int64_t vocab,
+void embedding_backward(Context& context, View dtable, std::optional<View> dpositions, View dx,
+                        View tokens, int64_t rows, int64_t C, int64_t vocab,
                         int64_t period = kNoPeriod);
 
 }  // namespace tinylm::kernels::vulkan

@@ -19,8 +19,7 @@ struct ScalePush {
 };
 
 // The shape's checks, and the targets': int32, one per row.
-void check_shape(std::string_view op, const Buffer& logits, const Buffer& targets, int64_t rows,
-                 int64_t V) {
+void check_shape(std::string_view op, View logits, View targets, int64_t rows, int64_t V) {
   check_count(op, "rows", rows);
   check_count(op, "V", V);
   check_count(op, "rows * V", rows * V);
@@ -32,8 +31,8 @@ void check_shape(std::string_view op, const Buffer& logits, const Buffer& target
 
 }  // namespace
 
-void cross_entropy_forward(Context& context, Buffer& losses, Buffer& lse, const Buffer& logits,
-                           const Buffer& targets, int64_t rows, int64_t V) {
+void cross_entropy_forward(Context& context, View losses, View lse, View logits, View targets,
+                           int64_t rows, int64_t V) {
   check_shape("cross_entropy_forward", logits, targets, rows, V);
   check_floats("cross_entropy_forward", "losses", losses, rows);
   check_floats("cross_entropy_forward", "lse", lse, rows);
@@ -42,13 +41,13 @@ void cross_entropy_forward(Context& context, Buffer& losses, Buffer& lse, const 
   const RowsPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(V)};
   // One workgroup per row.
   const Dispatch d{"cross_entropy_forward",
-                   {&losses, &lse, &logits, &targets},
+                   {losses, lse, logits, targets},
                    bytes_of(push),
                    groups_for(c, rows, 1)};
   c.run({&d, 1});
 }
 
-double sum_losses(const Buffer& losses, int64_t rows) {
+double sum_losses(View losses, int64_t rows) {
   check_count("sum_losses", "rows", rows);
   check_floats("sum_losses", "losses", losses, rows);
   double total = 0;
@@ -56,9 +55,8 @@ double sum_losses(const Buffer& losses, int64_t rows) {
   return total;
 }
 
-void cross_entropy_backward(Context& context, Buffer& dlogits, const Buffer& logits,
-                            const Buffer& lse, const Buffer& targets, int64_t rows, int64_t V,
-                            float scale) {
+void cross_entropy_backward(Context& context, View dlogits, View logits, View lse, View targets,
+                            int64_t rows, int64_t V, float scale) {
   check_shape("cross_entropy_backward", logits, targets, rows, V);
   check_floats("cross_entropy_backward", "dlogits", dlogits, rows * V);
   check_floats("cross_entropy_backward", "lse", lse, rows);
@@ -66,7 +64,7 @@ void cross_entropy_backward(Context& context, Buffer& dlogits, const Buffer& log
   Context::Impl& c = context.impl();
   const ScalePush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(V), scale};
   const Dispatch d{"cross_entropy_backward",
-                   {&dlogits, &logits, &lse, &targets},
+                   {dlogits, logits, lse, targets},
                    bytes_of(push),
                    groups_for(c, rows, 1)};
   c.run({&d, 1});

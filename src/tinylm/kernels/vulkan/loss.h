@@ -18,16 +18,15 @@ namespace tinylm::kernels::vulkan {
 
 // lse[r] = log(sum_j exp(logits[r][j])); losses[r] = lse[r] - logits[r][targets[r]].
 // logits: (rows, V) floats; targets: (rows) int32, trusted (in [0, V)); losses, lse: (rows).
-void cross_entropy_forward(Context& context, Buffer& losses, Buffer& lse, const Buffer& logits,
-                           const Buffer& targets, int64_t rows, int64_t V);
+void cross_entropy_forward(Context& context, View losses, View lse, View logits, View targets,
+                           int64_t rows, int64_t V);
 
 // The sum of the first `rows` losses in row order, in double (the CPU forward's return value).
-double sum_losses(const Buffer& losses, int64_t rows);
+double sum_losses(View losses, int64_t rows);
 
 // dlogits = scale * (softmax(logits) - onehot(target)) (written, not accumulated), from the
 // forward's lse; dlogits may be logits. For a mean loss, scale = loss_scale / rows.
-void cross_entropy_backward(Context& context, Buffer& dlogits, const Buffer& logits,
-                            const Buffer& lse, const Buffer& targets, int64_t rows, int64_t V,
-                            float scale);
+void cross_entropy_backward(Context& context, View dlogits, View logits, View lse, View targets,
+                            int64_t rows, int64_t V, float scale);
 
 }  // namespace tinylm::kernels::vulkan

@@ -18,7 +18,7 @@ struct TemperaturePush {
   float temperature;
 };
 
-void check_logits(std::string_view op, const Buffer& logits, int64_t rows, int64_t V) {
+void check_logits(std::string_view op, View logits, int64_t rows, int64_t V) {
   check_count(op, "rows", rows);
   check_count(op, "V", V);
   check_count(op, "rows * V", rows * V);
@@ -28,7 +28,7 @@ void check_logits(std::string_view op, const Buffer& logits, int64_t rows, int64
 
 }  // namespace
 
-void argmax_rows(Context& context, Buffer& best, const Buffer& logits, int64_t rows, int64_t V) {
+void argmax_rows(Context& context, View best, View logits, int64_t rows, int64_t V) {
   check_logits("argmax_rows", logits, rows, V);
   check(best.bytes() >= static_cast<size_t>(rows) * sizeof(int32_t),
         "vulkan argmax_rows: best holds ", best.bytes() / sizeof(int32_t), " ints, needs ", rows);
@@ -36,12 +36,12 @@ void argmax_rows(Context& context, Buffer& best, const Buffer& logits, int64_t r
   Context::Impl& c = context.impl();
   const RowsPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(V)};
   // One workgroup per row.
-  const Dispatch d{"argmax_rows", {&best, &logits}, bytes_of(push), groups_for(c, rows, 1)};
+  const Dispatch d{"argmax_rows", {best, logits}, bytes_of(push), groups_for(c, rows, 1)};
   c.run({&d, 1});
 }
 
-void softmax_temperature(Context& context, Buffer& probs, const Buffer& logits, int64_t rows,
-                         int64_t V, float temperature) {
+void softmax_temperature(Context& context, View probs, View logits, int64_t rows, int64_t V,
+                         float temperature) {
   check_logits("softmax_temperature", logits, rows, V);
   check_floats("softmax_temperature", "probs", probs, rows * V);
   check(temperature > 0 && std::isfinite(temperature),
@@ -50,8 +50,7 @@ void softmax_temperature(Context& context, Buffer& probs, const Buffer& logits, 
   if (rows == 0) return;
   Context::Impl& c = context.impl();
   const TemperaturePush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(V), temperature};
-  const Dispatch d{
-      "softmax_temperature", {&probs, &logits}, bytes_of(push), groups_for(c, rows, 1)};
+  const Dispatch d{"softmax_temperature", {probs, logits}, bytes_of(push), groups_for(c, rows, 1)};
   c.run({&d, 1});
 }
 

@@ -21,11 +21,11 @@
 namespace tinylm::kernels::vulkan {
 
 // best[r] = argmax_j logits[r][j] (int32), as kernels::argmax. logits: (rows, V), V >= 1.
-void argmax_rows(Context& context, Buffer& best, const Buffer& logits, int64_t rows, int64_t V);
+void argmax_rows(Context& context, View best, View logits, int64_t rows, int64_t V);
 
 // probs[r][j] = exp((logits[r][j] - max) / temperature) / sum_j (the same), max over the row;
 // a NaN logit weighs 0. temperature > 0 (0 is greedy: argmax_rows). probs may be logits.
-void softmax_temperature(Context& context, Buffer& probs, const Buffer& logits, int64_t rows,
-                         int64_t V, float temperature);
+void softmax_temperature(Context& context, View probs, View logits, int64_t rows, int64_t V,
+                         float temperature);
 
 }  // namespace tinylm::kernels::vulkan
