@@ -64,6 +64,20 @@ TEST_P(GpuElementwise, AddAndScaleAreTheCpusBitForBit) {
   }
 }
 
+TEST_P(GpuElementwise, FillWritesTheValuesBits) {
+  for (const int64_t n : kSizes) {
+    const size_t c = static_cast<size_t>(n);
+    for (const float value : {0.0f, -0.0f, 1.5f}) {
+      Buffer y = upload(normal_floats(c + 1, 47));
+      vulkan::fill(*context_, y, value, n);
+      Floats want(c, value);
+      want.push_back(normal_floats(c + 1, 47)[c]);  // past n: untouched
+      expect_same_bytes("n=" + std::to_string(n) + " value=" + fmt(value),
+                        vulkan::download_floats(y, c + 1), want);
+    }
+  }
+}
+
 float float_of(uint32_t bits) {
   float f;
   std::memcpy(&f, &bits, 4);

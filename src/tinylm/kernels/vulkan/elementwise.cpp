@@ -46,6 +46,19 @@ uint32_t reduce(Context& context, std::string_view first, std::string_view secon
 
 }  // namespace
 
+void fill(Context& context, Buffer& y, float value, int64_t n) {
+  check_count("fill", "n", n);
+  check_floats("fill", "y", y, n);
+  if (n == 0) return;
+  struct FillPush {
+    uint32_t n, bits;
+  } push{static_cast<uint32_t>(n), 0};
+  std::memcpy(&push.bits, &value, sizeof value);
+  Context::Impl& c = context.impl();
+  const Dispatch d{"fill", {&y}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
 void add(Context& context, Buffer& y, const Buffer& a, const Buffer& b, int64_t n) {
   check_count("add", "n", n);
   check_floats("add", "y", y, n);
