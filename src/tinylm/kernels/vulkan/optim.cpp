@@ -1,0 +1,52 @@
+#include "tinylm/kernels/vulkan/optim.h"
+
+#include "tinylm/kernels/vulkan/context_impl.h"
+#include "tinylm/kernels/vulkan/op_args.h"
+
+namespace tinylm::kernels::vulkan {
+namespace {
+
+// shaders/adam_update.comp's push constants.
+struct AdamPush {
+  uint32_t n;
+  float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, c1, c2, decay;
+};
+struct SgdPush {
+  uint32_t n;
+  float lr;
+};
+
+}  // namespace
+
+void adam_update(Context& context, Buffer& p, Buffer& g, Buffer& m, Buffer& v, int64_t n,
+                 const AdamStep& s) {
+  check_count("adam_update", "n", n);
+  check_floats("adam_update", "p", p, n);
+  check_floats("adam_update", "g", g, n);
+  check_floats("adam_update", "m", m, n);
+  check_floats("adam_update", "v", v, n);
+  if (n == 0) return;
+  // 1 - beta in double, then rounded: closer to the CPU's than 1 - float(beta).
+  const AdamPush push{static_cast<uint32_t>(n),    static_cast<float>(s.lr),
+                      static_cast<float>(s.beta1), static_cast<float>(1 - s.beta1),
+                      static_cast<float>(s.beta2), static_cast<float>(1 - s.beta2),
+                      static_cast<float>(s.eps),   static_cast<float>(s.c1),
+                      static_cast<float>(s.c2),    static_cast<float>(s.decay)};
+  Context::Impl& c = context.impl();
+  const Dispatch d{
+      "adam_update", {&p, &g, &m, &v}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
+void sgd_update(Context& context, Buffer& p, const Buffer& g, int64_t n, double lr) {
+  check_count("sgd_update", "n", n);
+  check_floats("sgd_update", "p", p, n);
+  check_floats("sgd_update", "g", g, n);
+  if (n == 0) return;
+  const SgdPush push{static_cast<uint32_t>(n), static_cast<float>(lr)};
+  Context::Impl& c = context.impl();
+  const Dispatch d{"sgd_update", {&p, &g}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
+}  // namespace tinylm::kernels::vulkan
