@@ -20,10 +20,10 @@ enum class Half { f16, bf16 };
 inline int64_t half_words(int64_t n) { return (n + 1) / 2; }
 
 // dst (packed halves) = half(src) over n elements.
-void convert_to_half(Context& context, Buffer& dst, const Buffer& src, int64_t n, Half type);
+void convert_to_half(Context& context, View dst, View src, int64_t n, Half type);
 // dst (floats) = float(src) over n packed halves.
-void convert_from_half(Context& context, Buffer& dst, const Buffer& src, int64_t n, Half type);
+void convert_from_half(Context& context, View dst, View src, int64_t n, Half type);
 // dst = float(half(src)): round_to_f16 / round_to_bf16. dst may be src.
-void round_to_half(Context& context, Buffer& dst, const Buffer& src, int64_t n, Half type);
+void round_to_half(Context& context, View dst, View src, int64_t n, Half type);
 
 }  // namespace tinylm::kernels::vulkan

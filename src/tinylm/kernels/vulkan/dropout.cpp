@@ -25,7 +25,7 @@ void check_rate(std::string_view op, float rate) {
   check(rate >= 0.0f && rate < 1.0f, "vulkan ", op, ": rate must be in [0, 1), got ", rate);
 }
 
-void check_mask(std::string_view op, const Buffer& mask, int64_t n) {
+void check_mask(std::string_view op, View mask, int64_t n) {
   check(mask.bytes() >= static_cast<size_t>(mask_words(n)) * 4, "vulkan ", op, ": mask holds ",
         mask.bytes(), " bytes, needs ", mask_words(n) * 4);
 }
@@ -51,19 +51,19 @@ MaskPush mask_push(std::string_view op, int64_t n, float rate, const DropoutSite
 
 }  // namespace
 
-void dropout_mask(Context& context, Buffer& mask, int64_t n, float rate, DropoutSite where) {
+void dropout_mask(Context& context, View mask, int64_t n, float rate, DropoutSite where) {
   check_count("dropout_mask", "n", n);
   check_mask("dropout_mask", mask, n);
   const MaskPush push = mask_push("dropout_mask", n, rate, where);
   if (n == 0) return;
   Context::Impl& c = context.impl();
   const Dispatch d{
-      "dropout_mask", {&mask}, bytes_of(push), groups_for(c, mask_words(n), kElementwiseGroup)};
+      "dropout_mask", {mask}, bytes_of(push), groups_for(c, mask_words(n), kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void dropout_forward(Context& context, Buffer& y, Buffer& mask, const Buffer& x, int64_t n,
-                     float rate, DropoutSite where) {
+void dropout_forward(Context& context, View y, View mask, View x, int64_t n, float rate,
+                     DropoutSite where) {
   check_count("dropout_forward", "n", n);
   check_floats("dropout_forward", "y", y, n);
   check_floats("dropout_forward", "x", x, n);
@@ -72,14 +72,13 @@ void dropout_forward(Context& context, Buffer& y, Buffer& mask, const Buffer& x,
   if (n == 0) return;
   Context::Impl& c = context.impl();
   const Dispatch d{"dropout_forward",
-                   {&y, &mask, &x},
+                   {y, mask, x},
                    bytes_of(push),
                    groups_for(c, mask_words(n), kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void dropout_backward(Context& context, Buffer& dx, const Buffer& dy, const Buffer& mask, int64_t n,
-                      float rate) {
+void dropout_backward(Context& context, View dx, View dy, View mask, int64_t n, float rate) {
   check_count("dropout_backward", "n", n);
   check_floats("dropout_backward", "dx", dx, n);
   check_floats("dropout_backward", "dy", dy, n);
@@ -89,7 +88,7 @@ void dropout_backward(Context& context, Buffer& dx, const Buffer& dy, const Buff
   const BackwardPush push{static_cast<uint32_t>(n), 1.0f / (1.0f - rate)};
   Context::Impl& c = context.impl();
   const Dispatch d{
-      "dropout_backward", {&dx, &dy, &mask}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+      "dropout_backward", {dx, dy, mask}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
   c.run({&d, 1});
 }
 

@@ -20,14 +20,13 @@ namespace tinylm::kernels::vulkan {
 inline int64_t mask_words(int64_t n) { return (n + 3) / 4; }
 
 // The packed mask of elements [0, n). rate in [0, 1); where.first + n <= 2^34.
-void dropout_mask(Context& context, Buffer& mask, int64_t n, float rate, DropoutSite where);
+void dropout_mask(Context& context, View mask, int64_t n, float rate, DropoutSite where);
 
 // y = x * mask / (1 - rate) and the mask for the backward. y may be x.
-void dropout_forward(Context& context, Buffer& y, Buffer& mask, const Buffer& x, int64_t n,
-                     float rate, DropoutSite where);
+void dropout_forward(Context& context, View y, View mask, View x, int64_t n, float rate,
+                     DropoutSite where);
 
 // dx = dy * mask / (1 - rate). dx may be dy.
-void dropout_backward(Context& context, Buffer& dx, const Buffer& dy, const Buffer& mask, int64_t n,
-                      float rate);
+void dropout_backward(Context& context, View dx, View dy, View mask, int64_t n, float rate);
 
 }  // namespace tinylm::kernels::vulkan

@@ -27,26 +27,27 @@ struct AccumulatePush {
   uint32_t n, round_f16;
 };
 
-void check_scratch(std::string_view op, const Buffer& scratch, int64_t n) {
+void check_scratch(std::string_view op, View scratch, int64_t n) {
   check(scratch.bytes() >= static_cast<size_t>(reduce_words(n)) * 4, "vulkan ", op,
         ": scratch holds ", scratch.bytes() / 4, " words, needs ", reduce_words(n));
 }
 
 // The first pass over n elements, then the second over its partials; returns word 0.
-uint32_t reduce(Context& context, std::string_view first, std::string_view second,
-                const Buffer& scratch, const Buffer& data, const ReducePush& push) {
+uint32_t reduce(Context& context, std::string_view first, std::string_view second, View scratch,
+                View data, const ReducePush& push) {
   Context::Impl& c = context.impl();
-  const Dispatch d[] = {{first, {&scratch, &data}, bytes_of(push), push.groups},
-                        {second, {&scratch}, bytes_of(push), 1}};
+  const Dispatch d[] = {{first, {scratch, data}, bytes_of(push), push.groups},
+                        {second, {scratch}, bytes_of(push), 1}};
   c.run(d);
   uint32_t word = 0;  // word 0 alone
-  scratch.download(std::as_writable_bytes(std::span<uint32_t, 1>(&word, 1)));
+  scratch.buffer().download(std::as_writable_bytes(std::span<uint32_t, 1>(&word, 1)),
+                            scratch.offset());
   return word;
 }
 
 }  // namespace
 
-void fill(Context& context, Buffer& y, float value, int64_t n) {
+void fill(Context& context, View y, float value, int64_t n) {
   check_count("fill", "n", n);
   check_floats("fill", "y", y, n);
   if (n == 0) return;
@@ -55,11 +56,11 @@ void fill(Context& context, Buffer& y, float value, int64_t n) {
   } push{static_cast<uint32_t>(n), 0};
   std::memcpy(&push.bits, &value, sizeof value);
   Context::Impl& c = context.impl();
-  const Dispatch d{"fill", {&y}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  const Dispatch d{"fill", {y}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void add(Context& context, Buffer& y, const Buffer& a, const Buffer& b, int64_t n) {
+void add(Context& context, View y, View a, View b, int64_t n) {
   check_count("add", "n", n);
   check_floats("add", "y", y, n);
   check_floats("add", "a", a, n);
@@ -67,22 +68,22 @@ void add(Context& context, Buffer& y, const Buffer& a, const Buffer& b, int64_t 
   if (n == 0) return;
   const CountPush push{static_cast<uint32_t>(n)};
   Context::Impl& c = context.impl();
-  const Dispatch d{"add", {&y, &a, &b}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  const Dispatch d{"add", {y, a, b}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void scale(Context& context, Buffer& y, const Buffer& x, float s, int64_t n) {
+void scale(Context& context, View y, View x, float s, int64_t n) {
   check_count("scale", "n", n);
   check_floats("scale", "y", y, n);
   check_floats("scale", "x", x, n);
   if (n == 0) return;
   const ScalePush push{static_cast<uint32_t>(n), s};
   Context::Impl& c = context.impl();
-  const Dispatch d{"scale", {&y, &x}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  const Dispatch d{"scale", {y, x}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-bool scale_and_check(Context& context, Buffer& g, Buffer& scratch, double factor, int64_t n) {
+bool scale_and_check(Context& context, View g, View scratch, double factor, int64_t n) {
   check_count("scale_and_check", "n", n);
   check_floats("scale_and_check", "g", g, n);
   check_scratch("scale_and_check", scratch, n);
@@ -92,7 +93,7 @@ bool scale_and_check(Context& context, Buffer& g, Buffer& scratch, double factor
   return reduce(context, "scale_check", "all_partials", scratch, g, push) != 0;
 }
 
-float sum_squares(Context& context, Buffer& scratch, const Buffer& x, int64_t n) {
+float sum_squares(Context& context, View scratch, View x, int64_t n) {
   check_count("sum_squares", "n", n);
   check_floats("sum_squares", "x", x, n);
   check_scratch("sum_squares", scratch, n);
@@ -104,7 +105,7 @@ float sum_squares(Context& context, Buffer& scratch, const Buffer& x, int64_t n)
   return total;
 }
 
-void accumulate_and_clear(Context& context, Buffer& acc, Buffer& src, int64_t n, bool round_f16) {
+void accumulate_and_clear(Context& context, View acc, View src, int64_t n, bool round_f16) {
   check_count("accumulate_and_clear", "n", n);
   check_floats("accumulate_and_clear", "acc", acc, n);
   check_floats("accumulate_and_clear", "src", src, n);
@@ -112,7 +113,7 @@ void accumulate_and_clear(Context& context, Buffer& acc, Buffer& src, int64_t n,
   const AccumulatePush push{static_cast<uint32_t>(n), round_f16 ? 1u : 0u};
   Context::Impl& c = context.impl();
   const Dispatch d{
-      "accumulate_and_clear", {&acc, &src}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+      "accumulate_and_clear", {acc, src}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
   c.run({&d, 1});
 }
 

@@ -29,22 +29,22 @@ inline int64_t reduce_groups(int64_t n) {
 inline int64_t reduce_words(int64_t n) { return 1 + reduce_groups(n); }
 
 // y[i] = value for i in [0, n) (its bits: -0 stays -0).
-void fill(Context& context, Buffer& y, float value, int64_t n);
+void fill(Context& context, View y, float value, int64_t n);
 
 // y = a + b. y may be a or b.
-void add(Context& context, Buffer& y, const Buffer& a, const Buffer& b, int64_t n);
+void add(Context& context, View y, View a, View b, int64_t n);
 
 // y = s x. y may be x.
-void scale(Context& context, Buffer& y, const Buffer& x, float s, int64_t n);
+void scale(Context& context, View y, View x, float s, int64_t n);
 
 // g *= float(factor) (skipped when factor is 1, as on the CPU); returns whether every result
 // is finite. Unscaling (factor 1 / loss scale) and clipping (max_norm / (norm + 1e-6)).
-bool scale_and_check(Context& context, Buffer& g, Buffer& scratch, double factor, int64_t n);
+bool scale_and_check(Context& context, View g, View scratch, double factor, int64_t n);
 
 // Σ x² in f32, in the fixed order above (the squared global norm for clipping).
-float sum_squares(Context& context, Buffer& scratch, const Buffer& x, int64_t n);
+float sum_squares(Context& context, View scratch, View x, int64_t n);
 
 // acc += src, then src = 0; with round_f16 each src value is first rounded to f16.
-void accumulate_and_clear(Context& context, Buffer& acc, Buffer& src, int64_t n, bool round_f16);
+void accumulate_and_clear(Context& context, View acc, View src, int64_t n, bool round_f16);
 
 }  // namespace tinylm::kernels::vulkan

@@ -36,12 +36,6 @@ void elementwise(std::string_view op, Context& context, std::vector<View> buffer
 
 }  // namespace
 
-void fill_zero(Context& context, View y, int64_t n) {
-  check_count("fill_zero", "n", n);
-  check_floats("fill_zero", "y", y, n);
-  elementwise("fill_zero", context, {y}, n);
-}
-
 void gelu_forward(Context& context, View y, View x, int64_t n) {
   check_count("gelu_forward", "n", n);
   check_floats("gelu_forward", "y", y, n);

@@ -14,9 +14,6 @@
 
 namespace tinylm::kernels::vulkan {
 
-// y = 0 over n floats (or 32-bit words).
-void fill_zero(Context& context, View y, int64_t n);
-
 // kernels/activation/gelu.h: y = gelu(x) over n elements; y may be x.
 void gelu_forward(Context& context, View y, View x, int64_t n);
 

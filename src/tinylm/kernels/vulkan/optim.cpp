@@ -18,8 +18,7 @@ struct SgdPush {
 
 }  // namespace
 
-void adam_update(Context& context, Buffer& p, Buffer& g, Buffer& m, Buffer& v, int64_t n,
-                 const AdamStep& s) {
+void adam_update(Context& context, View p, View g, View m, View v, int64_t n, const AdamStep& s) {
   check_count("adam_update", "n", n);
   check_floats("adam_update", "p", p, n);
   check_floats("adam_update", "g", g, n);
@@ -34,18 +33,18 @@ void adam_update(Context& context, Buffer& p, Buffer& g, Buffer& m, Buffer& v, i
                       static_cast<float>(s.c2),    static_cast<float>(s.decay)};
   Context::Impl& c = context.impl();
   const Dispatch d{
-      "adam_update", {&p, &g, &m, &v}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+      "adam_update", {p, g, m, v}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void sgd_update(Context& context, Buffer& p, const Buffer& g, int64_t n, double lr) {
+void sgd_update(Context& context, View p, View g, int64_t n, double lr) {
   check_count("sgd_update", "n", n);
   check_floats("sgd_update", "p", p, n);
   check_floats("sgd_update", "g", g, n);
   if (n == 0) return;
   const SgdPush push{static_cast<uint32_t>(n), static_cast<float>(lr)};
   Context::Impl& c = context.impl();
-  const Dispatch d{"sgd_update", {&p, &g}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  const Dispatch d{"sgd_update", {p, g}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
   c.run({&d, 1});
 }
 

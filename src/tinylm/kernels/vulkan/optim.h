@@ -22,10 +22,9 @@
 namespace tinylm::kernels::vulkan {
 
 // kernels/optim/adam.h: m, v updated, p -= decay p then the Adam step; g zeroed.
-void adam_update(Context& context, Buffer& p, Buffer& g, Buffer& m, Buffer& v, int64_t n,
-                 const AdamStep& step);
+void adam_update(Context& context, View p, View g, View m, View v, int64_t n, const AdamStep& step);
 
 // optim/grad_ops.h: p -= float(lr) g (g is left as it is, as on the CPU).
-void sgd_update(Context& context, Buffer& p, const Buffer& g, int64_t n, double lr);
+void sgd_update(Context& context, View p, View g, int64_t n, double lr);
 
 }  // namespace tinylm::kernels::vulkan
