@@ -25,7 +25,7 @@
 //
 // Implementation: 64×64 output tiles, one per workgroup of 256 invocations (the workgroups loop
 // when there are more tiles than the device allows groups); K in slabs of 16 staged in shared
-// memory (8 KiB: A's 64×16 and B's 16×64, widened to f32 once as they are staged); each
+// memory (8.3 KiB: A's 64×16 and B's 16×64, widened to f32 once as they are staged); each
 // invocation a 4×4 micro-tile of accumulators in registers. Elements outside M, N or K are
 // staged as zeros and never stored; the K loop stops at K, so no padded term enters a chain.
 //

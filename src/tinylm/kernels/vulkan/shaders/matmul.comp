@@ -20,8 +20,11 @@ layout(push_constant) uniform Push {
 
 const uint kTile = 64;
 const uint kSlab = 16;
-shared float As[kSlab][kTile];  // As[k][i] = op(A)[m0 + i, k0 + k]
-shared float Bs[kSlab][kTile];  // Bs[k][j] = op(B)[k0 + k, n0 + j]
+// As[k][i] = op(A)[m0 + i, k0 + k], Bs[k][j] = op(B)[k0 + k, n0 + j]. One padding column: an
+// operand staged along k (A as stored, Bᵀ) writes a column, whose words then fall in different
+// banks.
+shared float As[kSlab][kTile + 1];
+shared float Bs[kSlab][kTile + 1];
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
