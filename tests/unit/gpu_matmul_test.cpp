@@ -214,6 +214,27 @@ TEST_P(GpuMatmul, HalfOperandsMatchTheReferenceOnTheirWidenedValues) {
              seed += 3);
 }
 
+// f16 weights widen exactly, subnormals and the largest value included: I · B = B, bit for bit.
+// (bf16's subnormals are f32's, which a device may flush to zero in arithmetic.)
+TEST_P(GpuMatmul, F16WeightsWidenExactly) {
+  const int64_t K = 6, N = 7;
+  std::vector<uint16_t> h(K * N);
+  for (size_t i = 0; i < h.size(); ++i) {
+    const uint16_t kinds[] = {0x0001, 0x83ff, 0x7bff, 0xfbff, 0x0400, 0x3555};  // subnormals, max
+    h[i] = static_cast<uint16_t>(kinds[i % 6] + (i % 6 == 5 ? i : 0));
+  }
+  Buffer b(*context_, h.size() * 2);
+  b.upload(std::as_bytes(std::span<const uint16_t>(h)));
+  Floats eye(K * K, 0.0f), want(K * N);
+  for (int64_t i = 0; i < K; ++i) eye[i * K + i] = 1;
+  for (size_t i = 0; i < h.size(); ++i) want[i] = f16_to_float(h[i]);
+  const Buffer a = upload(eye);
+  Buffer c = zeros(want.size());
+  vulkan::gemm(*context_, Trans::No, Trans::No, K, N, K, 1, {&a, K}, {&b, N, 0, DType::f16}, 0, c,
+               N);
+  expect_same_bytes("I B", want, vulkan::download_floats(c, want.size()));
+}
+
 // K = 0 and alpha = 0: C = beta·C, A and B unread (here all NaN, or absent).
 TEST_P(GpuMatmul, NoProductScalesCWithoutReadingAOrB) {
   const int64_t M = 4, N = 70;
