@@ -3,6 +3,9 @@
 // workgroup (looping over tiles), K in slabs of 16 staged in shared memory, each invocation a
 // 4×4 micro-tile: rows ty + 16i, columns tx + 16j, so neighbours read neighbouring shared words.
 // Each output is one fma chain over k in increasing order.
+// The micro-tile loops are unrolled ([[unroll]], a hint in SPIR-V, no device feature) so the
+// accumulators index as constants and can stay in registers.
+#extension GL_EXT_control_flow_attributes : require
 #include "matmul_types.glsl"
 
 layout(local_size_x = 256) in;
@@ -35,13 +38,13 @@ void main() {
   for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
     const uint m0 = (tile / tiles_n) * kTile, n0 = (tile % tiles_n) * kTile;
     float acc[4][4];
-    for (uint i = 0; i < 4; ++i)
-      for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
+    [[unroll]] for (uint i = 0; i < 4; ++i)
+      [[unroll]] for (uint j = 0; j < 4; ++j) acc[i][j] = 0.0;
 
     for (uint k0 = 0; k0 < K; k0 += kSlab) {
       // Stage 64×16 of op(A) and 16×64 of op(B), four elements per invocation each, walking
       // each operand along its stored rows.
-      for (uint s = 0; s < 4; ++s) {
+      [[unroll]] for (uint s = 0; s < 4; ++s) {
         const uint e = t + 256 * s;
         uint i, k;
         if (ta == 0u) {
@@ -78,18 +81,18 @@ void main() {
       const uint kn = min(kSlab, K - k0);
       for (uint k = 0; k < kn; ++k) {
         float av[4], bv[4];
-        for (uint i = 0; i < 4; ++i) av[i] = As[k][ty + 16 * i];
-        for (uint j = 0; j < 4; ++j) bv[j] = Bs[k][tx + 16 * j];
-        for (uint i = 0; i < 4; ++i)
-          for (uint j = 0; j < 4; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+        [[unroll]] for (uint i = 0; i < 4; ++i) av[i] = As[k][ty + 16 * i];
+        [[unroll]] for (uint j = 0; j < 4; ++j) bv[j] = Bs[k][tx + 16 * j];
+        [[unroll]] for (uint i = 0; i < 4; ++i)
+          [[unroll]] for (uint j = 0; j < 4; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
       }
       barrier();  // everyone has read the slab before the next one is staged
     }
 
-    for (uint i = 0; i < 4; ++i) {
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
       const uint m = m0 + ty + 16 * i;
       if (m >= M) continue;
-      for (uint j = 0; j < 4; ++j) {
+      [[unroll]] for (uint j = 0; j < 4; ++j) {
         const uint n = n0 + tx + 16 * j;
         if (n >= N) continue;
         const uint at = c_offset + m * ldc + n;
