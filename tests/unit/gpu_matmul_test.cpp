@@ -20,6 +20,7 @@
 #include "tinylm/kernels/vulkan/devices.h"
 #ifdef TINYLM_HAVE_VULKAN
 #include "gpu_fixture.h"
+#include "tinylm/kernels/matmul/bias.h"
 #include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/kernels/vulkan/context.h"
 #include "tinylm/kernels/vulkan/matmul.h"
@@ -276,6 +277,37 @@ TEST_P(GpuMatmul, AddBiasAddsTheRowToEveryRow) {
       expect_within(where, got, exact("y", want));
       expect_same_bytes(where + " twice", got, vulkan::download_floats(y2, y0.size()));
     }
+}
+
+// The CPU's order (db's value, then the rows in order), so the CPU's bits; and within the
+// bound of a chain of rows additions against the double reference.
+TEST_P(GpuMatmul, BiasBackwardSumsTheRowsInTheCpusOrder) {
+  struct Size {
+    int64_t rows, n;
+  };
+  for (const Size s : {Size{1, 1}, Size{5, 70}, Size{300, 65}}) {
+    const int64_t offset = 3;
+    const std::string where = "rows=" + std::to_string(s.rows) + " n=" + std::to_string(s.n);
+    const Floats dy = normal_floats(s.rows * s.n, 50), db0 = normal_floats(offset + s.n + 2, 51);
+    const Buffer dyb = upload(dy);
+    Buffer db = upload(db0), db2 = upload(db0);
+    vulkan::bias_backward(*context_, db, dyb, s.rows, s.n, offset);
+    vulkan::bias_backward(*context_, db2, dyb, s.rows, s.n, offset);
+    const Floats got = vulkan::download_floats(db, db0.size());
+    expect_same_bytes(where + " twice", got, vulkan::download_floats(db2, db0.size()));
+    Floats cpu = db0;
+    kernels::bias_backward(cpu.data() + offset, dy.data(), s.rows, s.n);
+    expect_same_bytes(where + " = CPU", got, cpu);
+    Vec want = widen_all(db0), bound(db0.size(), 0.0);
+    const Vec dyd = widen_all(dy);
+    kernels::bias_backward(want.data() + offset, dyd.data(), s.rows, s.n);
+    for (int64_t j = 0; j < s.n; ++j) {
+      double sum_abs = std::abs(db0[offset + j]);
+      for (int64_t r = 0; r < s.rows; ++r) sum_abs += std::abs(dy[r * s.n + j]);
+      bound[offset + j] = 2 * kF32 * s.rows * sum_abs;
+    }
+    expect_within(where, got, bounded("db", want, bound));
+  }
 }
 
 TEST_P(GpuMatmul, BadArgumentsAreOneLineErrors) {

@@ -26,6 +26,9 @@ struct GemmPush {
 struct BiasPush {
   uint32_t count, n, b_offset, b_type;
 };
+struct BiasBackwardPush {
+  uint32_t rows, n, db_offset;
+};
 
 // shaders/matmul_types.glsl's codes.
 uint32_t type_code(std::string_view op, std::string_view name, DType t) {
@@ -119,8 +122,29 @@ void add_bias(Context& context, Buffer& y, const Operand& b, int64_t rows, int64
   Context::Impl& c = context.impl();
   const BiasPush push{static_cast<uint32_t>(rows * n), static_cast<uint32_t>(n),
                       static_cast<uint32_t>(b.offset), b_type};
+  const Dispatch d{"matmul_add_bias",
+                   {&y, b.buffer},
+                   bytes_of(push),
+                   groups_for(c, rows * n, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
+void bias_backward(Context& context, Buffer& db, const Buffer& dy, int64_t rows, int64_t n,
+                   int64_t db_offset) {
+  constexpr std::string_view op = "bias_backward";
+  check_count(op, "rows", rows);
+  check_count(op, "n", n);
+  check_count(op, "rows * n", rows * n);
+  check_count(op, "db's offset", db_offset);
+  check_count(op, "db_offset + n", db_offset + n);
+  check_floats(op, "dy", dy, rows * n);
+  check_floats(op, "db", db, n > 0 ? db_offset + n : 0);
+  if (rows == 0 || n == 0) return;
+  Context::Impl& c = context.impl();
+  const BiasBackwardPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(n),
+                              static_cast<uint32_t>(db_offset)};
   const Dispatch d{
-      "add_bias", {&y, b.buffer}, bytes_of(push), groups_for(c, rows * n, kElementwiseGroup)};
+      "matmul_bias_backward", {&db, &dy}, bytes_of(push), groups_for(c, n, kColumnGroup)};
   c.run({&d, 1});
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Matrix products and the bias of a linear layer as compute shaders, mirroring the CPU's
-// kernels::gemm (kernels/matmul/gemm.h) and kernels::add_bias (kernels/matmul/bias.h). Row-major:
+// kernels::gemm (kernels/matmul/gemm.h) and kernels::add_bias and bias_backward
+// (kernels/matmul/bias.h). Row-major:
 //   C[M×N] = alpha · op(A)[M×K] · op(B)[K×N] + beta · C
 // op(X) is X or Xᵀ (Trans); ld is the row stride of each matrix as stored. beta = 0 ignores C's
 // prior contents (NaNs included); K = 0 or alpha = 0 leave A and B unread (C = beta · C).
@@ -61,5 +62,11 @@ void gemm(Context& context, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K,
 // y[r, j] += b[j] for every row r, as bias.h's add_bias. y: (rows, n) f32 from index 0;
 // b: n values from b.offset in b.type (b.ld is not used).
 void add_bias(Context& context, Buffer& y, const Operand& b, int64_t rows, int64_t n);
+
+// db[db_offset + j] += Σ_r dy[r, j], as bias.h's bias_backward: one invocation per column adds
+// the rows to db's value in row order, the CPU kernel's order, so the bits equal the CPU's.
+// dy: (rows, n) f32 from index 0; db: f32.
+void bias_backward(Context& context, Buffer& db, const Buffer& dy, int64_t rows, int64_t n,
+                   int64_t db_offset = 0);
 
 }  // namespace tinylm::kernels::vulkan
