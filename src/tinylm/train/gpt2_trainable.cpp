@@ -15,14 +15,16 @@ Gpt2Trainable::Gpt2Trainable(const gpt2::Config& config, std::vector<float> para
   targets_.resize(n);
 }
 
-int64_t Gpt2Trainable::load_micro_batch(const Rows& rows, int64_t a, int64_t micro_rows) {
-  const int64_t B = trainer_.options().batch_size, T = trainer_.options().seq_len;
+int64_t gpt2_micro_batch(const Rows& rows, int64_t a, int64_t micro_rows,
+                         const gpt2::TrainerOptions& options, std::span<int32_t> inputs,
+                         std::span<int32_t> targets) {
+  const int64_t B = options.batch_size, T = options.seq_len;
   check(micro_rows == B && rows.width == T + 1 && rows.count % B == 0,
         "gpt2: the trainer takes micro-batches of ", B, " rows of ", T + 1, " tokens");
   for (int64_t r = 0; r < B; ++r) {
     const std::span<const int32_t> row = rows.row(a * B + r);
-    std::copy(row.begin(), row.end() - 1, inputs_.begin() + r * T);
-    std::copy(row.begin() + 1, row.end(), targets_.begin() + r * T);
+    std::copy(row.begin(), row.end() - 1, inputs.begin() + r * T);
+    std::copy(row.begin() + 1, row.end(), targets.begin() + r * T);
   }
   return B * T;
 }
@@ -32,7 +34,7 @@ StepLoss Gpt2Trainable::forward_backward(const Rows& rows, int64_t micro_rows, d
   const int64_t n = rows.count / micro_rows;
   StepLoss out;
   for (int64_t a = 0; a < n; ++a) {
-    out.tokens += load_micro_batch(rows, a, micro_rows);
+    out.tokens += gpt2_micro_batch(rows, a, micro_rows, trainer_.options(), inputs_, targets_);
     // Dropout masks keyed per micro-batch: with one micro-batch per step, by the step's
     // 1-based number, as train-gpt2's protocol keys them.
     const gpt2::DropoutKey key{seed, static_cast<uint64_t>(step * n + a + 1), rows.first_row};
@@ -52,7 +54,7 @@ StepLoss Gpt2Trainable::evaluate(const Rows& rows, int64_t micro_rows) {
   const int64_t n = rows.count / micro_rows;
   StepLoss out;
   for (int64_t a = 0; a < n; ++a) {
-    out.tokens += load_micro_batch(rows, a, micro_rows);
+    out.tokens += gpt2_micro_batch(rows, a, micro_rows, trainer_.options(), inputs_, targets_);
     out.loss += trainer_.forward(params_, inputs_, targets_);
   }
   trainer_.set_dropout(rate);
@@ -63,22 +65,27 @@ StepLoss Gpt2Trainable::evaluate(const Rows& rows, int64_t micro_rows) {
 
 // 6 N for the matrix products of forward and backward (N counting the tied head once), plus
 // attention's two T x T products: PaLM's 12 L T C (appendix B), halved for the causal mask.
-double Gpt2Trainable::flops_per_token() const {
-  const gpt2::Config& c = config();
-  const double n = static_cast<double>(params_.size()) -
+double gpt2_flops_per_token(const gpt2::Config& c, size_t params, int64_t seq_len) {
+  const double n = static_cast<double>(params) -
                    static_cast<double>(c.n_positions) * c.n_embd;  // position table: a lookup
-  return 6.0 * n + 6.0 * c.n_layer * trainer_.options().seq_len * c.n_embd;
+  return 6.0 * n + 6.0 * c.n_layer * seq_len * c.n_embd;
 }
 
-std::vector<std::unique_ptr<Trainable<float>>> gpt2_replicas(const gpt2::Config& config,
-                                                             std::vector<float> params,
-                                                             const gpt2::TrainerOptions& per_shard,
-                                                             int64_t devices) {
+double Gpt2Trainable::flops_per_token() const {
+  return gpt2_flops_per_token(config(), params_.size(), trainer_.options().seq_len);
+}
+
+std::vector<std::unique_ptr<Trainable<float>>> gpt2_replicas(
+    const gpt2::Config& config, std::vector<float> params, const gpt2::TrainerOptions& per_shard,
+    int64_t devices, const std::shared_ptr<kernels::vulkan::Context>& gpu) {
   check(devices >= 1, "gpt2: at least one device is needed");
+  const auto make = [&](std::vector<float> p) -> std::unique_ptr<Trainable<float>> {
+    if (gpu) return gpt2_device_trainable(gpu, config, std::move(p), per_shard);
+    return std::make_unique<Gpt2Trainable>(config, std::move(p), per_shard);
+  };
   std::vector<std::unique_ptr<Trainable<float>>> replicas;
-  for (int64_t s = 1; s < devices; ++s)
-    replicas.push_back(std::make_unique<Gpt2Trainable>(config, params, per_shard));
-  replicas.push_back(std::make_unique<Gpt2Trainable>(config, std::move(params), per_shard));
+  for (int64_t s = 1; s < devices; ++s) replicas.push_back(make(params));
+  replicas.push_back(make(std::move(params)));
   return replicas;
 }
 

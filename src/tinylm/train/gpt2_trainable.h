@@ -7,6 +7,10 @@
 #include "tinylm/models/gpt2/trainer.h"
 #include "tinylm/train/trainable.h"
 
+namespace tinylm::kernels::vulkan {
+class Context;
+}
+
 namespace tinylm::train {
 
 class Gpt2Trainable final : public Trainable<float> {
@@ -28,19 +32,32 @@ class Gpt2Trainable final : public Trainable<float> {
   const gpt2::TrainerProfile& profile() const { return trainer_.profile(); }
 
  private:
-  // Splits micro-batch a of `rows` into the trainer's inputs and targets; returns positions.
-  int64_t load_micro_batch(const Rows& rows, int64_t a, int64_t micro_rows);
-
   gpt2::Trainer trainer_;
   std::vector<float> params_, grads_;
   std::vector<int32_t> inputs_, targets_;
 };
 
+// Micro-batch a of `rows` (micro_rows rows of T + 1 tokens, B = micro_rows) as a trainer's
+// inputs and targets (B x T each); returns the positions predicted. Error for other shapes.
+int64_t gpt2_micro_batch(const Rows& rows, int64_t a, int64_t micro_rows,
+                         const gpt2::TrainerOptions& options, std::span<int32_t> inputs,
+                         std::span<int32_t> targets);
+// Forward + backward floating-point operations per trained token (Trainable::flops_per_token).
+double gpt2_flops_per_token(const gpt2::Config& config, size_t params, int64_t seq_len);
+
+// GPT-2 trained on a Vulkan device (built with TINYLM_VULKAN): the forward and backward run
+// there (gpt2::DeviceTrainer); the master weights, the gradient the loop reads and the
+// optimizer stay on the host, so checkpoints, resume, clipping and the loss scaler are the
+// CPU run's. Each step uploads the parameters and downloads the gradient.
+std::unique_ptr<Trainable<float>> gpt2_device_trainable(
+    std::shared_ptr<kernels::vulkan::Context> gpu, const gpt2::Config& config,
+    std::vector<float> params, gpt2::TrainerOptions options);
+
 // `devices` GPT-2 replicas for train/replicas.h, each planned with `per_shard` (its share of
-// the batch); the parameters are copied into all but the last, which takes them.
-std::vector<std::unique_ptr<Trainable<float>>> gpt2_replicas(const gpt2::Config& config,
-                                                             std::vector<float> params,
-                                                             const gpt2::TrainerOptions& per_shard,
-                                                             int64_t devices);
+// the batch); the parameters are copied into all but the last, which takes them. With `gpu`
+// every replica runs on that device.
+std::vector<std::unique_ptr<Trainable<float>>> gpt2_replicas(
+    const gpt2::Config& config, std::vector<float> params, const gpt2::TrainerOptions& per_shard,
+    int64_t devices, const std::shared_ptr<kernels::vulkan::Context>& gpu = nullptr);
 
 }  // namespace tinylm::train

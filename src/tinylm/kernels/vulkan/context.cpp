@@ -311,6 +311,14 @@ bool Context::validation() const { return impl_->instance.validation(); }
 
 void Context::finish() { impl_->flush(); }
 
+std::shared_ptr<Context> open_gpu(int index) {
+  const DeviceList list = list_devices();
+  check(!list.devices.empty(), "--device gpu: no Vulkan device (", list.why_none, ")");
+  check(index >= 0 && static_cast<size_t>(index) < list.devices.size(), "--device gpu:", index,
+        ": there are ", list.devices.size(), " GPUs (tinylm devices lists them)");
+  return std::make_shared<Context>(index);
+}
+
 std::vector<std::string> Context::validation_messages() const {
   return impl_->instance.validation_messages();
 }

@@ -4,8 +4,12 @@
 // (no_vulkan.cpp), and all the CLI needs.
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "tinylm/core/error.h"
 
 namespace tinylm::kernels::vulkan {
 
@@ -52,6 +56,22 @@ bool built_with_vulkan();
 
 // Asks the Vulkan loader afresh each call (it starts and ends an instance).
 DeviceList list_devices();
+
+// --device: "cpu" is -1, "gpu" device 0, "gpu:N" device N; anything else a one-line Error.
+inline int parse_device(std::string_view text) {
+  if (text == "cpu") return -1;
+  if (text == "gpu") return 0;
+  if (text.starts_with("gpu:") && text.size() > 4 && text.size() <= 8 &&
+      text.find_first_not_of("0123456789", 4) == std::string_view::npos) {
+    return std::stoi(std::string(text.substr(4)));
+  }
+  fail("--device ", text, ": cpu, gpu or gpu:N (tinylm devices lists the GPUs)");
+}
+
+class Context;
+// Opens device `index` for a run (shared by what runs on it): a one-line Error naming why when
+// the build has no Vulkan, there is no device, or no such device.
+std::shared_ptr<Context> open_gpu(int index);
 
 // An amount of memory for people: "512 MiB", "2.0 GiB".
 inline std::string memory_text(uint64_t bytes) {

@@ -109,7 +109,7 @@ void gemm(Context& context, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K,
   c.run({&d, 1});
 }
 
-void add_bias(Context& context, Buffer& y, const Operand& b, int64_t rows, int64_t n) {
+void add_bias(Context& context, View y, const Operand& b, int64_t rows, int64_t n) {
   constexpr std::string_view op = "add_bias";
   check_count(op, "rows", rows);
   check_count(op, "n", n);
@@ -122,14 +122,12 @@ void add_bias(Context& context, Buffer& y, const Operand& b, int64_t rows, int64
   Context::Impl& c = context.impl();
   const BiasPush push{static_cast<uint32_t>(rows * n), static_cast<uint32_t>(n),
                       static_cast<uint32_t>(b.offset), b_type};
-  const Dispatch d{"matmul_add_bias",
-                   {&y, b.buffer},
-                   bytes_of(push),
-                   groups_for(c, rows * n, kElementwiseGroup)};
+  const Dispatch d{
+      "matmul_add_bias", {y, b.buffer}, bytes_of(push), groups_for(c, rows * n, kElementwiseGroup)};
   c.run({&d, 1});
 }
 
-void bias_backward(Context& context, Buffer& db, const Buffer& dy, int64_t rows, int64_t n,
+void bias_backward(Context& context, Buffer& db, View dy, int64_t rows, int64_t n,
                    int64_t db_offset) {
   constexpr std::string_view op = "bias_backward";
   check_count(op, "rows", rows);
@@ -144,7 +142,7 @@ void bias_backward(Context& context, Buffer& db, const Buffer& dy, int64_t rows,
   const BiasBackwardPush push{static_cast<uint32_t>(rows), static_cast<uint32_t>(n),
                               static_cast<uint32_t>(db_offset)};
   const Dispatch d{
-      "matmul_bias_backward", {&db, &dy}, bytes_of(push), groups_for(c, n, kColumnGroup)};
+      "matmul_bias_backward", {&db, dy}, bytes_of(push), groups_for(c, n, kColumnGroup)};
   c.run({&d, 1});
 }
 

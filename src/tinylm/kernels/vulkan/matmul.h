@@ -59,14 +59,14 @@ void gemm(Context& context, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K,
           const Operand& A, const Operand& B, float beta, Buffer& C, int64_t ldc,
           int64_t c_offset = 0);
 
-// y[r, j] += b[j] for every row r, as bias.h's add_bias. y: (rows, n) f32 from index 0;
+// y[r, j] += b[j] for every row r, as bias.h's add_bias. y: (rows, n) f32 from the view's start;
 // b: n values from b.offset in b.type (b.ld is not used).
-void add_bias(Context& context, Buffer& y, const Operand& b, int64_t rows, int64_t n);
+void add_bias(Context& context, View y, const Operand& b, int64_t rows, int64_t n);
 
 // db[db_offset + j] += Σ_r dy[r, j], as bias.h's bias_backward: one invocation per column adds
 // the rows to db's value in row order, the CPU kernel's order, so the bits equal the CPU's.
-// dy: (rows, n) f32 from index 0; db: f32.
-void bias_backward(Context& context, Buffer& db, const Buffer& dy, int64_t rows, int64_t n,
+// dy: (rows, n) f32 from the view's start; db: f32.
+void bias_backward(Context& context, Buffer& db, View dy, int64_t rows, int64_t n,
                    int64_t db_offset = 0);
 
 }  // namespace tinylm::kernels::vulkan

@@ -1,5 +1,6 @@
 // kernels/vulkan/devices.h in a build without Vulkan (TINYLM_VULKAN=OFF, or the loader or glslc
 // missing at configure time): no devices, and the reason.
+#include "tinylm/core/error.h"
 #include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm::kernels::vulkan {
@@ -7,5 +8,11 @@ namespace tinylm::kernels::vulkan {
 bool built_with_vulkan() { return false; }
 
 DeviceList list_devices() { return {{}, "built without Vulkan"}; }
+
+std::shared_ptr<Context> open_gpu(int) {
+  fail(
+      "--device gpu: this tinylm was built without Vulkan (-DTINYLM_VULKAN=ON with libvulkan-dev "
+      "and glslc; scripts/install-deps.sh installs them)");
+}
 
 }  // namespace tinylm::kernels::vulkan

@@ -1,0 +1,14 @@
+// train/'s GPU entries in a build without Vulkan: never reached (kernels/vulkan's open_gpu
+// refuses first), defined so the library links.
+#include "tinylm/core/error.h"
+#include "tinylm/train/gpt2_trainable.h"
+
+namespace tinylm::train {
+
+std::unique_ptr<Trainable<float>> gpt2_device_trainable(std::shared_ptr<kernels::vulkan::Context>,
+                                                        const gpt2::Config&, std::vector<float>,
+                                                        gpt2::TrainerOptions) {
+  fail("gpt2: this tinylm was built without Vulkan");
+}
+
+}  // namespace tinylm::train
