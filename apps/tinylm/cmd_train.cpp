@@ -54,6 +54,9 @@ const std::map<std::string, std::string> kHelp = {
     {"devices",
      "Data-parallel replicas: each micro-batch is split into this many shards, their gradients "
      "averaged in shard order"},
+    {"device",
+     "gpt2: cpu, gpu or gpu:N, where the forward and backward run (a Vulkan GPU; tinylm devices "
+     "lists them)"},
     {"order", "random: windows from a counter RNG keyed by (seed, step, row); sequential"},
     {"seed", "Initialization, data order and dropout seed"},
     {"optimizer", "adamw or sgd"},

@@ -29,7 +29,7 @@ using train::Gpt2Protocol;
 struct Flags {
   std::string model, config, tokens, metrics_out, save_weights, compute = "f32";
   int steps = 20, threads = 0, devices = 1;
-  std::string overlap = "auto";
+  std::string overlap = "auto", device = "cpu";
   double lr = 1e-4, dropout = 0.0;
   uint64_t seed = 0;
 };
@@ -45,6 +45,7 @@ train::Gpt2ProtocolOptions protocol_options(const Flags& f, bool root) {
   o.seed = f.seed;
   o.devices = f.devices;
   o.overlap = f.overlap;
+  o.device = f.device;
   o.record_weights = root && !f.metrics_out.empty();
   try {
     Gpt2Protocol::check(o, distributed::Comm::world().size());
@@ -165,6 +166,9 @@ void register_train_gpt2(CLI::App& app) {
   cmd->add_option("--devices", f->devices,
                   "Data-parallel replicas, each on its shard of the batch (1, 2 or 4; default 1)")
       ->check(decimal_integer<int>());
+  cmd->add_option("--device", f->device,
+                  "cpu, gpu or gpu:N: where the forward and backward run (a Vulkan GPU; tinylm "
+                  "devices lists them; default cpu)");
   cmd->add_option("--compute-dtype", f->compute,
                   "f32 | bf16 | f16 (f16 adds dynamic loss scaling)");
   cmd->add_option("--threads", f->threads, "Threads (default: all cores)")

@@ -10,6 +10,7 @@
 
 #include "test_util.h"
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
+#include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm {
 namespace {
@@ -31,15 +32,13 @@ std::string train_args(const std::string& extra) {
          test::source_path(kTokens) + " " + extra;
 }
 
-// On 1, 2 and 4 devices (replicas, each on its shard of the batch): the same PyTorch
-// numbers within the same tolerances, and the shard count in the metrics.
-class CliTrainGpt2Devices : public ::testing::TestWithParam<int> {};
-
-TEST_P(CliTrainGpt2Devices, ProtocolMatchesPyTorch) {
-  const int devices = GetParam();
+// The protocol's printed lines and metrics JSON against PyTorch's numbers, on `devices`
+// replicas (each on its shard of the batch), on the CPU or on GPU 0 (`gpu`: its name).
+void expect_protocol(int devices, const std::string& gpu) {
   test::TempDir dir;
-  const test::CommandResult r = run_cli(train_args(
-      "--steps 5 --devices " + std::to_string(devices) + " --metrics-out " + dir.file("m.json")));
+  const test::CommandResult r =
+      run_cli(train_args("--steps 5 --devices " + std::to_string(devices) + " --metrics-out " +
+                         dir.file("m.json") + (gpu.empty() ? "" : " --device gpu")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json want = expected();
   const auto& losses = want["sgd"]["losses"]["0.0001"];
@@ -60,7 +59,10 @@ TEST_P(CliTrainGpt2Devices, ProtocolMatchesPyTorch) {
   EXPECT_NE(r.err.find("5 steps in "), std::string::npos) << r.err;
   // The metrics JSON: schema and values.
   const auto j = nlohmann::json::parse(test::read_text(dir.file("m.json")));
-  EXPECT_EQ(j["device"], "CPU");
+  EXPECT_EQ(j["device"], gpu.empty() ? "CPU" : "GPU");
+  if (!gpu.empty()) {
+    EXPECT_EQ(j["gpu"], gpu);
+  }
   EXPECT_EQ(j["devices"], devices);
   EXPECT_EQ(j["steps"], 5);
   EXPECT_EQ(j["batch_size"], 4);
@@ -90,7 +92,24 @@ TEST_P(CliTrainGpt2Devices, ProtocolMatchesPyTorch) {
   }
 }
 
+// On 1, 2 and 4 devices: the same PyTorch numbers within the same tolerances, and the shard
+// count in the metrics.
+class CliTrainGpt2Devices : public ::testing::TestWithParam<int> {};
+
+TEST_P(CliTrainGpt2Devices, ProtocolMatchesPyTorch) { expect_protocol(GetParam(), ""); }
+
 INSTANTIATE_TEST_SUITE_P(CliTrainGpt2, CliTrainGpt2Devices, ::testing::Values(1, 2, 4));
+
+// On the GPU (issue 37): the forward and backward there, the same PyTorch tolerances as the CPU
+// (1e-5 relative for losses and fingerprints), the device named in the metrics.
+TEST(CliTrainGpt2Gpu, ProtocolMatchesPyTorchOnTheGpu) {
+  const kernels::vulkan::DeviceList gpus = kernels::vulkan::list_devices();
+  if (gpus.devices.empty()) GTEST_SKIP() << "no GPU tests: " << gpus.why_none;
+  for (const int devices : {1, 2}) {
+    SCOPED_TRACE("devices " + std::to_string(devices));
+    expect_protocol(devices, gpus.devices[0].name);
+  }
+}
 
 TEST(CliTrainGpt2, DropoutZeroIsNoDropoutAndSeedsReproduce) {
   const auto losses = [](const std::string& out) {  // the first step's loss as printed

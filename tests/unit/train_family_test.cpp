@@ -59,6 +59,12 @@ TEST(TrainFamily, OptionsOnlySomeFamiliesTakeAreRefusedElsewhere) {
           "--compute-dtype and --dropout apply to --arch gpt2 only");
   refused(with("gpt2", [](train::RunConfig& c) { c.mixed_precision = true; }),
           "--mixed-precision and --checkpoint-activations apply to --arch evermind only");
+  refused(with("evermind", [](train::RunConfig& c) { c.device = "gpu"; }),
+          "--device applies to --arch gpt2 only");
+  refused(with("gpt2", [](train::RunConfig& c) { c.device = "tpu"; }),
+          "--device tpu: cpu, gpu or gpu:N (tinylm devices lists the GPUs)");
+  refused(with("gpt2", [](train::RunConfig& c) { c.device = "gpu:x"; }), "--device gpu:x: cpu");
+  refused(with("gpt2", [](train::RunConfig& c) { c.device = "gpu:7"; }), "--device gpu");
   refused(with("microgpt", [](train::RunConfig& c) { c.accum = 2; }),
           "--arch microgpt trains one document per step: --batch and --accum must be 1");
   refused(with("gpt2", [](train::RunConfig& c) { c.compute = "f64"; }),

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "test_util.h"
+#include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm::test {
 namespace {
@@ -85,6 +86,20 @@ TEST(TrainResume, Gpt2KilledAnywhereResumesExactly) {
                            "--keep 2 --threads 2";
   expect_exact_resume(args, "model.safetensors",
                       {"step:3", "model:4", "state:4", "publish:4", "latest:4", "step:8"});
+}
+
+// On the GPU (issue 37): the forward and backward on the device, the rest on the host; a run
+// killed and resumed there logs and ends with the uninterrupted GPU run's bits. Small: lavapipe
+// runs GPT-2's 50257-wide head on the CPU.
+TEST(TrainResume, Gpt2OnTheGpuKilledResumesExactly) {
+  const kernels::vulkan::DeviceList gpus = kernels::vulkan::list_devices();
+  if (gpus.devices.empty()) GTEST_SKIP() << "no GPU tests: " << gpus.why_none;
+  TempDir data;
+  const std::string args = "--arch gpt2 --preset small-test --data " + small_text(data) +
+                           " --batch 2 --seq-len 16 --steps 4 --warmup 1 --save-every 2 "
+                           "--eval-every 2 --eval-batches 1 --dropout 0.1 --keep 2 --threads 2 "
+                           "--device gpu";
+  expect_exact_resume(args, "model.safetensors", {"step:3"});
 }
 
 TEST(TrainResume, EvermindMixedPrecisionResumesExactly) {

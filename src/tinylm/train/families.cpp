@@ -154,6 +154,7 @@ std::string no_tokenizer(const RunConfig&, std::string (*)(), std::FILE*) { retu
 constinit const TrainFamily kFamilies[] = {
     {.name = "gpt2",
      .dropout_and_compute = true,
+     .gpu = true,
      .apply_defaults = gpt2_defaults,
      .check_fresh_model = gpt2_check_fresh,
      .model_size = gpt2_size,

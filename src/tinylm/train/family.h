@@ -31,6 +31,7 @@ struct TrainFamily {
   bool dropout_and_compute = false;    // --dropout, --compute-dtype other than f32
   bool mixed_precision = false;        // --mixed-precision, --checkpoint-activations
   bool one_document_per_step = false;  // --batch and --accum must be 1
+  bool gpu = false;                    // --device gpu
   // Whether the run's text is tokenized into RUN/tokens.bin (microgpt reads documents).
   bool token_file = true;
   int64_t param_bytes = 4;  // bytes per parameter and moment (f32; microgpt trains in f64)

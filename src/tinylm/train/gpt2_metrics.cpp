@@ -143,8 +143,10 @@ std::string metrics_json(const RunMetrics& m) {
   std::string s;
   const auto put = [&s](auto... parts) { (s.append(parts), ...); };
   const auto quoted = [&put](double x) { put("\"", py_repr(x), "\""); };
-  put("{\"device\": \"CPU\", \"devices\": ", std::to_string(m.devices),
-      ", \"steps\": ", std::to_string(m.steps), ", \"batch_size\": ", std::to_string(m.batch_size),
+  put("{\"device\": ",
+      m.gpu.empty() ? "\"CPU\"" : "\"GPU\", \"gpu\": " + nlohmann::json(m.gpu).dump(),
+      ", \"devices\": ", std::to_string(m.devices), ", \"steps\": ", std::to_string(m.steps),
+      ", \"batch_size\": ", std::to_string(m.batch_size),
       ", \"seq_len\": ", std::to_string(m.seq_len), ", \"lr\": ", py_repr(m.lr),
       ", \"n_params\": ", std::to_string(m.n_params), ", \"initial_loss\": ");
   quoted(m.initial_loss);

@@ -47,6 +47,7 @@ struct MetricsRecord {
 
 struct RunMetrics {
   int64_t devices = 1;  // shards each step ran on
+  std::string gpu;      // the GPU's name when the steps ran on one; empty on the CPU
   int64_t steps = 0, batch_size = 0, seq_len = 0, n_params = 0;
   double lr = 0;
   float initial_loss = 0;

@@ -8,6 +8,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/distributed/comm.h"
+#include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/replicas.h"
 #include "tinylm/train/run_config.h"
@@ -37,6 +38,8 @@ void Gpt2Protocol::check(const Gpt2ProtocolOptions& o, int64_t processes) {
   need(o.dropout >= 0.0 && o.dropout < 1.0, "--dropout must be in [0, 1) (got ", o.dropout, ")");
   try {
     parse_compute_dtype(o.compute);
+    if (const int gpu = kernels::vulkan::parse_device(o.device); gpu >= 0)
+      kernels::vulkan::check_gpu(gpu);
   } catch (const Error& e) {
     throw FlagError(e.what());
   }
@@ -52,12 +55,15 @@ Gpt2Protocol::Gpt2Protocol(const gpt2::Config& config, std::vector<float> params
   check(options, comm.size());
   const int64_t shards = comm.size() * options.devices;
   const DType compute = parse_compute_dtype(options.compute);
+  const int gpu_index = kernels::vulkan::parse_device(options.device);
+  std::shared_ptr<kernels::vulkan::Context> gpu;
+  if (gpu_index >= 0) gpu = kernels::vulkan::open_gpu(gpu_index);
   // One replica per device, each on its shard of the batch.
   model_ = std::make_unique<Replicas<float>>(
       gpt2_replicas(config, std::move(params),
                     {static_cast<int>(kBatch / shards), static_cast<int>(kSeq),
                      static_cast<float>(options.dropout), compute},
-                    options.devices),
+                    options.devices, gpu),
       comm.overlap_exchange(distributed::parse_overlap(options.overlap), num_threads()));
   LoopOptions loop;
   loop.steps = options.steps;
@@ -70,6 +76,7 @@ Gpt2Protocol::Gpt2Protocol(const gpt2::Config& config, std::vector<float> params
   loop_ = std::make_unique<TrainLoop<float>>(*model_, *data_, loop);
   metrics_.steps = options.steps;
   metrics_.devices = shards;
+  if (gpu) metrics_.gpu = kernels::vulkan::device_name(*gpu);
   metrics_.batch_size = kBatch;
   metrics_.seq_len = kSeq;
   metrics_.lr = options.lr;

@@ -27,6 +27,7 @@ struct Gpt2ProtocolOptions {
   int64_t devices = 1;          // replicas in this process, each on its shard of the batch; under
                         // mpirun every process trains its shards (distributed::Comm::world())
   std::string overlap = "auto";  // auto | on | off: the gradient exchange during the backward
+  std::string device = "cpu";    // cpu | gpu | gpu:N: where the forward and backward run
   bool record_weights = false;   // fingerprint the weights after each step (the metrics JSON)
 };
 

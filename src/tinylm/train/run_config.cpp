@@ -6,6 +6,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/distributed/comm.h"
+#include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/models/evermind/config.h"
 #include "tinylm/optim/schedule.h"
 #include "tinylm/train/batches.h"
@@ -140,6 +141,10 @@ void validate_flags(const RunConfig& c) {
   check(family.dropout_and_compute || (c.compute == "f32" && c.dropout == 0.0),
         "--compute-dtype and --dropout apply to --arch ",
         family_names([](const TrainFamily& f) { return f.dropout_and_compute; }), " only");
+  if (const int gpu = kernels::vulkan::parse_device(c.device); gpu >= 0)
+    kernels::vulkan::check_gpu(gpu);
+  check(family.gpu || c.device == "cpu", "--device applies to --arch ",
+        family_names([](const TrainFamily& f) { return f.gpu; }), " only");
   check(family.mixed_precision || (!c.mixed_precision && !c.checkpoint_activations),
         "--mixed-precision and --checkpoint-activations apply to --arch ",
         family_names([](const TrainFamily& f) { return f.mixed_precision; }), " only");

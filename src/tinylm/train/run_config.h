@@ -32,6 +32,7 @@ struct RunConfig {
   double val_fraction = 0.1;
   int64_t batch = 4, seq_len = 256, accum = 1;
   int64_t devices = 1;           // shards each micro-batch is split into (train/replicas.h)
+  std::string device = "cpu";    // cpu | gpu | gpu:N: where gpt2's forward and backward run
   std::string order = "random";  // random | sequential
   uint64_t seed = 0;
   // Optimization.
@@ -77,6 +78,7 @@ struct RunConfig {
     fn("seq-len", c.seq_len, F);
     fn("accum", c.accum, F);
     fn("devices", c.devices, C);  // may change on resume if processes x devices stays
+    fn("device", c.device, C);    // a run may resume elsewhere (the bits are the device's)
     fn("order", c.order, F);
     fn("seed", c.seed, F);
     fn("optimizer", c.optimizer, F);

@@ -2,11 +2,13 @@
 // (or Hugging Face weights), and checkpoints as Hugging Face directories with the vocabulary
 // beside the weights, so `tinylm generate` and transformers' loaders read them as they are.
 #include <filesystem>
+#include <memory>
 
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/crc32.h"
 #include "tinylm/io/text_file.h"
+#include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/models/gpt2/init.h"
 #include "tinylm/tokenizers/bpe.h"
 #include "tinylm/train/gpt2_trainable.h"
@@ -80,7 +82,13 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   // One replica per device, each planned for its shard of the batch.
   const gpt2::TrainerOptions per_shard{static_cast<int>(shard_rows(c)), static_cast<int>(c.seq_len),
                                        static_cast<float>(c.dropout), parse_dtype(c.compute)};
-  Replicas<float> model(gpt2_replicas(config, std::move(params), per_shard, c.devices),
+  std::shared_ptr<kernels::vulkan::Context> gpu;
+  if (const int index = kernels::vulkan::parse_device(c.device); index >= 0) {
+    gpu = kernels::vulkan::open_gpu(index);
+    std::fprintf(request.log, "gpt2: forward and backward on %s\n",
+                 kernels::vulkan::device_name(*gpu).c_str());
+  }
+  Replicas<float> model(gpt2_replicas(config, std::move(params), per_shard, c.devices, gpu),
                         overlap_exchange(c));
   std::fprintf(request.log,
                "gpt2: %zu parameters (%d layers, %d heads, width %d), %lld training and %lld "

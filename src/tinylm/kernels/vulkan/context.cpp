@@ -311,11 +311,19 @@ bool Context::validation() const { return impl_->instance.validation(); }
 
 void Context::finish() { impl_->flush(); }
 
-std::shared_ptr<Context> open_gpu(int index) {
+std::string device_name(const Context& context) { return context.device().name; }
+
+void check_gpu(int index) {
   const DeviceList list = list_devices();
   check(!list.devices.empty(), "--device gpu: no Vulkan device (", list.why_none, ")");
-  check(index >= 0 && static_cast<size_t>(index) < list.devices.size(), "--device gpu:", index,
-        ": there are ", list.devices.size(), " GPUs (tinylm devices lists them)");
+  const size_t n = list.devices.size();
+  check(index >= 0 && static_cast<size_t>(index) < n, "--device gpu:", index, ": this machine has ",
+        n, n == 1 ? " GPU, gpu:0" : " GPUs, gpu:0 to gpu:" + std::to_string(n - 1),
+        " (tinylm devices lists them)");
+}
+
+std::shared_ptr<Context> open_gpu(int index) {
+  check_gpu(index);
   return std::make_shared<Context>(index);
 }
 

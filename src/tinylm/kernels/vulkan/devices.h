@@ -68,10 +68,16 @@ inline int parse_device(std::string_view text) {
   fail("--device ", text, ": cpu, gpu or gpu:N (tinylm devices lists the GPUs)");
 }
 
+// Checks that GPU `index` exists: a one-line Error naming why not when the build has no
+// Vulkan, there is no device, or no such device (before a run writes anything).
+void check_gpu(int index);
+
 class Context;
 // Opens device `index` for a run (shared by what runs on it): a one-line Error naming why when
 // the build has no Vulkan, there is no device, or no such device.
 std::shared_ptr<Context> open_gpu(int index);
+// The name of the device a Context opened.
+std::string device_name(const Context& context);
 
 // An amount of memory for people: "512 MiB", "2.0 GiB".
 inline std::string memory_text(uint64_t bytes) {

@@ -9,10 +9,17 @@ bool built_with_vulkan() { return false; }
 
 DeviceList list_devices() { return {{}, "built without Vulkan"}; }
 
-std::shared_ptr<Context> open_gpu(int) {
+std::string device_name(const Context&) { return ""; }
+
+void check_gpu(int) {
   fail(
       "--device gpu: this tinylm was built without Vulkan (-DTINYLM_VULKAN=ON with libvulkan-dev "
       "and glslc; scripts/install-deps.sh installs them)");
+}
+
+std::shared_ptr<Context> open_gpu(int index) {
+  check_gpu(index);
+  return nullptr;
 }
 
 }  // namespace tinylm::kernels::vulkan
