@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "test_util.h"
+#include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/train/run_dir.h"
 
 namespace tinylm::test {
@@ -122,6 +123,9 @@ TEST(CliTrain, EveryFlagIsCheckedBeforeAnythingIsWritten) {
       {gpt2 + " --seed -1", "--seed"},
       {gpt2 + " --steps 9223372036854775808", "--steps"},
       {gpt2 + " --keep 0", "--keep"},
+      {gpt2 + " --device tpu", "--device tpu: cpu, gpu or gpu:N"},
+      {gpt2 + " --device gpu:99", "--device gpu"},
+      {evermind + " --device gpu", "--device applies to --arch gpt2 only"},
       {evermind + " --beta1 -0.5", "--beta1"},
       {evermind + " --aux-loss-coef -1", "--aux-loss-coef"},
       {microgpt + " --n-embd 10 --n-head 4", "--n-embd"},
@@ -136,6 +140,22 @@ TEST(CliTrain, EveryFlagIsCheckedBeforeAnythingIsWritten) {
     expect_usage_error(run_cli(command + " --out " + run), fragment);
     EXPECT_FALSE(fs::exists(run)) << "the run directory was written";
   }
+}
+
+// Training a GPU cannot hold (GPT-2 124M on 64 rows of 1024: tens of GB) is refused in one
+// line before the run directory is made; without a GPU, --device gpu is refused as well.
+TEST(CliTrain, TrainingTooLargeForTheGpuIsRefusedBeforeAnythingIsWritten) {
+  TempDir tmp;
+  const std::string data = tmp.file("text.txt");
+  write_text(data, read_text(source_path("data/tinyshakespeare.txt")).substr(0, 20000));
+  const std::string run = tmp.file("run");
+  const CommandResult r = run_cli(
+      "train --arch gpt2 --preset 124M --batch 64 --seq-len 1024 "
+      "--device gpu --data " +
+      data + " --out " + run);
+  const bool gpu = !kernels::vulkan::list_devices().devices.empty();
+  expect_one_line_error(r, gpu ? " of device memory, '" : "--device gpu");
+  EXPECT_FALSE(fs::exists(run)) << "the run directory was written";
 }
 
 // A run that stopped before its first checkpoint may be started over with --out, but then too

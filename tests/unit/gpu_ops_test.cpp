@@ -36,22 +36,6 @@ TEST(GpuOps, NeedVulkan) { GTEST_SKIP() << "no GPU tests: tinylm was built witho
 
 class GpuOps : public GpuTest {};
 
-// gelu_f32's inputs in ops_activation_test.cpp: x across [-12, 12]; at 8003 elements [-20, 20]
-// in steps of 0.005 and +-50 (saturation).
-Floats gelu_inputs(int64_t n) {
-  Floats x(static_cast<size_t>(n));
-  if (n == 8003) {
-    for (int i = 0; i < 8001; ++i) x[i] = static_cast<float>(i - 4000) * 0.005f;
-    x[8001] = 50.0f;
-    x[8002] = -50.0f;
-    return x;
-  }
-  for (int64_t i = 0; i < n; ++i)
-    x[i] = static_cast<float>(-12.0 + 24.0 * static_cast<double>(i) / std::max<double>(1, n - 1) +
-                              0.013);
-  return x;
-}
-
 TEST_P(GpuOps, GeluMatchesTheReferenceWithTheSameBitsEachRun) {
   for (const int64_t n : {1, 7, 255, 256, 257, 1001, 8003}) {
     const std::string where = "n=" + std::to_string(n);

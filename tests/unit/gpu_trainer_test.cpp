@@ -21,6 +21,7 @@
 #ifdef TINYLM_HAVE_VULKAN
 #include "tinylm/kernels/vulkan/context.h"
 #include "tinylm/models/gpt2/trainer_vulkan.h"
+#include "tinylm/train/gpt2_trainable.h"
 #endif
 
 namespace tinylm::gpt2 {
@@ -217,6 +218,35 @@ TEST_F(GpuTrainer, TheValidationLayerReportsNothing) {
   t.download_grads(grads);
   const std::vector<std::string> messages = checked.validation_messages();
   EXPECT_TRUE(messages.empty()) << messages.size() << " messages, the first: " << messages.front();
+}
+
+// What a shape takes of a device is counted without one, and training a device cannot hold is
+// refused in one line (train and train-gpt2 ask before writing anything).
+TEST_F(GpuTrainer, TrainingTheDeviceCannotHoldIsRefused) {
+  const Batch& b = Batch::get();
+  const DeviceNeeds tiny = DeviceTrainer::needs(b.model.config, options());
+  const size_t params = param_layout(b.model.config).size() * sizeof(float);
+  EXPECT_GE(tiny.bytes, 2 * params);
+  // The logits, 256 rows of 1000, are the largest array; wte the largest tensor.
+  EXPECT_EQ(tiny.largest_activation, size_t{256} * 1000 * sizeof(float));
+  EXPECT_EQ(tiny.largest_tensor, size_t{1000} * 64 * sizeof(float));
+  DeviceTrainer t(*context_, b.model.config, options());
+  EXPECT_EQ(tiny.bytes - 2 * t.device_layout().size() * sizeof(float), t.activation_bytes());
+  train::check_gpt2_fits_gpu(0, b.model.config, options(), 1);
+
+  // GPT-2 124M on 512 rows of 1024: hundreds of GB of activations, more than any GPU has.
+  const TrainerOptions huge{.batch_size = 512, .seq_len = 1024};
+  test::expect_error([&] { train::check_gpt2_fits_gpu(0, preset("124M"), huge, 1); },
+                     {"--device gpu:0: training takes about ", " of device memory, '"});
+  // One array wider than one binding may span, where the device's limit is below its memory.
+  const vk::DeviceInfo device = vk::list_devices().devices[0];
+  Config wide = b.model.config;
+  wide.vocab_size = static_cast<int>(device.max_binding_bytes / (256 * sizeof(float)) + 1);
+  const DeviceNeeds w = DeviceTrainer::needs(wide, options());
+  if (w.bytes < device.device_local_bytes) {
+    test::expect_error([&] { train::check_gpt2_fits_gpu(0, wide, options(), 1); },
+                       {"--device gpu:0: the logits of a micro-batch span "});
+  }
 }
 
 TEST_F(GpuTrainer, BadInputsAreOneLineErrors) {

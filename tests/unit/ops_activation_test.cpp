@@ -25,21 +25,6 @@
 namespace tinylm::kernels::ops_table {
 namespace {
 
-// x across [-12, 12]; at 8003 elements [-20, 20] in steps of 0.005 and +-50 (saturation).
-Floats gelu_inputs(int64_t n) {
-  Floats x(static_cast<size_t>(n));
-  if (n == 8003) {
-    for (int i = 0; i < 8001; ++i) x[i] = static_cast<float>(i - 4000) * 0.005f;
-    x[8001] = 50.0f;
-    x[8002] = -50.0f;
-    return x;
-  }
-  for (int64_t i = 0; i < n; ++i)
-    x[i] = static_cast<float>(-12.0 + 24.0 * static_cast<double>(i) / std::max<double>(1, n - 1) +
-                              0.013);
-  return x;
-}
-
 OpCase gelu_case() {
   return {
       "gelu_f32",

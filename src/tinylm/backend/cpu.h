@@ -40,12 +40,13 @@ struct Cpu {
   // Counts bytes on the first pass of a plan, hands out arena memory on the second.
   struct Planner {
     Arena* arena = nullptr;
-    size_t bytes = 0;
+    size_t bytes = 0, largest = 0;
     template <class U>
     U* alloc(size_t n) {
       if (n == 0) return nullptr;
       if (!arena) {
         bytes += Arena::footprint<U>(n);
+        largest = std::max(largest, Arena::footprint<U>(n));
         return nullptr;
       }
       return arena->alloc<U>(n).data();

@@ -86,7 +86,7 @@ struct Vulkan {
   // buffer on the second.
   struct Planner {
     Arena* arena = nullptr;
-    size_t bytes = 0;
+    size_t bytes = 0, largest = 0;
     template <class U>
     Array<U> alloc(size_t n) {
       if (n == 0) return {};
@@ -94,6 +94,7 @@ struct Vulkan {
           (n * sizeof(U) + vk::kViewAlignment - 1) / vk::kViewAlignment * vk::kViewAlignment;
       if (!arena) {
         bytes += block;
+        largest = std::max(largest, block);
         return {};
       }
       check(arena->used + block <= arena->capacity(), "vulkan backend: the plan outgrew its arena");

@@ -7,10 +7,12 @@
 #include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
+#include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/models/evermind/config.h"
 #include "tinylm/models/gpt2/config.h"
 #include "tinylm/models/microgpt/config.h"
 #include "tinylm/train/family.h"
+#include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/run_config.h"
 #include "tinylm/train/run_session.h"
 
@@ -35,6 +37,18 @@ ModelSize gpt2_size(const RunConfig& c) {
                              ? gpt2::preset(c.preset)
                              : checkpoints::read_gpt2_checkpoint_config(c.init_from);
   return {gpt2::param_layout(g).size(), checkpoints::gpt2_saved_bytes(g)};
+}
+
+void gpt2_check_device(const RunConfig& c) {
+  const int gpu = kernels::vulkan::parse_device(c.device);
+  if (gpu < 0) return;
+  const gpt2::Config g = c.init_from.empty()
+                             ? gpt2::preset(c.preset)
+                             : checkpoints::read_gpt2_checkpoint_config(c.init_from);
+  check_gpt2_fits_gpu(gpu, g,
+                      {static_cast<int>(shard_rows(c)), static_cast<int>(c.seq_len),
+                       static_cast<float>(c.dropout), parse_compute_dtype(c.compute)},
+                      c.devices);
 }
 
 // The starting weights' own vocabulary, else the bundled one.
@@ -159,6 +173,7 @@ constinit const TrainFamily kFamilies[] = {
      .check_fresh_model = gpt2_check_fresh,
      .model_size = gpt2_size,
      .default_tokenizer = gpt2_tokenizer,
+     .check_device = gpt2_check_device,
      .run = run_gpt2},
     {.name = "evermind",
      .mixed_precision = true,

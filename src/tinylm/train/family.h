@@ -49,6 +49,9 @@ struct TrainFamily {
   // default the user may not expect is noted on `log`.
   std::string (*default_tokenizer)(const RunConfig& c, std::string (*bundled_vocab)(),
                                    std::FILE* log) = nullptr;
+  // What the run's device cannot hold (--device gpu), refused before anything is written; null
+  // where the family trains on the CPU only.
+  void (*check_device)(const RunConfig& c) = nullptr;
   // The run itself, once the directory is prepared (run_session.h).
   RunSummary (*run)(const RunConfig& c, RunDir& dir, const RunRequest& request,
                     const std::optional<Checkpoint>& resume) = nullptr;

@@ -55,15 +55,17 @@ Gpt2Protocol::Gpt2Protocol(const gpt2::Config& config, std::vector<float> params
   check(options, comm.size());
   const int64_t shards = comm.size() * options.devices;
   const DType compute = parse_compute_dtype(options.compute);
+  const gpt2::TrainerOptions per_shard{static_cast<int>(kBatch / shards), static_cast<int>(kSeq),
+                                       static_cast<float>(options.dropout), compute};
   const int gpu_index = kernels::vulkan::parse_device(options.device);
   std::shared_ptr<kernels::vulkan::Context> gpu;
-  if (gpu_index >= 0) gpu = kernels::vulkan::open_gpu(gpu_index);
+  if (gpu_index >= 0) {
+    check_gpt2_fits_gpu(gpu_index, config, per_shard, options.devices);
+    gpu = kernels::vulkan::open_gpu(gpu_index);
+  }
   // One replica per device, each on its shard of the batch.
   model_ = std::make_unique<Replicas<float>>(
-      gpt2_replicas(config, std::move(params),
-                    {static_cast<int>(kBatch / shards), static_cast<int>(kSeq),
-                     static_cast<float>(options.dropout), compute},
-                    options.devices, gpu),
+      gpt2_replicas(config, std::move(params), per_shard, options.devices, gpu),
       comm.overlap_exchange(distributed::parse_overlap(options.overlap), num_threads()));
   LoopOptions loop;
   loop.steps = options.steps;

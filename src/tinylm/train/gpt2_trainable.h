@@ -53,6 +53,12 @@ std::unique_ptr<Trainable<float>> gpt2_device_trainable(
     std::shared_ptr<kernels::vulkan::Context> gpu, const gpt2::Config& config,
     std::vector<float> params, gpt2::TrainerOptions options);
 
+// Refuses, in one line before anything is written, training that GPU `gpu` (an index) cannot
+// hold: `replicas` DeviceTrainers of this shape on it (their bytes against its memory, the
+// largest binding against its maxStorageBufferRange).
+void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, const gpt2::TrainerOptions& options,
+                         int64_t replicas);
+
 // `devices` GPT-2 replicas for train/replicas.h, each planned with `per_shard` (its share of
 // the batch); the parameters are copied into all but the last, which takes them. With `gpu`
 // every replica runs on that device.

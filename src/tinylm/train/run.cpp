@@ -338,6 +338,9 @@ RunSummary run_training(const RunRequest& given_request) {
         request.resume ? RunDir(request.dir).checkpoints() : std::vector<Checkpoint>();
     check_disk_space(request.dir, estimate_disk_need(config, existing),
                      available_bytes(request.dir));
+    // And a GPU too small for the model and the batch.
+    if (const TrainFamily& family = train_family(config.arch); family.check_device)
+      family.check_device(config);
   }
   // Only the first process writes the run directory, so only it holds the lock: from here,
   // before its first write, until run_training returns.

@@ -15,6 +15,16 @@ namespace {
 constexpr uint32_t kMaxDispatches = 256;
 constexpr uint32_t kMaxBindings = 8;
 
+// Work of the src stages' writes (src access) made visible to the dst stages' dst accesses.
+void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
+  VkMemoryBarrier barrier{};
+  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  barrier.srcAccessMask = src;
+  barrier.dstAccessMask = dst;
+  vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
 bool validation_wanted(Validation v) {
   if (v != Validation::from_environment) return v == Validation::on;
   const char* env = std::getenv("TINYLM_VULKAN_VALIDATION");
@@ -129,12 +139,9 @@ void Context::Impl::begin() {
   recording = true;
   dispatches_recorded = 0;
   // Each submission sees all memory written by the ones before it.
-  VkMemoryBarrier all{};
-  all.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  all.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
-  all.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
-  vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                       VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &all, 0, nullptr, 0, nullptr);
+  memory_barrier(commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+                 VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                 VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
 }
 
 void Context::Impl::flush() {
@@ -166,12 +173,9 @@ void Context::Impl::submit(const std::function<void(VkCommandBuffer)>& record) {
   const bool after_dispatches = recording;
   begin();
   if (after_dispatches) {  // the copies wait for the dispatches recorded before them
-    VkMemoryBarrier all{};
-    all.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    all.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    all.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
-    vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &all, 0, nullptr, 0, nullptr);
+    memory_barrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                   VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
   }
   record(commands);
   flush();
@@ -282,13 +286,9 @@ void Context::Impl::run(std::span<const Dispatch> dispatches) {
     }
     vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
     if (dispatches_recorded > 0) {  // this dispatch reads what the ones before it wrote
-      VkMemoryBarrier barrier{};
-      barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-      barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-      barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, nullptr, 0,
-                           nullptr);
+      memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     }
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);

@@ -61,6 +61,7 @@ DeviceInfo describe(VkPhysicalDevice device, int index) {
   info.kind = kind_of(props.properties.deviceType);
   info.api_version = version_string(props.properties.apiVersion);
   info.subgroup_size = subgroup.subgroupSize;
+  info.max_binding_bytes = props.properties.limits.maxStorageBufferRange;
 
   VkPhysicalDeviceMemoryProperties memory;
   vkGetPhysicalDeviceMemoryProperties(device, &memory);

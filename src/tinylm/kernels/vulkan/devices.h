@@ -37,6 +37,7 @@ struct DeviceInfo {
   DeviceKind kind = DeviceKind::other;
   std::string api_version;          // "1.3.230"
   uint64_t device_local_bytes = 0;  // the device-local heaps together
+  uint64_t max_binding_bytes = 0;   // maxStorageBufferRange: the most one shader binding spans
   uint32_t subgroup_size = 0;
   // The optional features tinylm's shaders would use.
   bool shader_float16 = false;      // f16 arithmetic

@@ -72,6 +72,7 @@ struct TrainSteps {
   Array<T> dres, dln, dqkv, datty, dfch, dproj;
   Array<int32_t> inputs, targets;
   Arena arena;
+  size_t planned_bytes = 0, largest_block = 0;  // the activations' plan
 
   // The last forward's parameters and their per-step half copy.
   Array<const T> params{};
@@ -80,7 +81,8 @@ struct TrainSteps {
   bool accumulate = true;    // the running backward's gradient mode
   float rate = 0.0f;         // the dropout rate of the last forward (its masks are saved)
 
-  TrainSteps(const Config& c, TrainerOptions o, Be backend = {})
+  // allocate false: the plan is counted (planned_bytes, largest_block) but no arena is made.
+  TrainSteps(const Config& c, TrainerOptions o, Be backend = {}, bool allocate = true)
       : config(c), options(o), layout(param_layout(c, Be::kParamAlign)), be(std::move(backend)) {
     check(o.batch_size >= 1, "gpt2 trainer: batch_size must be positive, got ", o.batch_size);
     check(o.seq_len >= 1 && o.seq_len <= c.n_positions, "gpt2 trainer: seq_len must be in [1, ",
@@ -109,6 +111,9 @@ struct TrainSteps {
     layers.resize(static_cast<size_t>(L));
     Planner count;
     plan(count);
+    planned_bytes = count.bytes;
+    largest_block = count.largest;
+    if (!allocate) return;
     arena = be.make_arena(count.bytes);
     Planner real{&arena};
     plan(real);

@@ -49,6 +49,16 @@ struct DeviceTrainer::Impl {
   }
 };
 
+DeviceNeeds DeviceTrainer::needs(const Config& config, TrainerOptions options) {
+  const TrainSteps<float, backend::Vulkan> plan(config, options, backend::Vulkan{}, false);
+  uint64_t largest_tensor = 0;
+  for (const ParamEntry& e : plan.layout.entries())
+    largest_tensor = std::max<uint64_t>(largest_tensor, e.numel * sizeof(float));
+  // The parameters and the gradients, the activations.
+  return {2 * plan.layout.size() * sizeof(float) + plan.planned_bytes, largest_tensor,
+          plan.largest_block};
+}
+
 DeviceTrainer::DeviceTrainer(vk::Context& context, const Config& config, TrainerOptions options)
     : impl_(std::make_unique<Impl>(context, config, options)) {}
 DeviceTrainer::~DeviceTrainer() = default;

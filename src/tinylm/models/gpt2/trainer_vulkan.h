@@ -16,8 +16,18 @@
 
 namespace tinylm::gpt2 {
 
+// What a DeviceTrainer of this shape takes of a device: all its buffers together, and the
+// largest ranges one op binds (a device's maxStorageBufferRange must hold them): a parameter
+// tensor, an array of activations.
+struct DeviceNeeds {
+  uint64_t bytes = 0, largest_tensor = 0, largest_activation = 0;
+};
+
 class DeviceTrainer {
  public:
+  // Counted without a device; Error for a bad config or options, as the constructor.
+  static DeviceNeeds needs(const Config& config, TrainerOptions options);
+
   // Throws Error as BasicTrainer's constructor does, or when the device runs out of memory.
   DeviceTrainer(kernels::vulkan::Context& context, const Config& config, TrainerOptions options);
   ~DeviceTrainer();
