@@ -61,26 +61,13 @@ void fill(Context& context, View y, float value, int64_t n) {
 }
 
 void add(Context& context, View y, View a, View b, int64_t n) {
-  check_count("add", "n", n);
-  check_floats("add", "y", y, n);
-  check_floats("add", "a", a, n);
-  check_floats("add", "b", b, n);
-  if (n == 0) return;
-  const CountPush push{static_cast<uint32_t>(n)};
-  Context::Impl& c = context.impl();
-  const Dispatch d{"add", {y, a, b}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
-  c.run({&d, 1});
+  run_elementwise(context, "add", "add", {{"y", y}, {"a", a}, {"b", b}},
+                  CountPush{static_cast<uint32_t>(n)}, n);
 }
 
 void scale(Context& context, View y, View x, float s, int64_t n) {
-  check_count("scale", "n", n);
-  check_floats("scale", "y", y, n);
-  check_floats("scale", "x", x, n);
-  if (n == 0) return;
-  const ScalePush push{static_cast<uint32_t>(n), s};
-  Context::Impl& c = context.impl();
-  const Dispatch d{"scale", {y, x}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
-  c.run({&d, 1});
+  run_elementwise(context, "scale", "scale", {{"y", y}, {"x", x}},
+                  ScalePush{static_cast<uint32_t>(n), s}, n);
 }
 
 bool scale_and_check(Context& context, View g, View scratch, double factor, int64_t n) {
@@ -106,15 +93,9 @@ float sum_squares(Context& context, View scratch, View x, int64_t n) {
 }
 
 void accumulate_and_clear(Context& context, View acc, View src, int64_t n, bool round_f16) {
-  check_count("accumulate_and_clear", "n", n);
-  check_floats("accumulate_and_clear", "acc", acc, n);
-  check_floats("accumulate_and_clear", "src", src, n);
-  if (n == 0) return;
-  const AccumulatePush push{static_cast<uint32_t>(n), round_f16 ? 1u : 0u};
-  Context::Impl& c = context.impl();
-  const Dispatch d{
-      "accumulate_and_clear", {acc, src}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
-  c.run({&d, 1});
+  run_elementwise(context, "accumulate_and_clear", "accumulate_and_clear",
+                  {{"acc", acc}, {"src", src}},
+                  AccumulatePush{static_cast<uint32_t>(n), round_f16 ? 1u : 0u}, n);
 }
 
 }  // namespace tinylm::kernels::vulkan

@@ -32,17 +32,9 @@ struct BiasBackwardPush {
 
 // shaders/matmul_types.glsl's codes.
 uint32_t type_code(std::string_view op, std::string_view name, DType t) {
-  switch (t) {
-    case DType::f32:
-      return 0;
-    case DType::f16:
-      return 1;
-    case DType::bf16:
-      return 2;
-    default:
-      break;
-  }
-  fail("vulkan ", op, ": ", name, " is ", dtype_name(t), ", not f32, f16 or bf16");
+  check(t == DType::f32 || t == DType::f16 || t == DType::bf16, "vulkan ", op, ": ", name, " is ",
+        dtype_name(t), ", not f32, f16 or bf16");
+  return t == DType::f32 ? 0 : t == DType::f16 ? 1 : 2;
 }
 
 // Elements a rows × cols matrix with row stride ld spans from `offset` (0 when it is empty).

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/vulkan/context_impl.h"
@@ -41,6 +43,30 @@ inline uint32_t groups_for(const Context::Impl& c, int64_t items, int64_t per_gr
 template <class Push>
 std::span<const std::byte> bytes_of(const Push& p) {
   return std::as_bytes(std::span<const Push, 1>(&p, 1));
+}
+
+// A buffer an op takes, by the name its errors use.
+struct Named {
+  std::string_view name;
+  View view;
+};
+
+// An op over n elements, one invocation each (workgroups of kElementwiseGroup): n checked, each
+// buffer checked to hold n floats, then `shader` dispatched over them, bound in order, with
+// `push`; nothing is recorded when n is 0.
+template <class Push>
+void run_elementwise(Context& context, std::string_view op, std::string_view shader,
+                     std::initializer_list<Named> buffers, const Push& push, int64_t n) {
+  check_count(op, "n", n);
+  std::vector<View> views;
+  for (const Named& b : buffers) {
+    check_floats(op, b.name, b.view, n);
+    views.push_back(b.view);
+  }
+  if (n == 0) return;
+  Context::Impl& c = context.impl();
+  const Dispatch d{shader, std::move(views), bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  c.run({&d, 1});
 }
 
 }  // namespace tinylm::kernels::vulkan

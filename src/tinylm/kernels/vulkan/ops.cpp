@@ -26,29 +26,16 @@ struct NormPush {
   float eps;
 };
 
-void elementwise(std::string_view op, Context& context, std::vector<View> buffers, int64_t n) {
-  const CountPush push{static_cast<uint32_t>(n)};
-  Context::Impl& c = context.impl();
-  if (n == 0) return;
-  const Dispatch d{op, std::move(buffers), bytes_of(push), groups_for(c, n, kElementwiseGroup)};
-  c.run({&d, 1});
-}
-
 }  // namespace
 
 void gelu_forward(Context& context, View y, View x, int64_t n) {
-  check_count("gelu_forward", "n", n);
-  check_floats("gelu_forward", "y", y, n);
-  check_floats("gelu_forward", "x", x, n);
-  elementwise("gelu_forward", context, {y, x}, n);
+  run_elementwise(context, "gelu_forward", "gelu_forward", {{"y", y}, {"x", x}},
+                  CountPush{static_cast<uint32_t>(n)}, n);
 }
 
 void gelu_backward(Context& context, View dx, View dy, View x, int64_t n) {
-  check_count("gelu_backward", "n", n);
-  check_floats("gelu_backward", "dx", dx, n);
-  check_floats("gelu_backward", "dy", dy, n);
-  check_floats("gelu_backward", "x", x, n);
-  elementwise("gelu_backward", context, {dx, dy, x}, n);
+  run_elementwise(context, "gelu_backward", "gelu_backward", {{"dx", dx}, {"dy", dy}, {"x", x}},
+                  CountPush{static_cast<uint32_t>(n)}, n);
 }
 
 void layernorm_forward(Context& context, View y, View mean, View rstd, View x, View w, View b,
@@ -76,11 +63,10 @@ void layernorm_backward(Context& context, View dx, View dw, View db, View dy, Vi
   check_count("layernorm_backward", "rows", rows);
   check_count("layernorm_backward", "C", C);
   check_count("layernorm_backward", "rows * C", rows * C);
-  using Named = std::pair<const char*, const View*>;
-  for (const Named& b : {Named{"dx", &dx}, Named{"dy", &dy}, Named{"x", &x}})
-    check_floats("layernorm_backward", b.first, *b.second, rows * C);
-  for (const Named& b : {Named{"dw", &dw}, Named{"db", &db}, Named{"w", &w}})
-    check_floats("layernorm_backward", b.first, *b.second, C);
+  for (const Named& b : {Named{"dx", dx}, Named{"dy", dy}, Named{"x", x}})
+    check_floats("layernorm_backward", b.name, b.view, rows * C);
+  for (const Named& b : {Named{"dw", dw}, Named{"db", db}, Named{"w", w}})
+    check_floats("layernorm_backward", b.name, b.view, C);
   check_floats("layernorm_backward", "mean", mean, rows);
   check_floats("layernorm_backward", "rstd", rstd, rows);
   if (rows == 0 || C == 0) return;

@@ -19,33 +19,19 @@ struct SgdPush {
 }  // namespace
 
 void adam_update(Context& context, View p, View g, View m, View v, int64_t n, const AdamStep& s) {
-  check_count("adam_update", "n", n);
-  check_floats("adam_update", "p", p, n);
-  check_floats("adam_update", "g", g, n);
-  check_floats("adam_update", "m", m, n);
-  check_floats("adam_update", "v", v, n);
-  if (n == 0) return;
   // 1 - beta in double, then rounded: closer to the CPU's than 1 - float(beta).
   const AdamPush push{static_cast<uint32_t>(n),    static_cast<float>(s.lr),
                       static_cast<float>(s.beta1), static_cast<float>(1 - s.beta1),
                       static_cast<float>(s.beta2), static_cast<float>(1 - s.beta2),
                       static_cast<float>(s.eps),   static_cast<float>(s.c1),
                       static_cast<float>(s.c2),    static_cast<float>(s.decay)};
-  Context::Impl& c = context.impl();
-  const Dispatch d{
-      "adam_update", {p, g, m, v}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
-  c.run({&d, 1});
+  run_elementwise(context, "adam_update", "adam_update", {{"p", p}, {"g", g}, {"m", m}, {"v", v}},
+                  push, n);
 }
 
 void sgd_update(Context& context, View p, View g, int64_t n, double lr) {
-  check_count("sgd_update", "n", n);
-  check_floats("sgd_update", "p", p, n);
-  check_floats("sgd_update", "g", g, n);
-  if (n == 0) return;
-  const SgdPush push{static_cast<uint32_t>(n), static_cast<float>(lr)};
-  Context::Impl& c = context.impl();
-  const Dispatch d{"sgd_update", {p, g}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
-  c.run({&d, 1});
+  run_elementwise(context, "sgd_update", "sgd_update", {{"p", p}, {"g", g}},
+                  SgdPush{static_cast<uint32_t>(n), static_cast<float>(lr)}, n);
 }
 
 }  // namespace tinylm::kernels::vulkan
