@@ -20,7 +20,8 @@ std::string describe(const DeviceInfo& d) {
   return cat(
       "device ", d.index, ": ", d.name, "\n  kind: ", kernels::vulkan::device_kind_name(d.kind),
       "\n  vulkan: ", d.api_version, "\n  device-local memory: ", memory_text(d.device_local_bytes),
-      "\n  subgroup size: ", d.subgroup_size,
+      "\n  largest array a shader binds (maxStorageBufferRange): ",
+      memory_text(d.max_binding_bytes), "\n  subgroup size: ", d.subgroup_size,
       "\n  f16 arithmetic (shaderFloat16): ", yes_no(d.shader_float16),
       "\n  int8 arithmetic (shaderInt8): ", yes_no(d.shader_int8),
       "\n  16-bit storage: ", yes_no(d.storage_16bit),

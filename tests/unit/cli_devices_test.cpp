@@ -31,6 +31,7 @@ TEST(CliDevices, ListsEachDeviceWithItsFeatures) {
   const char* fields[] = {"  kind: ",
                           "  vulkan: ",
                           "  device-local memory: ",
+                          "  largest array a shader binds (maxStorageBufferRange): ",
                           "  subgroup size: ",
                           "  f16 arithmetic (shaderFloat16): ",
                           "  int8 arithmetic (shaderInt8): ",
@@ -45,10 +46,13 @@ TEST(CliDevices, ListsEachDeviceWithItsFeatures) {
     for (size_t f = 0; f < std::size(fields); ++f)
       EXPECT_EQ(l[at + 1 + f].rfind(fields[f], 0), 0u) << l[at + 1 + f];
     EXPECT_EQ(l[at + 1], std::string("  kind: ") + kernels::vulkan::device_kind_name(d.kind));
-    EXPECT_EQ(l[at + 4], "  subgroup size: " + std::to_string(d.subgroup_size));
+    EXPECT_EQ(l[at + 4], "  largest array a shader binds (maxStorageBufferRange): " +
+                             kernels::vulkan::memory_text(d.max_binding_bytes));
+    EXPECT_EQ(l[at + 5], "  subgroup size: " + std::to_string(d.subgroup_size));
+    EXPECT_GT(d.max_binding_bytes, 0u);
     EXPECT_GT(d.subgroup_size, 0u);
     EXPECT_GT(d.device_local_bytes, 0u);
-    EXPECT_EQ(l[at + 5], std::string("  f16 arithmetic (shaderFloat16): ") +
+    EXPECT_EQ(l[at + 6], std::string("  f16 arithmetic (shaderFloat16): ") +
                              (d.shader_float16 ? "yes" : "no"));
   }
 }
