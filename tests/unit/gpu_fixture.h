@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,14 @@ namespace tinylm::kernels::ops_table {
 using vulkan::Buffer;
 using vulkan::Context;
 using vulkan::Validation;
+
+// The first n values of T a buffer holds.
+template <class T>
+std::vector<T> download_values(const Buffer& b, size_t n) {
+  std::vector<T> v(n);
+  b.download(std::as_writable_bytes(std::span<T>(v)));
+  return v;
+}
 
 inline std::string fmt(double x) {
   char buf[40];
@@ -67,6 +76,15 @@ class GpuTest : public ::testing::TestWithParam<Validation> {
 
   Buffer upload(const Floats& v) { return vulkan::upload_floats(*context_, v); }
   Buffer zeros(size_t n) { return upload(Floats(n, 0.0f)); }
+  // Any array's bytes (ids, packed halves, words), padded with zeros to whole 32-bit words.
+  template <class T>
+  Buffer upload_values(const std::vector<T>& v) {
+    Buffer b(*context_, (v.size() * sizeof(T) + 3) / 4 * 4);
+    std::vector<std::byte> bytes(b.bytes());
+    if (!v.empty()) std::memcpy(bytes.data(), v.data(), v.size() * sizeof(T));
+    b.upload(bytes);
+    return b;
+  }
 
   std::unique_ptr<Context> context_;
 };

@@ -30,6 +30,7 @@ namespace {
 
 #ifndef TINYLM_HAVE_VULKAN
 
+// The one skip a build without Vulkan reports, for every GPU test (gpu_*_test.cpp).
 TEST(GpuOps, NeedVulkan) { GTEST_SKIP() << "no GPU tests: tinylm was built without Vulkan"; }
 
 #else
