@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "tinylm/core/arena.h"
 #include "tinylm/core/parallel.h"
@@ -33,6 +34,8 @@ namespace tinylm::backend {
 struct Cpu {
   template <class U>
   using Array = U*;
+  template <class U>
+  using Vector = std::vector<U>;  // scratch an Array lives in
   using Arena = tinylm::Arena;
   static constexpr size_t kParamAlign = 1;     // parameters packed, as files hold them
   static constexpr bool kBf16Operands = true;  // products of bf16 operands (where oneDNN has them)
@@ -54,6 +57,12 @@ struct Cpu {
   };
 
   Arena make_arena(size_t bytes) const { return Arena(bytes); }
+  // v holding n values (its contents kept up to n), as an Array.
+  template <class U>
+  U* sized(std::vector<U>& v, size_t n) const {
+    v.resize(n);
+    return v.data();
+  }
 
 #define TINYLM_CPU_OP(name)                            \
   template <class... Args>                             \
@@ -103,6 +112,10 @@ struct Cpu {
   template <class T>
   void zero(T* p, int64_t n) const {
     std::fill(p, p + n, T(0));
+  }
+  template <class T>
+  void copy(T* dst, const T* src, int64_t n) const {
+    std::copy(src, src + n, dst);
   }
   // The host's values into an array.
   template <class T>

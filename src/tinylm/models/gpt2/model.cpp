@@ -13,7 +13,7 @@
 #include "tinylm/kernels/matmul/bf16_dot.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/norm/layernorm.h"
-#include "tinylm/models/gpt2/forward_pass.h"
+#include "tinylm/models/gpt2/host_forward.h"
 #include "tinylm/models/gpt2/model_impl.h"
 #include "tinylm/models/gpt2/tensors.h"
 
@@ -42,7 +42,7 @@ void convert_floats(const float* src, size_t n, DType to, void* out) {
 
 // The model for one storage type W (float, Bf16 or F16) of weights and KV cache.
 template <class W>
-struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
+struct TypedImpl final : HostForward<TypedImpl<W>, W> {
   using Model::Impl::config;
   // Storage: the matrices (and wte) in W, on cache-line boundaries; LayerNorm parameters,
   // biases and wpe in f32. An f32 model built from a flat parameter vector keeps that vector
@@ -178,13 +178,13 @@ struct TypedImpl final : ForwardPass<TypedImpl<W>, W> {
     }
     k::matmul_in_out(y, in, w, b, rows, nin, nout, conv_layout);
   }
-  void head(float* logits, const float* normed, int64_t rows) const {
+  void head(std::span<float> logits, const float* normed, int64_t rows) const {
     const int64_t C = config.n_embd, V = config.vocab_size;
     if constexpr (std::is_same_v<W, k::Bf16>) {
       if (this->activations == DType::bf16)
-        return k::matmul_out_in_bf16(logits, normed, lm_head, rows, C, V);
+        return k::matmul_out_in_bf16(logits.data(), normed, lm_head, rows, C, V);
     }
-    k::matmul_out_in(logits, normed, lm_head, rows, C, V);
+    k::matmul_out_in(logits.data(), normed, lm_head, rows, C, V);
   }
 };
 

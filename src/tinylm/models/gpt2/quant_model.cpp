@@ -11,7 +11,7 @@
 #include "tinylm/kernels/quant/blocks.h"
 #include "tinylm/kernels/quant/int_matmul.h"
 #include "tinylm/kernels/quant/matmul.h"
-#include "tinylm/models/gpt2/forward_pass.h"
+#include "tinylm/models/gpt2/host_forward.h"
 #include "tinylm/models/gpt2/model_impl.h"
 #include "tinylm/models/gpt2/tensors.h"
 
@@ -39,7 +39,7 @@ void check_widths(const Config& c, DType dtype) {
         block, ", the block size");
 }
 
-struct QuantImpl final : ForwardPass<QuantImpl, float> {
+struct QuantImpl final : HostForward<QuantImpl, float> {
   // Owned storage (quantized at load), or views into memory that `owner` keeps alive.
   std::vector<std::byte> blocks;
   std::vector<std::byte> packed_copies;  // a file's matrices packed, while activations are q8_0
@@ -250,13 +250,13 @@ struct QuantImpl final : ForwardPass<QuantImpl, float> {
     }
     k::quant_matmul(w.dtype, y, in, w.data, b, rows, nin, nout);
   }
-  void head(float* logits, const float* normed, int64_t rows) const {
+  void head(std::span<float> logits, const float* normed, int64_t rows) const {
     if (lm_head.dtype == DType::f32) {
-      k::matmul_out_in(logits, normed, reinterpret_cast<const float*>(lm_head.data), rows,
+      k::matmul_out_in(logits.data(), normed, reinterpret_cast<const float*>(lm_head.data), rows,
                        config.n_embd, config.vocab_size);
       return;
     }
-    matmul(logits, normed, lm_head, nullptr, rows, config.n_embd, config.vocab_size);
+    matmul(logits.data(), normed, lm_head, nullptr, rows, config.n_embd, config.vocab_size);
   }
 };
 

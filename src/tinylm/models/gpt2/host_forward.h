@@ -1,0 +1,85 @@
+#pragma once
+// forward_pass.h on the CPU: the KV cache in host memory (KvCache's keys and values, in blocks
+// of 16 positions as kernels/attention/causal.h lays them out) and attention over it. The CPU
+// storages (model.cpp, quant_model.cpp) derive from HostForward<Storage, KV>, KV the cache's
+// element type.
+#include <cstring>
+#include <vector>
+
+#include "tinylm/backend/cpu.h"
+#include "tinylm/core/parallel.h"
+#include "tinylm/kernels/attention/causal.h"
+#include "tinylm/models/gpt2/forward_pass.h"
+
+namespace tinylm::gpt2 {
+
+template <class Derived, class KV>
+struct HostForward : ForwardPass<Derived, backend::Cpu> {
+  using Base = ForwardPass<Derived, backend::Cpu>;
+  std::vector<float> q;  // the rows' queries, apart from qkv
+  std::vector<KV*> layer_keys, layer_values;
+
+  void attend(int64_t li, KvCache& cache, int64_t t0, int64_t n) {
+    const Config& c = this->config;
+    const int64_t C = c.n_embd;
+    KV* kl = keys_of(cache, li);
+    KV* vl = values_of(cache, li);
+    copy_queries(n);
+    parallel_for(0, n, 1, [&](int64_t r) {
+      const float* row = this->qkv + r * 3 * C;
+      kernels::kv_store(kl, vl, row + C, row + 2 * C, t0 + r, C, c.n_head);
+    });
+    kernels::attention_cached(this->att, q.data(), kl, vl, t0, t0 + n, C, c.n_head);
+  }
+
+  void embed_rows(int64_t n) {
+    const int64_t C = this->config.n_embd;
+    for (int64_t r = 0; r < n; ++r)
+      static_cast<Derived&>(*this).embed(this->x + r * C, this->ids + r, 1, this->positions[r]);
+  }
+
+  void attend_rows(int64_t li, int64_t n, int64_t ns) {
+    const Config& c = this->config;
+    const int64_t C = c.n_embd;
+    layer_keys.clear();
+    layer_values.clear();
+    for (int64_t r = 0; r < n; ++r) {
+      layer_keys.push_back(keys_of(*this->row_cache[r], li));
+      layer_values.push_back(values_of(*this->row_cache[r], li));
+    }
+    copy_queries(n);
+    if (n == ns) {  // a decode step: each row stores its key and value as it attends
+      kernels::attention_step_rows(this->att, q.data(), this->qkv + C, 3 * C, layer_keys.data(),
+                                   layer_values.data(), this->positions.data(), n, C, c.n_head);
+      return;
+    }
+    // (A key's channels lie 32 to 64 bytes apart in its cache, each store a likely miss: the
+    // rows' stores are spread over the threads.)
+    parallel_for(0, n, 1, [&](int64_t r) {
+      const float* row = this->qkv + r * 3 * C;
+      kernels::kv_store(layer_keys[r], layer_values[r], row + C, row + 2 * C, this->positions[r],
+                        C, c.n_head);
+    });
+    // Every row's key and value are stored first: a row attends up to its own position.
+    kernels::attention_cached_rows(this->att, q.data(), layer_keys.data(), layer_values.data(),
+                                   this->positions.data(), n, C, c.n_head);
+  }
+
+ private:
+  void copy_queries(int64_t n) {
+    const int64_t C = this->config.n_embd;
+    q.resize(static_cast<size_t>(n * C));
+    for (int64_t r = 0; r < n; ++r)
+      std::memcpy(q.data() + r * C, this->qkv + r * 3 * C, C * sizeof(float));
+  }
+  KV* keys_of(KvCache& cache, int64_t li) const {
+    return reinterpret_cast<KV*>(cache.keys.data()) +
+           li * this->config.n_embd * kernels::kv_positions(cache.capacity);
+  }
+  KV* values_of(KvCache& cache, int64_t li) const {
+    return reinterpret_cast<KV*>(cache.values.data()) +
+           li * this->config.n_embd * kernels::kv_positions(cache.capacity);
+  }
+};
+
+}  // namespace tinylm::gpt2
