@@ -65,6 +65,12 @@ struct DeviceArray {
   vk::Operand operand(int64_t ld) const { return {buffer, ld, first, DType::f32}; }
 };
 
+// Scratch an Array lives in: a device buffer grown on demand (Vulkan::sized).
+template <class U>
+struct DeviceVector {
+  std::unique_ptr<vk::Buffer> buffer;
+};
+
 // One device buffer, handed out by a Planner.
 struct DeviceArena {
   std::unique_ptr<vk::Buffer> buffer;
@@ -75,6 +81,8 @@ struct DeviceArena {
 struct Vulkan {
   template <class U>
   using Array = DeviceArray<U>;
+  template <class U>
+  using Vector = DeviceVector<U>;
   using Arena = DeviceArena;
   // Parameters start on multiples of 128 elements: 512 bytes for f32, 256 for a 16-bit copy,
   // which every device's storage-buffer offset alignment divides.
@@ -107,6 +115,16 @@ struct Vulkan {
     Arena a;
     a.buffer = std::make_unique<vk::Buffer>(*context, std::max<size_t>(bytes, 4));
     return a;
+  }
+  // v holding at least n values (a larger buffer when it holds fewer: contents not kept).
+  template <class U>
+  Array<U> sized(Vector<U>& v, size_t n) const {
+    const size_t bytes = std::max<size_t>((n * sizeof(U) + 3) / 4 * 4, 4);
+    if (!v.buffer || v.buffer->bytes() < bytes) {
+      v.buffer.reset();  // the old one released first: peak memory is the larger only
+      v.buffer = std::make_unique<vk::Buffer>(*context, bytes);
+    }
+    return {v.buffer.get(), 0};
   }
 
   // ---- the ops, with the CPU kernels' arguments (backend/cpu.h)
@@ -207,6 +225,9 @@ struct Vulkan {
     vk::add(*context, y.view(rows * n), a.view(rows * n), b.view(rows * n), rows * n);
   }
   void zero(Array<float> p, int64_t n) const { vk::fill(*context, p.view(n), 0.0f, n); }
+  void copy(Array<float> dst, Array<const float> src, int64_t n) const {
+    vk::copy(*context, *dst.buffer, dst.first, *src.buffer, src.first, n);
+  }
   template <class U>
   void copy_in(Array<U> dst, std::span<const U> src) const {
     dst.buffer->upload(std::as_bytes(src), static_cast<size_t>(dst.first) * sizeof(U));

@@ -60,6 +60,24 @@ void fill(Context& context, View y, float value, int64_t n) {
   c.run({&d, 1});
 }
 
+void copy(Context& context, Buffer& dst, int64_t dst_first, const Buffer& src, int64_t src_first,
+          int64_t n) {
+  check_count("copy", "n", n);
+  check_count("copy", "dst_first", dst_first);
+  check_count("copy", "src_first", src_first);
+  check_floats("copy", "dst", dst, dst_first + n);
+  check_floats("copy", "src", src, src_first + n);
+  check(&dst != &src, "vulkan copy: dst and src are the same buffer");
+  if (n == 0) return;
+  const struct {
+    uint32_t n, dst_first, src_first;
+  } push{static_cast<uint32_t>(n), static_cast<uint32_t>(dst_first),
+         static_cast<uint32_t>(src_first)};
+  Context::Impl& c = context.impl();
+  const Dispatch d{"copy", {&dst, &src}, bytes_of(push), groups_for(c, n, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
 void add(Context& context, View y, View a, View b, int64_t n) {
   run_elementwise(context, "add", "add", {{"y", y}, {"a", a}, {"b", b}},
                   CountPush{static_cast<uint32_t>(n)}, n);

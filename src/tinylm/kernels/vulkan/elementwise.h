@@ -32,6 +32,11 @@ inline int64_t reduce_words(int64_t n) { return 1 + reduce_groups(n); }
 void fill(Context& context, View y, float value, int64_t n);
 
 // y = a + b. y may be a or b.
+// dst[dst_first + i] = src[src_first + i] for i < n (32-bit values as bits; element indices,
+// so rows can start anywhere in their buffers). dst and src must not overlap.
+void copy(Context& context, Buffer& dst, int64_t dst_first, const Buffer& src, int64_t src_first,
+          int64_t n);
+
 void add(Context& context, View y, View a, View b, int64_t n);
 
 // y = s x. y may be x.

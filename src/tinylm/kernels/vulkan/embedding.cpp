@@ -34,6 +34,17 @@ int64_t check_shape(std::string_view op, View tokens, int64_t rows, int64_t C, i
   return std::min(period, rows);
 }
 
+// Checks the table holds (vocab, C) values of table_type; the shaders' code for the type.
+uint32_t table_code(std::string_view op, View table, DType table_type, int64_t vocab, int64_t C) {
+  check(table_type == DType::f32 || table_type == DType::f16 || table_type == DType::bf16,
+        "vulkan ", op, ": a table of ", dtype_name(table_type), " (f32, f16 or bf16 only)");
+  // The shader reads whole 32-bit words: an odd count of 16-bit values is padded to one.
+  const size_t table_bytes = (static_cast<size_t>(vocab * C) * dtype_size(table_type) + 3) / 4 * 4;
+  check(table.bytes() >= table_bytes, "vulkan ", op, ": table holds ", table.bytes(),
+        " bytes, needs ", table_bytes, " (", vocab, " x ", C, " ", dtype_name(table_type), ")");
+  return table_type == DType::f32 ? 0 : table_type == DType::f16 ? 1 : 2;
+}
+
 }  // namespace
 
 void embedding_forward(Context& context, View x, View tokens, View table, DType table_type,
@@ -42,13 +53,7 @@ void embedding_forward(Context& context, View x, View tokens, View table, DType 
   constexpr std::string_view op = "embedding_forward";
   const int64_t p = check_shape(op, tokens, rows, C, vocab, period);
   check_floats(op, "x", x, rows * C);
-  check(table_type == DType::f32 || table_type == DType::f16 || table_type == DType::bf16,
-        "vulkan embedding_forward: a table of ", dtype_name(table_type),
-        " (f32, f16 or bf16 only)");
-  // The shader reads whole 32-bit words: an odd count of 16-bit values is padded to one.
-  const size_t table_bytes = (static_cast<size_t>(vocab * C) * dtype_size(table_type) + 3) / 4 * 4;
-  check(table.bytes() >= table_bytes, "vulkan embedding_forward: table holds ", table.bytes(),
-        " bytes, needs ", table_bytes, " (", vocab, " x ", C, " ", dtype_name(table_type), ")");
+  const uint32_t type = table_code(op, table, table_type, vocab, C);
   if (positions) {
     check_count(op, "first", first);
     check_count(op, "(first + period) * C", (first + p) * C);
@@ -56,7 +61,6 @@ void embedding_forward(Context& context, View x, View tokens, View table, DType 
   }
   if (rows == 0 || C == 0) return;
   Context::Impl& c = context.impl();
-  const uint32_t type = table_type == DType::f32 ? 0 : table_type == DType::f16 ? 1 : 2;
   const ForwardPush push{static_cast<uint32_t>(rows),
                          static_cast<uint32_t>(C),
                          static_cast<uint32_t>(positions ? first : 0),
@@ -67,6 +71,27 @@ void embedding_forward(Context& context, View x, View tokens, View table, DType 
   const Dispatch d{"embedding_forward",
                    {x, tokens, table, positions ? *positions : table},
                    bytes_of(push),
+                   groups_for(c, rows * C, kElementwiseGroup)};
+  c.run({&d, 1});
+}
+
+void embedding_forward_rows(Context& context, View x, View tokens, View table, DType table_type,
+                            View positions, View where, int64_t rows, int64_t C, int64_t vocab,
+                            int64_t n_positions) {
+  constexpr std::string_view op = "embedding_forward_rows";
+  check_shape(op, tokens, rows, C, vocab, 1);
+  check_floats(op, "x", x, rows * C);
+  const uint32_t type = table_code(op, table, table_type, vocab, C);
+  check_count(op, "n_positions * C", n_positions * C);
+  check_floats(op, "positions", positions, n_positions * C);
+  check(where.bytes() >= static_cast<size_t>(rows) * 2 * sizeof(int32_t), "vulkan ", op,
+        ": where holds ", where.bytes() / sizeof(int32_t), " ints, needs ", 2 * rows);
+  if (rows == 0 || C == 0) return;
+  const struct {
+    uint32_t rows, C, table_type;
+  } push{static_cast<uint32_t>(rows), static_cast<uint32_t>(C), type};
+  Context::Impl& c = context.impl();
+  const Dispatch d{"embedding_rows", {x, tokens, table, positions, where}, bytes_of(push),
                    groups_for(c, rows * C, kElementwiseGroup)};
   c.run({&d, 1});
 }

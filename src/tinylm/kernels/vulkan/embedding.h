@@ -25,6 +25,14 @@ void embedding_forward(Context& context, View x, View tokens, View table, DType 
                        std::optional<View> positions, int64_t rows, int64_t C, int64_t vocab,
                        int64_t first = 0, int64_t period = kNoPeriod);
 
+// Rows at positions of their own: x[r] = table[tokens[r]] + positions[where[2r + 1]], where:
+// (rows, 2) int32 pairs (slot, position) as attention.h's rows ops take them, on the device, so a
+// step replays with new positions. Positions are trusted (in [0, n_positions)); positions:
+// (n_positions, C) floats.
+void embedding_forward_rows(Context& context, View x, View tokens, View table, DType table_type,
+                            View positions, View where, int64_t rows, int64_t C, int64_t vocab,
+                            int64_t n_positions);
+
 // dtable[tokens[r]] += dx[r]; dpositions[r % period] += dx[r] (when not null). dtable: (vocab,
 // C) floats; dpositions: (min(rows, period), C) floats at least; dx: (rows, C).
 void embedding_backward(Context& context, View dtable, std::optional<View> dpositions, View dx,

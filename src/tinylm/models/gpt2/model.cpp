@@ -139,6 +139,21 @@ struct TypedImpl final : HostForward<TypedImpl<W>, W> {
 
   size_t weight_bytes() const override { return bytes; }
 
+  const float* f32_tensor(const std::string& name) const override {
+    if constexpr (std::is_same_v<W, float>) {
+      if (name == "lm_head.weight") return lm_head == weights.wte ? nullptr : lm_head;
+      const float* found = nullptr;
+      // for_each_tensor takes the fields to bind; here they are only read.
+      auto& w = const_cast<Tensors<const float*, const W*>&>(weights);
+      for_each_tensor(config, w, [&](const TensorSpec& t, auto& field, auto) {
+        if (t.name == name) found = field;
+      });
+      check(found != nullptr, "gpt2: no tensor ", name);
+      return found;
+    }
+    return Model::Impl::f32_tensor(name);
+  }
+
   // bf16 activations (bf16 models only, Model::set_activations checks): the Conv1D matrices
   // turn, in place, from tiles to kernels/matmul/bf16_dot.h's pairs, and back for f32.
   void set_activations(DType t) override {
@@ -279,15 +294,37 @@ KvCache Model::new_cache(int capacity) const {
   const Config& c = impl_->config;
   check(capacity >= 1 && capacity <= c.n_positions, "gpt2: cache capacity ", capacity,
         " outside 1..n_positions (", c.n_positions, ")");
+  return impl_->new_cache(capacity);
+}
+
+KvCache Model::Impl::new_cache(int capacity) const {
   KvCache cache;
   cache.capacity = capacity;
   // Keys and values in blocks of 16 positions (kernels/attention/causal.h).
-  const size_t per_layer = static_cast<size_t>(c.n_embd) * dtype_size(impl_->cache_dtype) *
+  const size_t per_layer = static_cast<size_t>(config.n_embd) * dtype_size(cache_dtype) *
                            static_cast<size_t>(kernels::kv_positions(capacity));
-  cache.keys.resize(c.n_layer * per_layer);
-  cache.values.resize(c.n_layer * per_layer);
+  cache.keys.resize(config.n_layer * per_layer);
+  cache.values.resize(config.n_layer * per_layer);
   return cache;
 }
+
+const float* Model::Impl::f32_tensor(const std::string&) const {
+  fail("gpt2: only an f32 model's weights can go to a GPU (this one is ", dtype_name(dtype), ")");
+}
+
+Model Model::to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype) const {
+  check(dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16, "gpt2: on a GPU, ",
+        dtype_name(dtype), " weights are not supported (f32, f16 or bf16)");
+  Model m;
+  m.impl_ = gpu_impl(std::move(gpu), *impl_, dtype);
+  return m;
+}
+
+Model::GpuNeeds Model::gpu_needs(const Config& config, DType dtype) {
+  return gpt2::gpu_needs(config, dtype);
+}
+
+std::string Model::device_name() const { return impl_->device_name(); }
 
 void Model::forward(std::span<const int> tokens, KvCache& cache, std::span<float> logits,
                     bool all_logits) {

@@ -35,11 +35,19 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/models/gpt2/config.h"
 
+namespace tinylm::kernels::vulkan {
+class Context;
+}
+
 namespace tinylm::gpt2 {
 
 // The type wte (and a tied head) gets when a model of `dtype` is quantized from floats: q8_0
 // for q8_0 and q4_0 models (model.h's header says why), else dtype.
 DType quant_embedding_dtype(DType dtype);
+
+// A cache's place on a GPU (model_vulkan.cpp): a slot of the device's cache pool, free again when
+// the last KvCache holding it goes.
+struct DeviceSlot;
 
 // Keys and values of every layer for up to `capacity` positions.
 struct KvCache {
@@ -49,6 +57,8 @@ struct KvCache {
   // in blocks of 16 positions as kernels/attention/causal.h's kv_key_index and kv_value_index
   // place them.
   std::vector<std::byte> keys, values;
+  // On a GPU (Model::to_gpu) instead: keys and values live in the slot, and the vectors are empty.
+  std::shared_ptr<DeviceSlot> device;
 };
 
 class Model {
@@ -103,6 +113,22 @@ class Model {
   const Config& config() const;
   DType dtype() const;
   size_t weight_bytes() const;  // bytes of all weights as stored
+
+  // This model on a GPU (kernels/vulkan, a Context from open_gpu): the weights uploaded once in
+  // `dtype` (f32, f16 or bf16) from this model, which must be f32 and may go afterwards; KV caches
+  // (new_cache) on the device too, f16 for an f16 model and f32 otherwise. Every call below runs
+  // there, with f32 activations and accumulation (docs/gpu.md). Error: a build without Vulkan,
+  // another dtype, or the device out of memory.
+  Model to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype) const;
+  // What a model of `config` in `dtype` takes on a GPU with one cache of n_positions positions
+  // and a forward of n_positions tokens (perplexity's longest window): bytes in all, and the
+  // largest buffer a shader binds (the weights), for a fit check before anything is uploaded.
+  struct GpuNeeds {
+    uint64_t bytes = 0, largest_binding = 0;
+  };
+  static GpuNeeds gpu_needs(const Config& config, DType dtype);
+  // The GPU's name, or empty on the CPU.
+  std::string device_name() const;
 
   // The activations' type in a q8_0 / q4_0 model's products: f32 (the default; an f32 product
   // over the dequantized weights, kernels/quant/matmul.h) or q8_0 (each row quantized to 8 bits
