@@ -66,7 +66,7 @@ struct Generator {
 
 // The tokenizer first: the prompts are checked before the (slow, chatty) weights load.
 Generator load_tokenizer_of(const GenerateFlags& f, const DetectedModel& file) {
-  check_dtype_flags(f.model, file, "generates");
+  check_load_flags(f.model, file, "generates");
   Generator g;
   g.family = file.family;
   g.tok.emplace(load_model_tokenizer(f.model, file));

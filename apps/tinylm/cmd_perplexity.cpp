@@ -36,6 +36,7 @@ void register_perplexity(CLI::App& app) {
     // Inputs are checked (flags as parsed, the text here) before the (slow, chatty) model load.
     const DetectedModel d = resolve_model("perplexity", f->model.model, "",
                                           families::those(families::scores_perplexity));
+    check_load_flags(f->model, d, "scores");
     const std::string text = read_text_input(resolve_data_path(f->file));
     const BpeTokenizer tok = load_model_tokenizer(f->model, d);
     std::vector<int> tokens = tok.encode(text);

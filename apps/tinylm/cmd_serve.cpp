@@ -66,7 +66,7 @@ void run_serve(ServeFlags& f) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a signal
 
-  check_dtype_flags(f.model, d, "runs");
+  check_load_flags(f.model, d, "runs");
   const BpeTokenizer tok = load_model_tokenizer(f.model, d);
   const families::DecodeModel model = load_decoder(f.model, d);
   generate::DecodeBackend* backend = model.backend.get();

@@ -5,6 +5,7 @@
 #include "cli_util.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm::cli {
 
@@ -59,13 +60,34 @@ void ModelFlags::add_to(CLI::App* cmd) {
                   "rounded to bf16: batches and prompts about twice as fast, slightly less "
                   "accurate)")
       ->check(CLI::IsMember({"f32", "q8_0", "bf16"}));
+  cmd->add_option("--device", load.device,
+                  "cpu (default), gpu or gpu:N: where GPT-2 runs (tinylm devices lists the GPUs; "
+                  "on a GPU: f32, f16 or bf16 weights, f32 activations)");
   cmd->add_option("--threads", threads, "Threads (default: all cores)")
       ->check(CLI::Range(1, max_threads()));
 }
 
-void check_dtype_flags(const ModelFlags& flags, const DetectedModel& file, std::string_view verb) {
-  if (!file.family->f32_only) return;
-  const std::string runs = cat(": ", file.family->title, " ", verb, " in f32");
+void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::string_view verb) {
+  const families::Family& family = *file.family;
+  const std::string& device = flags.load.device;
+  if (device != "cpu") {
+    try {
+      kernels::vulkan::parse_device(device);  // its spelling first
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+    if (!family.gpu)
+      throw UsageError(cat("--device ", device, ": ", family.title, " ", verb, " on the CPU only"));
+    const std::string& dtype = flags.load.dtype;
+    if (!dtype.empty() && dtype != "f32" && dtype != "f16" && dtype != "bf16")
+      throw UsageError(cat("--dtype ", dtype, " with --device ", device,
+                           ": a GPU runs f32, f16 or bf16 weights (", dtype, " runs on the CPU)"));
+    if (flags.load.activations != "f32")
+      throw UsageError(cat("--activations ", flags.load.activations, " with --device ", device,
+                           ": a GPU computes in f32"));
+  }
+  if (!family.f32_only) return;
+  const std::string runs = cat(": ", family.title, " ", verb, " in f32");
   if (!flags.load.dtype.empty() && flags.load.dtype != "f32")
     throw UsageError("--dtype " + flags.load.dtype + runs);
   if (flags.load.activations != "f32")

@@ -1,6 +1,6 @@
 #pragma once
 // The --model of a command: its flags (--model, --config, --tokenizer, --dtype, --activations,
-// --threads), and the file as the family table reads it, checked against the families the
+// --device, --threads), and the file as the family table reads it, checked against the families the
 // command takes: commands need no --arch where the file says, and a wrong kind is one line:
 // "X: this is an EvermindLM checkpoint (EVL0); perplexity expects GPT-2 ...".
 #include <CLI/CLI.hpp>
@@ -34,9 +34,11 @@ struct ModelFlags {
   void add_to(CLI::App* cmd);
 };
 
-// Refuses --dtype and --activations that `file`'s family does not run in, in the command's
-// words: "--dtype bf16: EvermindLM generates in f32" (`verb`: "generates").
-void check_dtype_flags(const ModelFlags& flags, const DetectedModel& file, std::string_view verb);
+// Refuses --device, --dtype and --activations that `file`'s family does not run with, in the
+// command's words: "--dtype bf16: EvermindLM generates in f32" (`verb`: "generates"), "--device
+// gpu: EvermindLM generates on the CPU only"; a GPU takes f32, f16 or bf16 weights and f32
+// activations.
+void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::string_view verb);
 
 // The tokenizer of `file`'s family: --tokenizer, else the model's own, else the family's.
 BpeTokenizer load_model_tokenizer(const ModelFlags& flags, const DetectedModel& file);

@@ -6,6 +6,7 @@
 #include "test_util.h"
 #include "tinylm/io/safetensors.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
+#include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm {
 namespace {
@@ -105,6 +106,84 @@ TEST(CliGpt2, ErrorsAreOneLine) {
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(lines(r.err), 1) << args << "\n" << r.err;
   }
+}
+
+// --device gpu on generate and perplexity (issue 37): the CPU's greedy text and the CPU's
+// perplexity, f16 and bf16 weights, the GPU named on the load line; what a GPU cannot run is
+// refused in one line before the model loads.
+TEST(CliGpt2Gpu, GenerateAndPerplexityOnTheGpu) {
+  test::TempDir dir;
+  const std::string model = dir.file("m");
+  ASSERT_EQ(run_cli("init --arch gpt2 --preset small-test --seed 3 --out " + model +
+                    " --tokenizer " + test::source_path("data/gpt2"))
+                .exit_code,
+            0);
+  const std::string gen = "generate --model " + model + " --prompt 'The quick brown fox' ";
+  const std::string evl = test::source_path("tests/fixtures/evl/tiny_f32.evl");
+  for (const auto& [args, says] :
+       {std::pair{gen + "--device gpu --dtype q8_0", "a GPU runs f32, f16 or bf16 weights"},
+        std::pair{gen + "--device gpu --dtype bf16 --activations bf16", "a GPU computes in f32"},
+        std::pair{gen + "--device gpu:x", "--device gpu:x: cpu, gpu or gpu:N"},
+        std::pair{"generate --model " + evl + " --prompt hi --device gpu",
+                  "EvermindLM generates on the CPU only"}}) {
+    const test::CommandResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  const kernels::vulkan::DeviceList gpus = kernels::vulkan::list_devices();
+  if (gpus.devices.empty()) {
+    const test::CommandResult none = run_cli(gen + "--device gpu");
+    EXPECT_EQ(none.exit_code, 1);
+    EXPECT_EQ(lines(none.err), 1) << none.err;
+    GTEST_SKIP() << "no GPU tests: " << gpus.why_none;
+  }
+  const test::CommandResult missing =
+      run_cli(gen + "--device gpu:" + std::to_string(gpus.devices.size()));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(lines(missing.err), 1) << missing.err;
+
+  // A model the device cannot hold is refused before its weights are read (here: a config of
+  // 96 layers 16384 wide over the small model's file).
+  std::string config = test::read_text(model + "/config.json");
+  for (const auto& [key, value] : {std::pair{"\"n_embd\": 64", "\"n_embd\": 16384"},
+                                   std::pair{"\"n_layer\": 2", "\"n_layer\": 96"}}) {
+    ASSERT_NE(config.find(key), std::string::npos) << config;
+    config.replace(config.find(key), std::string(key).size(), value);
+  }
+  test::write_text(dir.file("huge.json"), config);
+  const test::CommandResult huge = run_cli(gen + "--device gpu --config " + dir.file("huge.json"));
+  EXPECT_EQ(huge.exit_code, 1);
+  EXPECT_EQ(lines(huge.err), 1) << huge.err;
+  EXPECT_NE(huge.err.find("of device memory in f32"), std::string::npos) << huge.err;
+
+  const test::CommandResult cpu = run_cli(gen + "--max-tokens 8");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const test::CommandResult gpu = run_cli(gen + "--max-tokens 8 --device gpu");
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  EXPECT_EQ(gpu.out, cpu.out);
+  EXPECT_NE(gpu.err.find("of f32 weights on GPU 0 (" + gpus.devices[0].name + ")"),
+            std::string::npos)
+      << gpu.err;
+  for (const char* dtype : {"f16", "bf16"}) {
+    const test::CommandResult r =
+        run_cli(gen + "--max-tokens 4 --device gpu --dtype " + std::string(dtype));
+    EXPECT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("of ") + dtype + " weights on GPU 0"), std::string::npos)
+        << r.err;
+  }
+  test::write_text(dir.file("text.txt"), "It was the best of times, it was the worst of times.");
+  const auto nll = [&](const std::string& device) {
+    const test::CommandResult r =
+        run_cli("perplexity --model " + model + " --file " + dir.file("text.txt") +
+                " --context 8 --stride 4" + " --device " + device);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.find("mean NLL ");
+    return at == std::string::npos ? -1.0 : std::stod(r.out.substr(at + 9));
+  };
+  const double on_cpu = nll("cpu");
+  EXPECT_GT(on_cpu, 0);
+  EXPECT_NEAR(nll("gpu"), on_cpu, 1e-5);
 }
 
 }  // namespace

@@ -77,6 +77,37 @@ void check_forward(GpuEmbedding& test, Context& context, DType type) {
         expect_same_bytes(where + " " + names[i] + " run " + std::to_string(run), want[i],
                           vulkan::download_floats(x[i], n));
     }
+    // The table stored transposed, (C, vocab): the same bits.
+    std::vector<W> columns(table.size());
+    for (int64_t v = 0; v < kVocab; ++v)
+      for (int64_t i = 0; i < C; ++i) columns[i * kVocab + v] = table[v * C + i];
+    const Buffer columns_b = test.upload_values(columns);
+    Buffer xt(context, n * 4);
+    vulkan::embedding_forward(context, xt, tb, columns_b, type, pb, rows, C, kVocab, kFirst,
+                              kPeriod, vulkan::TableLayout::transposed);
+    expect_same_bytes(where + " x from a transposed table", want[0],
+                      vulkan::download_floats(xt, n));
+    // Rows at positions of their own (a continuous batch's), read from (slot, position) pairs:
+    // the CPU kernel's bits for each row at its position, from either layout.
+    Ints where_pairs;
+    Floats want_rows(n);
+    const int64_t n_positions = 1 + rows + kPositions;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t position = (5 * r + 3) % n_positions;
+      where_pairs.insert(where_pairs.end(),
+                         {static_cast<int32_t>(r % 2), static_cast<int32_t>(position)});
+      kernels::embedding_forward(want_rows.data() + r * C, tokens.data() + r, table.data(),
+                                 positions.data(), 1, C, position);
+    }
+    const Buffer wb = test.upload_values(where_pairs);
+    for (const auto& [layout, t] : {std::pair{vulkan::TableLayout::rows, &table_b},
+                                    std::pair{vulkan::TableLayout::transposed, &columns_b}}) {
+      Buffer xr(context, n * 4);
+      vulkan::embedding_forward_rows(context, xr, tb, *t, type, layout, pb, wb, rows, C, kVocab,
+                                     n_positions);
+      expect_same_bytes(where + " rows at their positions", want_rows,
+                        vulkan::download_floats(xr, n));
+    }
   }
 }
 

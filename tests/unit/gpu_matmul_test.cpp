@@ -233,6 +233,37 @@ TEST_P(GpuMatmul, F16WeightsWidenExactly) {
   expect_same_bytes("I B", want, vulkan::download_floats(c, want.size()));
 }
 
+// A product of a few rows (at most 8: a column per invocation) gives each row the bits the
+// 64-row tiles give it in a longer product: the same chains, whatever M picks the shader. This
+// is what makes a decode step equal its prompt's row.
+TEST_P(GpuMatmul, FewRowsGiveTheTilesBits) {
+  const int64_t K = 37, N = 70, rows = 9;  // 9 rows: tiles; 1..8: a column per invocation
+  for (const auto& t : kTrans)
+    for (const DType w : {DType::f32, DType::f16}) {
+      const bool at = t[0] == Trans::Yes, bt = t[1] == Trans::Yes;
+      const Stored A = make_stored(at ? K : rows, at ? rows : K, 0, 0, DType::f32, 5),
+                   B = make_stored(bt ? N : K, bt ? K : N, 0, 0, w, 6);
+      const Buffer a = upload_stored(*context_, A), b = upload_stored(*context_, B);
+      const float beta = 0.5f;
+      const Floats c0 = normal_floats(rows * N, 8);
+      Buffer all = upload(c0);
+      vulkan::gemm(*context_, t[0], t[1], rows, N, K, 1.5f, {&a, A.ld}, {&b, B.ld, 0, w}, beta, all,
+                   N);
+      const Floats want = vulkan::download_floats(all, c0.size());
+      for (const int64_t m : {1, 3, 8}) {
+        // The first m rows of A: as stored untransposed, its first m rows; transposed, its
+        // first m columns, with the same stride.
+        Buffer few = upload(c0);
+        vulkan::gemm(*context_, t[0], t[1], m, N, K, 1.5f, {&a, A.ld}, {&b, B.ld, 0, w}, beta, few,
+                     N);
+        const Floats got = vulkan::download_floats(few, static_cast<size_t>(m * N));
+        expect_same_bytes(std::to_string(m) + " rows" + (at ? " At" : "") + (bt ? " Bt" : "") +
+                              " " + std::string(dtype_name(w)),
+                          got, Floats(want.begin(), want.begin() + m * N));
+      }
+    }
+}
+
 // K = 0 and alpha = 0: C = beta·C, A and B unread (here all NaN, or absent).
 TEST_P(GpuMatmul, NoProductScalesCWithoutReadingAOrB) {
   const int64_t M = 4, N = 70;

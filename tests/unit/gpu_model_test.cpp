@@ -12,9 +12,11 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpt2_tiny.h"
+#include "serve_test_server.h"
 #include "test_util.h"
 #include "tinylm/generate/decode_backend.h"
 #include "tinylm/generate/generate.h"
@@ -169,6 +171,34 @@ TEST_P(GpuModel, GreedyTextAndPerplexityAsTheCpu) {
   const generate::PerplexityResult b = generate::perplexity(c, tokens, context, stride);
   EXPECT_EQ(a.count, b.count);
   EXPECT_NEAR(a.mean_nll(), b.mean_nll(), 1e-5);
+}
+
+// The server on the GPU: concurrent greedy requests (continuous batching: prefills together,
+// then steps of several rows) get the texts the CPU server gives them.
+TEST_P(GpuModel, ServerGivesTheCpuTexts) {
+  const auto texts = [](serve::Running& server) {
+    std::vector<std::string> out(4);
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < out.size(); ++i) {
+      clients.emplace_back([&server, &out, i] {
+        const std::string body = R"({"prompt":[)" + std::to_string(11 + i * 7) + "," +
+                                 std::to_string(400 + i) + R"(],"max_tokens":)" +
+                                 std::to_string(6 + 3 * i) + R"(,"temperature":0})";
+        const auto r = server.client().Post("/v1/completions", body, "application/json");
+        out[i] = r ? nlohmann::json::parse(r->body)["choices"][0]["text"].get<std::string>()
+                   : "no response";
+      });
+    }
+    for (auto& t : clients) t.join();
+    return out;
+  };
+  serve::ServerOptions o;
+  o.slots = 4;
+  serve::Running cpu_server(o, 64, 64, 1024);
+  serve::Running gpu_server(o, 64, 64, 1024, gpu_);
+  const std::vector<std::string> want = texts(cpu_server), got = texts(gpu_server);
+  EXPECT_EQ(got, want);
+  for (const std::string& t : got) EXPECT_FALSE(t.empty());
 }
 
 TEST_P(GpuModel, RefusesWhatItCannotRun) {

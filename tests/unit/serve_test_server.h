@@ -30,11 +30,14 @@ inline gpt2::Model model_of(int positions, int width = 64, int vocab = 50257) {
   return gpt2::Model(c, gpt2::init_params(c, 11), DType::f32);
 }
 
-// An in-process server on a free port, serving until destroyed.
+// An in-process server on a free port, serving until destroyed; the model on `gpu` when given.
 class Running {
  public:
-  explicit Running(ServerOptions o, int positions = 128, int width = 64, int vocab = 50257)
-      : model_(model_of(positions, width, vocab)), backend_(generate::gpt2_backend(model_)) {
+  explicit Running(ServerOptions o, int positions = 128, int width = 64, int vocab = 50257,
+                   std::shared_ptr<kernels::vulkan::Context> gpu = nullptr)
+      : model_(gpu ? model_of(positions, width, vocab).to_gpu(gpu, DType::f32)
+                   : model_of(positions, width, vocab)),
+        backend_(generate::gpt2_backend(model_)) {
     info_.id = "small";
     info_.tokenizer = &tokenizer();
     info_.vocab_size = model_.config().vocab_size;

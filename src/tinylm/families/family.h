@@ -25,6 +25,7 @@ namespace tinylm::families {
 struct LoadOptions {
   std::string config, tokenizer, dtype;
   std::string activations = "f32";
+  std::string device = "cpu";  // cpu | gpu | gpu:N (kernels/vulkan/devices.h's parse_device)
 };
 
 // A model loaded for decoding: the decode interface over weights it owns.
@@ -63,6 +64,7 @@ struct Family {
   DecodeModel (*load_decoder)(const checkpoints::Sniffed& file,
                               const LoadOptions& options) = nullptr;
   bool f32_only = false;               // --dtype and --activations other than f32 are refused
+  bool gpu = false;                    // it decodes on a GPU too (--device gpu)
   bool prompt_allows_special = false;  // its prompts may hold <|endoftext|> (its training did)
   // Sampling when --temperature is not given (top_k: nor --top-k); 0, 0: greedy. EvermindLM
   // samples: greedy decoding of a small model repeats itself ("have have have").

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
+#include "tinylm/checkpoints/gpt2_config_json.h"
 #include "tinylm/checkpoints/gpt2_gguf.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
+#include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/train/family.h"
 
 namespace tinylm::families {
@@ -48,6 +50,7 @@ extern const Family gpt2_family{
     .recognise = recognise,
     .load_tokenizer = load_gpt2_tokenizer,
     .load_decoder = load_decoder,
+    .gpu = true,
     .perplexity = true,
     .convert = true,
     .training = &train::train_family("gpt2"),
@@ -95,18 +98,50 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
   // generate, serve and perplexity have always ignored --config for a GGUF file (whose
   // configuration is inside); the library's load entry refuses one.
   const std::string config = file.format == checkpoints::Format::gguf ? "" : options.config;
-  gpt2::Model model = checkpoints::load_gpt2_model(file, config, dtype);
+  const int gpu = kernels::vulkan::parse_device(options.device);
+  std::string where;
+  gpt2::Model model = [&] {
+    if (gpu < 0) return checkpoints::load_gpt2_model(file, config, dtype);
+    // On a GPU: refused before the weights are read when it cannot hold them; read in f32 and
+    // uploaded in the requested type (f32 by default, whatever the file holds).
+    const DType on_gpu = dtype.value_or(DType::f32);
+    check_gpt2_fits_gpu(gpu,
+                        config.empty() ? checkpoints::read_gpt2_checkpoint_config(file.path)
+                                       : checkpoints::read_gpt2_config_json(config),
+                        on_gpu);
+    const std::shared_ptr<kernels::vulkan::Context> context = kernels::vulkan::open_gpu(gpu);
+    gpt2::Model m = checkpoints::load_gpt2_model(file, config, DType::f32).to_gpu(context, on_gpu);
+    where = " on GPU " + std::to_string(gpu) + " (" + m.device_name() + ")";
+    return m;
+  }();
   model.set_activations(parse_dtype(options.activations));
   const std::string activations =
       model.activations() == DType::f32
           ? ""
           : " (" + std::string(dtype_name(model.activations())) + " activations)";
   char line[256];
-  std::snprintf(line, sizeof line, " in %.0f ms: %.1f MB of %s weights%s, %d threads",
-                timer.elapsed_ms(), model.weight_bytes() / 1e6,
-                std::string(dtype_name(model.dtype())).c_str(), activations.c_str(), num_threads());
-  loaded = "loaded " + file.path + line;
+  std::snprintf(line, sizeof line, " in %.0f ms: %.1f MB of %s weights%s", timer.elapsed_ms(),
+                model.weight_bytes() / 1e6, std::string(dtype_name(model.dtype())).c_str(),
+                activations.c_str());
+  loaded = "loaded " + file.path + line +
+           (gpu < 0 ? ", " + std::to_string(num_threads()) + " threads" : where);
   return model;
+}
+
+void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype) {
+  kernels::vulkan::check_gpu(gpu);
+  const kernels::vulkan::DeviceInfo device =
+      kernels::vulkan::list_devices().devices[static_cast<size_t>(gpu)];
+  const gpt2::Model::GpuNeeds needs = gpt2::Model::gpu_needs(config, dtype);
+  using kernels::vulkan::memory_text;
+  check(needs.bytes <= device.device_local_bytes, "--device gpu:", gpu, ": the model takes about ",
+        memory_text(needs.bytes), " of device memory in ", dtype_name(dtype), ", '", device.name,
+        "' has ", memory_text(device.device_local_bytes), " (a smaller --dtype, or --device cpu)");
+  check(needs.largest_binding <= device.max_binding_bytes, "--device gpu:", gpu,
+        ": the model's weights span ", memory_text(needs.largest_binding), " in ",
+        dtype_name(dtype), ", '", device.name, "' binds at most ",
+        memory_text(device.max_binding_bytes),
+        " (its maxStorageBufferRange; a smaller --dtype, or --device cpu)");
 }
 
 }  // namespace tinylm::families

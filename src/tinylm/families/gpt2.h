@@ -21,9 +21,14 @@ BpeTokenizer load_gpt2_tokenizer(const std::string& explicit_path,
                                  const checkpoints::Sniffed& model = {});
 
 // `file` converted to the dtype asked for (options.dtype; "" : f32, or a quantized GGUF's own
-// type), with options.activations; `loaded` gets the line the CLI prints: load time, weight
-// bytes and dtype.
+// type), with options.activations, on options.device (a GPU: refused before the weights are
+// read when it cannot hold them, f32 unless options.dtype says f16 or bf16); `loaded` gets the
+// line the CLI prints: load time, weight bytes and dtype, threads or the GPU.
 gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOptions& options,
                               std::string& loaded);
+
+// A one-line Error, before anything is read or written, when GPU `gpu` does not exist or cannot
+// hold a model of `config` in `dtype` (memory, or the largest buffer a shader binds).
+void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype);
 
 }  // namespace tinylm::families

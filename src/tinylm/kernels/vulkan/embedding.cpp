@@ -12,7 +12,7 @@ namespace tinylm::kernels::vulkan {
 namespace {
 
 struct ForwardPush {
-  uint32_t rows, C, first, period, has_positions, table_type;
+  uint32_t rows, C, first, period, has_positions, table_type, vocab, transposed;
 };
 struct BackwardPush {
   uint32_t rows, C, period, has_positions;
@@ -49,7 +49,7 @@ uint32_t table_code(std::string_view op, View table, DType table_type, int64_t v
 
 void embedding_forward(Context& context, View x, View tokens, View table, DType table_type,
                        std::optional<View> positions, int64_t rows, int64_t C, int64_t vocab,
-                       int64_t first, int64_t period) {
+                       int64_t first, int64_t period, TableLayout layout) {
   constexpr std::string_view op = "embedding_forward";
   const int64_t p = check_shape(op, tokens, rows, C, vocab, period);
   check_floats(op, "x", x, rows * C);
@@ -66,7 +66,9 @@ void embedding_forward(Context& context, View x, View tokens, View table, DType 
                          static_cast<uint32_t>(positions ? first : 0),
                          static_cast<uint32_t>(std::max<int64_t>(p, 1)),
                          positions ? 1u : 0u,
-                         type};
+                         type,
+                         static_cast<uint32_t>(vocab),
+                         layout == TableLayout::transposed ? 1u : 0u};
   // Without positions the table stands in at binding 3 (never read).
   const Dispatch d{"embedding_forward",
                    {x, tokens, table, positions ? *positions : table},
@@ -76,8 +78,8 @@ void embedding_forward(Context& context, View x, View tokens, View table, DType 
 }
 
 void embedding_forward_rows(Context& context, View x, View tokens, View table, DType table_type,
-                            View positions, View where, int64_t rows, int64_t C, int64_t vocab,
-                            int64_t n_positions) {
+                            TableLayout layout, View positions, View where, int64_t rows, int64_t C,
+                            int64_t vocab, int64_t n_positions) {
   constexpr std::string_view op = "embedding_forward_rows";
   check_shape(op, tokens, rows, C, vocab, 1);
   check_floats(op, "x", x, rows * C);
@@ -88,10 +90,13 @@ void embedding_forward_rows(Context& context, View x, View tokens, View table, D
         ": where holds ", where.bytes() / sizeof(int32_t), " ints, needs ", 2 * rows);
   if (rows == 0 || C == 0) return;
   const struct {
-    uint32_t rows, C, table_type;
-  } push{static_cast<uint32_t>(rows), static_cast<uint32_t>(C), type};
+    uint32_t rows, C, table_type, vocab, transposed;
+  } push{static_cast<uint32_t>(rows), static_cast<uint32_t>(C), type, static_cast<uint32_t>(vocab),
+         layout == TableLayout::transposed ? 1u : 0u};
   Context::Impl& c = context.impl();
-  const Dispatch d{"embedding_rows", {x, tokens, table, positions, where}, bytes_of(push),
+  const Dispatch d{"embedding_rows",
+                   {x, tokens, table, positions, where},
+                   bytes_of(push),
                    groups_for(c, rows * C, kElementwiseGroup)};
   c.run({&d, 1});
 }

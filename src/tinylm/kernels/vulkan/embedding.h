@@ -16,6 +16,11 @@
 
 namespace tinylm::kernels::vulkan {
 
+// How the table is stored: (vocab, C), a row per token, or transposed, (C, vocab), a column per
+// token (a GPU model's tied head reads it that way: neighbouring invocations then read
+// neighbouring words).
+enum class TableLayout { rows, transposed };
+
 // x[r] = table[tokens[r]] + positions[first + r % period] (no position term when positions is
 // null). x: (rows, C) floats; tokens: (rows) int32, trusted (in [0, vocab)); table: (vocab, C)
 // of table_type f32, or f16 or bf16 as uploaded from a host array (two per 32-bit word, the
@@ -23,15 +28,16 @@ namespace tinylm::kernels::vulkan {
 // more); positions: (first + min(rows, period), C) floats at least.
 void embedding_forward(Context& context, View x, View tokens, View table, DType table_type,
                        std::optional<View> positions, int64_t rows, int64_t C, int64_t vocab,
-                       int64_t first = 0, int64_t period = kNoPeriod);
+                       int64_t first = 0, int64_t period = kNoPeriod,
+                       TableLayout layout = TableLayout::rows);
 
 // Rows at positions of their own: x[r] = table[tokens[r]] + positions[where[2r + 1]], where:
 // (rows, 2) int32 pairs (slot, position) as attention.h's rows ops take them, on the device, so a
 // step replays with new positions. Positions are trusted (in [0, n_positions)); positions:
 // (n_positions, C) floats.
 void embedding_forward_rows(Context& context, View x, View tokens, View table, DType table_type,
-                            View positions, View where, int64_t rows, int64_t C, int64_t vocab,
-                            int64_t n_positions);
+                            TableLayout layout, View positions, View where, int64_t rows, int64_t C,
+                            int64_t vocab, int64_t n_positions);
 
 // dtable[tokens[r]] += dx[r]; dpositions[r % period] += dx[r] (when not null). dtable: (vocab,
 // C) floats; dpositions: (min(rows, period), C) floats at least; dx: (rows, C).

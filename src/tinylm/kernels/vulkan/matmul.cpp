@@ -14,6 +14,10 @@ namespace {
 
 // shaders/matmul.comp's tile edge.
 constexpr int64_t kTile = 64;
+// Products of at most this many rows take shaders/matmul_rows.comp (its kRows), in workgroups of
+// kRowsGroup columns.
+constexpr int64_t kFewRows = 8;
+constexpr int64_t kRowsGroup = 64;
 
 struct GemmPush {
   uint32_t M, N, K;
@@ -96,6 +100,11 @@ void gemm(Context& context, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K,
   // Unread operands are bound to C's buffer: the shader never touches them.
   const Buffer* a = reads_ab ? A.buffer : &C;
   const Buffer* b = reads_ab ? B.buffer : &C;
+  if (M <= kFewRows) {  // a column per invocation (shaders/matmul_rows.comp): the same bits
+    const Dispatch d{"matmul_rows", {&C, a, b}, bytes_of(push), groups_for(c, N, kRowsGroup)};
+    c.run({&d, 1});
+    return;
+  }
   const int64_t tiles = ((M + kTile - 1) / kTile) * ((N + kTile - 1) / kTile);
   const Dispatch d{"matmul", {&C, a, b}, bytes_of(push), groups_for(c, tiles, 1)};
   c.run({&d, 1});

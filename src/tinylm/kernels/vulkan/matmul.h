@@ -29,6 +29,9 @@
 // memory (8.3 KiB: A's 64×16 and B's 16×64, widened to f32 once as they are staged); each
 // invocation a 4×4 micro-tile of accumulators in registers. Elements outside M, N or K are
 // staged as zeros and never stored; the K loop stops at K, so no padded term enters a chain.
+// Products of at most 8 rows (a decode step) instead give each invocation a column of C and
+// its chains, walking k in the same order from the same zero: the same bits as the tiles, which
+// would be mostly padding there.
 //
 // Why no subgroup operations: sharing operands through subgroup shuffles instead of shared
 // memory would not change a bit (each output is still one chain in k order), but the tile

@@ -57,8 +57,8 @@ struct HostForward : ForwardPass<Derived, backend::Cpu> {
     // rows' stores are spread over the threads.)
     parallel_for(0, n, 1, [&](int64_t r) {
       const float* row = this->qkv + r * 3 * C;
-      kernels::kv_store(layer_keys[r], layer_values[r], row + C, row + 2 * C, this->positions[r],
-                        C, c.n_head);
+      kernels::kv_store(layer_keys[r], layer_values[r], row + C, row + 2 * C, this->positions[r], C,
+                        c.n_head);
     });
     // Every row's key and value are stored first: a row attends up to its own position.
     kernels::attention_cached_rows(this->att, q.data(), layer_keys.data(), layer_values.data(),

@@ -4,6 +4,8 @@
 // Weights: the matrices (wte, the Conv1D weights, an untied head) in the model's dtype, f32, f16
 // or bf16, read by the products and the embedding as they are (widened exactly in the shaders);
 // LayerNorm parameters, biases and wpe in f32. Every tensor starts on a multiple of 256 bytes.
+// wte (and an untied head) is stored transposed, (C, vocab): the head's product then reads
+// neighbouring words in neighbouring invocations, and the embedding reads a token's column.
 // Caches: per layer one buffer of keys and one of values, `slots` sequences of `positions`
 // positions each (kernels/vulkan/attention.h's slot layout), f16 for an f16 model, else f32. A
 // KvCache holds a slot; the pool doubles, copying what it holds, when every slot is taken.
@@ -117,6 +119,14 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
     store = std::make_unique<vk::Buffer>(*gpu, bytes);
     // Each tensor converted on the host and uploaded in turn: host memory stays one tensor.
     std::vector<std::byte> staging;
+    std::vector<float> transposed;
+    const auto transpose = [&](const float* src) {  // (vocab, C) to (C, vocab)
+      const int64_t V = c.vocab_size, C = c.n_embd;
+      transposed.resize(static_cast<size_t>(V * C));
+      for (int64_t v = 0; v < V; ++v)
+        for (int64_t i = 0; i < C; ++i) transposed[i * V + v] = src[v * C + i];
+      return transposed.data();
+    };
     const auto put = [&](const float* src, int64_t n, DType type, size_t at) {
       staging.resize(static_cast<size_t>(n) * dtype_size(type));
       if (type == DType::f32)
@@ -132,10 +142,11 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
       const size_t offset = plan.at[i++];
       const int64_t n = shape_numel(t.shape);
       if constexpr (matrix) {
-        put(host.f32_tensor(t.name), n, dt, offset);
-        // A Conv1D weight is [in, out]: its rows are `out` wide; wte's are C wide.
-        field = vk::Operand{store.get(), t.shape[1], static_cast<int64_t>(offset / dtype_size(dt)),
-                            dt};
+        const float* src = host.f32_tensor(t.name);
+        put(t.conv1d ? src : transpose(src), n, dt, offset);
+        // A Conv1D weight is [in, out]: its rows are `out` wide; wte's, transposed, vocab wide.
+        field = vk::Operand{store.get(), t.conv1d ? t.shape[1] : c.vocab_size,
+                            static_cast<int64_t>(offset / dtype_size(dt)), dt};
       } else {
         put(host.f32_tensor(t.name), n, DType::f32, offset);
         field = DeviceArray<const float>{store.get(), static_cast<int64_t>(offset / sizeof(float))};
@@ -143,9 +154,9 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
     });
     lm_head = weights.wte;
     if (head) {
-      put(head, static_cast<int64_t>(c.vocab_size) * c.n_embd, dt, plan.head);
-      lm_head = vk::Operand{store.get(), c.n_embd, static_cast<int64_t>(plan.head / dtype_size(dt)),
-                            dt};
+      put(transpose(head), static_cast<int64_t>(c.vocab_size) * c.n_embd, dt, plan.head);
+      lm_head = vk::Operand{store.get(), c.vocab_size,
+                            static_cast<int64_t>(plan.head / dtype_size(dt)), dt};
     }
     kv_type = cache_type(dt);
     slot_len = slot_positions(c, kv_type);
@@ -168,8 +179,8 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
     *free = true;
     KvCache cache;
     cache.capacity = capacity;
-    cache.device = std::make_shared<DeviceSlot>(
-        static_cast<int>(free - table->taken.begin()), table);
+    cache.device =
+        std::make_shared<DeviceSlot>(static_cast<int>(free - table->taken.begin()), table);
     return cache;
   }
 
@@ -179,7 +190,8 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
     const Config& c = config;
     vk::embedding_forward(*gpu, out.view(rows * c.n_embd), token_ids.view(rows), table_view(),
                           dtype, weights.wpe.view(static_cast<int64_t>(c.n_positions) * c.n_embd),
-                          rows, c.n_embd, c.vocab_size, first_position);
+                          rows, c.n_embd, c.vocab_size, first_position, kernels::kNoPeriod,
+                          vk::TableLayout::transposed);
   }
   void matmul(Array<float> y, Array<const float> in, const vk::Operand& w, Array<const float> b,
               int64_t rows, int64_t nin, int64_t nout) {
@@ -190,7 +202,7 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
   void head(std::span<float> logits, Array<const float> normed, int64_t rows) {
     const int64_t C = config.n_embd, V = config.vocab_size;
     const Array<float> out = be.sized(logits_, static_cast<size_t>(rows * V));
-    vk::gemm(*gpu, kernels::Trans::No, kernels::Trans::Yes, rows, V, C, 1.0f, normed.operand(C),
+    vk::gemm(*gpu, kernels::Trans::No, kernels::Trans::No, rows, V, C, 1.0f, normed.operand(C),
              lm_head, 0.0f, *out.buffer, V, 0);
     out.buffer->download(std::as_writable_bytes(logits));
   }
@@ -219,6 +231,7 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
     const Array<int32_t> where = be.sized(where_, where_host.size());
     be.copy_in(where, std::span<const int32_t>(where_host));
     vk::embedding_forward_rows(*gpu, x.view(n * c.n_embd), ids.view(n), table_view(), dtype,
+                               vk::TableLayout::transposed,
                                weights.wpe.view(static_cast<int64_t>(c.n_positions) * c.n_embd),
                                where.view(2 * n), n, c.n_embd, c.vocab_size, c.n_positions);
   }
@@ -277,7 +290,7 @@ Model::GpuNeeds gpu_needs(const Config& c, DType dtype) {
                          vk::kv_cache_bytes(type, slot_positions(c, type), c.n_embd);
   const uint64_t T = static_cast<uint64_t>(c.n_positions), C = static_cast<uint64_t>(c.n_embd);
   const uint64_t F = std::max<uint64_t>(static_cast<uint64_t>(c.mlp_dim()), C);
-  const uint64_t scratch = T * (6 * C + F + 2 + 1) * 4;           // x, xn, qkv, att, h, stats, ids
+  const uint64_t scratch = T * (6 * C + F + 2 + 1) * 4;  // x, xn, qkv, att, h, stats, ids
   const uint64_t logits = T * static_cast<uint64_t>(c.vocab_size) * 4;
   return {weights.bytes + cache + scratch + logits, std::max<uint64_t>(weights.bytes, logits)};
 }

@@ -5,8 +5,8 @@
 
 namespace tinylm::gpt2 {
 
-std::unique_ptr<Model::Impl> gpu_impl(std::shared_ptr<kernels::vulkan::Context>,
-                                      const Model::Impl&, DType) {
+std::unique_ptr<Model::Impl> gpu_impl(std::shared_ptr<kernels::vulkan::Context>, const Model::Impl&,
+                                      DType) {
   fail("gpt2: this tinylm was built without Vulkan");
 }
 

@@ -15,6 +15,8 @@ layout(push_constant) uniform Push {
   uint period;         // at most rows (r % period is the same)
   uint has_positions;  // 0: binding 3 is a placeholder, not read
   uint table_type;     // 0: f32, 1: f16, 2: bf16
+  uint vocab;
+  uint transposed;     // 1: the table is stored (C, vocab), column `token` holding its vector
 };
 
 float table_value(uint e) {
@@ -28,7 +30,8 @@ void main() {
   const uint n = rows * C, stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint k = gl_GlobalInvocationID.x; k < n; k += stride) {
     const uint r = k / C, i = k - r * C;
-    const float e = table_value(uint(tokens[r]) * C + i);
+    const uint token = uint(tokens[r]);
+    const float e = table_value(transposed != 0 ? i * vocab + token : token * C + i);
     x[k] = has_positions != 0 ? e + positions[(first + r % period) * C + i] : e;
   }
 }

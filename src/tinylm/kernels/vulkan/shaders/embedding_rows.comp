@@ -13,6 +13,8 @@ layout(push_constant) uniform Push {
   uint rows;
   uint C;
   uint table_type;  // 0: f32, 1: f16, 2: bf16
+  uint vocab;
+  uint transposed;  // 1: the table is stored (C, vocab), column `token` holding its vector
 };
 
 float table_value(uint e) {
@@ -26,7 +28,8 @@ void main() {
   const uint n = rows * C, stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint k = gl_GlobalInvocationID.x; k < n; k += stride) {
     const uint r = k / C, i = k - r * C;
-    const float e = table_value(uint(tokens[r]) * C + i);
+    const uint token = uint(tokens[r]);
+    const float e = table_value(transposed != 0 ? i * vocab + token : token * C + i);
     x[k] = e + positions[uint(where_[2 * r + 1]) * C + i];
   }
 }
