@@ -26,6 +26,7 @@ struct LoadOptions {
   std::string config, tokenizer, dtype;
   std::string activations = "f32";
   std::string device = "cpu";  // cpu | gpu | gpu:N (kernels/vulkan/devices.h's parse_device)
+  int sequences = 1;           // decoded at once (serve's slots): a GPU's caches, reserved
 };
 
 // A model loaded for decoding: the decode interface over weights it owns.

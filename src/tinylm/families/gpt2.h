@@ -28,7 +28,8 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
                               std::string& loaded);
 
 // A one-line Error, before anything is read or written, when GPU `gpu` does not exist or cannot
-// hold a model of `config` in `dtype` (memory, or the largest buffer a shader binds).
-void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype);
+// hold a model of `config` in `dtype` decoding `sequences` at once (memory, or the largest
+// buffer a shader binds).
+void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype, int sequences);
 
 }  // namespace tinylm::families

@@ -312,16 +312,18 @@ const float* Model::Impl::f32_tensor(const std::string&) const {
   fail("gpt2: only an f32 model's weights can go to a GPU (this one is ", dtype_name(dtype), ")");
 }
 
-Model Model::to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype) const {
+Model Model::to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype,
+                    int sequences) const {
   check(dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16, "gpt2: on a GPU, ",
         dtype_name(dtype), " weights are not supported (f32, f16 or bf16)");
   Model m;
-  m.impl_ = gpu_impl(std::move(gpu), *impl_, dtype);
+  check(sequences >= 1, "gpt2: ", sequences, " sequences reserved on a GPU");
+  m.impl_ = gpu_impl(std::move(gpu), *impl_, dtype, sequences);
   return m;
 }
 
-Model::GpuNeeds Model::gpu_needs(const Config& config, DType dtype) {
-  return gpt2::gpu_needs(config, dtype);
+Model::GpuNeeds Model::gpu_needs(const Config& config, DType dtype, int sequences) {
+  return gpt2::gpu_needs(config, dtype, sequences);
 }
 
 std::string Model::device_name() const { return impl_->device_name(); }

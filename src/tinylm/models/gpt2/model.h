@@ -119,14 +119,16 @@ class Model {
   // (new_cache) on the device too, f16 for an f16 model and f32 otherwise. Every call below runs
   // there, with f32 activations and accumulation (docs/gpu.md). Error: a build without Vulkan,
   // another dtype, or the device out of memory.
-  Model to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype) const;
-  // What a model of `config` in `dtype` takes on a GPU with one cache of n_positions positions
-  // and a forward of n_positions tokens (perplexity's longest window): bytes in all, and the
-  // largest buffer a shader binds (the weights), for a fit check before anything is uploaded.
+  // `sequences`: caches reserved at once (more are made as needed, doubling the pool).
+  Model to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype,
+               int sequences = 1) const;
+  // What a model of `config` in `dtype` takes on a GPU with `sequences` caches of n_positions
+  // positions and a forward of n_positions tokens (perplexity's longest window): bytes in all,
+  // and the largest buffer a shader binds, for a fit check before anything is uploaded.
   struct GpuNeeds {
     uint64_t bytes = 0, largest_binding = 0;
   };
-  static GpuNeeds gpu_needs(const Config& config, DType dtype);
+  static GpuNeeds gpu_needs(const Config& config, DType dtype, int sequences = 1);
   // The GPU's name, or empty on the CPU.
   std::string device_name() const;
 

@@ -107,7 +107,8 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
   Vector<int32_t> where_;
   std::vector<int32_t> where_host;
 
-  DeviceImpl(std::shared_ptr<vk::Context> device, const Model::Impl& host, DType dt) {
+  DeviceImpl(std::shared_ptr<vk::Context> device, const Model::Impl& host, DType dt,
+             int sequences) {
     gpu = std::move(device);
     be.context = gpu.get();
     config = host.config;
@@ -160,7 +161,7 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
     }
     kv_type = cache_type(dt);
     slot_len = slot_positions(c, kv_type);
-    grow(1);
+    grow(sequences);
   }
 
   size_t weight_bytes() const override { return bytes; }
@@ -278,21 +279,25 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
 }  // namespace
 
 std::unique_ptr<Model::Impl> gpu_impl(std::shared_ptr<vk::Context> gpu, const Model::Impl& host,
-                                      DType dtype) {
+                                      DType dtype, int sequences) {
   check(gpu != nullptr, "gpt2: no GPU given");
-  return std::make_unique<DeviceImpl>(std::move(gpu), host, dtype);
+  return std::make_unique<DeviceImpl>(std::move(gpu), host, dtype, sequences);
 }
 
-Model::GpuNeeds gpu_needs(const Config& c, DType dtype) {
+Model::GpuNeeds gpu_needs(const Config& c, DType dtype, int sequences) {
   const WeightPlan weights = plan_weights(c, dtype, true);
   const vk::CacheType type = cache_type(dtype);
-  const uint64_t cache = 2 * static_cast<uint64_t>(c.n_layer) *
-                         vk::kv_cache_bytes(type, slot_positions(c, type), c.n_embd);
+  const uint64_t slot = vk::kv_cache_bytes(type, slot_positions(c, type), c.n_embd);
+  const uint64_t cache =
+      2 * static_cast<uint64_t>(c.n_layer) * slot * static_cast<uint64_t>(sequences);
   const uint64_t T = static_cast<uint64_t>(c.n_positions), C = static_cast<uint64_t>(c.n_embd);
   const uint64_t F = std::max<uint64_t>(static_cast<uint64_t>(c.mlp_dim()), C);
   const uint64_t scratch = T * (6 * C + F + 2 + 1) * 4;  // x, xn, qkv, att, h, stats, ids
   const uint64_t logits = T * static_cast<uint64_t>(c.vocab_size) * 4;
-  return {weights.bytes + cache + scratch + logits, std::max<uint64_t>(weights.bytes, logits)};
+  // The bindings: the weights (bound whole by the products), the logits, a layer's caches.
+  const uint64_t largest = std::max({static_cast<uint64_t>(weights.bytes), logits,
+                                     slot * static_cast<uint64_t>(sequences)});
+  return {weights.bytes + cache + scratch + logits, largest};
 }
 
 }  // namespace tinylm::gpt2

@@ -6,10 +6,10 @@
 namespace tinylm::gpt2 {
 
 std::unique_ptr<Model::Impl> gpu_impl(std::shared_ptr<kernels::vulkan::Context>, const Model::Impl&,
-                                      DType) {
+                                      DType, int) {
   fail("gpt2: this tinylm was built without Vulkan");
 }
 
-Model::GpuNeeds gpu_needs(const Config&, DType) { return {}; }
+Model::GpuNeeds gpu_needs(const Config&, DType, int) { return {}; }
 
 }  // namespace tinylm::gpt2
