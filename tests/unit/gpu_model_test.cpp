@@ -130,8 +130,8 @@ TEST_P(GpuModel, BatchedEqualsAlone) {
   std::vector<KvCache*> caches;
   std::vector<float> one(V), all(3 * V);
   for (int s = 0; s < 3; ++s) {
-    alone.push_back(g.new_cache(n));
-    together.push_back(g.new_cache(n - s + 1));
+    alone.push_back(g.new_cache(n + 4));
+    together.push_back(g.new_cache(n - s + 4));
     joined.insert(joined.end(), kTokens.begin() + s, kTokens.begin() + s + lengths[s]);
     KvCache scratch = g.new_cache(2);  // taken and let go
   }
@@ -141,7 +141,12 @@ TEST_P(GpuModel, BatchedEqualsAlone) {
     g.forward(std::span(kTokens).subspan(s, lengths[s]), alone[s], one);
     ASSERT_EQ(std::memcmp(one.data(), all.data() + s * V, V * sizeof(float)), 0) << s;
   }
-  for (int step = 0; step < 3; ++step) {
+  // Steps of three rows (recorded once, then replayed at new positions); after the fourth
+  // step the pool grows (the recording is then made again).
+  std::vector<KvCache> more;
+  for (int step = 0; step < 6; ++step) {
+    if (step == 4)
+      for (int k = 0; k < 3; ++k) more.push_back(g.new_cache(2));
     std::vector<int> next;
     for (int s = 0; s < 3; ++s) next.push_back(kTokens[(lengths[s] + s + step) % n]);
     g.forward_batch(next, caches, all);

@@ -165,6 +165,41 @@ TEST_P(GpuOps, RecordedOpsRunInOrderAcrossSubmissions) {
                 near_max("y", want, 1e-6));
 }
 
+// A recording (Context::record) runs nothing until replayed; each replay runs its ops on what
+// the buffers hold then (new inputs uploaded between replays), with the bits of the same ops
+// run directly, also when it holds more dispatches than one submission (several descriptor
+// pools). Uploads and downloads are refused while recording.
+TEST_P(GpuOps, RecordedOpsReplayOnNewInputs) {
+  const int64_t n = 1000;
+  Buffer in = zeros(n), mid = zeros(n), out = zeros(n);
+  const auto ops = [&] {
+    for (int i = 0; i < 150; ++i) {  // 300 dispatches
+      vulkan::gelu_forward(*context_, mid, i == 0 ? in : out, n);
+      vulkan::gelu_forward(*context_, out, mid, n);
+    }
+  };
+  const Floats zero(n, 0.0f);
+  const vulkan::Context::Recording recording = context_->record(ops);
+  EXPECT_EQ(recording.dispatches(), 300);
+  context_->finish();
+  expect_same_bytes("nothing ran", vulkan::download_floats(out, n), zero);
+  for (uint64_t seed : {1, 2, 3}) {
+    const Floats x = normal_floats(n, seed);
+    in.upload(std::as_bytes(std::span<const float>(x)));
+    context_->replay(recording);
+    const Floats replayed = vulkan::download_floats(out, n);
+    in.upload(std::as_bytes(std::span<const float>(x)));
+    ops();
+    expect_same_bytes("replay " + std::to_string(seed), replayed, vulkan::download_floats(out, n));
+  }
+  EXPECT_THROW(context_->record([&] { in.upload(std::as_bytes(std::span<const float>(zero))); }),
+               Error);
+  EXPECT_THROW(context_->record([&] { vulkan::download_floats(out, n); }), Error);
+  // After a refused recording, ops run as before.
+  vulkan::gelu_forward(*context_, out, in, n);
+  EXPECT_EQ(vulkan::download_floats(out, n).size(), static_cast<size_t>(n));
+}
+
 // Ops read and write Views: ranges of a larger buffer at aligned offsets, the rest untouched.
 TEST_P(GpuOps, OpsWorkOnViewsOfALargerBuffer) {
   const int64_t n = 100, at = vulkan::kViewAlignment / sizeof(float);  // 64 floats in

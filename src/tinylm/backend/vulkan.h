@@ -65,10 +65,12 @@ struct DeviceArray {
   vk::Operand operand(int64_t ld) const { return {buffer, ld, first, DType::f32}; }
 };
 
-// Scratch an Array lives in: a device buffer grown on demand (Vulkan::sized).
+// Scratch an Array lives in: a device buffer grown on demand (Vulkan::sized), and how many
+// times it was made (what was recorded with an earlier one must not run).
 template <class U>
 struct DeviceVector {
   std::unique_ptr<vk::Buffer> buffer;
+  uint64_t generation = 0;
 };
 
 // One device buffer, handed out by a Planner.
@@ -123,6 +125,7 @@ struct Vulkan {
     if (!v.buffer || v.buffer->bytes() < bytes) {
       v.buffer.reset();  // the old one released first: peak memory is the larger only
       v.buffer = std::make_unique<vk::Buffer>(*context, bytes);
+      ++v.generation;
     }
     return {v.buffer.get(), 0};
   }

@@ -110,7 +110,8 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
                                        : checkpoints::read_gpt2_config_json(config),
                         on_gpu, options.sequences);
     const std::shared_ptr<kernels::vulkan::Context> context = kernels::vulkan::open_gpu(gpu);
-    gpt2::Model m = checkpoints::load_gpt2_model(file, config, DType::f32).to_gpu(context, on_gpu, options.sequences);
+    gpt2::Model m = checkpoints::load_gpt2_model(file, config, DType::f32)
+                        .to_gpu(context, on_gpu, options.sequences);
     where = " on GPU " + std::to_string(gpu) + " (" + m.device_name() + ")";
     return m;
   }();
@@ -141,9 +142,8 @@ void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype, int s
                       : " (a smaller --dtype, or --device cpu)");
   check(needs.largest_binding <= device.max_binding_bytes, "--device gpu:", gpu,
         ": one of the model's buffers (its weights, logits or a layer's caches) spans ",
-        memory_text(needs.largest_binding), " in ",
-        dtype_name(dtype), ", '", device.name, "' binds at most ",
-        memory_text(device.max_binding_bytes),
+        memory_text(needs.largest_binding), " in ", dtype_name(dtype), ", '", device.name,
+        "' binds at most ", memory_text(device.max_binding_bytes),
         " (its maxStorageBufferRange; a smaller --dtype, or --device cpu)");
 }
 

@@ -104,14 +104,7 @@ Context::Impl::Impl(int index, bool validation) : instance(validation) {
   check_vk(vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
   teardown.add([this] { vkDestroyFence(device, fence, nullptr); });
 
-  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxDispatches * kMaxBindings};
-  VkDescriptorPoolCreateInfo descriptor_info{};
-  descriptor_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-  descriptor_info.maxSets = kMaxDispatches;
-  descriptor_info.poolSizeCount = 1;
-  descriptor_info.pPoolSizes = &size;
-  check_vk(vkCreateDescriptorPool(device, &descriptor_info, nullptr, &descriptor_pool),
-           "vkCreateDescriptorPool");
+  descriptor_pool = make_descriptor_pool();
   teardown.add([this] { vkDestroyDescriptorPool(device, descriptor_pool, nullptr); });
   teardown.add([this] {
     for (auto& [name, p] : pipelines) {
@@ -169,7 +162,23 @@ void Context::Impl::flush_quietly() noexcept {
   }
 }
 
+VkDescriptorPool Context::Impl::make_descriptor_pool() {
+  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxDispatches * kMaxBindings};
+  VkDescriptorPoolCreateInfo descriptor_info{};
+  descriptor_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+  descriptor_info.maxSets = kMaxDispatches;
+  descriptor_info.poolSizeCount = 1;
+  descriptor_info.pPoolSizes = &size;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  check_vk(vkCreateDescriptorPool(device, &descriptor_info, nullptr, &pool),
+           "vkCreateDescriptorPool");
+  return pool;
+}
+
 void Context::Impl::submit(const std::function<void(VkCommandBuffer)>& record) {
+  check(capture == nullptr,
+        "Vulkan: an upload or download while ops are being recorded for replay (Context::record "
+        "takes dispatches only)");
   const bool after_dispatches = recording;
   begin();
   if (after_dispatches) {  // the copies wait for the dispatches recorded before them
@@ -255,49 +264,121 @@ void Context::Impl::run(std::span<const Dispatch> dispatches) {
                              static_cast<uint32_t>(d.push.size())));
   }
   for (size_t i = 0; i < dispatches.size(); ++i) {
+    if (capture) {  // into the Recording: a fresh pool when its last one is full
+      Recording::Impl& r = *capture;
+      if (r.pools.empty() || r.in_last_pool == kMaxDispatches) {
+        r.pools.push_back(make_descriptor_pool());
+        r.in_last_pool = 0;
+      }
+      record_dispatch(r.commands, r.pools.back(), dispatches[i], *used[i], r.dispatches > 0);
+      ++r.in_last_pool;
+      ++r.dispatches;
+      continue;
+    }
     // A full descriptor pool ends the submission; the next one sees its writes.
     if (dispatches_recorded == kMaxDispatches) flush();
     begin();
-    const VkCommandBuffer cmd = commands;
-    const Dispatch& d = dispatches[i];
-    const Pipeline& p = *used[i];
-    VkDescriptorSetAllocateInfo alloc{};
-    alloc.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
-    alloc.descriptorPool = descriptor_pool;
-    alloc.descriptorSetCount = 1;
-    alloc.pSetLayouts = &p.set_layout;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    check_vk(vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
-    std::vector<VkDescriptorBufferInfo> infos(d.buffers.size());
-    std::vector<VkWriteDescriptorSet> writes(d.buffers.size());
-    for (size_t b = 0; b < d.buffers.size(); ++b) {
-      // An empty range binds the whole buffer instead (a range must not be empty; a shader
-      // given no elements reads none).
-      const View& v = d.buffers[b];
-      infos[b] = {v.buffer().impl().raw.buffer, v.bytes() ? v.offset() : 0,
-                  v.bytes() ? v.bytes() : VK_WHOLE_SIZE};
-      writes[b] = {};
-      writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      writes[b].dstSet = set;
-      writes[b].dstBinding = static_cast<uint32_t>(b);
-      writes[b].descriptorCount = 1;
-      writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[b].pBufferInfo = &infos[b];
-    }
-    vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
-    if (dispatches_recorded > 0) {  // this dispatch reads what the ones before it wrote
-      memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    }
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
-    if (!d.push.empty())
-      vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                         static_cast<uint32_t>(d.push.size()), d.push.data());
-    vkCmdDispatch(cmd, d.groups, 1, 1);
+    record_dispatch(commands, descriptor_pool, dispatches[i], *used[i], dispatches_recorded > 0);
     ++dispatches_recorded;
   }
+}
+
+void Context::Impl::record_dispatch(VkCommandBuffer cmd, VkDescriptorPool pool, const Dispatch& d,
+                                    const Pipeline& p, bool after_others) {
+  VkDescriptorSetAllocateInfo alloc{};
+  alloc.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+  alloc.descriptorPool = pool;
+  alloc.descriptorSetCount = 1;
+  alloc.pSetLayouts = &p.set_layout;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  check_vk(vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
+  std::vector<VkDescriptorBufferInfo> infos(d.buffers.size());
+  std::vector<VkWriteDescriptorSet> writes(d.buffers.size());
+  for (size_t b = 0; b < d.buffers.size(); ++b) {
+    // An empty range binds the whole buffer instead (a range must not be empty; a shader
+    // given no elements reads none).
+    const View& v = d.buffers[b];
+    infos[b] = {v.buffer().impl().raw.buffer, v.bytes() ? v.offset() : 0,
+                v.bytes() ? v.bytes() : VK_WHOLE_SIZE};
+    writes[b] = {};
+    writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[b].dstSet = set;
+    writes[b].dstBinding = static_cast<uint32_t>(b);
+    writes[b].descriptorCount = 1;
+    writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[b].pBufferInfo = &infos[b];
+  }
+  vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  if (after_others) {  // this dispatch reads what the ones before it wrote
+    memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  }
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  if (!d.push.empty())
+    vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<uint32_t>(d.push.size()), d.push.data());
+  vkCmdDispatch(cmd, d.groups, 1, 1);
+}
+
+Context::Recording::Recording() = default;
+Context::Recording::~Recording() = default;
+Context::Recording::Recording(Recording&&) noexcept = default;
+Context::Recording& Context::Recording::operator=(Recording&&) noexcept = default;
+int Context::Recording::dispatches() const { return impl_ ? impl_->dispatches : 0; }
+
+Context::Recording::Impl::~Impl() {
+  if (!context) return;  // (a replay waits for its work: nothing of it is still running)
+  for (VkDescriptorPool pool : pools) vkDestroyDescriptorPool(context->device, pool, nullptr);
+  if (commands) vkFreeCommandBuffers(context->device, context->command_pool, 1, &commands);
+}
+
+Context::Recording Context::record(const std::function<void()>& ops) {
+  Impl& c = *impl_;
+  check(c.capture == nullptr, "Vulkan: a recording inside a recording");
+  Recording r;
+  r.impl_ = std::make_unique<Recording::Impl>();
+  Recording::Impl& ri = *r.impl_;
+  VkCommandBufferAllocateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  info.commandPool = c.command_pool;
+  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  info.commandBufferCount = 1;
+  check_vk(vkAllocateCommandBuffers(c.device, &info, &ri.commands), "vkAllocateCommandBuffers");
+  ri.context = &c;
+  VkCommandBufferBeginInfo begin_info{};
+  begin_info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  check_vk(vkBeginCommandBuffer(ri.commands, &begin_info), "vkBeginCommandBuffer");
+  // Each replay sees all memory written before it (uploads included).
+  memory_barrier(ri.commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+                 VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                 VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
+  c.capture = &ri;
+  try {
+    ops();
+  } catch (...) {
+    c.capture = nullptr;
+    throw;
+  }
+  c.capture = nullptr;
+  check_vk(vkEndCommandBuffer(ri.commands), "vkEndCommandBuffer");
+  return r;
+}
+
+void Context::replay(const Recording& recording) {
+  Impl& c = *impl_;
+  check(recording && recording.impl().context == &c,
+        "Vulkan: a replay of another Context's recording");
+  check(c.capture == nullptr, "Vulkan: a replay while recording");
+  c.flush();  // what was recorded before runs first
+  VkSubmitInfo submit_info{};
+  submit_info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit_info.commandBufferCount = 1;
+  submit_info.pCommandBuffers = &recording.impl().commands;
+  check_vk(vkQueueSubmit(c.queue, 1, &submit_info, c.fence), "vkQueueSubmit");
+  check_vk(vkWaitForFences(c.device, 1, &c.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  check_vk(vkResetFences(c.device, 1, &c.fence), "vkResetFences");
 }
 
 Context::Context(int index, Validation validation)

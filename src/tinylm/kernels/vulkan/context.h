@@ -11,6 +11,7 @@
 // for the Contexts made afterwards; every warning and error it reports is recorded.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -37,6 +38,16 @@ class Context {
   // the download, as an Error.
   void finish();
   bool validation() const;
+
+  // A sequence of ops recorded once and run again and again (a decode step): record() runs
+  // `ops`, whose dispatches go into the Recording instead of the queue (nothing runs then; ops
+  // that upload or download are refused), and replay() runs them, after everything before, and
+  // waits. The dispatches keep the buffers and push constants they were given: the owner
+  // changes what the buffers hold between replays (uploads), and records again when it would
+  // pass other buffers or sizes. A Recording must not outlive its buffers or the Context.
+  class Recording;
+  Recording record(const std::function<void()>& ops);
+  void replay(const Recording& recording);
   // The validation layer's warnings and errors so far, oldest first.
   std::vector<std::string> validation_messages() const;
 
@@ -44,6 +55,23 @@ class Context {
   Impl& impl() { return *impl_; }
 
  private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Context::Recording {
+ public:
+  Recording();
+  ~Recording();
+  Recording(Recording&&) noexcept;
+  Recording& operator=(Recording&&) noexcept;
+  explicit operator bool() const { return impl_ != nullptr; }
+  int dispatches() const;
+
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  friend class Context;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -83,13 +83,31 @@ struct Context::Impl {
   void flush_quietly() noexcept;  // for destructors: errors surface at the next wait
   // Records what `record` writes after everything recorded so far, and flushes.
   void submit(const std::function<void(VkCommandBuffer)>& record);
-  // Records the dispatches, in order, each seeing the writes of those before it.
+  // Records the dispatches, in order, each seeing the writes of those before it (into the
+  // Recording being made, while there is one).
   void run(std::span<const Dispatch> dispatches);
+  Context::Recording::Impl* capture = nullptr;  // Context::record's, while it runs its ops
   // The index of a memory type with all of `flags` among those `allowed` (a bit mask).
   uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags flags) const;
 
+  // One dispatch into `cmd`, its descriptor set from `pool`, after a barrier on what the
+  // dispatches before it in `cmd` wrote (when `after_others`).
+  void record_dispatch(VkCommandBuffer cmd, VkDescriptorPool pool, const Dispatch& d,
+                       const Pipeline& p, bool after_others);
+  VkDescriptorPool make_descriptor_pool();
+
  private:
   const Pipeline& pipeline(std::string_view shader, uint32_t bindings, uint32_t push_bytes);
+};
+
+// A Recording's command buffer and the descriptor pools its sets came from.
+struct Context::Recording::Impl {
+  Context::Impl* context = nullptr;
+  VkCommandBuffer commands = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> pools;
+  uint32_t in_last_pool = 0;  // sets taken from pools.back()
+  int dispatches = 0;
+  ~Impl();
 };
 
 // A VkBuffer and the memory bound to it; released by whoever owns it.

@@ -37,6 +37,7 @@
   X(vkCreateCommandPool)                      \
   X(vkDestroyCommandPool)                     \
   X(vkAllocateCommandBuffers)                 \
+  X(vkFreeCommandBuffers)                     \
   X(vkBeginCommandBuffer)                     \
   X(vkEndCommandBuffer)                       \
   X(vkResetCommandBuffer)                     \

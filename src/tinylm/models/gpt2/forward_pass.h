@@ -8,13 +8,20 @@
 //                matrices
 //   embed(x, ids, rows, first_position)         wte[id] + wpe[position] for each row
 //   matmul(y, x, matrix, bias, rows, nin, nout) a Conv1D product (row-invariant)
-//   head(logits, xn, rows)                      the output head into the host's logits
+//   head(logits, xn, rows)                      the output head, for the host's logits
 // and what depends on where the KV cache lives:
 //   attend(layer, cache, t0, n)   the rows' keys and values (the second and third thirds of
 //                                 each qkv row) stored at positions t0.., att written from q
-//   embed_rows(n), attend_rows(layer, n, sequences)
+//   place_rows(n), embed_rows(n), attend_rows(layer, n, sequences)
 //                                 the same for rows of several sequences (positions and
-//                                 row_cache say which row is where)
+//                                 row_cache say which row is where; place_rows puts that where
+//                                 the ops read it)
+//   run_step(key, logits, ops)    runs ops, the forward's work after its inputs are in place,
+//                                 whose head fills `logits`: a device records the ops of a
+//                                 decode step of `key` rows once and replays them (key 0: not
+//                                 a decode step)
+//   kReplaysSteps                 true where run_step replays: one sequence's single token
+//                                 then runs as a decode step of one row
 #include <algorithm>
 #include <span>
 #include <vector>
@@ -53,13 +60,20 @@ struct ForwardPass : Model::Impl {
     check(first >= 0 && first < n, "gpt2: first logits row ", first, " outside 0..", n - 1);
     check(logits.size() == static_cast<size_t>((n - first) * V), "gpt2: logits buffer of ",
           logits.size(), " values, expected ", (n - first) * V);
+    if (Derived::kReplaysSteps && n == 1) {
+      KvCache* one[] = {&cache};
+      const int length[] = {1};
+      return forward_sequences(tokens, length, one, logits);
+    }
     start(tokens);
-    self().embed(x, ids, n, t0);
-    run_layers(n, [&](int64_t li) { self().attend(li, cache, t0, n); });
+    self().run_step(0, logits, [&] {
+      self().embed(x, ids, n, t0);
+      run_layers(n, [&](int64_t li) { self().attend(li, cache, t0, n); });
+      // Rows first .. n - 1 to the front of h, then the final norm and the head over them.
+      be.copy(h, x + first * C, (n - first) * C);
+      final_norm(n - first, logits);
+    });
     cache.length = static_cast<int>(t1);
-    // Rows first .. n - 1 to the front of h, then the final norm and the head over them.
-    be.copy(h, x + first * C, (n - first) * C);
-    final_norm(n - first, logits);
   }
 
   void forward_sequences(std::span<const int> tokens, std::span<const int> lengths,
@@ -93,16 +107,20 @@ struct ForwardPass : Model::Impl {
         row_cache.push_back(caches[s]);
       }
     }
-    self().embed_rows(n);
-    run_layers(n, [&](int64_t li) { self().attend_rows(li, n, ns); });
-    // Each sequence's last row to row s of h, then the final norm and the head over those rows.
-    int64_t last = -1;
-    for (int64_t s = 0; s < ns; ++s) {
-      caches[s]->length += lengths[s];
-      last += lengths[s];
-      be.copy(h + s * C, x + last * C, C);
-    }
-    final_norm(ns, logits);
+    self().place_rows(n);
+    // A decode step (one row per sequence) depends on nothing but its row count here.
+    self().run_step(n == ns ? n : 0, logits, [&] {
+      self().embed_rows(n);
+      run_layers(n, [&](int64_t li) { self().attend_rows(li, n, ns); });
+      // Each sequence's last row to row s of h, then the final norm and the head over them.
+      int64_t last = -1;
+      for (int64_t s = 0; s < ns; ++s) {
+        last += lengths[s];
+        be.copy(h + s * C, x + last * C, C);
+      }
+      final_norm(ns, logits);
+    });
+    for (int64_t s = 0; s < ns; ++s) caches[s]->length += lengths[s];
   }
 
  private:

@@ -32,6 +32,12 @@ struct HostForward : ForwardPass<Derived, backend::Cpu> {
     kernels::attention_cached(this->att, q.data(), kl, vl, t0, t0 + n, C, c.n_head);
   }
 
+  static constexpr bool kReplaysSteps = false;
+  template <class Ops>
+  void run_step(int64_t, std::span<float>, const Ops& ops) {
+    ops();
+  }
+  void place_rows(int64_t) {}
   void embed_rows(int64_t n) {
     const int64_t C = this->config.n_embd;
     for (int64_t r = 0; r < n; ++r)

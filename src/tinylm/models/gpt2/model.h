@@ -120,8 +120,7 @@ class Model {
   // there, with f32 activations and accumulation (docs/gpu.md). Error: a build without Vulkan,
   // another dtype, or the device out of memory.
   // `sequences`: caches reserved at once (more are made as needed, doubling the pool).
-  Model to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype,
-               int sequences = 1) const;
+  Model to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype, int sequences = 1) const;
   // What a model of `config` in `dtype` takes on a GPU with `sequences` caches of n_positions
   // positions and a forward of n_positions tokens (perplexity's longest window): bytes in all,
   // and the largest buffer a shader binds, for a fit check before anything is uploaded.

@@ -11,6 +11,7 @@
 // KvCache holds a slot; the pool doubles, copying what it holds, when every slot is taken.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -106,6 +107,12 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
   Vector<float> logits_;
   Vector<int32_t> where_;
   std::vector<int32_t> where_host;
+  // Decode steps by row count, and the buffers' generation they were recorded with.
+  struct Step {
+    vk::Context::Recording recording;
+    uint64_t generation = 0;
+  };
+  std::map<int64_t, Step> steps_;
 
   DeviceImpl(std::shared_ptr<vk::Context> device, const Model::Impl& host, DType dt,
              int sequences) {
@@ -200,12 +207,32 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
              w, 0.0f, *y.buffer, nout, y.first);
     vk::add_bias(*gpu, y.view(rows * nout), b.operand(0), rows, nout);
   }
-  void head(std::span<float> logits, Array<const float> normed, int64_t rows) {
+  // Into logits_ (run_step sized it and brings them to the host's logits).
+  void head(std::span<float>, Array<const float> normed, int64_t rows) {
     const int64_t C = config.n_embd, V = config.vocab_size;
-    const Array<float> out = be.sized(logits_, static_cast<size_t>(rows * V));
     vk::gemm(*gpu, kernels::Trans::No, kernels::Trans::No, rows, V, C, 1.0f, normed.operand(C),
-             lm_head, 0.0f, *out.buffer, V, 0);
-    out.buffer->download(std::as_writable_bytes(logits));
+             lm_head, 0.0f, *logits_.buffer, V, 0);
+  }
+
+  // The ops of a decode step of `key` rows are recorded once and replayed while the buffers
+  // they were given stand (the scratch was not regrown, the cache pool not enlarged); the
+  // step's inputs (ids, where) are uploaded before, its logits downloaded after.
+  static constexpr bool kReplaysSteps = true;
+  template <class Ops>
+  void run_step(int64_t key, std::span<float> logits, const Ops& ops) {
+    be.sized(logits_, logits.size());
+    if (key == 0) {
+      ops();
+    } else {
+      Step& step = steps_[key];
+      if (!step.recording || step.generation != generation()) {
+        step.recording = vk::Context::Recording();  // the old one's buffers may be gone
+        step.recording = gpu->record(ops);
+        step.generation = generation();
+      }
+      gpu->replay(step.recording);
+    }
+    logits_.buffer->download(std::as_writable_bytes(logits));
   }
 
   // ---- the cache's side: slots of the pool
@@ -222,15 +249,18 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
                          vk::View(v, static_cast<size_t>(s) * slot_bytes, slot_bytes), kv_type, t0,
                          n, C, config.n_head);
   }
-  void embed_rows(int64_t n) {
-    const Config& c = config;
+  // Each row's (slot, position) pair, where the rows ops read it.
+  void place_rows(int64_t n) {
     where_host.resize(static_cast<size_t>(2 * n));
     for (int64_t r = 0; r < n; ++r) {
       where_host[2 * r] = static_cast<int32_t>(slot_of(*row_cache[r]));
       where_host[2 * r + 1] = static_cast<int32_t>(positions[r]);
     }
-    const Array<int32_t> where = be.sized(where_, where_host.size());
-    be.copy_in(where, std::span<const int32_t>(where_host));
+    be.copy_in(be.sized(where_, where_host.size()), std::span<const int32_t>(where_host));
+  }
+  void embed_rows(int64_t n) {
+    const Config& c = config;
+    const Array<int32_t> where{where_.buffer.get(), 0};
     vk::embedding_forward_rows(*gpu, x.view(n * c.n_embd), ids.view(n), table_view(), dtype,
                                vk::TableLayout::transposed,
                                weights.wpe.view(static_cast<int64_t>(c.n_positions) * c.n_embd),
@@ -247,6 +277,13 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
   }
 
  private:
+  // Changes whenever a buffer a recording may name is made anew: the scratch's (each regrowth
+  // counts) and the cache pool's (its slot count).
+  uint64_t generation() const {
+    return x_.generation + xn_.generation + qkv_.generation + att_.generation + h_.generation +
+           mean_.generation + rstd_.generation + ids_.generation + logits_.generation +
+           where_.generation + static_cast<uint64_t>(slots);
+  }
   vk::View table_view() const {
     const vk::Operand& t = weights.wte;
     const size_t at = static_cast<size_t>(t.offset) * dtype_size(t.type);
@@ -295,8 +332,8 @@ Model::GpuNeeds gpu_needs(const Config& c, DType dtype, int sequences) {
   const uint64_t scratch = T * (6 * C + F + 2 + 1) * 4;  // x, xn, qkv, att, h, stats, ids
   const uint64_t logits = T * static_cast<uint64_t>(c.vocab_size) * 4;
   // The bindings: the weights (bound whole by the products), the logits, a layer's caches.
-  const uint64_t largest = std::max({static_cast<uint64_t>(weights.bytes), logits,
-                                     slot * static_cast<uint64_t>(sequences)});
+  const uint64_t largest = std::max(
+      {static_cast<uint64_t>(weights.bytes), logits, slot * static_cast<uint64_t>(sequences)});
   return {weights.bytes + cache + scratch + logits, largest};
 }
 
