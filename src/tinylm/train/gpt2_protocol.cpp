@@ -106,6 +106,7 @@ int64_t Gpt2Protocol::run(const std::function<void(const StepRecord&)>& on_step,
     step_ms_.push_back(r.step_s * 1e3);
     if (on_step) on_step(r);
     if (options_.record_weights) {
+      loop_->params_to_host();
       metrics_.records.push_back({r.step, static_cast<float>(r.loss), r.step_s * 1e3,
                                   fingerprint_weights(config_, model_->params())});
     }

@@ -1,18 +1,27 @@
 // GPT-2 as a Trainable on a Vulkan device (gpt2_trainable.h: gpt2_device_trainable).
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <utility>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/py_math.h"
 #include "tinylm/kernels/vulkan/context.h"
 #include "tinylm/kernels/vulkan/devices.h"
+#include "tinylm/kernels/vulkan/elementwise.h"
+#include "tinylm/kernels/vulkan/optim.h"
 #include "tinylm/models/gpt2/trainer_vulkan.h"
 #include "tinylm/train/gpt2_trainable.h"
 
 namespace tinylm::train {
 namespace {
 
-class Gpt2DeviceTrainable final : public Trainable<float> {
+namespace vk = kernels::vulkan;
+
+// Without optimizer_on_device() the parameters go up once per step (the loop's optimizer changed
+// them on the host) and the gradient comes down once, after the last micro-batch. With it, the
+// parameters go up once (and after a restore), and the update runs here.
+class Gpt2DeviceTrainable final : public Trainable<float>, public DeviceOptimizer {
  public:
   Gpt2DeviceTrainable(std::shared_ptr<kernels::vulkan::Context> gpu, const gpt2::Config& config,
                       std::vector<float> params, gpt2::TrainerOptions options)
@@ -30,12 +39,10 @@ class Gpt2DeviceTrainable final : public Trainable<float> {
   std::span<float> params() override { return params_; }
   std::span<float> grads() override { return grads_; }
 
-  // The parameters go up once per step (the optimizer changed them on the host), the gradient
-  // comes down once, after the last micro-batch.
   StepLoss forward_backward(const Rows& rows, int64_t micro_rows, double grad_scale, uint64_t seed,
                             int64_t step) override {
     const int64_t n = rows.count / micro_rows;
-    trainer_.upload_params(params_);
+    params_up();
     StepLoss out;
     for (int64_t a = 0; a < n; ++a) {
       out.tokens += gpt2_micro_batch(rows, a, micro_rows, trainer_.options(), inputs_, targets_);
@@ -45,8 +52,10 @@ class Gpt2DeviceTrainable final : public Trainable<float> {
       trainer_.backward(static_cast<float>(grad_scale / static_cast<double>(n)),
                         a == 0 ? gpt2::GradMode::overwrite : gpt2::GradMode::accumulate);
     }
-    trainer_.download_grads(grads_);
-    if (grad_done_) grad_done_(0, grads_.size());
+    if (!on_device_) {
+      trainer_.download_grads(grads_);
+      if (grad_done_) grad_done_(0, grads_.size());
+    }
     out.loss /= static_cast<double>(n);
     out.objective = out.loss;
     return out;
@@ -55,7 +64,7 @@ class Gpt2DeviceTrainable final : public Trainable<float> {
   StepLoss evaluate(const Rows& rows, int64_t micro_rows) override {
     const float rate = trainer_.options().dropout;
     trainer_.set_dropout(0.0f);
-    trainer_.upload_params(params_);
+    params_up();
     const int64_t n = rows.count / micro_rows;
     StepLoss out;
     for (int64_t a = 0; a < n; ++a) {
@@ -72,11 +81,105 @@ class Gpt2DeviceTrainable final : public Trainable<float> {
     return gpt2_flops_per_token(trainer_.config(), params_.size(), trainer_.options().seq_len);
   }
 
+  // ---- DeviceOptimizer: the loop's update on the device buffers (device_layout(), whose gaps
+  // hold zeros: zero gradients, moments and parameters, which every update leaves zero).
+  DeviceOptimizer* optimizer_on_device() override {
+    on_device_ = true;
+    return this;
+  }
+  bool scale_and_check(double factor) override {
+    return vk::scale_and_check(*gpu_, trainer_.grads(), scratch(), factor, count());
+  }
+  double grad_norm() override {
+    return std::sqrt(
+        static_cast<double>(vk::sum_squares(*gpu_, scratch(), trainer_.grads(), count())));
+  }
+  void use_adam(const optim::AdamConfig& config, std::span<const uint8_t> decay) override {
+    adam_ = config;
+    // Runs of tensors that decay alike, over the device layout (a run spans the gaps between).
+    const ParamLayout& host = trainer_.layout();
+    const ParamLayout& dev = trainer_.device_layout();
+    segments_.clear();
+    for (size_t i = 0; i < dev.entries().size(); ++i) {
+      const bool decays = decay[host.entries()[i].offset] != 0;
+      const size_t begin = dev.entries()[i].offset, end = begin + dev.entries()[i].numel;
+      if (!segments_.empty() && segments_.back().decays == decays)
+        segments_.back().end = end;
+      else
+        segments_.push_back({begin, end, decays});
+    }
+    m_ = std::make_unique<vk::Buffer>(*gpu_, count() * sizeof(float));
+    v_ = std::make_unique<vk::Buffer>(*gpu_, count() * sizeof(float));
+    vk::fill(*gpu_, *m_, 0.0f, count());
+    vk::fill(*gpu_, *v_, 0.0f, count());
+  }
+  void adam_step(double lr, int64_t t) override {
+    check(m_ != nullptr, "gpt2: an Adam step on the device before use_adam");
+    kernels::AdamStep s{lr,
+                        adam_.beta1,
+                        adam_.beta2,
+                        adam_.eps,
+                        1 - py_pow(adam_.beta1, static_cast<double>(t)),
+                        1 - py_pow(adam_.beta2, static_cast<double>(t)),
+                        0.0};
+    for (const Segment& seg : segments_) {
+      s.decay = seg.decays ? lr * adam_.weight_decay : 0.0;
+      const auto view = [&](vk::Buffer& b) {
+        return vk::View(b, seg.begin * sizeof(float), (seg.end - seg.begin) * sizeof(float));
+      };
+      vk::adam_update(*gpu_, view(trainer_.params()), view(trainer_.grads()), view(*m_), view(*v_),
+                      static_cast<int64_t>(seg.end - seg.begin), s);
+    }
+  }
+  void sgd_step(double lr) override {
+    vk::sgd_update(*gpu_, trainer_.params(), trainer_.grads(), count(), lr);
+  }
+  void download_params() override { trainer_.download_params(params_); }
+  void download_state(std::span<float> m, std::span<float> v) override {
+    download_params();
+    if (m_ && !m.empty()) {
+      trainer_.download_like_params(*m_, m);
+      trainer_.download_like_params(*v_, v);
+    }
+  }
+  void upload_state(std::span<const float> m, std::span<const float> v) override {
+    trainer_.upload_params(params_);
+    uploaded_ = true;
+    if (m_ && !m.empty()) {
+      trainer_.upload_like_params(*m_, m);
+      trainer_.upload_like_params(*v_, v);
+    }
+  }
+
  private:
+  // The host's parameters to the device: every pass while the loop updates them on the host,
+  // the first pass only while it updates them here.
+  void params_up() {
+    if (on_device_ && uploaded_) return;
+    trainer_.upload_params(params_);
+    uploaded_ = true;
+  }
+  int64_t count() const { return static_cast<int64_t>(trainer_.device_layout().size()); }
+  vk::Buffer& scratch() {
+    if (!scratch_) {
+      scratch_ = std::make_unique<vk::Buffer>(
+          *gpu_, static_cast<size_t>(vk::reduce_words(count())) * sizeof(uint32_t));
+    }
+    return *scratch_;
+  }
+
+  struct Segment {
+    size_t begin, end;
+    bool decays;
+  };
   std::shared_ptr<kernels::vulkan::Context> gpu_;  // before trainer_: it outlives the buffers
   gpt2::DeviceTrainer trainer_;
   std::vector<float> params_, grads_;
   std::vector<int32_t> inputs_, targets_;
+  bool on_device_ = false, uploaded_ = false;
+  optim::AdamConfig adam_;
+  std::vector<Segment> segments_;
+  std::unique_ptr<vk::Buffer> m_, v_, scratch_;
 };
 
 }  // namespace

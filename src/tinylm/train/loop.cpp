@@ -77,6 +77,13 @@ TrainLoop<T>::TrainLoop(Trainable<T>& model, StepData& data, LoopOptions options
     adam_.emplace(model.params().size(), a);
     if (a.weight_decay != 0.0) adam_->set_decay(decay_mask(model.layout(), options.decay));
   }
+  // One process: a family on a GPU keeps its parameters, gradients and moments there.
+  if constexpr (std::is_same_v<T, float>) {
+    if (comm_.size() == 1) device_ = model.optimizer_on_device();
+  }
+  if (device_ && adam_) {
+    device_->use_adam(options.adam, decay_mask(model.layout(), options.decay));
+  }
   state_.loss_scale = options.loss_scaling ? scaler_.scale() : 1.0;
 }
 
@@ -90,6 +97,9 @@ void TrainLoop<T>::restore(const LoopState& state, std::span<const T> m, std::sp
           " parameters");
     std::copy(m.begin(), m.end(), adam_->first_moment().begin());
     std::copy(v.begin(), v.end(), adam_->second_moment().begin());
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (device_) device_->upload_state(first_moment(), second_moment());
   }
 }
 
@@ -116,13 +126,9 @@ StepRecord TrainLoop<T>::step_once() {
   r.loss = l.loss;
   r.objective = l.objective;
   r.step_tokens = l.tokens;
-  const size_t n = model_.grads().size();
-  const distributed::Comm::Part part = comm_.my_part(n, optim::kGradChunk);
-  std::span<T> grads = model_.grads().subspan(part.begin, part.end - part.begin);
-  // Every process takes part in the check, whatever its own part holds.
-  const bool mine_finite =
-      std::isfinite(l.objective) && optim::scale_and_check(grads, 1.0 / r.loss_scale);
-  const bool finite = comm_.all_of(mine_finite);
+  const bool finite =
+      device_ ? std::isfinite(l.objective) && device_->scale_and_check(1.0 / r.loss_scale)
+              : finite_on_host(l, r.loss_scale);
   const bool apply = options_.loss_scaling ? scaler_.update(finite) : finite;
   state_.step = s + 1;
   state_.tokens_seen += l.tokens;
@@ -136,23 +142,11 @@ StepRecord TrainLoop<T>::step_once() {
           "). Lower --lr or set --clip and start again");
   } else {
     state_.bad_steps_in_a_row = 0;
-    if (options_.clip > 0.0) {
-      // The chunks' squared norms of every part, in chunk order: the whole's norm.
-      std::vector<double> squares(optim::chunk_count(n));
-      optim::chunk_square_norms(std::span<const T>(grads),
-                                squares.data() + part.begin / optim::kGradChunk);
-      comm_.all_gather_parts(squares.data(), squares.size(), 1);
-      r.grad_norm = optim::norm_of_chunks(squares);
-      optim::clip_to(grads, *r.grad_norm, options_.clip);
-    }
     ++state_.applied_steps;
-    const std::span<T> params = model_.params();
-    if (adam_) {
-      adam_->step(params, model_.grads(), r.lr, state_.applied_steps, part.begin, part.end);
-    } else {
-      optim::sgd_update(params.subspan(part.begin, grads.size()), std::span<const T>(grads), r.lr);
-    }
-    comm_.all_gather_parts(params.data(), n, optim::kGradChunk);
+    if (device_)
+      update_on_device(r);
+    else
+      update_on_host(r);
   }
   state_.loss_scale = scaler_.scale();
   state_.scaler_good_in_a_row = scaler_.good_steps_in_a_row();
@@ -161,8 +155,69 @@ StepRecord TrainLoop<T>::step_once() {
   return r;
 }
 
+// The gradient unscaled and checked, this process's part; every process takes part in the
+// check, whatever its own part holds.
+template <class T>
+bool TrainLoop<T>::finite_on_host(const StepLoss& l, double loss_scale) {
+  const size_t n = model_.grads().size();
+  const distributed::Comm::Part part = comm_.my_part(n, optim::kGradChunk);
+  std::span<T> grads = model_.grads().subspan(part.begin, part.end - part.begin);
+  const bool mine_finite =
+      std::isfinite(l.objective) && optim::scale_and_check(grads, 1.0 / loss_scale);
+  return comm_.all_of(mine_finite);
+}
+
+template <class T>
+void TrainLoop<T>::update_on_host(StepRecord& r) {
+  const size_t n = model_.grads().size();
+  const distributed::Comm::Part part = comm_.my_part(n, optim::kGradChunk);
+  std::span<T> grads = model_.grads().subspan(part.begin, part.end - part.begin);
+  if (options_.clip > 0.0) {
+    // The chunks' squared norms of every part, in chunk order: the whole's norm.
+    std::vector<double> squares(optim::chunk_count(n));
+    optim::chunk_square_norms(std::span<const T>(grads),
+                              squares.data() + part.begin / optim::kGradChunk);
+    comm_.all_gather_parts(squares.data(), squares.size(), 1);
+    r.grad_norm = optim::norm_of_chunks(squares);
+    optim::clip_to(grads, *r.grad_norm, options_.clip);
+  }
+  const std::span<T> params = model_.params();
+  if (adam_) {
+    adam_->step(params, model_.grads(), r.lr, state_.applied_steps, part.begin, part.end);
+  } else {
+    optim::sgd_update(params.subspan(part.begin, grads.size()), std::span<const T>(grads), r.lr);
+  }
+  comm_.all_gather_parts(params.data(), n, optim::kGradChunk);
+}
+
+// The same on the device (one process): the device's arithmetic; nothing crosses to the host.
+template <class T>
+void TrainLoop<T>::update_on_device(StepRecord& r) {
+  if (options_.clip > 0.0) {
+    r.grad_norm = device_->grad_norm();
+    if (*r.grad_norm > options_.clip)  // optim::clip_to's factor
+      device_->scale_and_check(options_.clip / (*r.grad_norm + 1e-6));
+  }
+  if (adam_)
+    device_->adam_step(r.lr, state_.applied_steps);
+  else
+    device_->sgd_step(r.lr);
+}
+
+template <class T>
+void TrainLoop<T>::params_to_host() {
+  if (device_) device_->download_params();
+}
+
 template <class T>
 void TrainLoop<T>::share_moments() {
+  if constexpr (std::is_same_v<T, float>) {
+    if (device_) {  // the parameters and moments down to the host, for the checkpoint
+      device_->download_state(adam_ ? adam_->first_moment() : std::span<float>(),
+                              adam_ ? adam_->second_moment() : std::span<float>());
+      return;
+    }
+  }
   if (!adam_) return;
   const size_t n = adam_->first_moment().size();
   comm_.all_gather_parts(adam_->first_moment().data(), n, optim::kGradChunk);

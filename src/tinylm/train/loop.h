@@ -101,9 +101,15 @@ class TrainLoop {
   void run(const LoopHooks& hooks);
   // Mean loss over the validation batches.
   double evaluate();
+  // The model's params() made current (they are on the device while the optimizer runs there).
+  void params_to_host();
 
  private:
   StepRecord step_once();
+  // step_once's checks, clipping and update: on the host (each process its part) or the device.
+  bool finite_on_host(const StepLoss& l, double loss_scale);
+  void update_on_host(StepRecord& r);
+  void update_on_device(StepRecord& r);
   void share_moments();
   void evaluate_and_report(const LoopHooks& hooks);
 
@@ -111,7 +117,8 @@ class TrainLoop {
   StepData& data_;
   const distributed::Comm& comm_;
   LoopOptions options_;
-  std::optional<optim::Adam<T>> adam_;
+  std::optional<optim::Adam<T>> adam_;  // on the device: only its moments, as the host holds them
+  DeviceOptimizer* device_ = nullptr;   // the family's, when the optimizer runs there
   optim::LossScaler scaler_;
   LoopState state_;
 };

@@ -47,6 +47,11 @@ class Replicas final : public Trainable<T> {
                             int64_t step) override;
   StepLoss evaluate(const Rows& rows, int64_t micro_rows) override;
   double flops_per_token() const override { return replicas_.front()->flops_per_token(); }
+  // One replica in one process: its own (there is no exchange to feed).
+  DeviceOptimizer* optimizer_on_device() override {
+    return replicas_.size() == 1 && comm_.size() == 1 ? replicas_.front()->optimizer_on_device()
+                                                      : nullptr;
+  }
 
   int64_t devices() const { return static_cast<int64_t>(replicas_.size()); }
   int64_t shards() const { return devices() * comm_.size(); }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "tinylm/core/param_store.h"
+#include "tinylm/optim/adam.h"
 
 namespace tinylm::train {
 
@@ -37,6 +38,27 @@ struct StepLoss {
 // fn(begin, end): grads()[begin, end) holds its final values for this step.
 using GradDone = std::function<void(size_t begin, size_t end)>;
 
+// The optimizer's arithmetic where a family keeps its parameters and gradients on a device (a
+// GPU): the loop calls these instead of its host passes (optim/grad_ops.h, optim/adam.h), with
+// their meanings, so the parameters and gradients stay on the device from step to step.
+class DeviceOptimizer {
+ public:
+  virtual ~DeviceOptimizer() = default;
+  // grads *= factor (not when it is 1); whether every gradient is finite.
+  virtual bool scale_and_check(double factor) = 0;
+  virtual double grad_norm() = 0;  // sqrt(sum of squared gradients)
+  // AdamW from now on: its settings, and whether each parameter scalar decays (host layout).
+  virtual void use_adam(const optim::AdamConfig& config, std::span<const uint8_t> decay) = 0;
+  virtual void adam_step(double lr, int64_t t) = 0;  // t: 1-based; the gradients zeroed
+  virtual void sgd_step(double lr) = 0;
+  // The parameters into the family's params().
+  virtual void download_params() = 0;
+  // The parameters (into params()) and Adam's moments (empty spans without Adam), in the host
+  // layout, for a checkpoint; and up from there after a restore.
+  virtual void download_state(std::span<float> m, std::span<float> v) = 0;
+  virtual void upload_state(std::span<const float> m, std::span<const float> v) = 0;
+};
+
 template <class T>
 class Trainable {
  public:
@@ -57,6 +79,11 @@ class Trainable {
 
   // Forward + backward floating-point operations per trained token; 0 when not modelled.
   virtual double flops_per_token() const { return 0.0; }
+
+  // The loop runs the optimizer on the family's device from now on (null where the family has
+  // none, or cannot): forward_backward then leaves the gradient there (grads() is not filled),
+  // and params() is current only after DeviceOptimizer::download_state.
+  virtual DeviceOptimizer* optimizer_on_device() { return nullptr; }
 
   // Set: forward_backward reports parts of the gradient as its last micro-batch's backward
   // completes them, so that a data-parallel exchange can start early (distributed/grad_exchange.h).

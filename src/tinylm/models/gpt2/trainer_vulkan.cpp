@@ -37,6 +37,12 @@ struct DeviceTrainer::Impl {
     }
     return padded;
   }
+  void upload(vk::Buffer& b, std::span<const float> host, const char* what) const {
+    check(host.size() == host_layout.size(), "gpt2 device trainer: ", host.size(), " ", what,
+          " given, the model has ", host_layout.size());
+    const std::vector<float> padded = to_device(host);
+    b.upload(std::as_bytes(std::span<const float>(padded)));
+  }
   void to_host(const vk::Buffer& b, std::span<float> host, const char* what) const {
     check(host.size() == host_layout.size(), "gpt2 device trainer: ", host.size(), " ", what,
           " asked for, the model has ", host_layout.size());
@@ -77,10 +83,7 @@ void DeviceTrainer::set_dropout(float rate) {
 }
 
 void DeviceTrainer::upload_params(std::span<const float> params) {
-  check(params.size() == impl_->host_layout.size(), "gpt2 device trainer: ", params.size(),
-        " parameters given, the model has ", impl_->host_layout.size());
-  const std::vector<float> padded = impl_->to_device(params);
-  impl_->params.upload(std::as_bytes(std::span<const float>(padded)));
+  impl_->upload(impl_->params, params, "parameters");
 }
 void DeviceTrainer::download_params(std::span<float> params) const {
   impl_->to_host(impl_->params, params, "parameters");
@@ -114,6 +117,13 @@ std::vector<float> DeviceTrainer::logits() const {
 }
 std::vector<float> DeviceTrainer::position_losses() const {
   return download(impl_->steps.losses, impl_->steps.BT);
+}
+
+void DeviceTrainer::upload_like_params(vk::Buffer& dst, std::span<const float> host) const {
+  impl_->upload(dst, host, "values");
+}
+void DeviceTrainer::download_like_params(const vk::Buffer& src, std::span<float> host) const {
+  impl_->to_host(src, host, "values");
 }
 
 vk::Buffer& DeviceTrainer::params() { return impl_->params; }

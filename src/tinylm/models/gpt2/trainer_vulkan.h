@@ -57,6 +57,10 @@ class DeviceTrainer {
   // The device buffers (device_layout()), for an optimizer on the device.
   kernels::vulkan::Buffer& params();
   kernels::vulkan::Buffer& grads();
+  // Any array shaped as the parameters (an optimizer's moments) between the host layout and a
+  // device buffer in device_layout() (whose gaps the upload leaves zero).
+  void upload_like_params(kernels::vulkan::Buffer& dst, std::span<const float> host) const;
+  void download_like_params(const kernels::vulkan::Buffer& src, std::span<float> host) const;
 
   const TrainerProfile& profile() const;
 
