@@ -157,6 +157,21 @@ TEST(CliGpt2Gpu, GenerateAndPerplexityOnTheGpu) {
   EXPECT_EQ(lines(huge.err), 1) << huge.err;
   EXPECT_NE(huge.err.find("of device memory in f32"), std::string::npos) << huge.err;
 
+  // Faults (TINYLM_TEST_GPU_FAULT: what a driver can do, on any device) show at load, before
+  // any output: one line, exit 1.
+  for (const auto& [fault, says] :
+       {std::pair{"shader:matmul_rows", "shader matmul_rows could not be built on"},
+        std::pair{"shader:attention_forward", "shader attention_forward could not be built on"},
+        std::pair{"lost:3", "the GPU was lost"}}) {
+    const test::CommandResult r =
+        test::run_shell(std::string("TINYLM_TEST_GPU_FAULT=") + fault + " " + TINYLM_CLI_PATH +
+                        " " + gen + "--max-tokens 4 --device gpu");
+    EXPECT_EQ(r.exit_code, 1) << fault;
+    EXPECT_EQ(r.out, "") << fault;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+
   const test::CommandResult cpu = run_cli(gen + "--max-tokens 8");
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
   const test::CommandResult gpu = run_cli(gen + "--max-tokens 8 --device gpu");

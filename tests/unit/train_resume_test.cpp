@@ -103,6 +103,39 @@ TEST(TrainResume, Gpt2OnTheGpuKilledResumesExactly) {
   expect_exact_resume(args, "model.safetensors", {"step:3"});
 }
 
+// A GPU lost mid-run (TINYLM_TEST_GPU_FAULT=lost:N: the Nth submission reports
+// VK_ERROR_DEVICE_LOST, as a driver reset does) stops the run with one line, exit 1, and leaves
+// its complete checkpoints only; --resume then ends as the undisturbed run, bit for bit.
+TEST(TrainResume, Gpt2OnALostGpuStopsInOneLineAndResumesExactly) {
+  const kernels::vulkan::DeviceList gpus = kernels::vulkan::list_devices();
+  if (gpus.devices.empty()) GTEST_SKIP() << "no GPU tests: " << gpus.why_none;
+  TempDir tmp;
+  const std::string args = "--arch gpt2 --preset small-test --data " + small_text(tmp) +
+                           " --batch 2 --seq-len 16 --steps 4 --save-every 1 --dropout 0.1 "
+                           "--threads 2 --device gpu --out ";
+  const CommandResult ref = run_train(args + tmp.file("ref"));
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  // About 40 submissions set the run up, about 10 make a step: this one falls mid-run.
+  setenv("TINYLM_TEST_GPU_FAULT", "lost:60", 1);
+  const CommandResult lost = run_train(args + tmp.file("run"));
+  unsetenv("TINYLM_TEST_GPU_FAULT");
+  EXPECT_EQ(lost.exit_code, 1);
+  // Progress lines, then the one line of the error.
+  const std::string last = lost.err.substr(lost.err.rfind('\n', lost.err.size() - 2) + 1);
+  EXPECT_EQ(last.rfind("tinylm: error: Vulkan: the GPU was lost", 0), 0u) << lost.err;
+  EXPECT_EQ(lost.err.find("error"), lost.err.rfind("error")) << lost.err;
+  ASSERT_TRUE(fs::exists(fs::path(tmp.file("run")) / "latest")) << "no checkpoint before the loss";
+  for (const auto& entry : fs::directory_iterator(tmp.file("run"))) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name[0] != '.' || name == ".lock") << "left behind: " << entry.path();
+  }
+  const CommandResult resumed = run_train("--resume " + tmp.file("run"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(logged(tmp.file("run")), logged(tmp.file("ref")));
+  EXPECT_TRUE(read_text(tmp.file("run") + "/latest/model.safetensors") ==
+              read_text(tmp.file("ref") + "/latest/model.safetensors"));
+}
+
 // The optimizer on the device tracks the host's: the same run (AdamW with weight decay and
 // clipping, no dropout) logs losses and gradient norms within 1e-4 relative of the CPU run's,
 // step by step (Adam in f32 there, in double here; the norm summed in f32 there).

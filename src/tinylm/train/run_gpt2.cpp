@@ -85,7 +85,9 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   std::shared_ptr<kernels::vulkan::Context> gpu;
   if (const int index = kernels::vulkan::parse_device(c.device); index >= 0) {
     gpu = kernels::vulkan::open_gpu(index);
-    std::fprintf(request.log, "gpt2: forward and backward on %s\n",
+    // With --devices 1 the optimizer runs there too (train/trainable.h: optimizer_on_device).
+    std::fprintf(request.log, "gpt2: forward, backward%s on %s\n",
+                 c.devices == 1 ? " and the optimizer" : "",
                  kernels::vulkan::device_name(*gpu).c_str());
   }
   Replicas<float> model(gpt2_replicas(config, std::move(params), per_shard, c.devices, gpu),

@@ -1,7 +1,10 @@
 #include "tinylm/kernels/vulkan/context.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/vulkan/context_impl.h"
@@ -143,15 +146,50 @@ void Context::Impl::flush() {
   recording = false;
   dispatches_recorded = 0;
   check_vk(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
+  submit_and_wait(commands);
+  check_vk(vkResetCommandBuffer(commands, 0), "vkResetCommandBuffer");
+  check_vk(vkResetDescriptorPool(device, descriptor_pool, 0), "vkResetDescriptorPool");
+}
+
+namespace {
+
+// Test hook (the faults a device can have, on any device): TINYLM_TEST_GPU_FAULT=lost:N makes
+// this process's Nth submission report a lost device; shader:NAME makes building shader NAME
+// fail as a driver's compiler can.
+struct Fault {
+  int64_t lost_at = -1;
+  std::string shader;
+};
+const Fault& test_fault() {
+  static const Fault f = [] {
+    Fault out;
+    const char* v = std::getenv("TINYLM_TEST_GPU_FAULT");
+    const std::string_view s = v ? v : "";
+    if (s.starts_with("lost:")) out.lost_at = std::atoll(std::string(s.substr(5)).c_str());
+    if (s.starts_with("shader:")) out.shader = std::string(s.substr(7));
+    return out;
+  }();
+  return f;
+}
+
+}  // namespace
+
+void Context::Impl::submit_and_wait(VkCommandBuffer cmd) {
+  static std::atomic<int64_t> submissions{0};
+  const bool faulted = ++submissions == test_fault().lost_at;
+  lost = lost || faulted;
+  if (lost) check_vk(VK_ERROR_DEVICE_LOST, "vkQueueSubmit");
   VkSubmitInfo submit_info{};
   submit_info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit_info.commandBufferCount = 1;
-  submit_info.pCommandBuffers = &commands;
-  check_vk(vkQueueSubmit(queue, 1, &submit_info, fence), "vkQueueSubmit");
-  check_vk(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-  check_vk(vkResetFences(device, 1, &fence), "vkResetFences");
-  check_vk(vkResetCommandBuffer(commands, 0), "vkResetCommandBuffer");
-  check_vk(vkResetDescriptorPool(device, descriptor_pool, 0), "vkResetDescriptorPool");
+  submit_info.pCommandBuffers = &cmd;
+  const auto checked = [&](VkResult r, const char* call) {
+    lost = lost || r == VK_ERROR_DEVICE_LOST;
+    check_vk(r, call);
+  };
+  checked(vkQueueSubmit(queue, 1, &submit_info, fence), "vkQueueSubmit");
+  checked(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  checked(vkResetFences(device, 1, &fence), "vkResetFences");
 }
 
 void Context::Impl::flush_quietly() noexcept {
@@ -203,10 +241,28 @@ const Pipeline& Context::Impl::pipeline(std::string_view shader, uint32_t bindin
   check(!code.empty(), "Vulkan: no shader named ", shader, " is built in");
   check(bindings <= kMaxBindings, "Vulkan: shader ", shader, " binds ", bindings,
         " buffers; at most ", kMaxBindings);
-  // Inserted before it is complete, so the teardown destroys whatever part was made.
-  Pipeline& p = pipelines.emplace(std::string(shader), Pipeline{}).first->second;
+  // Made apart and inserted when complete; a failure destroys whatever part was made and names
+  // the shader.
+  Pipeline p;
   p.bindings = bindings;
   p.push_bytes = push_bytes;
+  try {
+    make_pipeline(p, shader, code);
+  } catch (const Error& e) {
+    vkDestroyPipeline(device, p.pipeline, nullptr);
+    vkDestroyPipelineLayout(device, p.layout, nullptr);
+    vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
+    vkDestroyShaderModule(device, p.module, nullptr);
+    std::string_view why = e.what();
+    if (why.starts_with("Vulkan: ")) why.remove_prefix(8);
+    fail("Vulkan: shader ", shader, " could not be built on '", info.name, "': ", why);
+  }
+  return pipelines.emplace(std::string(shader), p).first->second;
+}
+
+void Context::Impl::make_pipeline(Pipeline& p, std::string_view shader,
+                                  std::span<const uint32_t> code) {
+  const uint32_t bindings = p.bindings, push_bytes = p.push_bytes;
 
   VkShaderModuleCreateInfo module_info{};
   module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
@@ -241,10 +297,11 @@ const Pipeline& Context::Impl::pipeline(std::string_view shader, uint32_t bindin
   pipeline_info.stage.module = p.module;
   pipeline_info.stage.pName = "main";
   pipeline_info.layout = p.layout;
-  check_vk(
-      vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &p.pipeline),
-      "vkCreateComputePipelines");
-  return p;
+  check_vk(shader == test_fault().shader
+               ? VK_ERROR_UNKNOWN
+               : vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr,
+                                          &p.pipeline),
+           "vkCreateComputePipelines");
 }
 
 void Context::Impl::run(std::span<const Dispatch> dispatches) {
@@ -372,13 +429,7 @@ void Context::replay(const Recording& recording) {
         "Vulkan: a replay of another Context's recording");
   check(c.capture == nullptr, "Vulkan: a replay while recording");
   c.flush();  // what was recorded before runs first
-  VkSubmitInfo submit_info{};
-  submit_info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  submit_info.commandBufferCount = 1;
-  submit_info.pCommandBuffers = &recording.impl().commands;
-  check_vk(vkQueueSubmit(c.queue, 1, &submit_info, c.fence), "vkQueueSubmit");
-  check_vk(vkWaitForFences(c.device, 1, &c.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-  check_vk(vkResetFences(c.device, 1, &c.fence), "vkResetFences");
+  c.submit_and_wait(recording.impl().commands);
 }
 
 Context::Context(int index, Validation validation)

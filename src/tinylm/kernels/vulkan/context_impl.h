@@ -80,6 +80,9 @@ struct Context::Impl {
   void begin();
   // Submits what was recorded and waits for it; nothing to do if nothing was.
   void flush();
+  // Submits `commands` and waits for them. After a lost device every call fails the same way.
+  void submit_and_wait(VkCommandBuffer commands);
+  bool lost = false;
   void flush_quietly() noexcept;  // for destructors: errors surface at the next wait
   // Records what `record` writes after everything recorded so far, and flushes.
   void submit(const std::function<void(VkCommandBuffer)>& record);
@@ -98,6 +101,7 @@ struct Context::Impl {
 
  private:
   const Pipeline& pipeline(std::string_view shader, uint32_t bindings, uint32_t push_bytes);
+  void make_pipeline(Pipeline& p, std::string_view shader, std::span<const uint32_t> code);
 };
 
 // A Recording's command buffer and the descriptor pools its sets came from.

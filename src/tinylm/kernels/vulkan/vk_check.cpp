@@ -43,6 +43,10 @@ const char* result_name(VkResult r) {
 
 void check_vk(VkResult r, const char* call) {
   if (r == VK_SUCCESS) return;
+  if (r == VK_ERROR_DEVICE_LOST) {
+    fail("Vulkan: the GPU was lost (", call,
+         ": VK_ERROR_DEVICE_LOST; its driver reset it, it hung or it was removed)");
+  }
   const char* name = result_name(r);
   if (name) fail("Vulkan: ", call, " failed: ", name);
   fail("Vulkan: ", call, " failed: VkResult ", static_cast<int>(r));

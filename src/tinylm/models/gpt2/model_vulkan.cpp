@@ -169,6 +169,7 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
     kv_type = cache_type(dt);
     slot_len = slot_positions(c, kv_type);
     grow(sequences);
+    warm_up();
   }
 
   size_t weight_bytes() const override { return bytes; }
@@ -277,6 +278,18 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
   }
 
  private:
+  // A prompt of up to 9 tokens (products of more rows than matmul_rows takes) and a decode
+  // step, on a cache let go afterwards: every shader inference uses is built and run once, so
+  // a shader the driver cannot build, or a device that fails, shows at load, before output.
+  void warm_up() {
+    const int prompt = std::min(9, config.n_positions - 1);
+    KvCache cache = new_cache(prompt + 1);
+    const std::vector<int> tokens(static_cast<size_t>(std::max(prompt, 1)), 0);
+    std::vector<float> logits(static_cast<size_t>(config.vocab_size));
+    if (prompt >= 1) forward(tokens, cache, logits, prompt - 1);
+    forward(std::span(tokens).first(1), cache, logits, 0);
+  }
+
   // Changes whenever a buffer a recording may name is made anew: the scratch's (each regrowth
   // counts) and the cache pool's (its slot count).
   uint64_t generation() const {
