@@ -71,8 +71,10 @@ void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::s
   const families::Family& family = *file.family;
   const std::string& device = flags.load.device;
   if (device != "cpu") {
+    // Its spelling, what a GPU runs, then whether the device is there: usage errors, as train's.
+    int gpu = 0;
     try {
-      kernels::vulkan::parse_device(device);  // its spelling first
+      gpu = kernels::vulkan::parse_device(device);
     } catch (const Error& e) {
       throw UsageError(e.what());
     }
@@ -85,6 +87,11 @@ void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::s
     if (flags.load.activations != "f32")
       throw UsageError(cat("--activations ", flags.load.activations, " with --device ", device,
                            ": a GPU computes in f32"));
+    try {
+      kernels::vulkan::check_gpu(gpu);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
   }
   if (!family.f32_only) return;
   const std::string runs = cat(": ", family.title, " ", verb, " in f32");

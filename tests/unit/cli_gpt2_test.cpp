@@ -134,13 +134,13 @@ TEST(CliGpt2Gpu, GenerateAndPerplexityOnTheGpu) {
   const kernels::vulkan::DeviceList gpus = kernels::vulkan::list_devices();
   if (gpus.devices.empty()) {
     const test::CommandResult none = run_cli(gen + "--device gpu");
-    EXPECT_EQ(none.exit_code, 1);
+    EXPECT_EQ(none.exit_code, 2);
     EXPECT_EQ(lines(none.err), 1) << none.err;
     GTEST_SKIP() << "no GPU tests: " << gpus.why_none;
   }
   const test::CommandResult missing =
       run_cli(gen + "--device gpu:" + std::to_string(gpus.devices.size()));
-  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(lines(missing.err), 1) << missing.err;
 
   // A model the device cannot hold is refused before its weights are read (here: a config of
