@@ -29,6 +29,7 @@
 #include "tinylm/core/timer.h"
 #include "tinylm/generate/generate.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
+#include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/serve/engine.h"
 #include "tinylm/serve/server.h"
 
@@ -81,7 +82,8 @@ StreamTimes stream_one(int port, const std::string& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_dir, dtype = "bf16", activations = "f32", streams_arg = "1,8,32";
+  std::string model_dir, dtype = "bf16", activations = "f32", streams_arg = "1,8,32",
+                         device = "cpu";
   int threads = 0, tokens = 64, reps = 3;
   double temperature = 0;
   std::chrono::milliseconds interval = serve::ServerOptions{}.stream_interval;
@@ -93,6 +95,8 @@ int main(int argc, char** argv) {
       dtype = v;
     else if (a == "--activations")
       activations = v;
+    else if (a == "--device")
+      device = v;
     else if (a == "--threads")
       threads = std::stoi(v);
     else if (a == "--tokens")
@@ -114,7 +118,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: bench_serve --model DIR [--dtype bf16] [--activations f32] "
                  "[--threads N] [--tokens 64] [--reps 3] [--streams 1,8,32] [--temperature 0] "
-                 "[--stream-interval MS]\n");
+                 "[--stream-interval MS] [--device cpu|gpu|gpu:N]\n");
     return 2;
   }
   std::vector<int> streams;
@@ -122,7 +126,12 @@ int main(int argc, char** argv) {
   for (std::string s; std::getline(ss, s, ',');) streams.push_back(std::stoi(s));
   set_num_threads(threads);
   std::printf("%s\n", bench::level_line().c_str());
-  gpt2::Model model = checkpoints::load_gpt2_model(model_dir, "", parse_dtype(dtype));
+  // On a GPU: the f32 weights uploaded in --dtype, a cache slot per stream reserved.
+  const int gpu = kernels::vulkan::parse_device(device);
+  gpt2::Model model = gpu < 0 ? checkpoints::load_gpt2_model(model_dir, "", parse_dtype(dtype))
+                              : checkpoints::load_gpt2_model(model_dir, "", DType::f32)
+                                    .to_gpu(kernels::vulkan::open_gpu(gpu), parse_dtype(dtype),
+                                            *std::max_element(streams.begin(), streams.end()));
   model.set_activations(parse_dtype(activations));
   const std::filesystem::path dir(model_dir);
   const BpeTokenizer tok =
@@ -134,10 +143,11 @@ int main(int argc, char** argv) {
   prompt.resize(16, prompt.back());
   std::printf(
       "GPT-2 %s, %s activations%s%s, %d threads, 16-token prompt, %d new tokens, "
-      "temperature %g, stream interval %d ms, %d reps\n",
+      "temperature %g, stream interval %d ms, %d reps%s%s\n",
       dtype.c_str(), activations.c_str(), activations == "bf16" ? " on " : "",
       activations == "bf16" ? kernels::bf16_unit_name(kernels::bf16_dot_unit()).data() : "",
-      num_threads(), tokens, temperature, static_cast<int>(interval.count()), reps);
+      num_threads(), tokens, temperature, static_cast<int>(interval.count()), reps,
+      gpu < 0 ? "" : ", on GPU ", model.device_name().c_str());
 
   std::vector<double> decode_tps, prefill_ms;
   auto backend = generate::gpt2_backend(model);

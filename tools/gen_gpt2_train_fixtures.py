@@ -66,7 +66,7 @@ def forward(w, inputs, cfg, head=None):
     B, T = inputs.shape
     ln = torch.nn.functional.layer_norm
     x = w["wte.weight"][inputs] + w["wpe.weight"][:T]
-    mask = torch.tril(torch.ones((T, T), dtype=torch.bool))
+    mask = torch.tril(torch.ones((T, T), dtype=torch.bool, device=inputs.device))
     for i in range(L):
         p = f"h.{i}."
         h = ln(x, (C,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)

@@ -43,6 +43,8 @@ void register_perplexity(CLI::App& app) {
     if (f->limit > 0 && static_cast<int64_t>(tokens.size()) > f->limit) tokens.resize(f->limit);
     // Scoring reads GPT-2's whole-sequence forward (generate/gpt2_perplexity.h).
     set_num_threads(f->model.threads);
+    // A window's scored rows at most (the default context: the model's n_positions).
+    f->model.load.logit_rows = f->context > 0 ? f->context : std::numeric_limits<int>::max();
     std::string loaded;
     gpt2::Model model = families::load_gpt2_weights(d, f->model.load, loaded);
     std::fprintf(stderr, "%s\n", loaded.c_str());

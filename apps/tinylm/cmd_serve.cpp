@@ -69,6 +69,7 @@ void run_serve(ServeFlags& f) {
   check_load_flags(f.model, d, "runs");
   const BpeTokenizer tok = load_model_tokenizer(f.model, d);
   f.model.load.sequences = f.server.slots;
+  f.model.load.logit_rows = f.server.slots;
   const families::DecodeModel model = load_decoder(f.model, d);
   generate::DecodeBackend* backend = model.backend.get();
   serve::ModelInfo info;

@@ -7,6 +7,10 @@ and bfloat16 weights and activations. Prefill tok/s = 16 / (time of the
 16-token forward that fills the cache); decode tok/s = (generated - 1) /
 (time of the decode loop), as tinylm counts it.
 
+--device cuda runs it on a GPU (each token's argmax read by the host, as tinylm's
+sampler reads it), for the side-by-side with `tinylm generate --device gpu`
+(bench/gpu_compare.sh).
+
 Prints a table of PyTorch figures, the greedy ids of the f32 model for the
 prompt (the ids `tinylm generate --temperature 0` should produce on the same
 directory) and, with --ours, a side-by-side table with tinylm's figures.
@@ -37,7 +41,8 @@ PRESETS = {
                        layer_norm_epsilon=1e-5),
 }
 
-DTYPES = ["f32", "bf16"]
+DTYPES = ["f32", "bf16", "f16"]
+TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 
 
 def default_threads():
@@ -62,9 +67,11 @@ def parse_args():
                     help="timed runs per dtype after 1 warm-up (default 3)")
     ap.add_argument("--tokens", type=int, default=64,
                     help="new tokens per run (default 64)")
-    ap.add_argument("--dtypes", default=",".join(DTYPES),
-                    help="comma-separated subset of f32,bf16 (default both; PyTorch's "
-                         "bf16 needs AVX-512 oneDNN kernels)")
+    ap.add_argument("--dtypes", default="f32,bf16",
+                    help="comma-separated subset of f32,bf16,f16 (default f32,bf16; PyTorch's "
+                         "bf16 on a CPU needs AVX-512 oneDNN kernels)")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device: cpu (default) or cuda[:N]")
     ap.add_argument("--ours", metavar="PATH",
                     help="tinylm's bench_gpt2 binary, run as "
                          "'PATH --reps N --threads T'")
@@ -204,14 +211,15 @@ class GPT2:
     """GPT-2 with Conv1D weights (y = x @ W + b), pre-LN blocks, tanh GELU,
     a preallocated per-layer KV cache [H, capacity, D], tied head."""
 
-    def __init__(self, torch, cfg, params, dtype):
+    def __init__(self, torch, cfg, params, dtype, device="cpu"):
         self.torch, self.F = torch, torch.nn.functional
+        self.device = torch.device(device)
         self.C, self.H = cfg["n_embd"], cfg["n_head"]
         self.D = self.C // self.H
         self.n_positions = cfg["n_positions"]
         self.eps = cfg["layer_norm_epsilon"]
         self.dtype = dtype
-        p = {k: v.to(dtype).contiguous() for k, v in params.items()}
+        p = {k: v.to(device=self.device, dtype=dtype).contiguous() for k, v in params.items()}
         self.wte, self.wpe = p["wte.weight"], p["wpe.weight"]
         self.head = p.get("lm_head.weight", self.wte)
         self.ln_f = (p["ln_f.weight"], p["ln_f.bias"])
@@ -228,7 +236,8 @@ class GPT2:
         self.weight_bytes = sum(t.numel() * t.element_size() for t in tensors.values())
 
     def new_cache(self, capacity):
-        z = lambda: self.torch.zeros(self.H, capacity, self.D, dtype=self.dtype)
+        z = lambda: self.torch.zeros(self.H, capacity, self.D, dtype=self.dtype,
+                                     device=self.device)
         return {"length": 0, "kv": [(z(), z()) for _ in self.layers]}
 
     def forward(self, ids, cache):
@@ -238,11 +247,11 @@ class GPT2:
         C, H, D = self.C, self.H, self.D
         T, p0 = len(ids), cache["length"]
         L = p0 + T
-        x = self.wte[torch.tensor(ids)] + self.wpe[p0:L]  # [T, C]
+        x = self.wte[torch.tensor(ids, device=self.device)] + self.wpe[p0:L]  # [T, C]
         scale = 1.0 / math.sqrt(D)
         mask = None
         if T > 1:  # query i (position p0+i) sees keys 0..p0+i
-            mask = torch.ones(T, L, dtype=torch.bool).triu_(p0 + 1)
+            mask = torch.ones(T, L, dtype=torch.bool, device=self.device).triu_(p0 + 1)
         for (l1w, l1b, wa, ba, wp, bp, l2w, l2b, wf, bf, wm, bm), (kc, vc) in zip(self.layers, cache["kv"]):
             h = F.layer_norm(x, (C,), l1w, l1b, self.eps)
             q, k, v = torch.addmm(ba, h, wa).split(C, dim=1)
@@ -270,8 +279,11 @@ def generate(model, prompt, new_tokens):
     torch = model.torch
     cap = min(model.n_positions, len(prompt) + new_tokens)
     cache = model.new_cache(cap)
+    sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
+    sync()
     t0 = time.perf_counter()
     logits = model.forward(prompt, cache)
+    sync()
     t1 = time.perf_counter()
     ids = []
     for i in range(new_tokens):
@@ -280,12 +292,13 @@ def generate(model, prompt, new_tokens):
         if i + 1 == new_tokens or cache["length"] >= model.n_positions:
             break
         logits = model.forward([nxt], cache)
+    sync()
     t2 = time.perf_counter()
     return ids, t1 - t0, t2 - t1
 
 
-def bench_dtype(torch, cfg, params, dtype, reps, new_tokens):
-    model = GPT2(torch, cfg, params, dtype)
+def bench_dtype(torch, cfg, params, dtype, reps, new_tokens, device):
+    model = GPT2(torch, cfg, params, dtype, device)
     pre, dec, first_ids = [], [], None
     for r in range(reps + 1):
         ids, tp, td = generate(model, PROMPT, new_tokens)
@@ -347,6 +360,10 @@ def main():
         print("skip: python3-torch not installed")
         return 0
     torch.set_num_threads(args.threads)
+    on_gpu = args.device.startswith("cuda")
+    if on_gpu and not torch.cuda.is_available():
+        print(f"error: --device {args.device}: torch sees no CUDA device", file=sys.stderr)
+        return 1
 
     if args.model:
         cfg, params = load_model_dir(torch, args.model)
@@ -361,7 +378,9 @@ def main():
         return 1
     preset = preset_of(cfg)
     n_params = sum(t.numel() for t in params.values())
-    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads; GPT-2 "
+    where = (f"on {torch.cuda.get_device_name(torch.device(args.device))}" if on_gpu
+             else f"{torch.get_num_threads()} threads")
+    print(f"PyTorch {torch.__version__}, {where}; GPT-2 "
           f"{preset or 'custom'} ({n_params / 1e6:.1f}M parameters) from {source}")
     print(f"batch 1, prompt {len(PROMPT)} tokens, {args.tokens} new tokens (greedy), "
           f"1 warm-up + {args.reps} timed runs, medians")
@@ -374,8 +393,8 @@ def main():
     res = {}
     with torch.inference_mode():
         for name in dtypes:
-            dt = torch.float32 if name == "f32" else torch.bfloat16
-            res[name] = bench_dtype(torch, cfg, params, dt, args.reps, args.tokens)
+            dt = getattr(torch, TORCH_DTYPES[name])
+            res[name] = bench_dtype(torch, cfg, params, dt, args.reps, args.tokens, args.device)
     print(f"{'dtype':<6} {'weights MB':>12} {'prefill tok/s':>14} {'decode tok/s':>14} {'ms/token':>10}")
     for name in dtypes:
         r = res[name]

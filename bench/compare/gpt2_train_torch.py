@@ -7,7 +7,9 @@ backward, SGD (w -= lr g). The model is the plain-PyTorch GPT-2 of
 tools/gen_gpt2_train_fixtures.py (the one the training fixtures come from). f32, and bf16
 through torch.autocast (master weights f32, as tinylm's --compute-dtype bf16).
 Prints the median ms/step after a warm-up; with --ours PATH it also runs tinylm's
-bench_gpt2_train with the same thread count and prints the ratios.
+bench_gpt2_train with the same thread count and prints the ratios. --device cuda runs the
+steps on a GPU (TF32 off: f32 products in f32), --batch and --seq-len set the batch
+(bench/gpu_compare.sh: B=16, T=1024 beside `tinylm train --device gpu`).
 Exits 0 with "skip: python3-torch not installed" when torch is missing.
 """
 
@@ -33,6 +35,9 @@ def main():
     ap.add_argument("--preset", default="124M", choices=sorted(PRESETS))
     ap.add_argument("--dtypes", default="f32,bf16")
     ap.add_argument("--ours", metavar="PATH", help="tinylm's bench_gpt2_train binary")
+    ap.add_argument("--device", default="cpu", help="torch device: cpu (default) or cuda[:N]")
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--seq-len", type=int, default=64)
     a = ap.parse_args()
     try:
         import torch
@@ -44,6 +49,14 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            print(f"error: --device {a.device}: torch sees no CUDA device", file=sys.stderr)
+            return 1
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     cfg = PRESETS[a.preset]
     C, V, P, F = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"], 4 * cfg["n_embd"]
     shapes = {"wte.weight": (V, C), "wpe.weight": (P, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
@@ -53,13 +66,13 @@ def main():
                        p + "attn.c_attn.bias": (3 * C,), p + "attn.c_proj.weight": (C, C), p + "attn.c_proj.bias": (C,),
                        p + "ln_2.weight": (C,), p + "ln_2.bias": (C,), p + "mlp.c_fc.weight": (C, F),
                        p + "mlp.c_fc.bias": (F,), p + "mlp.c_proj.weight": (F, C), p + "mlp.c_proj.bias": (C,)})
-    w = {n: (torch.randn(shapes[n]) * 0.02).requires_grad_(True) for n in param_names(cfg)}
-    grid = torch.randint(0, V, (4, 65))
+    w = {n: (torch.randn(shapes[n]) * 0.02).to(dev).requires_grad_(True) for n in param_names(cfg)}
+    grid = torch.randint(0, V, (a.batch, a.seq_len + 1)).to(dev)
     inputs, targets = grid[:, :-1], grid[:, 1:]
 
     def step(dtype):
         if dtype == "bf16":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
                 logits = forward(w, inputs, cfg)
             logits = logits.float()
         else:
@@ -77,15 +90,18 @@ def main():
         out = subprocess.run([a.ours, "--json", "--threads", str(a.threads), "--steps", str(a.steps), "--preset",
                               a.preset, "--dtypes", a.dtypes], capture_output=True, text=True, check=True).stdout
         ours = {r["dtype"]: r["ms_per_step"] for r in json.loads(out)["rows"]}
-    print(f"GPT-2 {a.preset} training step, B=4 T=64, {a.threads} threads, torch {torch.__version__}, "
-          f"medians of {a.steps} after a warm-up")
+    where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"{a.threads} threads"
+    print(f"GPT-2 {a.preset} training step, B={a.batch} T={a.seq_len}, {where}, "
+          f"torch {torch.__version__}, medians of {a.steps} after a warm-up")
     print(f"{'dtype':6} {'torch ms':>10} {'tinylm ms':>10} {'speed-up':>9}")
     for dtype in a.dtypes.split(","):
         step(dtype)  # warm-up
         ms = []
         for _ in range(a.steps):
+            sync()
             t0 = time.perf_counter()
             step(dtype)
+            sync()
             ms.append((time.perf_counter() - t0) * 1e3)
         torch_ms = statistics.median(ms)
         mine = ours.get(dtype)

@@ -27,6 +27,7 @@ struct LoadOptions {
   std::string activations = "f32";
   std::string device = "cpu";  // cpu | gpu | gpu:N (kernels/vulkan/devices.h's parse_device)
   int sequences = 1;           // decoded at once (serve's slots): a GPU's caches, reserved
+  int logit_rows = 1;          // rows of logits a forward returns at most (perplexity: a window)
 };
 
 // A model loaded for decoding: the decode interface over weights it owns.

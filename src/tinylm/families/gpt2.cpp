@@ -108,7 +108,7 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
     check_gpt2_fits_gpu(gpu,
                         config.empty() ? checkpoints::read_gpt2_checkpoint_config(file.path)
                                        : checkpoints::read_gpt2_config_json(config),
-                        on_gpu, options.sequences);
+                        on_gpu, options.sequences, options.logit_rows);
     const std::shared_ptr<kernels::vulkan::Context> context = kernels::vulkan::open_gpu(gpu);
     gpt2::Model m = checkpoints::load_gpt2_model(file, config, DType::f32)
                         .to_gpu(context, on_gpu, options.sequences);
@@ -129,11 +129,12 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
   return model;
 }
 
-void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype, int sequences) {
+void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype, int sequences,
+                         int logit_rows) {
   kernels::vulkan::check_gpu(gpu);
   const kernels::vulkan::DeviceInfo device =
       kernels::vulkan::list_devices().devices[static_cast<size_t>(gpu)];
-  const gpt2::Model::GpuNeeds needs = gpt2::Model::gpu_needs(config, dtype, sequences);
+  const gpt2::Model::GpuNeeds needs = gpt2::Model::gpu_needs(config, dtype, sequences, logit_rows);
   using kernels::vulkan::memory_text;
   check(needs.bytes <= device.device_local_bytes, "--device gpu:", gpu, ": the model takes about ",
         memory_text(needs.bytes), " of device memory in ", dtype_name(dtype), ", '", device.name,
@@ -141,7 +142,8 @@ void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype, int s
         sequences > 1 ? " (a smaller --dtype, fewer --slots, or --device cpu)"
                       : " (a smaller --dtype, or --device cpu)");
   check(needs.largest_binding <= device.max_binding_bytes, "--device gpu:", gpu,
-        ": one of the model's buffers (its weights, logits or a layer's caches) spans ",
+        ": one of the model's buffers (a layer's weights, the embeddings, logits or a layer's "
+        "caches) spans ",
         memory_text(needs.largest_binding), " in ", dtype_name(dtype), ", '", device.name,
         "' binds at most ", memory_text(device.max_binding_bytes),
         " (its maxStorageBufferRange; a smaller --dtype, or --device cpu)");

@@ -28,8 +28,9 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
                               std::string& loaded);
 
 // A one-line Error, before anything is read or written, when GPU `gpu` does not exist or cannot
-// hold a model of `config` in `dtype` decoding `sequences` at once (memory, or the largest
-// buffer a shader binds).
-void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype, int sequences);
+// hold a model of `config` in `dtype` decoding `sequences` at once, with up to `logit_rows` rows
+// of logits a forward (memory, or the largest buffer a shader binds).
+void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype, int sequences,
+                         int logit_rows);
 
 }  // namespace tinylm::families

@@ -22,6 +22,18 @@ struct AdamConfig {
   double weight_decay = 0.0;
 };
 
+// The scalars of the update at 1-based step t (decay 0: the caller sets lr * weight decay
+// where it applies). The host's Adam and a device's (train/trainable.h) share them.
+inline kernels::AdamStep adam_step_at(const AdamConfig& config, double lr, int64_t t) {
+  return {lr,
+          config.beta1,
+          config.beta2,
+          config.eps,
+          1 - py_pow(config.beta1, static_cast<double>(t)),
+          1 - py_pow(config.beta2, static_cast<double>(t)),
+          0.0};
+}
+
 template <class T>
 class Adam {
  public:
@@ -56,13 +68,7 @@ class Adam {
           "[Adam::step] parameter/gradient size does not match the optimizer state");
     check(t >= 1, "[Adam::step] step count must start at 1");
     end = std::min(end, m_.size());
-    kernels::AdamStep s{lr,
-                        config_.beta1,
-                        config_.beta2,
-                        config_.eps,
-                        1 - py_pow(config_.beta1, static_cast<double>(t)),
-                        1 - py_pow(config_.beta2, static_cast<double>(t)),
-                        0.0};
+    kernels::AdamStep s = adam_step_at(config_, lr, t);
     // Element-wise, so updating segment by segment gives the bits of one whole pass.
     for (const Segment& seg : segments_) {
       const size_t b = std::max(seg.begin, begin), e = std::min(seg.end, end);

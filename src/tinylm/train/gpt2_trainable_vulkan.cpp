@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "tinylm/core/error.h"
-#include "tinylm/core/py_math.h"
 #include "tinylm/kernels/vulkan/context.h"
 #include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/kernels/vulkan/elementwise.h"
@@ -115,13 +114,7 @@ class Gpt2DeviceTrainable final : public Trainable<float>, public DeviceOptimize
   }
   void adam_step(double lr, int64_t t) override {
     check(m_ != nullptr, "gpt2: an Adam step on the device before use_adam");
-    kernels::AdamStep s{lr,
-                        adam_.beta1,
-                        adam_.beta2,
-                        adam_.eps,
-                        1 - py_pow(adam_.beta1, static_cast<double>(t)),
-                        1 - py_pow(adam_.beta2, static_cast<double>(t)),
-                        0.0};
+    kernels::AdamStep s = optim::adam_step_at(adam_, lr, t);
     for (const Segment& seg : segments_) {
       s.decay = seg.decays ? lr * adam_.weight_decay : 0.0;
       const auto view = [&](vk::Buffer& b) {

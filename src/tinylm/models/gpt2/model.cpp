@@ -322,8 +322,8 @@ Model Model::to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype,
   return m;
 }
 
-Model::GpuNeeds Model::gpu_needs(const Config& config, DType dtype, int sequences) {
-  return gpt2::gpu_needs(config, dtype, sequences);
+Model::GpuNeeds Model::gpu_needs(const Config& config, DType dtype, int sequences, int logit_rows) {
+  return gpt2::gpu_needs(config, dtype, sequences, logit_rows);
 }
 
 std::string Model::device_name() const { return impl_->device_name(); }

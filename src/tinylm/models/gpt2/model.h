@@ -122,12 +122,14 @@ class Model {
   // `sequences`: caches reserved at once (more are made as needed, doubling the pool).
   Model to_gpu(std::shared_ptr<kernels::vulkan::Context> gpu, DType dtype, int sequences = 1) const;
   // What a model of `config` in `dtype` takes on a GPU with `sequences` caches of n_positions
-  // positions and a forward of n_positions tokens (perplexity's longest window): bytes in all,
-  // and the largest buffer a shader binds, for a fit check before anything is uploaded.
+  // positions and forwards of up to n_positions tokens returning up to `logit_rows` rows of
+  // logits (generate: 1; perplexity: its window): bytes in all, and the largest buffer a shader
+  // binds, for a fit check before anything is uploaded.
   struct GpuNeeds {
     uint64_t bytes = 0, largest_binding = 0;
   };
-  static GpuNeeds gpu_needs(const Config& config, DType dtype, int sequences = 1);
+  static GpuNeeds gpu_needs(const Config& config, DType dtype, int sequences = 1,
+                            int logit_rows = 1);
   // The GPU's name, or empty on the CPU.
   std::string device_name() const;
 

@@ -34,7 +34,7 @@ struct Model::Impl {
 // A model on a GPU (model_vulkan.cpp), its weights read from `host` (an f32 model).
 std::unique_ptr<Model::Impl> gpu_impl(std::shared_ptr<kernels::vulkan::Context> gpu,
                                       const Model::Impl& host, DType dtype, int sequences);
-Model::GpuNeeds gpu_needs(const Config& config, DType dtype, int sequences);
+Model::GpuNeeds gpu_needs(const Config& config, DType dtype, int sequences, int logit_rows);
 
 // q8_0 / q4_0 models (quant_model.cpp).
 std::unique_ptr<Model::Impl> quant_impl_from_reader(const Config& config, DType dtype,

@@ -3,7 +3,10 @@
 //
 // Weights: the matrices (wte, the Conv1D weights, an untied head) in the model's dtype, f32, f16
 // or bf16, read by the products and the embedding as they are (widened exactly in the shaders);
-// LayerNorm parameters, biases and wpe in f32. Every tensor starts on a multiple of 256 bytes.
+// LayerNorm parameters, biases and wpe in f32. A buffer per layer, one for wte, wpe and ln_f, one
+// for an untied head (a product binds its operand's whole buffer: each stays within the
+// device's maxStorageBufferRange where the whole model would not); every tensor starts on a
+// multiple of 256 bytes.
 // wte (and an untied head) is stored transposed, (C, vocab): the head's product then reads
 // neighbouring words in neighbouring invocations, and the embedding reads a token's column.
 // Caches: per layer one buffer of keys and one of values, `slots` sequences of `positions`
@@ -68,23 +71,39 @@ vk::CacheType cache_type(DType dtype) {
   return dtype == DType::f16 ? vk::CacheType::f16 : vk::CacheType::f32;
 }
 
-// Where each tensor lies in the weights buffer (bytes, in for_each_tensor's order), and the
-// buffer's size.
+// Where each tensor lies: its buffer (0: wte, wpe, ln_f; 1 + i: layer i; n_layer + 1: an
+// untied head) and its byte offset there, in for_each_tensor's order; each buffer's size.
 struct WeightPlan {
-  std::vector<size_t> at;
-  size_t head = 0;  // an untied head's offset
-  size_t bytes = 0;
+  struct Place {
+    size_t buffer = 0, offset = 0;
+  };
+  std::vector<Place> at;
+  std::vector<size_t> bytes;
+  Place place(size_t buffer, size_t size) {
+    if (bytes.size() <= buffer) bytes.resize(buffer + 1, 0);
+    const Place p{buffer, bytes[buffer]};
+    bytes[buffer] += size;
+    return p;
+  }
+  size_t total() const {
+    size_t t = 0;
+    for (const size_t b : bytes) t += b;
+    return t;
+  }
 };
 WeightPlan plan_weights(const Config& c, DType dtype, bool untied_head) {
   WeightPlan p;
+  p.bytes.assign(static_cast<size_t>(c.n_layer) + (untied_head ? 2 : 1), 0);
   Tensors<int, int> shapes;
   for_each_tensor(c, shapes, [&](const TensorSpec& t, int&, auto matrix) {
-    p.at.push_back(p.bytes);
-    p.bytes += tensor_bytes(matrix ? dtype : DType::f32, shape_numel(t.shape));
+    const size_t buffer =
+        t.name.starts_with("h.") ? 1 + std::stoul(t.name.substr(2, t.name.find('.', 2) - 2)) : 0;
+    p.at.push_back(
+        p.place(buffer, tensor_bytes(matrix ? dtype : DType::f32, shape_numel(t.shape))));
   });
   if (untied_head) {
-    p.head = p.bytes;
-    p.bytes += tensor_bytes(dtype, static_cast<int64_t>(c.vocab_size) * c.n_embd);
+    p.at.push_back(p.place(static_cast<size_t>(c.n_layer) + 1,
+                           tensor_bytes(dtype, static_cast<int64_t>(c.vocab_size) * c.n_embd)));
   }
   return p;
 }
@@ -95,7 +114,7 @@ struct GpuHolder {
 };
 
 struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
-  std::unique_ptr<vk::Buffer> store;  // the weights
+  std::vector<std::unique_ptr<vk::Buffer>> store;  // the weights (WeightPlan's buffers)
   size_t bytes = 0;
   Tensors<DeviceArray<const float>, vk::Operand> weights;
   vk::Operand lm_head;
@@ -123,8 +142,8 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
     const Config& c = config;
     const float* head = host.f32_tensor("lm_head.weight");
     const WeightPlan plan = plan_weights(c, dt, head != nullptr);
-    bytes = plan.bytes;
-    store = std::make_unique<vk::Buffer>(*gpu, bytes);
+    bytes = plan.total();
+    for (const size_t b : plan.bytes) store.push_back(std::make_unique<vk::Buffer>(*gpu, b));
     // Each tensor converted on the host and uploaded in turn: host memory stays one tensor.
     std::vector<std::byte> staging;
     std::vector<float> transposed;
@@ -135,7 +154,7 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
         for (int64_t i = 0; i < C; ++i) transposed[i * V + v] = src[v * C + i];
       return transposed.data();
     };
-    const auto put = [&](const float* src, int64_t n, DType type, size_t at) {
+    const auto put = [&](const float* src, int64_t n, DType type, WeightPlan::Place at) {
       staging.resize(static_cast<size_t>(n) * dtype_size(type));
       if (type == DType::f32)
         std::memcpy(staging.data(), src, staging.size());
@@ -143,28 +162,30 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
         kernels::convert(src, reinterpret_cast<kernels::F16*>(staging.data()), n);
       else
         kernels::convert(src, reinterpret_cast<kernels::Bf16*>(staging.data()), n);
-      store->upload(staging, at);
+      store[at.buffer]->upload(staging, at.offset);
     };
     size_t i = 0;
     for_each_tensor(c, weights, [&](const TensorSpec& t, auto& field, auto matrix) {
-      const size_t offset = plan.at[i++];
+      const WeightPlan::Place at = plan.at[i++];
+      vk::Buffer* buffer = store[at.buffer].get();
       const int64_t n = shape_numel(t.shape);
       if constexpr (matrix) {
         const float* src = host.f32_tensor(t.name);
-        put(t.conv1d ? src : transpose(src), n, dt, offset);
+        put(t.conv1d ? src : transpose(src), n, dt, at);
         // A Conv1D weight is [in, out]: its rows are `out` wide; wte's, transposed, vocab wide.
-        field = vk::Operand{store.get(), t.conv1d ? t.shape[1] : c.vocab_size,
-                            static_cast<int64_t>(offset / dtype_size(dt)), dt};
+        field = vk::Operand{buffer, t.conv1d ? t.shape[1] : c.vocab_size,
+                            static_cast<int64_t>(at.offset / dtype_size(dt)), dt};
       } else {
-        put(host.f32_tensor(t.name), n, DType::f32, offset);
-        field = DeviceArray<const float>{store.get(), static_cast<int64_t>(offset / sizeof(float))};
+        put(host.f32_tensor(t.name), n, DType::f32, at);
+        field = DeviceArray<const float>{buffer, static_cast<int64_t>(at.offset / sizeof(float))};
       }
     });
     lm_head = weights.wte;
     if (head) {
-      put(transpose(head), static_cast<int64_t>(c.vocab_size) * c.n_embd, dt, plan.head);
-      lm_head = vk::Operand{store.get(), c.vocab_size,
-                            static_cast<int64_t>(plan.head / dtype_size(dt)), dt};
+      const WeightPlan::Place at = plan.at[i];
+      put(transpose(head), static_cast<int64_t>(c.vocab_size) * c.n_embd, dt, at);
+      lm_head = vk::Operand{store[at.buffer].get(), c.vocab_size,
+                            static_cast<int64_t>(at.offset / dtype_size(dt)), dt};
     }
     kv_type = cache_type(dt);
     slot_len = slot_positions(c, kv_type);
@@ -300,7 +321,8 @@ struct DeviceImpl final : GpuHolder, ForwardPass<DeviceImpl, backend::Vulkan> {
   vk::View table_view() const {
     const vk::Operand& t = weights.wte;
     const size_t at = static_cast<size_t>(t.offset) * dtype_size(t.type);
-    return vk::View(*store, at, tensor_bytes(t.type, int64_t{config.vocab_size} * config.n_embd));
+    return vk::View(*t.buffer, at,
+                    tensor_bytes(t.type, int64_t{config.vocab_size} * config.n_embd));
   }
   int64_t slot_of(const KvCache& cache) const {
     check(cache.device != nullptr && cache.device->table == table,
@@ -334,8 +356,8 @@ std::unique_ptr<Model::Impl> gpu_impl(std::shared_ptr<vk::Context> gpu, const Mo
   return std::make_unique<DeviceImpl>(std::move(gpu), host, dtype, sequences);
 }
 
-Model::GpuNeeds gpu_needs(const Config& c, DType dtype, int sequences) {
-  const WeightPlan weights = plan_weights(c, dtype, true);
+Model::GpuNeeds gpu_needs(const Config& c, DType dtype, int sequences, int logit_rows) {
+  const WeightPlan weights = plan_weights(c, dtype, true);  // with a head's, should it be untied
   const vk::CacheType type = cache_type(dtype);
   const uint64_t slot = vk::kv_cache_bytes(type, slot_positions(c, type), c.n_embd);
   const uint64_t cache =
@@ -343,11 +365,13 @@ Model::GpuNeeds gpu_needs(const Config& c, DType dtype, int sequences) {
   const uint64_t T = static_cast<uint64_t>(c.n_positions), C = static_cast<uint64_t>(c.n_embd);
   const uint64_t F = std::max<uint64_t>(static_cast<uint64_t>(c.mlp_dim()), C);
   const uint64_t scratch = T * (6 * C + F + 2 + 1) * 4;  // x, xn, qkv, att, h, stats, ids
-  const uint64_t logits = T * static_cast<uint64_t>(c.vocab_size) * 4;
-  // The bindings: the weights (bound whole by the products), the logits, a layer's caches.
-  const uint64_t largest = std::max(
-      {static_cast<uint64_t>(weights.bytes), logits, slot * static_cast<uint64_t>(sequences)});
-  return {weights.bytes + cache + scratch + logits, largest};
+  const uint64_t logits = static_cast<uint64_t>(std::clamp(logit_rows, 1, c.n_positions)) *
+                          static_cast<uint64_t>(c.vocab_size) * 4;
+  // The bindings: a buffer of weights (bound whole by the products), the logits, a layer's
+  // caches, the MLP's activations.
+  uint64_t largest = std::max({logits, slot * static_cast<uint64_t>(sequences), T * F * 4});
+  for (const size_t b : weights.bytes) largest = std::max<uint64_t>(largest, b);
+  return {weights.total() + cache + scratch + logits, largest};
 }
 
 }  // namespace tinylm::gpt2

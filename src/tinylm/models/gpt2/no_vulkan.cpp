@@ -10,6 +10,6 @@ std::unique_ptr<Model::Impl> gpu_impl(std::shared_ptr<kernels::vulkan::Context>,
   fail("gpt2: this tinylm was built without Vulkan");
 }
 
-Model::GpuNeeds gpu_needs(const Config&, DType, int) { return {}; }
+Model::GpuNeeds gpu_needs(const Config&, DType, int, int) { return {}; }
 
 }  // namespace tinylm::gpt2
