@@ -131,22 +131,15 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
 
 void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, DType dtype, int sequences,
                          int logit_rows) {
-  kernels::vulkan::check_gpu(gpu);
-  const kernels::vulkan::DeviceInfo device =
-      kernels::vulkan::list_devices().devices[static_cast<size_t>(gpu)];
   const gpt2::Model::GpuNeeds needs = gpt2::Model::gpu_needs(config, dtype, sequences, logit_rows);
-  using kernels::vulkan::memory_text;
-  check(needs.bytes <= device.device_local_bytes, "--device gpu:", gpu, ": the model takes about ",
-        memory_text(needs.bytes), " of device memory in ", dtype_name(dtype), ", '", device.name,
-        "' has ", memory_text(device.device_local_bytes),
-        sequences > 1 ? " (a smaller --dtype, fewer --slots, or --device cpu)"
-                      : " (a smaller --dtype, or --device cpu)");
-  check(needs.largest_binding <= device.max_binding_bytes, "--device gpu:", gpu,
-        ": one of the model's buffers (a layer's weights, the embeddings, logits or a layer's "
-        "caches) spans ",
-        memory_text(needs.largest_binding), " in ", dtype_name(dtype), ", '", device.name,
-        "' binds at most ", memory_text(device.max_binding_bytes),
-        " (its maxStorageBufferRange; a smaller --dtype, or --device cpu)");
+  const std::string smaller = sequences > 1 ? "a smaller --dtype, fewer --slots, or --device cpu"
+                                            : "a smaller --dtype, or --device cpu";
+  const kernels::vulkan::GpuNeed bound[] = {
+      {"one of the model's buffers (a layer's weights, the embeddings, logits or a layer's "
+       "caches) spans",
+       needs.largest_binding, smaller}};
+  kernels::vulkan::check_gpu_fits(gpu, {"the model", needs.bytes, smaller}, bound,
+                                  cat(" in ", dtype_name(dtype)));
 }
 
 }  // namespace tinylm::families

@@ -179,22 +179,14 @@ class Gpt2DeviceTrainable final : public Trainable<float>, public DeviceOptimize
 
 void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, const gpt2::TrainerOptions& options,
                          int64_t replicas) {
-  kernels::vulkan::check_gpu(gpu);
-  const kernels::vulkan::DeviceInfo device =
-      kernels::vulkan::list_devices().devices[static_cast<size_t>(gpu)];
   const gpt2::DeviceNeeds one = gpt2::DeviceTrainer::needs(config, options);
-  const uint64_t total = one.bytes * static_cast<uint64_t>(replicas);
-  using kernels::vulkan::memory_text;
-  check(total <= device.device_local_bytes, "--device gpu:", gpu, ": training takes about ",
-        memory_text(total), " of device memory, '", device.name, "' has ",
-        memory_text(device.device_local_bytes), " (lower --batch, --seq-len or the model's size)");
-  const uint64_t most = device.max_binding_bytes;
-  check(one.largest_tensor <= most, "--device gpu:", gpu, ": the model's largest tensor spans ",
-        memory_text(one.largest_tensor), ", '", device.name, "' binds at most ", memory_text(most),
-        " (its maxStorageBufferRange): the model is too large for it");
-  check(one.largest_activation <= most, "--device gpu:", gpu, ": the logits of a micro-batch span ",
-        memory_text(one.largest_activation), ", '", device.name, "' binds at most ",
-        memory_text(most), " (its maxStorageBufferRange; lower --batch or --seq-len)");
+  const vk::GpuNeed bound[] = {
+      {"the model's largest tensor spans", one.largest_tensor, "the model is too large for it"},
+      {"the logits of a micro-batch span", one.largest_activation, "lower --batch or --seq-len"}};
+  vk::check_gpu_fits(gpu,
+                     {"training", one.bytes * static_cast<uint64_t>(replicas),
+                      "lower --batch, --seq-len or the model's size"},
+                     bound);
 }
 
 std::unique_ptr<Trainable<float>> gpt2_device_trainable(

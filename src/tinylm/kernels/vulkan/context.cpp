@@ -28,6 +28,13 @@ void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAcces
   vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
+// What `cmd` records next sees all memory written before it (a submission's, a replay's start).
+void after_everything_before(VkCommandBuffer cmd) {
+  memory_barrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+                 VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                 VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
+}
+
 bool validation_wanted(Validation v) {
   if (v != Validation::from_environment) return v == Validation::on;
   const char* env = std::getenv("TINYLM_VULKAN_VALIDATION");
@@ -134,10 +141,7 @@ void Context::Impl::begin() {
   check_vk(vkBeginCommandBuffer(commands, &begin_info), "vkBeginCommandBuffer");
   recording = true;
   dispatches_recorded = 0;
-  // Each submission sees all memory written by the ones before it.
-  memory_barrier(commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
-                 VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                 VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
+  after_everything_before(commands);  // each submission sees the ones before it
 }
 
 void Context::Impl::flush() {
@@ -407,10 +411,7 @@ Context::Recording Context::record(const std::function<void()>& ops) {
   VkCommandBufferBeginInfo begin_info{};
   begin_info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   check_vk(vkBeginCommandBuffer(ri.commands, &begin_info), "vkBeginCommandBuffer");
-  // Each replay sees all memory written before it (uploads included).
-  memory_barrier(ri.commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
-                 VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                 VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
+  after_everything_before(ri.commands);  // each replay sees what came before (uploads too)
   c.capture = &ri;
   try {
     ops();
@@ -452,6 +453,20 @@ void check_gpu(int index) {
   check(index >= 0 && static_cast<size_t>(index) < n, "--device gpu:", index, ": this machine has ",
         n, n == 1 ? " GPU, gpu:0" : " GPUs, gpu:0 to gpu:" + std::to_string(n - 1),
         " (tinylm devices lists them)");
+}
+
+void check_gpu_fits(int index, const GpuNeed& memory, std::span<const GpuNeed> bindings,
+                    std::string_view in) {
+  check_gpu(index);
+  const DeviceInfo device = list_devices().devices[static_cast<size_t>(index)];
+  check(memory.bytes <= device.device_local_bytes, "--device gpu:", index, ": ", memory.what,
+        " takes about ", memory_text(memory.bytes), " of device memory", in, ", '", device.name,
+        "' has ", memory_text(device.device_local_bytes), " (", memory.hint, ")");
+  for (const GpuNeed& b : bindings) {
+    check(b.bytes <= device.max_binding_bytes, "--device gpu:", index, ": ", b.what, " ",
+          memory_text(b.bytes), in, ", '", device.name, "' binds at most ",
+          memory_text(device.max_binding_bytes), " (its maxStorageBufferRange; ", b.hint, ")");
+  }
 }
 
 std::shared_ptr<Context> open_gpu(int index) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,21 @@ inline int parse_device(std::string_view text) {
 // Checks that GPU `index` exists: a one-line Error naming why not when the build has no
 // Vulkan, there is no device, or no such device (before a run writes anything).
 void check_gpu(int index);
+
+// What a run needs of GPU `index`: `memory` bytes of device memory in all, and each array of
+// `bindings` bound by one shader (within its maxStorageBufferRange). `what` names it in the
+// error (a binding's with its verb: "the logits span"), `hint` says what to change; `in`
+// qualifies the amounts (" in f16"). After check_gpu's checks, a one-line Error where the
+// device falls short:
+//   --device gpu:N: WHAT takes about X of device memory[IN], 'NAME' has Y (HINT)
+//   --device gpu:N: WHAT X[IN], 'NAME' binds at most Y (its maxStorageBufferRange; HINT)
+struct GpuNeed {
+  std::string what;
+  uint64_t bytes = 0;
+  std::string hint;
+};
+void check_gpu_fits(int index, const GpuNeed& memory, std::span<const GpuNeed> bindings,
+                    std::string_view in = "");
 
 class Context;
 // Opens device `index` for a run (shared by what runs on it): a one-line Error naming why when

@@ -17,6 +17,10 @@ void check_gpu(int) {
       "and glslc; scripts/install-deps.sh installs them)");
 }
 
+void check_gpu_fits(int index, const GpuNeed&, std::span<const GpuNeed>, std::string_view) {
+  check_gpu(index);  // says why there is none
+}
+
 std::shared_ptr<Context> open_gpu(int index) {
   check_gpu(index);
   return nullptr;
