@@ -62,8 +62,7 @@ inline void expect_same_bytes(const std::string& what, const Floats& a, const Fl
 class GpuTest : public ::testing::TestWithParam<Validation> {
  protected:
   void SetUp() override {
-    const vulkan::DeviceList list = vulkan::list_devices();
-    if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+    if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
     context_ = std::make_unique<Context>(0, GetParam());
     ASSERT_EQ(context_->validation(), GetParam() == Validation::on);
   }

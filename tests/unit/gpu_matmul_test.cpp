@@ -378,8 +378,7 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, GpuMatmul, ::testing::Values(Validation::off, V
 // Prints, asserts nothing: GPT-2 small's 256×768×768 f32 product on device 0 and on the CPU.
 // Run with --gtest_also_run_disabled_tests --gtest_filter='*GpuMatmulTiming*'.
 TEST(GpuMatmulTiming, DISABLED_PrintsAProductsTime) {
-  const vulkan::DeviceList list = vulkan::list_devices();
-  if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+  if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
   const int64_t M = 256, N = 768, K = 768;
   Context context(0, Validation::off);
   const Floats x = normal_floats(M * K, 1), w = normal_floats(K * N, 2);

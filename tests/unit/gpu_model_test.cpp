@@ -62,8 +62,7 @@ double worst_row_error(const std::vector<float>& a, const std::vector<float>& b,
 class GpuModel : public ::testing::TestWithParam<vk::Validation> {
  protected:
   void SetUp() override {
-    const vk::DeviceList list = vk::list_devices();
-    if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+    if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
     gpu_ = std::make_shared<vk::Context>(0, GetParam());
   }
   void TearDown() override {

@@ -244,16 +244,16 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, GpuOps, ::testing::Values(Validation::off, Vali
                          validation_name);
 
 TEST(GpuRuntime, ANumberPastTheDevicesIsAOneLineError) {
+  if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
   const vulkan::DeviceList list = vulkan::list_devices();
-  if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
   test::expect_error([&] { Context c(static_cast<int>(list.devices.size())); },
                      {"Vulkan: no device " + std::to_string(list.devices.size()) + " (there are "});
 }
 
 // More memory than the device has is a one-line error naming the amount and the device.
 TEST(GpuRuntime, OutOfDeviceMemoryIsAOneLineError) {
+  if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
   const vulkan::DeviceList list = vulkan::list_devices();
-  if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
   Context context(0, Validation::off);
   const size_t too_much = size_t{1} << 40;  // 1 TiB
   test::expect_error([&] { Buffer b(context, too_much); },
@@ -264,8 +264,7 @@ TEST(GpuRuntime, OutOfDeviceMemoryIsAOneLineError) {
 // The messenger hears the layer (so the tests' "nothing reported" can fail): a buffer of size 0
 // is invalid usage (VUID-VkBufferCreateInfo-size-00912).
 TEST(GpuRuntime, TheValidationLayerReportsAMisuse) {
-  const vulkan::DeviceList list = vulkan::list_devices();
-  if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+  if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
   Context context(0, Validation::on);
   EXPECT_TRUE(context.validation_messages().empty());
   VkBufferCreateInfo info{};

@@ -84,8 +84,7 @@ double worst_error(const ParamLayout& layout, const std::vector<float>& a,
 class GpuTrainer : public ::testing::Test {
  protected:
   void SetUp() override {
-    const vk::DeviceList list = vk::list_devices();
-    if (list.devices.empty()) GTEST_SKIP() << "no GPU tests: " << list.why_none;
+    if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
     context_ = std::make_unique<vk::Context>(0);
   }
 

@@ -17,8 +17,17 @@
 #include "tinylm/core/error.h"
 #include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
+#include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm::test {
+
+// Why the GPU tests cannot run here (no Vulkan device, or a build without Vulkan), or nothing:
+//   if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
+inline std::optional<std::string> no_gpu() {
+  const kernels::vulkan::DeviceList list = kernels::vulkan::list_devices();
+  if (!list.devices.empty()) return std::nullopt;
+  return "no GPU tests: " + list.why_none;
+}
 
 inline std::string source_path(const std::string& rel) {
   return std::string(TINYLM_SOURCE_DIR) + "/" + rel;

@@ -104,8 +104,7 @@ TEST(TrainResume, Gpt2KilledAnywhereResumesExactly) {
 // (the parameters and moments go down into each checkpoint and back up on resume). Small:
 // lavapipe runs GPT-2's 50257-wide head on the CPU.
 TEST(TrainResume, Gpt2OnTheGpuKilledOrLostResumesExactly) {
-  const kernels::vulkan::DeviceList gpus = kernels::vulkan::list_devices();
-  if (gpus.devices.empty()) GTEST_SKIP() << "no GPU tests: " << gpus.why_none;
+  if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
   TempDir data;
   const std::string args = "--arch gpt2 --preset small-test --data " + small_text(data) +
                            " --batch 2 --seq-len 16 --steps 4 --warmup 1 --save-every 1 "
@@ -118,8 +117,7 @@ TEST(TrainResume, Gpt2OnTheGpuKilledOrLostResumesExactly) {
 // clipping, no dropout) logs losses and gradient norms within 1e-4 relative of the CPU run's,
 // step by step (Adam in f32 there, in double here; the norm summed in f32 there).
 TEST(TrainResume, Gpt2OnTheGpuTracksTheCpu) {
-  const kernels::vulkan::DeviceList gpus = kernels::vulkan::list_devices();
-  if (gpus.devices.empty()) GTEST_SKIP() << "no GPU tests: " << gpus.why_none;
+  if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
   TempDir tmp;
   const std::string args = "--arch gpt2 --preset small-test --data " + small_text(tmp) +
                            " --batch 2 --seq-len 16 --steps 4 --warmup 1 --lr 3e-3 "
