@@ -228,6 +228,8 @@ TEST_F(GpuTrainer, TrainingTheDeviceCannotHoldIsRefused) {
   EXPECT_EQ(tiny.largest_tensor, size_t{1000} * 64 * sizeof(float));
   DeviceTrainer t(*context_, b.model.config, options());
   EXPECT_EQ(tiny.bytes - 2 * t.device_layout().size() * sizeof(float), t.activation_bytes());
+  // An optimizer on the device: Adam's two moments, as large as the parameters there.
+  EXPECT_EQ(tiny.optimizer_bytes, 2 * t.device_layout().size() * sizeof(float));
   train::check_gpt2_fits_gpu(0, b.model.config, options(), 1);
 
   // GPT-2 124M on 512 rows of 1024: hundreds of GB of activations, more than any GPU has.

@@ -54,8 +54,8 @@ std::unique_ptr<Trainable<float>> gpt2_device_trainable(
     std::vector<float> params, gpt2::TrainerOptions options);
 
 // Refuses, in one line before anything is written, training that GPU `gpu` (an index) cannot
-// hold: `replicas` DeviceTrainers of this shape on it (their bytes against its memory, the
-// largest binding against its maxStorageBufferRange).
+// hold: `replicas` DeviceTrainers of this shape on it, and with one the optimizer's moments
+// (their bytes against its memory, the largest binding against its maxStorageBufferRange).
 void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, const gpt2::TrainerOptions& options,
                          int64_t replicas);
 

@@ -183,9 +183,10 @@ void check_gpt2_fits_gpu(int gpu, const gpt2::Config& config, const gpt2::Traine
   const vk::GpuNeed bound[] = {
       {"the model's largest tensor spans", one.largest_tensor, "the model is too large for it"},
       {"the logits of a micro-batch span", one.largest_activation, "lower --batch or --seq-len"}};
-  vk::check_gpu_fits(gpu,
-                     {"training", one.bytes * static_cast<uint64_t>(replicas),
-                      "lower --batch, --seq-len or the model's size"},
+  // One replica runs the optimizer on the device (Gpt2DeviceTrainable), with its moments there.
+  const uint64_t total =
+      one.bytes * static_cast<uint64_t>(replicas) + (replicas == 1 ? one.optimizer_bytes : 0);
+  vk::check_gpu_fits(gpu, {"training", total, "lower --batch, --seq-len or the model's size"},
                      bound);
 }
 

@@ -60,9 +60,9 @@ DeviceNeeds DeviceTrainer::needs(const Config& config, TrainerOptions options) {
   uint64_t largest_tensor = 0;
   for (const ParamEntry& e : plan.layout.entries())
     largest_tensor = std::max<uint64_t>(largest_tensor, e.numel * sizeof(float));
-  // The parameters and the gradients, the activations.
-  return {2 * plan.layout.size() * sizeof(float) + plan.planned_bytes, largest_tensor,
-          plan.largest_block};
+  // The parameters and the gradients, the activations; Adam's moments, like the parameters.
+  const uint64_t params = plan.layout.size() * sizeof(float);
+  return {2 * params + plan.planned_bytes, largest_tensor, plan.largest_block, 2 * params};
 }
 
 DeviceTrainer::DeviceTrainer(vk::Context& context, const Config& config, TrainerOptions options)

@@ -18,9 +18,10 @@ namespace tinylm::gpt2 {
 
 // What a DeviceTrainer of this shape takes of a device: all its buffers together, and the
 // largest ranges one op binds (a device's maxStorageBufferRange must hold them): a parameter
-// tensor, an array of activations.
+// tensor, an array of activations. An optimizer on the device adds `optimizer_bytes` (Adam's
+// two moments, in the parameters' layout).
 struct DeviceNeeds {
-  uint64_t bytes = 0, largest_tensor = 0, largest_activation = 0;
+  uint64_t bytes = 0, largest_tensor = 0, largest_activation = 0, optimizer_bytes = 0;
 };
 
 class DeviceTrainer {
