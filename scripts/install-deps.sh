@@ -8,7 +8,7 @@ packages=(
   clang libclang-rt-14-dev libomp-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
+  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libdnnl-dev zlib1g-dev
   libcpp-httplib-dev chromium nodejs
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
 )
@@ -19,7 +19,8 @@ packages=(
 # runs training over several processes (mpirun; the tests start 2 and 4 locally). Extra
 # packages for the side-by-side benchmarks come with --bench-compare (--fuzz is still accepted,
 # and now adds nothing). The PyTorch peer gets OpenBLAS: with only Debian's reference libblas3
-# its f32 products run several times slower.
+# its f32 products run several times slower. toml++ (libtomlplusplus-dev) reads
+# `tinylm train --config FILE.toml`; the library links its shared libtomlplusplus3.
 for arg in "$@"; do
   case "$arg" in
     --fuzz) ;;

@@ -24,6 +24,7 @@ struct GenerateFlags {
   int samples = 1;
   generate::GenerateOptions gen;
   bool allow_special = false;
+  bool sample = false;  // nanoGPT's sample.py: temperature 0.8, top-k 200
   CLI::Option* temperature = nullptr;
   CLI::Option* top_k = nullptr;
 };
@@ -109,8 +110,13 @@ void run_generate(GenerateFlags& f) {
   const DetectedModel d =
       resolve_model("generate", f.model.model, f.arch, families::those(families::decodes));
   // The family's sampling when none is asked for.
-  if (f.temperature->count() == 0) f.gen.sampling.temperature = d.family->temperature;
-  if (f.top_k->count() == 0 && f.temperature->count() == 0) f.gen.sampling.top_k = d.family->top_k;
+  // --sample: nanoGPT's sample.py settings; else the family's defaults (GPT-2's: greedy).
+  // --temperature and --top-k given win either way.
+  const double temperature = f.sample ? 0.8 : d.family->temperature;
+  const int top_k = f.sample ? 200 : d.family->top_k;
+  if (f.temperature->count() == 0) f.gen.sampling.temperature = temperature;
+  if (f.top_k->count() == 0 && (f.sample || f.temperature->count() == 0))
+    f.gen.sampling.top_k = top_k;
   const std::vector<std::string> prompts = read_prompts(f);
   Generator g = load_tokenizer_of(f, d);
   std::vector<std::vector<int>> ids;
@@ -222,6 +228,9 @@ void register_generate(CLI::App& app) {
                              "Sample from the k most likely (0: all" + top_k_defaults() + ")");
   cmd->add_option("--top-p", f->gen.sampling.top_p, "Nucleus sampling mass (1: off)")
       ->capture_default_str();
+  cmd->add_flag("--sample", f->sample,
+                "Sample as nanoGPT's sample.py does: temperature 0.8, top-k 200 (--temperature "
+                "and --top-k given win)");
   cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", f->gen.ignore_eos, "Do not stop at <|endoftext|>");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the prompt");

@@ -5,6 +5,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "model_kind.h"
+#include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/families/gpt2.h"
 #include "tinylm/generate/gpt2_perplexity.h"
@@ -39,7 +40,12 @@ void register_perplexity(CLI::App& app) {
     check_load_flags(f->model, d, "scores");
     const std::string text = read_text_input(resolve_data_path(f->file));
     const BpeTokenizer tok = load_model_tokenizer(f->model, d);
-    std::vector<int> tokens = tok.encode(text);
+    std::vector<int> tokens;
+    try {
+      tokens = tok.encode(text);
+    } catch (const Error& e) {  // a character outside a character vocabulary, say
+      fail(f->file, ": ", e.what());
+    }
     if (f->limit > 0 && static_cast<int64_t>(tokens.size()) > f->limit) tokens.resize(f->limit);
     // Scoring reads GPT-2's whole-sequence forward (generate/gpt2_perplexity.h).
     set_num_threads(f->model.threads);

@@ -1,11 +1,13 @@
 // tinylm train: train GPT-2, EvermindLM or microgpt on your own text in a run directory, or
 // continue one (--resume). Every setting is a RunConfig field (train/run_config.h); this file
-// only turns flags into them and says what each one does.
+// only turns flags (and a --config file's settings, train/config_file.h) into them and says
+// what each one does.
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <type_traits>
 
 #include "cli_util.h"
@@ -18,6 +20,7 @@
 #include "tinylm/distributed/comm.h"
 #include "tinylm/families/family.h"
 #include "tinylm/families/gpt2.h"
+#include "tinylm/train/config_file.h"
 #include "tinylm/train/family.h"
 #include "tinylm/train/run.h"
 #include "tinylm/train/run_config.h"
@@ -33,14 +36,21 @@ const std::map<std::string, std::string> kHelp = {
      "Start from these weights: a GPT-2 (Hugging Face) directory, an EVL0 checkpoint, a "
      "microgpt safetensors, a run directory (its kind sets --arch)"},
     {"tokenizer",
-     "gpt2: vocabulary directory (default: the --init-from directory's, else the bundled one); "
-     "evermind: a tokenizer.json (default: the one saved with --init-from's model, else "
-     "train a BPE on --data)"},
-    {"preset", "gpt2 fresh model: 124M, mini or small-test"},
-    {"n-layer", "microgpt/evermind layers"},
-    {"n-head", "microgpt attention heads"},
-    {"n-embd", "microgpt width"},
-    {"block-size", "microgpt maximum document length"},
+     "char (the data's characters), byte (the 256 bytes), bpe:N (a BPE of N tokens trained on "
+     "--data), or a tokenizer.json or vocabulary directory. Default: gpt2, the --init-from "
+     "model's, else the bundled GPT-2 one; evermind, the one saved with --init-from's model, "
+     "else bpe:--vocab-size"},
+    {"preset",
+     "gpt2 fresh model's shape: 124M, baby (nanoGPT's), mini or small-test; --n-layer, "
+     "--n-head, --n-embd and --block-size override its fields"},
+    {"n-layer", "Layers (gpt2, evermind, microgpt)"},
+    {"n-head", "gpt2/microgpt attention heads"},
+    {"n-embd", "gpt2/microgpt width"},
+    {"block-size",
+     "gpt2: positions (also the default --seq-len); microgpt: maximum document length"},
+    {"bias",
+     "gpt2: true (GPT-2's biases) or false (nanoGPT's bias=False: held at zero, saved as "
+     "zeros)"},
     {"d-model", "evermind width"},
     {"conv-kernel", "evermind causal conv taps"},
     {"hidden-dim", "evermind expert width (0: 2 x d-model)"},
@@ -84,6 +94,9 @@ const std::map<std::string, std::string> kHelp = {
     {"keep", "Checkpoints to keep"},
     {"max-bad-steps", "Stop after this many non-finite steps in a row"},
     {"log-every", "Progress line every N steps when not on a terminal"},
+    {"sample-every",
+     "gpt2: print a short sample every N steps and at the end (as nanoGPT's sample.py: from a "
+     "newline, temperature 0.8, top-k 200; 0: never)"},
     {"threads", "Threads (default: all cores)"},
     {"overlap",
      "Under mpirun, exchange gradients during the backward: auto (when a core is free for it), "
@@ -93,18 +106,32 @@ const std::map<std::string, std::string> kHelp = {
 struct TrainFlags {
   train::RunConfig config;
   std::map<std::string, CLI::Option*> options;
-  std::string out, resume;
+  std::string out, resume, config_file;
   double peak_gflops = 0.0;
+  std::set<std::string> from_file;  // the settings --config's file gave
 };
 
-// The flags given on the command line, as RunConfig JSON.
+// The settings given: the --config file's and the flags on the command line, as RunConfig JSON.
+// Both count as given alike: a new run takes them over the architecture's defaults, and
+// --resume refuses a fixed one that differs from the run's.
 nlohmann::ordered_json given_flags(TrainFlags& f) {
   nlohmann::ordered_json given = nlohmann::ordered_json::object();
   const nlohmann::ordered_json all = train::to_json(f.config);
   for (const auto& [name, opt] : f.options) {
-    if (opt->count() > 0) given[name] = all[name];
+    if (opt->count() > 0 || f.from_file.contains(name)) given[name] = all[name];
   }
   return given;
+}
+
+// --config FILE: its settings under the flags given on the command line, which win. Its names
+// and types are checked by the same merge as run.json's, with errors naming the file.
+void apply_config_file(TrainFlags& f) {
+  if (f.config_file.empty()) return;
+  const nlohmann::ordered_json flags = given_flags(f);  // the command line's alone, so far
+  const nlohmann::ordered_json file = train::read_config_file(f.config_file);
+  train::merge_json(f.config, file, f.config_file);
+  train::merge_json(f.config, flags, "the command line");
+  for (const auto& item : file.items()) f.from_file.insert(item.key());
 }
 
 // A new run's flags, completed: --init-from's family as --arch, the data paths resolved and the
@@ -140,6 +167,7 @@ void run(TrainFlags& f) {
   const StopSignals stop;  // (before any thread starts)
   if (f.out.empty() == f.resume.empty())
     throw UsageError("give --out DIR (a new run) or --resume DIR");
+  apply_config_file(f);
   train::RunRequest request;
   request.dir = f.resume.empty() ? f.out : f.resume;
   request.resume = !f.resume.empty();
@@ -211,13 +239,18 @@ void register_train(CLI::App& app) {
                   "Continue the run in this directory from its last checkpoint");
   cmd->add_option("--peak-gflops", f->peak_gflops,
                   "This machine's peak GFLOP/s, to show MFU (model FLOPs utilization)");
+  cmd->add_option("--config", f->config_file,
+                  "Settings from a TOML (.toml) or JSON (.json) file: these flags' names without "
+                  "-- as keys (n-layer = 4, or n_layer), with the flags given here overriding it");
   train::RunConfig::visit(f->config, [&](const char* name, auto& value, train::FieldKind) {
     using V = std::decay_t<decltype(value)>;
     const std::string flag = std::string("--") + name;
     const std::string& help = kHelp.at(name);
     // No defaults shown per flag: they depend on --arch (the footer lists them).
-    f->options[name] = std::is_same_v<V, bool> ? cmd->add_flag(flag, value, help)
-                                               : cmd->add_option(flag, value, help);
+    // (--bias takes true or false: its default is true.)
+    f->options[name] = std::is_same_v<V, bool> && flag != "--bias"
+                           ? cmd->add_flag(flag, value, help)
+                           : cmd->add_option(flag, value, help);
     if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>)
       f->options[name]->check(decimal_integer<V>());
     if (flag == "--threads") f->options[name]->check(CLI::Range(1, max_threads()));

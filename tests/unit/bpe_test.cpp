@@ -764,8 +764,21 @@ TEST(BpeLoadErrors, TokenizerJsonMissingMerges) {
   expect_json_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})", "model.merges");
 }
 
-TEST(BpeLoadErrors, TokenizerJsonNoMerges) {
-  expect_json_error(tokenizer_json(kAb, {}, false), "no merges");
+// A tokenizer.json without merges is a valid BPE (a byte or character vocabulary): each byte
+// its own token. (A merges.txt without merges is refused: more likely cut short.)
+TEST(BpeLoadErrors, TokenizerJsonWithoutMergesEncodesByteByByte) {
+  const BpeTokenizer tok =
+      BpeTokenizer::from_tokenizer_json_text(tokenizer_json(kAb, {}, false), "none/tokenizer.json");
+  EXPECT_EQ(tok.num_merges(), 0);
+  EXPECT_EQ(tok.encode("abba"), (std::vector<int>{0, 1, 1, 0}));
+  try {
+    tok.encode("abc");
+    ADD_FAILURE() << "'c' has no token";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no token for the character 'c' (U+0063; byte 0x63"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(BpeLoadErrors, TokenizerJsonNotBpe) {

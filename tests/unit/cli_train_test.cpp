@@ -130,9 +130,9 @@ TEST(CliTrain, EveryFlagIsCheckedBeforeAnythingIsWritten) {
       {evermind + " --aux-loss-coef -1", "--aux-loss-coef"},
       {microgpt + " --n-embd 10 --n-head 4", "--n-embd"},
       {microgpt + " --n-layer 0", "--n-layer"},
-      // The preset's 128 positions against the default --seq-len of 256: the value to use.
-      {"train --arch gpt2 --preset small-test --data " + data,
-       "--seq-len must be at most 128 for preset small-test"},
+      // The preset's 128 positions against a longer --seq-len: what to change.
+      {"train --arch gpt2 --preset small-test --seq-len 256 --data " + data,
+       "--seq-len 256 is longer than the model's 128 positions"},
   };
   for (const auto& [command, fragment] : cases) {
     SCOPED_TRACE(command);

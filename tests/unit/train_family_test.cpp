@@ -30,6 +30,12 @@ TEST(TrainFamily, DefaultsAreEachFamilysOwn) {
   EXPECT_EQ(train::to_json(gpt2).dump(), [&] {
     train::RunConfig c = base;
     c.arch = "gpt2";
+    // The shape of the default preset, mini; its positions are the sequence.
+    c.n_layer = 4;
+    c.n_head = 6;
+    c.n_embd = 192;
+    c.block_size = 256;
+    c.seq_len = 256;
     return train::to_json(c).dump();
   }());
   const train::RunConfig evermind = train::defaults_for("evermind");
@@ -53,12 +59,20 @@ TEST(TrainFamily, OptionsOnlySomeFamiliesTakeAreRefusedElsewhere) {
     EXPECT_THROW(train::validate(c), train::FlagError);
     expect_error([&] { train::validate(c); }, {phrase});
   };
-  refused(with("evermind", [](train::RunConfig& c) { c.dropout = 0.1; }),
-          "--compute-dtype and --dropout apply to --arch gpt2 only");
-  refused(with("microgpt", [](train::RunConfig& c) { c.compute = "bf16"; }),
-          "--compute-dtype and --dropout apply to --arch gpt2 only");
-  refused(with("gpt2", [](train::RunConfig& c) { c.mixed_precision = true; }),
-          "--mixed-precision and --checkpoint-activations apply to --arch evermind only");
+  // A given flag that another family takes, by the table's lists.
+  const auto refused_flag = [](const std::string& arch, const nlohmann::ordered_json& given,
+                               const std::string& phrase) {
+    expect_error([&] { train::check_family_flags(train::train_family(arch), given); }, {phrase});
+  };
+  refused_flag("evermind", {{"dropout", 0.1}},
+               "--dropout does not apply to --arch evermind (only to gpt2)");
+  refused_flag("microgpt", {{"compute-dtype", "bf16"}},
+               "--compute-dtype does not apply to --arch microgpt (only to gpt2)");
+  refused_flag("gpt2", {{"checkpoint-activations", true}},
+               "--checkpoint-activations does not apply to --arch gpt2 (only to evermind)");
+  refused_flag("microgpt", {{"block-size", 8}, {"init-from", "m.safetensors"}},
+               "--block-size sets a fresh model's shape; the model from --init-from has its own");
+  train::check_family_flags(train::train_family("gpt2"), {{"lr", 0.1}, {"bias", false}});
   refused(with("evermind", [](train::RunConfig& c) { c.device = "gpu"; }),
           "--device applies to --arch gpt2 only");
   refused(with("gpt2", [](train::RunConfig& c) { c.device = "tpu"; }),

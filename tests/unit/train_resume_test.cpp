@@ -88,9 +88,11 @@ std::string small_text(const TempDir& tmp) {
   return path;
 }
 
+// A character-level model without biases, as nanoGPT's shakespeare_char recipe trains.
 TEST(TrainResume, Gpt2KilledAnywhereResumesExactly) {
   TempDir data;
-  const std::string args = "--arch gpt2 --preset small-test --data " + small_text(data) +
+  const std::string args = "--arch gpt2 --preset small-test --tokenizer char --bias false " +
+                           std::string("--data ") + small_text(data) +
                            " --batch 2 --seq-len 32 --accum 2 --steps 8 --warmup 2 "
                            "--save-every 2 --eval-every 3 --eval-batches 2 --dropout 0.1 "
                            "--keep 2 --threads 2";

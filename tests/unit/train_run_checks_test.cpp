@@ -11,6 +11,7 @@
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/models/gpt2/config.h"
 #include "tinylm/train/disk_space.h"
+#include "tinylm/train/family.h"
 #include "tinylm/train/run_config.h"
 #include "tinylm/train/train_state.h"
 
@@ -99,6 +100,7 @@ TEST(TrainRunChecks, DiskNeedIsCheckpointsTimesKeepPlusOneAndTokens) {
   write_text(tmp.file("a.txt"), std::string(1000, 'x'));
   train::RunConfig c = train::defaults_for("gpt2");
   c.preset = "small-test";
+  train::train_family("gpt2").complete(c, nlohmann::ordered_json::object(), false);  // its shape
   c.keep = 3;
   c.data = {tmp.file("a.txt")};
   const train::DiskNeed need = train::estimate_disk_need(c, {});

@@ -389,8 +389,7 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
     const auto it = m->ids.find(ch);
     m->byte_ids[b] = it == m->ids.end() ? -1 : it->second;
   }
-  // Merges, ranked in order.
-  check(!merges.empty(), merges_what, ": no merges");
+  // Merges, ranked in order (none: every token a byte or an added token, a byte vocabulary).
   m->merges.reserve(merges.size());
   m->merge_table.reserve(merges.size());
   for (const MergeEntry& e : merges) {
@@ -439,13 +438,21 @@ struct Scratch {
   std::vector<int> ranks, batch;
 };
 
-[[noreturn]] void fail_missing_byte(unsigned char b) {
-  std::string ch;
-  append_utf8(ch, byte_to_unicode(b));
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02X", b);
-  fail("BPE: byte ", hex, " has no token in the vocabulary (its token would be ", quote_token(ch),
-       ")");
+// Byte `at` of a pre-token (valid UTF-8) has no token: names the character it is part of (a
+// character vocabulary lacks that character) and the byte.
+[[noreturn]] void fail_missing_byte(std::string_view piece, size_t at) {
+  const auto b = static_cast<unsigned char>(piece[at]);
+  size_t begin = at;
+  while (begin > 0 && (static_cast<unsigned char>(piece[begin]) & 0xC0) == 0x80) --begin;
+  int len = 1;
+  const char32_t c = utf8_at(piece, begin, &len);
+  std::string token;
+  append_utf8(token, byte_to_unicode(b));
+  char hex[48];
+  std::snprintf(hex, sizeof hex, "U+%04X; byte 0x%02X", static_cast<unsigned>(c), b);
+  fail("BPE: the vocabulary has no token for the character ",
+       quote_token(piece.substr(begin, static_cast<size_t>(len))), " (", hex,
+       ", whose token would be ", quote_token(token), ")");
 }
 
 // The merge of symbol `left` with its right neighbour, if the pair has a rank.
@@ -544,7 +551,7 @@ void bpe_merge(const Model& m, std::string_view piece, Scratch& s) {
   for (int i = 0; i < n; ++i) {
     const auto b = static_cast<unsigned char>(piece[static_cast<size_t>(i)]);
     const int id = m.byte_ids[b];
-    if (id < 0) fail_missing_byte(b);
+    if (id < 0) fail_missing_byte(piece, static_cast<size_t>(i));
     s.symbols[static_cast<size_t>(i)] = {id, i - 1, i + 1 < n ? i + 1 : -1};
   }
   if (piece.size() <= kHeapMaxSymbols) {
@@ -562,7 +569,7 @@ void encode_piece(const Model& m, bpe_detail::Cache& cache, std::string_view pie
                   std::vector<int>& out, Scratch& s) {
   if (piece.size() == 1) {
     const auto b = static_cast<unsigned char>(piece[0]);
-    if (m.byte_ids[b] < 0) fail_missing_byte(b);
+    if (m.byte_ids[b] < 0) fail_missing_byte(piece, 0);
     out.push_back(m.byte_ids[b]);
     return;
   }
@@ -707,9 +714,11 @@ BpeTokenizer BpeTokenizer::from_vocab_and_merges_text(std::string_view vocab_jso
                                                       const std::string& vocab_name,
                                                       const std::string& merges_name) {
   const Json vocab = io::parse_json_strict(vocab_json, vocab_name);
-  return BpeTokenizer(build_model(parse_vocab(vocab, vocab_name), {},
-                                  parse_merges_text(merges_text, merges_name), vocab_name,
-                                  merges_name, "line"));
+  std::vector<MergeEntry> merges = parse_merges_text(merges_text, merges_name);
+  // (A merges file with none is more likely cut short than meant.)
+  check(!merges.empty(), merges_name, ": no merges");
+  return BpeTokenizer(
+      build_model(parse_vocab(vocab, vocab_name), {}, merges, vocab_name, merges_name, "line"));
 }
 
 BpeTokenizer BpeTokenizer::from_vocab_and_merges(const std::string& vocab_path,

@@ -22,30 +22,64 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// --- GPT-2: RunConfig's own defaults; a preset or Hugging Face weights; f32.
+// --- GPT-2: RunConfig's own defaults and --preset's shape; Hugging Face weights; f32.
 
-void gpt2_defaults(RunConfig&) {}
+constexpr int kGpt2Vocab = 50257;  // a fresh model's size before its tokenizer is read
+
+void gpt2_defaults(RunConfig& c) {
+  const gpt2::Config g = gpt2::preset(c.preset);
+  c.n_layer = g.n_layer;
+  c.n_head = g.n_head;
+  c.n_embd = g.n_embd;
+  c.block_size = g.n_positions;
+  c.seq_len = c.block_size;
+}
+
+// The shape fields not given come from --preset, and --seq-len from --block-size (nanoGPT's
+// block_size is both). A run stored before these flags existed (no "bias") had its preset's.
+void gpt2_complete(RunConfig& c, const nlohmann::ordered_json& given, bool resumed) {
+  const bool before_shape_flags = resumed && !given.contains("bias");
+  const auto from_preset = [&](const char* name) {
+    return before_shape_flags || !given.contains(name);
+  };
+  gpt2::Config g;
+  try {
+    g = gpt2::preset(c.preset);
+  } catch (const Error& e) {
+    throw FlagError(cat("--preset: ", e.what()));
+  }
+  if (from_preset("n-layer")) c.n_layer = g.n_layer;
+  if (from_preset("n-head")) c.n_head = g.n_head;
+  if (from_preset("n-embd")) c.n_embd = g.n_embd;
+  if (from_preset("block-size")) c.block_size = g.n_positions;
+  if (!given.contains("seq-len")) c.seq_len = c.block_size;
+}
 
 void gpt2_check_fresh(const RunConfig& c) {
-  const gpt2::Config g = gpt2::preset(c.preset);
-  check(c.seq_len <= g.n_positions, "--seq-len must be at most ", g.n_positions, " for preset ",
-        c.preset, " (got ", c.seq_len, "; its model has ", g.n_positions, " positions)");
+  try {
+    gpt2_config(c, kGpt2Vocab).validate();
+  } catch (const Error& e) {
+    fail("--arch gpt2 shape (--n-layer ", c.n_layer, ", --n-head ", c.n_head, ", --n-embd ",
+         c.n_embd, ", --block-size ", c.block_size, "): ", e.what());
+  }
+  check(c.seq_len <= c.block_size, "--seq-len ", c.seq_len, " is longer than the model's ",
+        c.block_size, " positions: lower --seq-len or raise --block-size");
+}
+
+gpt2::Config gpt2_model_config(const RunConfig& c) {
+  return c.init_from.empty() ? gpt2_config(c, kGpt2Vocab)
+                             : checkpoints::read_gpt2_checkpoint_config(c.init_from);
 }
 
 ModelSize gpt2_size(const RunConfig& c) {
-  const gpt2::Config g = c.init_from.empty()
-                             ? gpt2::preset(c.preset)
-                             : checkpoints::read_gpt2_checkpoint_config(c.init_from);
+  const gpt2::Config g = gpt2_model_config(c);
   return {gpt2::param_layout(g).size(), checkpoints::gpt2_saved_bytes(g)};
 }
 
 void gpt2_check_device(const RunConfig& c) {
   const int gpu = kernels::vulkan::parse_device(c.device);
   if (gpu < 0) return;
-  const gpt2::Config g = c.init_from.empty()
-                             ? gpt2::preset(c.preset)
-                             : checkpoints::read_gpt2_checkpoint_config(c.init_from);
-  check_gpt2_fits_gpu(gpu, g,
+  check_gpt2_fits_gpu(gpu, gpt2_model_config(c),
                       {static_cast<int>(shard_rows(c)), static_cast<int>(c.seq_len),
                        static_cast<float>(c.dropout), parse_compute_dtype(c.compute)},
                       c.devices);
@@ -55,13 +89,14 @@ void gpt2_check_device(const RunConfig& c) {
 std::string gpt2_tokenizer(const RunConfig& c, std::string (*bundled_vocab)(), std::FILE* log) {
   const fs::path init(c.init_from);
   const bool own = !c.init_from.empty() && fs::is_directory(init) &&
-                   (fs::exists(init / "vocab.json") || fs::exists(init / "encoder.json"));
+                   (fs::exists(init / "tokenizer.json") || fs::exists(init / "vocab.json") ||
+                    fs::exists(init / "encoder.json"));
   if (own) return init.string();
   std::string bundled = bundled_vocab();
   if (!c.init_from.empty()) {
     std::fprintf(log,
-                 "tokenizer: the bundled GPT-2 vocabulary (%s has no vocab.json or "
-                 "encoder.json; pass --tokenizer DIR for another)\n",
+                 "tokenizer: the bundled GPT-2 vocabulary (%s has no tokenizer.json, vocab.json or "
+                 "encoder.json; pass --tokenizer for another)\n",
                  c.init_from.c_str());
   }
   return bundled;
@@ -167,22 +202,26 @@ std::string no_tokenizer(const RunConfig&, std::string (*)(), std::FILE*) { retu
 // initialized themselves, before any dynamic initialization could have run.
 constinit const TrainFamily kFamilies[] = {
     {.name = "gpt2",
-     .dropout_and_compute = true,
+     .shape = "preset n-layer n-head n-embd block-size bias",
+     .options = "tokenizer dropout compute-dtype sample-every",
      .gpu = true,
      .apply_defaults = gpt2_defaults,
+     .complete = gpt2_complete,
      .check_fresh_model = gpt2_check_fresh,
      .model_size = gpt2_size,
      .default_tokenizer = gpt2_tokenizer,
      .check_device = gpt2_check_device,
      .run = run_gpt2},
     {.name = "evermind",
-     .mixed_precision = true,
+     .shape = "n-layer d-model conv-kernel hidden-dim experts top-k vocab-size",
+     .options = "tokenizer aux-loss-coef mixed-precision checkpoint-activations",
      .apply_defaults = evermind_defaults,
      .check_fresh_model = evermind_check_fresh,
      .model_size = evermind_size,
      .default_tokenizer = evermind_tokenizer,
      .run = run_evermind},
     {.name = "microgpt",
+     .shape = "n-layer n-head n-embd block-size",
      .one_document_per_step = true,
      .token_file = false,
      .param_bytes = 8,
@@ -208,6 +247,43 @@ std::string family_names(bool (*has)(const TrainFamily&)) {
     out += names[i];
   }
   return out;
+}
+
+namespace {
+
+bool takes(std::string_view list, std::string_view flag) {
+  for (size_t at = 0; at < list.size();) {
+    const size_t end = std::min(list.find(' ', at), list.size());
+    if (list.substr(at, end - at) == flag) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+bool takes(const TrainFamily& f, std::string_view flag) {
+  return takes(f.shape, flag) || takes(f.options, flag);
+}
+
+}  // namespace
+
+void check_family_flags(const TrainFamily& family, const nlohmann::ordered_json& given) {
+  const bool init_from = given.contains("init-from") && given["init-from"] != "";
+  for (const auto& item : given.items()) {
+    const std::string& flag = item.key();
+    if (init_from && takes(family.shape, flag)) {
+      throw FlagError(cat("--", flag, " sets a fresh model's shape; the model from --init-from ",
+                          "has its own (leave --", flag, " out)"));
+    }
+    if (takes(family, flag)) continue;
+    std::string others;
+    for (const TrainFamily& f : kFamilies) {
+      if (takes(f, flag)) others += (others.empty() ? "" : " and ") + std::string(f.name);
+    }
+    if (!others.empty()) {
+      throw FlagError(
+          cat("--", flag, " does not apply to --arch ", family.name, " (only to ", others, ")"));
+    }
+  }
 }
 
 const TrainFamily& train_family(std::string_view arch) {

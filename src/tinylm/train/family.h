@@ -6,6 +6,7 @@
 // --arch with a family's name. A new family adds a record in families.cpp.
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,10 +27,11 @@ struct ModelSize {
 
 struct TrainFamily {
   std::string_view name;  // --arch
-  // Options only some families accept (validate() refuses them elsewhere, naming the families
-  // that take them).
-  bool dropout_and_compute = false;    // --dropout, --compute-dtype other than f32
-  bool mixed_precision = false;        // --mixed-precision, --checkpoint-activations
+  // The flags only some families take, space-separated: `shape`, those that make a fresh
+  // model (refused with --init-from, whose model has its own shape), and `options`, the rest.
+  // A given flag of another family's is refused, naming the families that take it: no flag is
+  // silently ignored.
+  std::string_view shape{}, options{};
   bool one_document_per_step = false;  // --batch and --accum must be 1
   bool gpu = false;                    // --device gpu
   // Whether the run's text is tokenized into RUN/tokens.bin (microgpt reads documents).
@@ -38,6 +40,10 @@ struct TrainFamily {
 
   // The family's defaults over RunConfig's own (which are GPT-2's).
   void (*apply_defaults)(RunConfig& c) = nullptr;
+  // Settings that follow from others unless given (`given`: the flags given, as run.json
+  // names them; `resumed`: they are a stored run's); null where none do. GPT-2's shape comes
+  // from --preset, field by field, and --seq-len from --block-size.
+  void (*complete)(RunConfig& c, const nlohmann::ordered_json& given, bool resumed) = nullptr;
   // The checks of a fresh model's shape from the flags (--init-from brings its own); Errors
   // naming the flag.
   void (*check_fresh_model)(const RunConfig& c) = nullptr;
@@ -67,5 +73,9 @@ const TrainFamily& train_family(std::string_view arch);
 // The names of the families `has` holds for, as a message lists them: "gpt2", "gpt2 or
 // evermind", "gpt2, evermind or microgpt".
 std::string family_names(bool (*has)(const TrainFamily&));
+
+// Refuses (FlagError) a given flag that `family` does not take but another family does, and a
+// shape flag beside --init-from; `given`: the flags given, as run.json names them.
+void check_family_flags(const TrainFamily& family, const nlohmann::ordered_json& given);
 
 }  // namespace tinylm::train

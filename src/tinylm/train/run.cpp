@@ -116,6 +116,9 @@ RunConfig fresh_config(const json& given) {
   if (!given.contains("arch") || !given["arch"].is_string()) throw FlagError("--arch is required");
   RunConfig c = defaults_for(given["arch"].get<std::string>());
   merge_json(c, given, "the command line");
+  const TrainFamily& family = train_family(c.arch);
+  check_family_flags(family, given);
+  if (family.complete) family.complete(c, given, false);
   check_given_threads(given);
   validate(c);
   return c;
@@ -129,6 +132,9 @@ RunConfig resumed_config(const RunDir& dir, const json& given) {
         ": not a run configuration (invalid JSON or no \"arch\")");
   RunConfig c = defaults_for(stored["arch"].get<std::string>());
   merge_json(c, stored, path);
+  const TrainFamily& family = train_family(c.arch);
+  if (family.complete) family.complete(c, stored, true);
+  check_family_flags(family, given);
   check_resume_flags(c, given);
   merge_json(c, given, "the command line");
   check_given_threads(given);
@@ -234,6 +240,11 @@ RunSummary drive(const RunConfig& config, RunDir& dir, const RunRequest& request
       metrics->step(r, mfu, comm.size() > 1 ? std::optional<double>(comm_s) : std::nullopt);
     }
     progress.step(r, mfu);
+    if (session.sample && config.sample_every > 0 && comm.root() &&
+        (r.step % config.sample_every == 0 || r.step == config.steps)) {
+      loop.params_to_host();
+      progress.note(cat("sample at step ", r.step, ":", session.sample(config.seed + r.step)));
+    }
     summary.last_loss = r.loss;
     crash_point("step", r.step);
   };

@@ -1,6 +1,8 @@
 #include "tinylm/train/run_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <type_traits>
 
 #include "tinylm/core/error.h"
@@ -12,6 +14,7 @@
 #include "tinylm/train/batches.h"
 #include "tinylm/train/family.h"
 #include "tinylm/train/loop.h"
+#include "tinylm/train/run_tokenizer.h"
 
 namespace tinylm::train {
 
@@ -50,7 +53,10 @@ void merge_json(RunConfig& c, const json& j, const std::string& source) {
       }
       if constexpr (std::is_same_v<V, double>) return it->is_number();
       if constexpr (std::is_same_v<V, uint64_t>) return it->is_number_unsigned();
-      if constexpr (std::is_same_v<V, int64_t>) return it->is_number_integer();
+      if constexpr (std::is_same_v<V, int64_t>) {  // (an unsigned one past INT64_MAX would wrap)
+        return it->is_number_integer() && (!it->is_number_unsigned() ||
+                                           it->get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+      }
       return false;
     }();
     check(ok, source, ": '", name, "' has the wrong type (", it->type_name(), ")");
@@ -133,21 +139,20 @@ void validate_flags(const RunConfig& c) {
   check(c.eval_every >= 0 && c.save_every >= 0 && c.log_every >= 1,
         "--eval-every and --save-every must be >= 0, --log-every >= 1");
   check(c.eval_batches >= 0, "--eval-batches must be >= 0");
+  check(c.sample_every >= 0, "--sample-every must be >= 0 (0: never; got ", c.sample_every, ")");
   check(c.keep >= 1, "--keep must be >= 1 (got ", c.keep, ")");
   if (c.threads != 0) check_threads(c.threads);  // 0: all cores (the default)
   check_choices(c);
   check_optimizer(c);
   check(c.dropout >= 0.0 && c.dropout < 1.0, "--dropout must be in [0, 1) (got ", c.dropout, ")");
-  check(family.dropout_and_compute || (c.compute == "f32" && c.dropout == 0.0),
-        "--compute-dtype and --dropout apply to --arch ",
-        family_names([](const TrainFamily& f) { return f.dropout_and_compute; }), " only");
+  if (parse_tokenizer_choice(c.tokenizer).made == MadeVocab::none && !c.tokenizer.empty()) {
+    check(std::filesystem::exists(c.tokenizer), "--tokenizer ", c.tokenizer,
+          ": no such file or directory (or char, byte, bpe:N)");
+  }
   if (const int gpu = kernels::vulkan::parse_device(c.device); gpu >= 0)
     kernels::vulkan::check_gpu(gpu);
   check(family.gpu || c.device == "cpu", "--device applies to --arch ",
         family_names([](const TrainFamily& f) { return f.gpu; }), " only");
-  check(family.mixed_precision || (!c.mixed_precision && !c.checkpoint_activations),
-        "--mixed-precision and --checkpoint-activations apply to --arch ",
-        family_names([](const TrainFamily& f) { return f.mixed_precision; }), " only");
   check(!family.one_document_per_step || (c.batch == 1 && c.accum == 1), "--arch ", c.arch,
         " trains one document per step: --batch and --accum must be 1");
   // The model shapes a fresh run builds from flags (--init-from brings its own).
@@ -171,6 +176,19 @@ DType parse_compute_dtype(const std::string& name) {
   check(name == "f32" || name == "bf16" || name == "f16",
         "--compute-dtype must be f32, bf16 or f16 (got ", name, ")");
   return parse_dtype(name);
+}
+
+gpt2::Config gpt2_config(const RunConfig& c, int vocab) {
+  gpt2::Config g;
+  g.vocab_size = vocab;
+  const auto narrow = [](int64_t v) {
+    return static_cast<int>(std::clamp<int64_t>(v, 0, 1 << 30));
+  };
+  g.n_layer = narrow(c.n_layer);
+  g.n_head = narrow(c.n_head);
+  g.n_embd = narrow(c.n_embd);
+  g.n_positions = narrow(c.block_size);
+  return g;
 }
 
 evermind::Config evermind_config(const RunConfig& c, int64_t vocab) {

@@ -12,6 +12,7 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/error.h"
 #include "tinylm/models/evermind/config.h"
+#include "tinylm/models/gpt2/config.h"
 
 namespace tinylm::train {
 
@@ -24,8 +25,9 @@ struct RunConfig {
   std::string init_from;          // weights to start from (family format); empty: fresh
   std::string tokenizer;          // GPT-2 vocabulary dir or tokenizer.json; EvermindLM's BPE
   // Model shape (fresh models; --init-from brings its own).
-  std::string preset = "mini";                                    // gpt2: 124M, mini, small-test
-  int64_t n_layer = 2, n_head = 4, n_embd = 16, block_size = 16;  // microgpt
+  std::string preset = "mini";  // gpt2: 124M, baby, mini, small-test (its fields' defaults)
+  int64_t n_layer = 2, n_head = 4, n_embd = 16, block_size = 16;  // gpt2, microgpt
+  bool bias = true;  // gpt2: false holds the biases at zero (nanoGPT's bias=False)
   int64_t d_model = 64, conv_kernel = 3, hidden_dim = 0, n_experts = 4, top_k = 2;  // evermind
   int64_t vocab_size = 4096;  // evermind: the BPE trained on the data
   // Data.
@@ -50,6 +52,7 @@ struct RunConfig {
   // Cadence.
   int64_t steps = 1000, eval_every = 100, eval_batches = 10, save_every = 500, keep = 2;
   int64_t max_bad_steps = 10, log_every = 1;
+  int64_t sample_every = 0;  // gpt2: a short sample on the log every N steps (0: never)
   int64_t threads = 0;
   std::string overlap = "auto";  // auto | on | off: the gradient exchange during the backward
 
@@ -67,6 +70,7 @@ struct RunConfig {
     fn("n-head", c.n_head, F);
     fn("n-embd", c.n_embd, F);
     fn("block-size", c.block_size, F);
+    fn("bias", c.bias, F);
     fn("d-model", c.d_model, F);
     fn("conv-kernel", c.conv_kernel, F);
     fn("hidden-dim", c.hidden_dim, F);
@@ -104,6 +108,7 @@ struct RunConfig {
     fn("keep", c.keep, C);
     fn("max-bad-steps", c.max_bad_steps, C);
     fn("log-every", c.log_every, C);
+    fn("sample-every", c.sample_every, C);
     fn("threads", c.threads, C);
     fn("overlap", c.overlap, C);
   }
@@ -151,6 +156,9 @@ void validate_sizes(const RunConfig& c);
 
 // --compute-dtype's value: f32, bf16 or f16; an Error naming the flag otherwise.
 DType parse_compute_dtype(const std::string& name);
+
+// A fresh GPT-2's shape from the run's flags (--block-size positions), for `vocab` tokens.
+gpt2::Config gpt2_config(const RunConfig& c, int vocab);
 
 // A fresh EvermindLM's shape and seed from the run's flags, for a vocabulary of `vocab` tokens.
 evermind::Config evermind_config(const RunConfig& c, int64_t vocab);

@@ -13,46 +13,17 @@
 #include "tinylm/train/evermind_trainable.h"
 #include "tinylm/train/replicas.h"
 #include "tinylm/train/run_session.h"
+#include "tinylm/train/run_tokenizer.h"
 
 namespace tinylm::train {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// RUN/tokenizer.json: copied from --tokenizer, or trained on the run's text, on a fresh run;
-// read back on a resumed one, and by every process but the first (which never writes it).
-BpeTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunRequest& request,
-                           bool resume) {
-  const std::string path = dir.root() + "/tokenizer.json";
-  if (distributed::Comm::world().root() && (!resume || !fs::exists(path))) {
-    if (!c.tokenizer.empty()) {
-      BpeTokenizer::from_tokenizer_json(c.tokenizer);  // validates before copying
-      io::copy_file_atomic(c.tokenizer, path);
-    } else {
-      std::string text;
-      for (const std::string& f : data_files(c)) text += read_text_source(f);
-      BpeTrainConfig tc;
-      tc.vocab_size = static_cast<int>(c.vocab_size);
-      const BpeTrainResult trained = train_bpe(text, tc);
-      trained.save_tokenizer_json(path);
-      std::fprintf(request.log, "tokenizer: %d tokens trained on %zu bytes, saved to %s\n",
-                   trained.vocab_size(), text.size(), path.c_str());
-    }
-  }
-  return BpeTokenizer::from_tokenizer_json(path);
-}
-
-}  // namespace
-
 RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& request,
                         const std::optional<Checkpoint>& resume) {
   std::optional<TrainState<float>> state = resume_state<float>(c, resume, request.log);
-  // The first process trains (or copies) the tokenizer; the others read what it wrote.
-  const BpeTokenizer tok =
-      root_first([&] { return run_tokenizer(c, dir, request, resume.has_value()); });
-  const std::string tokenizer_path = dir.root() + "/tokenizer.json";
-  const std::string tokenizer_text = io::read_file(tokenizer_path);
+  const RunTokenizer vocab = run_tokenizer(c, dir, request, resume.has_value());
+  const BpeTokenizer& tok = vocab.tokenizer;
 
   const int64_t width = c.seq_len + 1;  // a window predicts seq_len tokens
   const std::string from = resume ? resume->path + "/model.evl" : c.init_from;
@@ -64,14 +35,11 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
     model.emplace(evermind_config(c, tok.vocab_size()), width);
   }
   const evermind::Config& config = model->config();
-  check(tok.vocab_size() <= config.vocab_size, tokenizer_path, ": ", tok.vocab_size(),
+  check(tok.vocab_size() <= config.vocab_size, vocab.path, ": ", tok.vocab_size(),
         " tokens, more than the model's vocabulary of ", config.vocab_size);
 
-  const TokenizerIdentity identity{
-      "bpe-json:" + std::to_string(io::crc32(std::as_bytes(std::span(tokenizer_text)))),
-      tok.vocab_size(), tok.eot_id()};
   TextData text(
-      c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); }, request.log);
+      c, dir, vocab.identity, [&](std::string_view t) { return tok.encode(t, true); }, request.log);
 
   EvermindTrainOptions options;
   options.aux_loss_coef = c.aux_loss_coef;
@@ -95,7 +63,7 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   const auto save = [&](const std::string& out) {
     checkpoints::save_evl(out + "/model.evl", config, model->params(),
                           checkpoints::EvlPrecision::f32);
-    fs::copy_file(tokenizer_path, checkpoints::evl_tokenizer_path(out + "/model.evl"));
+    fs::copy_file(vocab.path, checkpoints::evl_tokenizer_path(out + "/model.evl"));
   };
   return drive<float>(c, dir, request, {trainable, text.data, save}, std::move(state));
 }

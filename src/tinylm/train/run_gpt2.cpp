@@ -1,59 +1,33 @@
-// GPT-2's part of a training run: the byte-level BPE vocabulary, a fresh model from a preset
-// (or Hugging Face weights), and checkpoints as Hugging Face directories with the vocabulary
-// beside the weights, so `tinylm generate` and transformers' loaders read them as they are.
+// GPT-2's part of a training run: the vocabulary (run_tokenizer.h), a fresh model in the shape
+// the flags give (or Hugging Face weights), and checkpoints as Hugging Face directories with
+// tokenizer.json beside the weights, so `tinylm generate` and transformers' loaders read them
+// as they are.
 #include <filesystem>
 #include <memory>
 
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/error.h"
-#include "tinylm/io/crc32.h"
-#include "tinylm/io/text_file.h"
+#include "tinylm/generate/decode_backend.h"
+#include "tinylm/generate/generate.h"
 #include "tinylm/kernels/vulkan/devices.h"
 #include "tinylm/models/gpt2/init.h"
-#include "tinylm/tokenizers/bpe.h"
+#include "tinylm/models/gpt2/model.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/replicas.h"
 #include "tinylm/train/run_session.h"
+#include "tinylm/train/run_tokenizer.h"
 
 namespace tinylm::train {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// The vocabulary files of a tokenizer directory under the names Hugging Face uses.
-struct VocabFiles {
-  fs::path vocab, merges;
-};
-
-VocabFiles vocab_files(const std::string& tokenizer) {
-  const fs::path dir(tokenizer);
-  check(fs::is_directory(dir), tokenizer,
-        ": GPT-2 training needs a vocabulary directory (vocab.json + merges.txt, or "
-        "encoder.json + vocab.bpe)");
-  if (fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt"))
-    return {dir / "vocab.json", dir / "merges.txt"};
-  check(fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe"), tokenizer,
-        ": no vocab.json + merges.txt or encoder.json + vocab.bpe");
-  return {dir / "encoder.json", dir / "vocab.bpe"};
-}
-
-// Names the vocabulary by its content, so the token cache notices a different one.
-std::string vocab_identity(const VocabFiles& v) {
-  const std::string vocab = io::read_file(v.vocab.string()),
-                    merges = io::read_file(v.merges.string());
-  return "gpt2-bpe:" + std::to_string(io::crc32(std::as_bytes(std::span(vocab)))) + ":" +
-         std::to_string(io::crc32(std::as_bytes(std::span(merges))));
-}
-
-}  // namespace
-
 RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
                     const std::optional<Checkpoint>& resume) {
   std::optional<TrainState<float>> state = resume_state<float>(c, resume, request.log);
-  // The tokenizer: the given vocabulary directory (the CLI defaults it to the bundled one).
-  const VocabFiles vocab = vocab_files(c.tokenizer);
-  const BpeTokenizer tok = BpeTokenizer::from_directory(c.tokenizer);
+  // The vocabulary: made from the data (char, byte, bpe:N) or given (the CLI defaults it to
+  // the bundled GPT-2 one).
+  const RunTokenizer vocab = run_tokenizer(c, dir, request, resume.has_value());
+  const BpeTokenizer& tok = vocab.tokenizer;
 
   // The model: the checkpoint being resumed, the weights to start from, or a fresh preset.
   gpt2::Config config;
@@ -66,22 +40,21 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
     config = ck.config;
     params = std::move(ck.params);
   } else {
-    config = gpt2::preset(c.preset);
-    config.vocab_size = tok.vocab_size();
-    params = gpt2::init_params(config, c.seed);
+    config = gpt2_config(c, tok.vocab_size());
+    params = gpt2::init_params(config, c.seed);  // (biases zero, as --bias false keeps them)
   }
   check(c.seq_len <= config.n_positions, "--seq-len ", c.seq_len, " exceeds the model's ",
         config.n_positions, " positions");
-  check(tok.vocab_size() <= config.vocab_size, c.tokenizer, ": ", tok.vocab_size(),
+  check(tok.vocab_size() <= config.vocab_size, vocab.path, ": ", tok.vocab_size(),
         " tokens, more than the model's vocabulary of ", config.vocab_size);
 
-  const TokenizerIdentity identity{vocab_identity(vocab), tok.vocab_size(), tok.eot_id()};
   TextData text(
-      c, dir, identity, [&](std::string_view t) { return tok.encode(t, true); }, request.log);
+      c, dir, vocab.identity, [&](std::string_view t) { return tok.encode(t, true); }, request.log);
 
   // One replica per device, each planned for its shard of the batch.
   const gpt2::TrainerOptions per_shard{static_cast<int>(shard_rows(c)), static_cast<int>(c.seq_len),
-                                       static_cast<float>(c.dropout), parse_dtype(c.compute)};
+                                       static_cast<float>(c.dropout), parse_dtype(c.compute),
+                                       c.bias};
   std::shared_ptr<kernels::vulkan::Context> gpu;
   if (const int index = kernels::vulkan::parse_device(c.device); index >= 0) {
     gpu = kernels::vulkan::open_gpu(index);
@@ -93,18 +66,38 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   Replicas<float> model(gpt2_replicas(config, std::move(params), per_shard, c.devices, gpu),
                         overlap_exchange(c));
   std::fprintf(request.log,
-               "gpt2: %zu parameters (%d layers, %d heads, width %d), %lld training and %lld "
+               "gpt2: %zu parameters (%d layers, %d heads, width %d%s), %lld training and %lld "
                "validation tokens%s\n",
                model.params().size(), config.n_layer, config.n_head, config.n_embd,
+               c.bias ? "" : ", biases held at zero",
                static_cast<long long>(text.sampler.split().n_train),
                static_cast<long long>(text.sampler.split().n_val),
                text.tokens.reused ? " (tokens.bin reused)" : "");
   const auto save = [&](const std::string& out) {
     checkpoints::save_gpt2(out, config, model.params());
-    fs::copy_file(vocab.vocab, fs::path(out) / "vocab.json");
-    fs::copy_file(vocab.merges, fs::path(out) / "merges.txt");
+    fs::copy_file(vocab.path, fs::path(out) / "tokenizer.json");
   };
-  return drive<float>(c, dir, request, {model, text.data, save}, std::move(state));
+  // As nanoGPT's sample.py: from a newline, temperature 0.8, top-k 200; 200 new tokens.
+  const auto sample = [&](uint64_t seed) {
+    gpt2::Model decoder(config, std::vector<float>(model.params().begin(), model.params().end()),
+                        DType::f32);
+    const std::unique_ptr<generate::DecodeBackend> backend = generate::gpt2_backend(decoder);
+    generate::GenerateOptions options;
+    options.max_tokens = std::min(200, config.n_positions - 1);
+    options.sampling.temperature = 0.8;
+    options.sampling.top_k = 200;
+    options.sampling.seed = seed;
+    options.eos_id = tok.eot_id().value_or(-1);
+    std::vector<int> prompt = {0};  // (a vocabulary without a newline starts from token 0)
+    try {
+      prompt = tok.encode("\n");
+    } catch (const Error&) {
+    }
+    std::string out = tok.decode(prompt);  // (appended to: GCC 12 warns on "\n" + string)
+    out += generate::generate_text(*backend, tok, prompt, options).text;
+    return out;
+  };
+  return drive<float>(c, dir, request, {model, text.data, save, sample}, std::move(state));
 }
 
 }  // namespace tinylm::train

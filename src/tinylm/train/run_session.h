@@ -23,6 +23,9 @@ struct Session {
   Trainable<T>& model;
   StepData& data;
   std::function<void(const std::string& dir)> save_model;  // the family's files into dir
+  // A short text the model writes now, from the step's seed (--sample-every); null where the
+  // family has none.
+  std::function<std::string(uint64_t seed)> sample = nullptr;
 };
 
 template <class T>

@@ -29,6 +29,13 @@ Config preset(const std::string& name) {
     c.n_head = 4;
     return c;
   }
+  if (name == "baby") {  // nanoGPT's "baby GPT" (config/train_shakespeare_char.py)
+    c.n_positions = 256;
+    c.n_embd = 384;
+    c.n_layer = 6;
+    c.n_head = 6;
+    return c;
+  }
   if (name == "mini") {  // trains usefully in minutes on a laptop's cores (docs/training.md)
     c.n_positions = 256;
     c.n_embd = 192;
@@ -36,7 +43,7 @@ Config preset(const std::string& name) {
     c.n_head = 6;
     return c;
   }
-  fail("unknown gpt2 preset '", name, "' (expected 124M, mini or small-test)");
+  fail("unknown gpt2 preset '", name, "' (expected 124M, baby, mini or small-test)");
 }
 
 }  // namespace tinylm::gpt2

@@ -21,8 +21,8 @@ struct Config {
   void validate() const;  // throws Error naming the first invalid field
 };
 
-// Named presets for `tinylm init` and `tinylm train`: "124M" (GPT-2 small), "mini" (4 layers
-// of 192, 256 positions) and "small-test".
+// Named presets for `tinylm init` and `tinylm train`: "124M" (GPT-2 small), "baby" (nanoGPT's
+// 6 layers of 384, 256 positions), "mini" (4 layers of 192, 256 positions) and "small-test".
 Config preset(const std::string& name);
 
 // Parameters in Hugging Face order (wte, wpe, h.{i}.ln_1..mlp.c_proj, ln_f), names without

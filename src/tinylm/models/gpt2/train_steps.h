@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tinylm/core/arena.h"
@@ -258,6 +259,15 @@ struct TrainSteps {
     if (!accumulate) be.zero(g + offset, n);
   }
 
+  // Without biases (options.biases false) a block's bias gradients are zero, in either mode:
+  // set before the block's range is handed on, so zero biases stay zero.
+  void hold_biases(Array<T> g, const BlockOffsets& o) {
+    if (options.biases) return;
+    const std::pair<size_t, int64_t> biases[] = {{o.ln1_b, C}, {o.attn_b, C3}, {o.proj_b, C},
+                                                 {o.ln2_b, C}, {o.fc_b, F},    {o.fc_proj_b, C}};
+    for (const auto& [offset, n] : biases) be.zero(g + offset, n);
+  }
+
   // A [B, T, C] site's masks: rows counted from key.first_row, so a shard of a batch draws
   // its rows' share of the whole batch's masks.
   kernels::DropoutSite dropout_site(DropoutKey key, uint32_t site) const {
@@ -370,6 +380,7 @@ struct TrainSteps {
     const auto block_begin = [&](int64_t l) {
       return l < L ? blocks[static_cast<size_t>(l)].ln1_w : lnf_w;
     };
+    if (!options.biases) be.zero(g + lnf_b, C);
     if (done) done(lnf_w, layout.size());
     for (int64_t l = L - 1; l >= 0; --l) {
       Layer& y = layers[static_cast<size_t>(l)];
@@ -405,6 +416,7 @@ struct TrainSteps {
       clear_small(g, o.ln1_b, C);
       be.layernorm_backward(dres, g + o.ln1_w, g + o.ln1_b, dln, x_in, params + o.ln1_w, y.ln1_mean,
                             y.ln1_rstd, BT, C);
+      hold_biases(g, o);
       if (done) done(block_begin(l), block_begin(l + 1));
     }
     if (rate > 0.0f) be.dropout_backward(dres, dres, mask_enc, BT * C, rate);

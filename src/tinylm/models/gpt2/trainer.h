@@ -44,6 +44,9 @@ struct TrainerOptions {
   int seq_len = 64;            // <= n_positions
   float dropout = 0.0f;        // in [0, 1)
   DType compute = DType::f32;  // f32 | bf16 | f16
+  // false: the biases (linear layers' and LayerNorms') get zero gradients, so zero biases stay
+  // zero: nanoGPT's bias=False, the same function with the tensors kept for the file layout.
+  bool biases = true;
 };
 
 // Identifies a step's dropout masks (unused at rate 0). first_row: the batch's row 0 is this

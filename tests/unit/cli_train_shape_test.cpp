@@ -1,0 +1,151 @@
+// `tinylm train --arch gpt2` in any shape, as nanoGPT users give it: --n-layer, --n-head,
+// --n-embd, --block-size and --bias take effect (over --preset's fields), --seq-len follows
+// --block-size, and a shape flag that does not apply is refused, naming the arch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "tinylm/checkpoints/gpt2_checkpoint.h"
+#include "tinylm/models/gpt2/config.h"
+
+namespace tinylm::test {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+json read_json(const std::string& path) { return json::parse(read_text(path)); }
+
+class CliTrainShape : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_text(data_, read_text(source_path("data/tinyshakespeare.txt")).substr(0, 30000));
+  }
+  // A gpt2 run of `steps` steps of 2 rows with `flags`; its directory.
+  std::string train(const std::string& flags, int steps = 1) {
+    const std::string run = tmp_.file("run" + std::to_string(runs_++));
+    const CommandResult r =
+        run_cli("train --arch gpt2 --batch 2 --eval-batches 1 --threads 1 --steps " +
+                std::to_string(steps) + " " + flags + " --data " + data_ + " --out " + run);
+    EXPECT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
+    return run;
+  }
+  void expect_refused(const std::string& flags, const std::string& fragment) {
+    SCOPED_TRACE(flags);
+    const std::string run = tmp_.file("refused");
+    const CommandResult r = run_cli("train " + flags + " --data " + data_ + " --out " + run);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(run)) << "the run directory was written";
+  }
+
+  TempDir tmp_;
+  const std::string data_ = tmp_.file("text.txt");
+  int runs_ = 0;
+};
+
+TEST_F(CliTrainShape, EachShapeFlagShapesTheModelAndBlockSizeIsTheSequence) {
+  const std::string run = train("--n-layer 1 --n-head 2 --n-embd 32 --block-size 48");
+  const json model = read_json(run + "/latest/config.json");
+  EXPECT_EQ(model["n_layer"], 1);
+  EXPECT_EQ(model["n_head"], 2);
+  EXPECT_EQ(model["n_embd"], 32);
+  EXPECT_EQ(model["n_positions"], 48);
+  const json config = read_json(run + "/run.json");
+  EXPECT_EQ(config["seq-len"], 48) << "--seq-len follows --block-size";
+  EXPECT_EQ(config["n-layer"], 1);
+  EXPECT_EQ(config["block-size"], 48);
+  EXPECT_EQ(config["bias"], true);
+}
+
+TEST_F(CliTrainShape, PresetsAreShortcutsWhoseFieldsFlagsOverride) {
+  // nanoGPT's baby GPT, one field overridden, the sequence shortened below its positions.
+  const std::string run = train("--preset baby --n-layer 1 --seq-len 32");
+  const json model = read_json(run + "/latest/config.json");
+  EXPECT_EQ(model["n_layer"], 1);
+  EXPECT_EQ(model["n_head"], 6);
+  EXPECT_EQ(model["n_embd"], 384);
+  EXPECT_EQ(model["n_positions"], 256);
+  EXPECT_EQ(read_json(run + "/run.json")["seq-len"], 32);
+  // small-test's 128 positions give the sequence its length (the default of 256 was refused).
+  const json small = read_json(train("--preset small-test") + "/run.json");
+  EXPECT_EQ(small["seq-len"], 128);
+  EXPECT_EQ(small["n-embd"], 64);
+}
+
+// --bias false: every bias (the linear layers' and the LayerNorms') stays exactly zero while the
+// other parameters train; the export holds them as zeros, the same function as none.
+TEST_F(CliTrainShape, BiasFalseHoldsEveryBiasAtZero) {
+  const std::string shape = "--preset small-test --seq-len 32 --lr 1e-2 --warmup 0";
+  for (const bool bias : {false, true}) {
+    SCOPED_TRACE(bias);
+    const std::string run = train(shape + " --bias " + (bias ? "true" : "false"), 3);
+    const checkpoints::Gpt2Checkpoint ck = checkpoints::load_gpt2(run + "/latest");
+    const ParamLayout layout = gpt2::param_layout(ck.config);
+    size_t biases = 0, trained = 0;
+    for (const ParamEntry& e : layout.entries()) {
+      const auto begin = ck.params.begin() + static_cast<std::ptrdiff_t>(e.offset);
+      const bool zero = std::all_of(begin, begin + static_cast<std::ptrdiff_t>(e.numel),
+                                    [](float v) { return v == 0.0f; });
+      if (e.role == ParamRole::bias) {
+        ++biases;
+        EXPECT_EQ(zero, !bias) << e.name;
+      } else {
+        trained += !zero;
+      }
+    }
+    EXPECT_EQ(biases, 2u * 6 + 1) << "ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj a block; ln_f";
+    EXPECT_EQ(trained, layout.entries().size() - biases);
+    EXPECT_EQ(read_json(run + "/run.json")["bias"], bias);
+  }
+}
+
+TEST_F(CliTrainShape, FlagsThatDoNotApplyAreRefusedNamingTheArch) {
+  const std::string gpt2 = "--arch gpt2 --preset small-test";
+  expect_refused(gpt2 + " --d-model 64", "--d-model does not apply to --arch gpt2 (only to evermind)");
+  expect_refused(gpt2 + " --mixed-precision", "--mixed-precision does not apply to --arch gpt2");
+  expect_refused(gpt2 + " --vocab-size 300", "--vocab-size does not apply to --arch gpt2");
+  expect_refused("--arch evermind --bias false",
+                 "--bias does not apply to --arch evermind (only to gpt2)");
+  expect_refused("--arch evermind --dropout 0.1", "--dropout does not apply to --arch evermind");
+  expect_refused("--arch evermind --n-head 4",
+                 "--n-head does not apply to --arch evermind (only to gpt2 and microgpt)");
+  expect_refused("--arch microgpt --preset mini", "--preset does not apply to --arch microgpt");
+  expect_refused("--arch microgpt --tokenizer " + data_,
+                 "--tokenizer does not apply to --arch microgpt");
+  expect_refused("--arch microgpt --aux-loss-coef 0.5", "--aux-loss-coef does not apply");
+  // Shapes that cannot work, with what to change.
+  expect_refused(gpt2 + " --seq-len 256",
+                 "--seq-len 256 is longer than the model's 128 positions: lower --seq-len or "
+                 "raise --block-size");
+  expect_refused(gpt2 + " --n-embd 100 --n-head 3", "must be divisible by n_head");
+  expect_refused("--arch gpt2 --preset huge", "--preset: unknown gpt2 preset 'huge'");
+  expect_refused(gpt2 + " --bias maybe", "--bias");
+  // A model from --init-from has its own shape.
+  const std::string model = train("--preset small-test --seq-len 32") + "/latest";
+  expect_refused("--init-from " + model + " --n-layer 3", "--n-layer sets a fresh model's shape");
+  expect_refused("--init-from " + model + " --bias false", "--bias sets a fresh model's shape");
+}
+
+// A run stored before the shape flags (its run.json has no "bias", and microgpt's defaults in
+// the shape fields) resumes with its preset's shape, as it was trained.
+TEST_F(CliTrainShape, ARunFromBeforeTheShapeFlagsResumesInItsPresetsShape) {
+  const std::string run = train("--preset small-test --seq-len 32 --save-every 1", 2);
+  json config = read_json(run + "/run.json");
+  config.erase("bias");
+  config["n-layer"] = 2;
+  config["n-head"] = 4;
+  config["n-embd"] = 16;
+  config["block-size"] = 16;
+  write_text(run + "/run.json", config.dump(2));
+  const CommandResult r = run_cli("train --resume " + run + " --steps 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_json(run + "/latest/config.json")["n_embd"], 64);
+}
+
+}  // namespace
+}  // namespace tinylm::test
