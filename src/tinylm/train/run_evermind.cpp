@@ -6,10 +6,6 @@
 
 #include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/error.h"
-#include "tinylm/io/atomic_file.h"
-#include "tinylm/io/crc32.h"
-#include "tinylm/io/text_file.h"
-#include "tinylm/tokenizers/bpe_trainer.h"
 #include "tinylm/train/evermind_trainable.h"
 #include "tinylm/train/replicas.h"
 #include "tinylm/train/run_session.h"
@@ -22,8 +18,7 @@ namespace fs = std::filesystem;
 RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& request,
                         const std::optional<Checkpoint>& resume) {
   std::optional<TrainState<float>> state = resume_state<float>(c, resume, request.log);
-  const RunTokenizer vocab = run_tokenizer(c, dir, request, resume.has_value());
-  const BpeTokenizer& tok = vocab.tokenizer;
+  RunText text(c, dir, request, resume.has_value());
 
   const int64_t width = c.seq_len + 1;  // a window predicts seq_len tokens
   const std::string from = resume ? resume->path + "/model.evl" : c.init_from;
@@ -32,14 +27,10 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
     const checkpoints::EvlCheckpoint ck = checkpoints::load_evl(from);
     model.emplace(ck.config, width, ck.params);
   } else {
-    model.emplace(evermind_config(c, tok.vocab_size()), width);
+    model.emplace(evermind_config(c, text.tokenizer().vocab_size()), width);
   }
   const evermind::Config& config = model->config();
-  check(tok.vocab_size() <= config.vocab_size, vocab.path, ": ", tok.vocab_size(),
-        " tokens, more than the model's vocabulary of ", config.vocab_size);
-
-  TextData text(
-      c, dir, vocab.identity, [&](std::string_view t) { return tok.encode(t, true); }, request.log);
+  text.check_model_vocab(config.vocab_size);
 
   EvermindTrainOptions options;
   options.aux_loss_coef = c.aux_loss_coef;
@@ -52,20 +43,16 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   Replicas<float> trainable(evermind_replicas(*model, options, c.devices, copies),
                             overlap_exchange(c));
   std::fprintf(request.log,
-               "evermind: %zu parameters (%lld layers, width %lld, %lld experts top-%lld), %lld "
-               "training and %lld validation tokens%s\n",
+               "evermind: %zu parameters (%lld layers, width %lld, %lld experts top-%lld), %s\n",
                model->params().size(), static_cast<long long>(config.n_layers),
                static_cast<long long>(config.d_model), static_cast<long long>(config.n_experts),
-               static_cast<long long>(config.top_k),
-               static_cast<long long>(text.sampler.split().n_train),
-               static_cast<long long>(text.sampler.split().n_val),
-               text.tokens.reused ? " (tokens.bin reused)" : "");
+               static_cast<long long>(config.top_k), text.token_counts().c_str());
   const auto save = [&](const std::string& out) {
     checkpoints::save_evl(out + "/model.evl", config, model->params(),
                           checkpoints::EvlPrecision::f32);
-    fs::copy_file(vocab.path, checkpoints::evl_tokenizer_path(out + "/model.evl"));
+    fs::copy_file(text.tokenizer_path(), checkpoints::evl_tokenizer_path(out + "/model.evl"));
   };
-  return drive<float>(c, dir, request, {trainable, text.data, save}, std::move(state));
+  return drive<float>(c, dir, request, {trainable, text.data(), save}, std::move(state));
 }
 
 }  // namespace tinylm::train

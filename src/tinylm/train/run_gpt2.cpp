@@ -25,9 +25,9 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
                     const std::optional<Checkpoint>& resume) {
   std::optional<TrainState<float>> state = resume_state<float>(c, resume, request.log);
   // The vocabulary: made from the data (char, byte, bpe:N) or given (the CLI defaults it to
-  // the bundled GPT-2 one).
-  const RunTokenizer vocab = run_tokenizer(c, dir, request, resume.has_value());
-  const BpeTokenizer& tok = vocab.tokenizer;
+  // the bundled GPT-2 one); the text tokenized with it.
+  RunText text(c, dir, request, resume.has_value());
+  const BpeTokenizer& tok = text.tokenizer();
 
   // The model: the checkpoint being resumed, the weights to start from, or a fresh preset.
   gpt2::Config config;
@@ -45,11 +45,7 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   }
   check(c.seq_len <= config.n_positions, "--seq-len ", c.seq_len, " exceeds the model's ",
         config.n_positions, " positions");
-  check(tok.vocab_size() <= config.vocab_size, vocab.path, ": ", tok.vocab_size(),
-        " tokens, more than the model's vocabulary of ", config.vocab_size);
-
-  TextData text(
-      c, dir, vocab.identity, [&](std::string_view t) { return tok.encode(t, true); }, request.log);
+  text.check_model_vocab(config.vocab_size);
 
   // One replica per device, each planned for its shard of the batch.
   const gpt2::TrainerOptions per_shard{static_cast<int>(shard_rows(c)), static_cast<int>(c.seq_len),
@@ -65,17 +61,12 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
   }
   Replicas<float> model(gpt2_replicas(config, std::move(params), per_shard, c.devices, gpu),
                         overlap_exchange(c));
-  std::fprintf(request.log,
-               "gpt2: %zu parameters (%d layers, %d heads, width %d%s), %lld training and %lld "
-               "validation tokens%s\n",
+  std::fprintf(request.log, "gpt2: %zu parameters (%d layers, %d heads, width %d%s), %s\n",
                model.params().size(), config.n_layer, config.n_head, config.n_embd,
-               c.bias ? "" : ", biases held at zero",
-               static_cast<long long>(text.sampler.split().n_train),
-               static_cast<long long>(text.sampler.split().n_val),
-               text.tokens.reused ? " (tokens.bin reused)" : "");
+               c.bias ? "" : ", biases held at zero", text.token_counts().c_str());
   const auto save = [&](const std::string& out) {
     checkpoints::save_gpt2(out, config, model.params());
-    fs::copy_file(vocab.path, fs::path(out) / "tokenizer.json");
+    fs::copy_file(text.tokenizer_path(), fs::path(out) / "tokenizer.json");
   };
   // As nanoGPT's sample.py: from a newline, temperature 0.8, top-k 200; 200 new tokens.
   const auto sample = [&](uint64_t seed) {
@@ -97,7 +88,7 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
     out += generate::generate_text(*backend, tok, prompt, options).text;
     return out;
   };
-  return drive<float>(c, dir, request, {model, text.data, save, sample}, std::move(state));
+  return drive<float>(c, dir, request, {model, text.data(), save, sample}, std::move(state));
 }
 
 }  // namespace tinylm::train

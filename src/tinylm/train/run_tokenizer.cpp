@@ -51,7 +51,7 @@ void write_tokenizer(const RunConfig& c, const std::string& path, std::FILE* log
       return;
     }
     case MadeVocab::none:
-      if (c.tokenizer.empty()) break;  // EvermindLM's default: a BPE of --vocab-size tokens
+      if (c.tokenizer.empty()) break;       // EvermindLM's default: a BPE of --vocab-size tokens
       if (fs::is_directory(c.tokenizer)) {  // GPT-2's files, or a tokenizer.json, in it
         BpeTokenizer::from_directory(c.tokenizer).save_tokenizer_json(path);
       } else {
@@ -64,7 +64,8 @@ void write_tokenizer(const RunConfig& c, const std::string& path, std::FILE* log
   }
   const std::string text = all_text(c);
   BpeTrainConfig tc;
-  tc.vocab_size = choice.made == MadeVocab::bpe ? choice.bpe_tokens : static_cast<int>(c.vocab_size);
+  tc.vocab_size =
+      choice.made == MadeVocab::bpe ? choice.bpe_tokens : static_cast<int>(c.vocab_size);
   const BpeTrainResult trained = train_bpe(text, tc);
   trained.save_tokenizer_json(path);
   std::fprintf(log, "tokenizer: %d tokens trained on %zu bytes, saved to %s\n",
@@ -86,6 +87,23 @@ RunTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunReque
         tok.eot_id()};
     return RunTokenizer{std::move(tok), path, std::move(identity)};
   });
+}
+
+RunText::RunText(const RunConfig& c, const RunDir& dir, const RunRequest& request, bool resume)
+    : vocab_(run_tokenizer(c, dir, request, resume)),
+      text_(
+          c, dir, vocab_.identity,
+          [this](std::string_view t) { return vocab_.tokenizer.encode(t, true); }, request.log) {}
+
+void RunText::check_model_vocab(int64_t model_vocab) const {
+  check(vocab_.tokenizer.vocab_size() <= model_vocab, vocab_.path, ": ",
+        vocab_.tokenizer.vocab_size(), " tokens, more than the model's vocabulary of ",
+        model_vocab);
+}
+
+std::string RunText::token_counts() const {
+  return cat(text_.sampler.split().n_train, " training and ", text_.sampler.split().n_val,
+             " validation tokens", text_.tokens.reused ? " (tokens.bin reused)" : "");
 }
 
 }  // namespace tinylm::train

@@ -34,4 +34,25 @@ struct RunTokenizer {
 RunTokenizer run_tokenizer(const RunConfig& c, const RunDir& dir, const RunRequest& request,
                            bool resume);
 
+// A token-trained family's text: the vocabulary (run_tokenizer) and the text tokenized with it
+// into RUN/tokens.bin (TextData).
+class RunText {
+ public:
+  RunText(const RunConfig& c, const RunDir& dir, const RunRequest& request, bool resume);
+  RunText(const RunText&) = delete;
+  RunText& operator=(const RunText&) = delete;
+
+  const BpeTokenizer& tokenizer() const { return vocab_.tokenizer; }
+  const std::string& tokenizer_path() const { return vocab_.path; }
+  StepData& data() { return text_.data; }
+  // A model with fewer token ids than the vocabulary is an Error naming the tokenizer.
+  void check_model_vocab(int64_t model_vocab) const;
+  // "N training and M validation tokens" (" (tokens.bin reused)"), for the run's first line.
+  std::string token_counts() const;
+
+ private:
+  RunTokenizer vocab_;
+  TextData text_;
+};
+
 }  // namespace tinylm::train
