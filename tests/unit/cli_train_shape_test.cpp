@@ -24,12 +24,15 @@ class CliTrainShape : public ::testing::Test {
   void SetUp() override {
     write_text(data_, read_text(source_path("data/tinyshakespeare.txt")).substr(0, 30000));
   }
-  // A gpt2 run of `steps` steps of 2 rows with `flags`; its directory.
+  // A gpt2 run of `steps` steps of 2 rows with `flags`, on the text's characters (quick) unless
+  // they say otherwise; its directory.
   std::string train(const std::string& flags, int steps = 1) {
     const std::string run = tmp_.file("run" + std::to_string(runs_++));
+    const std::string vocab =
+        flags.find("--tokenizer") == std::string::npos ? " --tokenizer char" : "";
     const CommandResult r =
         run_cli("train --arch gpt2 --batch 2 --eval-batches 1 --threads 1 --steps " +
-                std::to_string(steps) + " " + flags + " --data " + data_ + " --out " + run);
+                std::to_string(steps) + vocab + " " + flags + " --data " + data_ + " --out " + run);
     EXPECT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
     return run;
   }
@@ -106,7 +109,8 @@ TEST_F(CliTrainShape, BiasFalseHoldsEveryBiasAtZero) {
 
 TEST_F(CliTrainShape, FlagsThatDoNotApplyAreRefusedNamingTheArch) {
   const std::string gpt2 = "--arch gpt2 --preset small-test";
-  expect_refused(gpt2 + " --d-model 64", "--d-model does not apply to --arch gpt2 (only to evermind)");
+  expect_refused(gpt2 + " --d-model 64",
+                 "--d-model does not apply to --arch gpt2 (only to evermind)");
   expect_refused(gpt2 + " --mixed-precision", "--mixed-precision does not apply to --arch gpt2");
   expect_refused(gpt2 + " --vocab-size 300", "--vocab-size does not apply to --arch gpt2");
   expect_refused("--arch evermind --bias false",
