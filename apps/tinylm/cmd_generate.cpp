@@ -112,6 +112,7 @@ void run_generate(GenerateFlags& f) {
   // The family's sampling when none is asked for.
   // --sample: nanoGPT's sample.py settings; else the family's defaults (GPT-2's: greedy).
   // --temperature and --top-k given win either way.
+  if (f.sample) f.gen.slide = true;
   const double temperature = f.sample ? 0.8 : d.family->temperature;
   const int top_k = f.sample ? 200 : d.family->top_k;
   if (f.temperature->count() == 0) f.gen.sampling.temperature = temperature;
@@ -230,7 +231,10 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--sample", f->sample,
                 "Sample as nanoGPT's sample.py does: temperature 0.8, top-k 200 (--temperature "
-                "and --top-k given win)");
+                "and --top-k given win), --slide");
+  cmd->add_flag("--slide", f->gen.slide,
+                "Past the model's context, each new token sees the last context - 1 tokens "
+                "(fed again: nanoGPT's sample.py); otherwise the context's end stops");
   cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", f->gen.ignore_eos, "Do not stop at <|endoftext|>");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the prompt");

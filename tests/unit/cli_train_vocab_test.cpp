@@ -61,8 +61,8 @@ TEST_F(CliTrainVocab, CharVocabularyIsTheDatasCharactersAndTravelsWithTheModel) 
 
   // A character the data never held: one line naming the file and the character.
   write_text(tmp_.file("oov.txt"), "Zounds!\n");
-  const CommandResult oov = run_cli("perplexity --threads 1 --model " + run +
-                                    "/latest --file " + tmp_.file("oov.txt"));
+  const CommandResult oov =
+      run_cli("perplexity --threads 1 --model " + run + "/latest --file " + tmp_.file("oov.txt"));
   EXPECT_EQ(oov.exit_code, 1);
   EXPECT_EQ(std::count(oov.err.begin(), oov.err.end(), '\n'), 1) << oov.err;
   EXPECT_NE(oov.err.find("oov.txt: BPE: the vocabulary has no token for the character 'Z'"),
@@ -133,6 +133,28 @@ TEST_F(CliTrainVocab, SamplesDuringTrainingAndSampleInGenerate) {
   EXPECT_NE(sampled.out, greedy.out) << "--sample draws (temperature 0.8, top-k 200)";
   EXPECT_EQ(run_cli(gen + " --sample --seed 3").out, sampled.out) << "the same seed, the same text";
   EXPECT_EQ(run_cli(gen + " --sample --temperature 0").out, greedy.out) << "a flag given wins";
+}
+
+// --slide: past the context's end each new token sees the last context - 1 tokens, as nanoGPT's
+// sample.py crops them: the token at any point is what a fresh generation from those tokens
+// draws (greedy, so the check is exact; one character a token).
+TEST_F(CliTrainVocab, SlidingPastTheContextConditionsOnTheLastTokens) {
+  const std::string model = train("char") + "/latest";  // 32 positions
+  const std::string gen = "generate --threads 1 --model " + model + " --max-tokens ";
+  const CommandResult stops = run_cli(gen + "40 --prompt ROMEO:");
+  EXPECT_NE(stops.err.find("reached the model's context of 32 positions"), std::string::npos)
+      << stops.err;
+  const CommandResult slid = run_cli(gen + "40 --slide --prompt ROMEO:");
+  ASSERT_EQ(slid.exit_code, 0) << slid.err;
+  const std::string text = slid.out.substr(0, slid.out.size() - 1);  // (the final newline)
+  ASSERT_EQ(text.size(), 46u) << text;
+  for (const size_t k : {32u, 33u, 45u}) {
+    const std::string window = text.substr(k - 31, 31);
+    write_text(tmp_.file("window.txt"), window);
+    const CommandResult one = run_cli(gen + "1 --prompt-file " + tmp_.file("window.txt"));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_EQ(one.out, window + text[k] + "\n") << "token " << k;
+  }
 }
 
 }  // namespace

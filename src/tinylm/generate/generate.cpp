@@ -10,7 +10,12 @@ namespace tinylm::generate {
 void check_generate_inputs(int vocab_size, int context_limit, std::span<const int> prompt,
                            const GenerateOptions& options) {
   check(!prompt.empty(), "generate: the prompt is empty (give at least one token)");
-  if (context_limit > 0) {
+  if (context_limit > 0 && options.slide) {
+    check(options.max_tokens >= 0 && options.max_tokens <= kMaxNewTokens,
+          "generate: max-tokens must be in 0..", kMaxNewTokens, " (got ", options.max_tokens, ")");
+    check(static_cast<int64_t>(prompt.size()) <= context_limit, "generate: the prompt has ",
+          prompt.size(), " tokens, more than the model's context of ", context_limit);
+  } else if (context_limit > 0) {
     check(options.max_tokens >= 0, "generate: max-tokens must be >= 0 (got ", options.max_tokens,
           ")");
     check(static_cast<int64_t>(prompt.size()) <= context_limit, "generate: the prompt has ",
@@ -37,12 +42,13 @@ GenerateResult generate(BasicDecodeBackend<Logit>& backend, std::span<const int>
   check_generate_inputs(backend.vocab_size(), limit, prompt, options);
   Generation<Logit> generation(backend, options, static_cast<int64_t>(prompt.size()));
   const int64_t wanted = static_cast<int64_t>(prompt.size()) + options.max_tokens;
-  const std::unique_ptr<Sequence> seq =
+  std::unique_ptr<Sequence> seq =
       backend.start(limit > 0 ? static_cast<int>(std::min<int64_t>(limit, wanted)) : 0, nullptr);
   std::vector<Logit> logits(static_cast<size_t>(backend.vocab_size()));
   GenerateResult result;
   Timer timer;
   backend.feed(*seq, prompt, logits);
+  int64_t fed = static_cast<int64_t>(prompt.size());  // positions of the sequence in use
   result.prefill_ms = timer.elapsed_ms();
   timer.reset();
   while (generation.generated() < options.max_tokens) {
@@ -56,7 +62,17 @@ GenerateResult generate(BasicDecodeBackend<Logit>& backend, std::span<const int>
     result.ids.push_back(next);
     result.hit_context_end = stop == Stop::context_end;
     if (!more || stop != Stop::none) break;
-    backend.feed(*seq, std::span(&next, 1), logits);
+    if (options.slide && limit > 0 && fed == limit) {  // full: the last limit - 1 tokens again
+      std::vector<int> window(prompt.begin(), prompt.end());
+      window.insert(window.end(), result.ids.begin(), result.ids.end());
+      window.erase(window.begin(), window.end() - (limit - 1));
+      seq = backend.start(limit, std::move(seq));
+      backend.feed(*seq, window, logits);
+      fed = limit - 1;
+    } else {
+      backend.feed(*seq, std::span(&next, 1), logits);
+      ++fed;
+    }
   }
   result.decode_ms = timer.elapsed_ms();
   return result;

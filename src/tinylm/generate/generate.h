@@ -28,6 +28,10 @@ struct GenerateOptions {
   SamplingOptions sampling;  // temperature (0: greedy), top_k, top_p, seed
   int eos_id = -1;           // the end-of-text token (-1: none)
   bool ignore_eos = false;   // end-of-text is drawn like any token and does not stop
+  // Past the context's end, each new token sees the last context - 1 tokens, fed again at the
+  // first positions (nanoGPT's sample.py crops its input so); otherwise the context's end stops
+  // the generation (learned positions do not shift).
+  bool slide = false;
   // The end-of-text rule: drawing this token ends the generation; it counts as generated but
   // is not part of the new ids and has no text.
   bool ends_text(int token) const { return token == eos_id && eos_id >= 0 && !ignore_eos; }
@@ -53,7 +57,7 @@ class Generation {
       : options_(options),
         sampler_(backend.sampler(options.sampling)),
         positions_(prompt_tokens),
-        context_limit_(backend.context_limit()) {}
+        context_limit_(options.slide ? 0 : backend.context_limit()) {}
   // Draws the next token from the logits of the last position fed; stop() then says whether
   // it ends the generation. (Touches only this generation: a server chooses for its slots in
   // parallel.)

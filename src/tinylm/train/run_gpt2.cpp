@@ -68,13 +68,15 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
     checkpoints::save_gpt2(out, config, model.params());
     fs::copy_file(text.tokenizer_path(), fs::path(out) / "tokenizer.json");
   };
-  // As nanoGPT's sample.py: from a newline, temperature 0.8, top-k 200; 200 new tokens.
+  // As nanoGPT's sample.py: from a newline, temperature 0.8, top-k 200, the context sliding
+  // past its end; 200 new tokens.
   const auto sample = [&](uint64_t seed) {
     gpt2::Model decoder(config, std::vector<float>(model.params().begin(), model.params().end()),
                         DType::f32);
     const std::unique_ptr<generate::DecodeBackend> backend = generate::gpt2_backend(decoder);
     generate::GenerateOptions options;
-    options.max_tokens = std::min(200, config.n_positions - 1);
+    options.max_tokens = 200;
+    options.slide = true;
     options.sampling.temperature = 0.8;
     options.sampling.top_k = 200;
     options.sampling.seed = seed;
