@@ -131,6 +131,8 @@ TEST_F(CliTrainShape, FlagsThatDoNotApplyAreRefusedNamingTheArch) {
                  "--seq-len 256 is longer than the model's 128 positions: lower --seq-len or "
                  "raise --block-size");
   expect_refused(gpt2 + " --n-embd 100 --n-head 3", "must be divisible by n_head");
+  expect_refused(gpt2 + " --n-layer 4000 --n-embd 16384 --n-head 128",
+                 "parameters need about");  // terabytes, before any allocation
   expect_refused("--arch gpt2 --preset huge", "--preset: unknown gpt2 preset 'huge'");
   expect_refused(gpt2 + " --bias maybe", "--bias");
   // A model from --init-from has its own shape.

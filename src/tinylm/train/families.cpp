@@ -22,6 +22,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Parameters, gradients and two optimizer moments, in f32: a fresh model's shape is refused
+// when they alone would not fit in this machine's memory, rather than failing in the allocator.
+void check_fits_memory(const std::string& what, int64_t params) {
+  const double need = 16.0 * static_cast<double>(params);
+  const double have = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                      static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  check(have <= 0 || need <= have, what, ": ", params, " parameters need about ",
+        static_cast<int64_t>(need / 1e9 + 1),
+        " GB for weights, gradients and optimizer moments; this machine has ",
+        static_cast<int64_t>(have / 1e9), " GB");
+}
+
 // --- GPT-2: RunConfig's own defaults and --preset's shape; Hugging Face weights; f32.
 
 constexpr int kGpt2Vocab = 50257;  // a fresh model's size before its tokenizer is read
@@ -64,6 +76,8 @@ void gpt2_check_fresh(const RunConfig& c) {
   }
   check(c.seq_len <= c.block_size, "--seq-len ", c.seq_len, " is longer than the model's ",
         c.block_size, " positions: lower --seq-len or raise --block-size");
+  check_fits_memory("--arch gpt2 shape",
+                    static_cast<int64_t>(gpt2::param_layout(gpt2_config(c, kGpt2Vocab)).size()));
 }
 
 gpt2::Config gpt2_model_config(const RunConfig& c) {
@@ -124,15 +138,7 @@ void evermind_check_fresh(const RunConfig& c) {
   } catch (const Error& err) {
     fail("--arch evermind shape: ", err.what());
   }
-  // Parameters, gradients and two optimizer moments, in f32: refused when they alone would
-  // not fit in this machine's memory, rather than failing in the allocator.
-  const double need = 16.0 * static_cast<double>(evermind::param_count(e));
-  const double have = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
-                      static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-  check(have <= 0 || need <= have, "--arch evermind shape: ", evermind::param_count(e),
-        " parameters need about ", static_cast<int64_t>(need / 1e9 + 1),
-        " GB for weights, gradients and optimizer moments; this machine has ",
-        static_cast<int64_t>(have / 1e9), " GB");
+  check_fits_memory("--arch evermind shape", evermind::param_count(e));
 }
 
 ModelSize evermind_size(const RunConfig& c) {
