@@ -19,12 +19,13 @@ packages=(
 # runs training over several processes (mpirun; the tests start 2 and 4 locally). Extra
 # packages for the side-by-side benchmarks come with --bench-compare (--fuzz is still accepted,
 # and now adds nothing). The PyTorch peer gets OpenBLAS: with only Debian's reference libblas3
-# its f32 products run several times slower. toml++ (libtomlplusplus-dev) reads
+# its f32 products run several times slower. nanoGPT's data preparation imports requests, and
+# bench/compare/nanogpt_char.sh does its arithmetic with bc. toml++ (libtomlplusplus-dev) reads
 # `tinylm train --config FILE.toml`; the library links its shared libtomlplusplus3.
 for arg in "$@"; do
   case "$arg" in
     --fuzz) ;;
-    --bench-compare) packages+=(python3 python3-torch python3-numpy libopenblas0-pthread) ;;
+    --bench-compare) packages+=(python3 python3-torch python3-numpy python3-requests libopenblas0-pthread bc) ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
