@@ -18,44 +18,15 @@ A benchmark tool (bench/compare/nanogpt_char.sh runs it), not a build or test de
 """
 import argparse
 import json
-import math
 import os
 import pickle
-import struct
 import sys
 
 import numpy as np
 import torch
 
-
-def bytes_to_unicode():
-    """GPT-2's byte-level alphabet: byte -> character."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs)))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        assert info["dtype"] == "F32", (name, info["dtype"])
-        a, b = info["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[a:b], dtype=np.float32).copy()).reshape(
-            info["shape"])
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ggml_gpt2_model import bytes_to_unicode, read_safetensors  # noqa: E402 (this directory's)
 
 
 def tinylm_model(GPT, GPTConfig, run, stoi):
@@ -70,8 +41,8 @@ def tinylm_model(GPT, GPTConfig, run, stoi):
                         n_layer=config["n_layer"], n_head=config["n_head"],
                         n_embd=config["n_embd"], dropout=0.0, bias=False))
     weights = read_safetensors(os.path.join(run, "model.safetensors"))
-    weights = {k[len("transformer."):] if k.startswith("transformer.") else k: v
-               for k, v in weights.items()}
+    weights = {k[len("transformer."):] if k.startswith("transformer.") else k:
+               torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in weights.items()}
     state = gpt.state_dict()
     for name in state:
         if not name.startswith("transformer.") or name.endswith(".attn.bias"):
