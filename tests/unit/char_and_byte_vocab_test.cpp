@@ -1,5 +1,7 @@
 // The vocabularies made rather than trained (tokenizers/char_and_byte_vocab.h): their ids, their
 // round trips, and a character outside a character vocabulary refused by name.
+#include "tinylm/tokenizers/char_and_byte_vocab.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,7 +10,6 @@
 #include "test_util.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/utf8.h"
-#include "tinylm/tokenizers/char_and_byte_vocab.h"
 
 namespace tinylm {
 namespace {
