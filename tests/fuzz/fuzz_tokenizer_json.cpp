@@ -19,11 +19,12 @@ void require(bool cond) {
   if (!cond) std::abort();
 }
 
-// What a successful load promises: ids 0..N-1 each name one non-empty token, at least one
-// merge, <|endoftext|> where eot_id says, special ids in order and in range.
+// What a successful load promises: ids 0..N-1 each name one non-empty token, <|endoftext|>
+// where eot_id says, special ids in order and in range. (No merges is a valid vocabulary: the
+// bytes, or a text's characters.)
 void check_vocabulary(const tinylm::BpeTokenizer& t) {
   require(t.vocab_size() > 0);
-  require(t.num_merges() > 0);
+  require(t.num_merges() >= 0);
   for (int id = 0; id < t.vocab_size(); ++id) {
     const std::string& token = t.token(id);
     require(!token.empty());
