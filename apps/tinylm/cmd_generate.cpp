@@ -233,7 +233,7 @@ void register_generate(CLI::App& app) {
                 "Sample as nanoGPT's sample.py does: temperature 0.8, top-k 200 (--temperature "
                 "and --top-k given win), --slide");
   cmd->add_flag("--slide", f->gen.slide,
-                "Past the model's context, each new token sees the last context - 1 tokens "
+                "Past the model's context, each new token sees the last context's worth of tokens "
                 "(fed again: nanoGPT's sample.py); otherwise the context's end stops");
   cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", f->gen.ignore_eos, "Do not stop at <|endoftext|>");

@@ -19,6 +19,15 @@ using json = nlohmann::json;
 
 json read_json(const std::string& path) { return json::parse(read_text(path)); }
 
+// The shape a run's latest checkpoint holds (its config.json).
+void expect_model_shape(const std::string& run, int layers, int heads, int width, int positions) {
+  const json model = read_json(run + "/latest/config.json");
+  EXPECT_EQ(model["n_layer"], layers);
+  EXPECT_EQ(model["n_head"], heads);
+  EXPECT_EQ(model["n_embd"], width);
+  EXPECT_EQ(model["n_positions"], positions);
+}
+
 class CliTrainShape : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -53,11 +62,7 @@ class CliTrainShape : public ::testing::Test {
 
 TEST_F(CliTrainShape, EachShapeFlagShapesTheModelAndBlockSizeIsTheSequence) {
   const std::string run = train("--n-layer 1 --n-head 2 --n-embd 32 --block-size 48");
-  const json model = read_json(run + "/latest/config.json");
-  EXPECT_EQ(model["n_layer"], 1);
-  EXPECT_EQ(model["n_head"], 2);
-  EXPECT_EQ(model["n_embd"], 32);
-  EXPECT_EQ(model["n_positions"], 48);
+  expect_model_shape(run, 1, 2, 32, 48);
   const json config = read_json(run + "/run.json");
   EXPECT_EQ(config["seq-len"], 48) << "--seq-len follows --block-size";
   EXPECT_EQ(config["n-layer"], 1);
@@ -68,11 +73,7 @@ TEST_F(CliTrainShape, EachShapeFlagShapesTheModelAndBlockSizeIsTheSequence) {
 TEST_F(CliTrainShape, PresetsAreShortcutsWhoseFieldsFlagsOverride) {
   // nanoGPT's baby GPT, one field overridden, the sequence shortened below its positions.
   const std::string run = train("--preset baby --n-layer 1 --seq-len 32");
-  const json model = read_json(run + "/latest/config.json");
-  EXPECT_EQ(model["n_layer"], 1);
-  EXPECT_EQ(model["n_head"], 6);
-  EXPECT_EQ(model["n_embd"], 384);
-  EXPECT_EQ(model["n_positions"], 256);
+  expect_model_shape(run, 1, 6, 384, 256);
   EXPECT_EQ(read_json(run + "/run.json")["seq-len"], 32);
   // small-test's 128 positions give the sequence its length (the default of 256 was refused).
   const json small = read_json(train("--preset small-test") + "/run.json");

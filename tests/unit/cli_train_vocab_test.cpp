@@ -135,9 +135,10 @@ TEST_F(CliTrainVocab, SamplesDuringTrainingAndSampleInGenerate) {
   EXPECT_EQ(run_cli(gen + " --sample --temperature 0").out, greedy.out) << "a flag given wins";
 }
 
-// --slide: past the context's end each new token sees the last context - 1 tokens, as nanoGPT's
-// sample.py crops them: the token at any point is what a fresh generation from those tokens
-// draws (greedy, so the check is exact; one character a token).
+// --slide through the CLI on a real model: generation goes on past the 32 positions, and a token
+// after them is what a fresh generation from the 32 characters before it draws. (The exact rule,
+// token by token, is GenerateSlide's test: greedy text from a model this small repeats itself,
+// so a check here could not tell a window one token short.)
 TEST_F(CliTrainVocab, SlidingPastTheContextConditionsOnTheLastTokens) {
   const std::string model = train("char") + "/latest";  // 32 positions
   const std::string gen = "generate --threads 1 --model " + model + " --max-tokens ";
@@ -148,8 +149,8 @@ TEST_F(CliTrainVocab, SlidingPastTheContextConditionsOnTheLastTokens) {
   ASSERT_EQ(slid.exit_code, 0) << slid.err;
   const std::string text = slid.out.substr(0, slid.out.size() - 1);  // (the final newline)
   ASSERT_EQ(text.size(), 46u) << text;
-  for (const size_t k : {32u, 33u, 45u}) {
-    const std::string window = text.substr(k - 31, 31);
+  for (const size_t k : {32u, 45u}) {
+    const std::string window = text.substr(k - 32, 32);
     write_text(tmp_.file("window.txt"), window);
     const CommandResult one = run_cli(gen + "1 --prompt-file " + tmp_.file("window.txt"));
     ASSERT_EQ(one.exit_code, 0) << one.err;

@@ -62,13 +62,19 @@ GenerateResult generate(BasicDecodeBackend<Logit>& backend, std::span<const int>
     result.ids.push_back(next);
     result.hit_context_end = stop == Stop::context_end;
     if (!more || stop != Stop::none) break;
-    if (options.slide && limit > 0 && fed == limit) {  // full: the last limit - 1 tokens again
-      std::vector<int> window(prompt.begin(), prompt.end());
-      window.insert(window.end(), result.ids.begin(), result.ids.end());
-      window.erase(window.begin(), window.end() - (limit - 1));
+    if (options.slide && limit > 0 && fed == limit) {
+      // Full: the last `limit` tokens (the new one last) again, at positions 0.., from the
+      // prompt's tail and the new ids.
+      const size_t keep = static_cast<size_t>(limit), new_ids = result.ids.size();
+      std::vector<int> window;
+      window.reserve(keep);
+      if (new_ids < keep)
+        window.assign(prompt.end() - static_cast<std::ptrdiff_t>(keep - new_ids), prompt.end());
+      window.insert(window.end(),
+                    result.ids.end() - static_cast<std::ptrdiff_t>(std::min(keep, new_ids)),
+                    result.ids.end());
       seq = backend.start(limit, std::move(seq));
       backend.feed(*seq, window, logits);
-      fed = limit - 1;
     } else {
       backend.feed(*seq, std::span(&next, 1), logits);
       ++fed;

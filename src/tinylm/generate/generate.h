@@ -28,9 +28,10 @@ struct GenerateOptions {
   SamplingOptions sampling;  // temperature (0: greedy), top_k, top_p, seed
   int eos_id = -1;           // the end-of-text token (-1: none)
   bool ignore_eos = false;   // end-of-text is drawn like any token and does not stop
-  // Past the context's end, each new token sees the last context - 1 tokens, fed again at the
-  // first positions (nanoGPT's sample.py crops its input so); otherwise the context's end stops
-  // the generation (learned positions do not shift).
+  // Past the context's end, each new token sees the last `context` tokens, fed again at the
+  // first positions (nanoGPT's sample.py crops its input so: a prefill of the whole context
+  // per token); otherwise the context's end stops the generation (learned positions do not
+  // shift).
   bool slide = false;
   // The end-of-text rule: drawing this token ends the generation; it counts as generated but
   // is not part of the new ids and has no text.
