@@ -24,9 +24,9 @@ void register_perplexity(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "perplexity", "Perplexity of a text file under a GPT-2 checkpoint (sliding windows)");
   f->model.add_to(cmd);
-  cmd->add_option("--file", f->file, "Text file (- : stdin)")->required();
+  cmd->add_option("-f,--file", f->file, "Text file (- : stdin)")->required();
   // Unset, they are 0 and take their defaults below; given, 0 is an error, not the default.
-  cmd->add_option("--context", f->context,
+  cmd->add_option("-c,--context,--ctx-size", f->context,
                   "Window length in tokens, at least 2 (default: n_positions)")
       ->check(CLI::Range(2, std::numeric_limits<int>::max()));
   cmd->add_option("--stride", f->stride, "Window step in tokens, at least 1 (default: context / 2)")
