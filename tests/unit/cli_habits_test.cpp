@@ -156,6 +156,22 @@ TEST_F(CliHabits, MistakesAreNamed) {
   expect_usage_error(run_cli("generate" + m + " -p hi --temp -1"), "temperature must be >= 0");
 }
 
+// The README's training recipe as printed, from a directory outside the checkout: configs/ and
+// data/ are found as bundled files.
+TEST_F(CliHabits, ReadmeRecipeRunsFromAnyDirectory) {
+  const test::CommandResult r = test::run_shell(
+      "cd " + dir_->path().string() + " && " + TINYLM_CLI_PATH +
+      " train --config configs/shakespeare_char.toml --data data/tinyshakespeare.txt --out "
+      "runs/char --steps 2 --eval-every 2 --eval-batches 1 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("65 tokens"), std::string::npos) << r.err;  // char vocabulary
+  const test::CommandResult gen =
+      test::run_shell("cd " + dir_->path().string() + " && " + TINYLM_CLI_PATH +
+                      " generate -m runs/char/latest -p ROMEO: --sample -n 5 -s 1");
+  EXPECT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_EQ(gen.out.rfind("ROMEO:", 0), 0u) << gen.out;
+}
+
 // Every command, given a bad argument or bad input, writes nothing to stdout and one line to
 // stderr, and exits 2 for a usage error, 1 for a runtime one. The list is checked against
 // `tinylm help`, so a new command cannot miss the sweep.
