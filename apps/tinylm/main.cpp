@@ -14,6 +14,7 @@
 #include "tinylm/distributed/comm.h"
 #include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
+#include "tinylm/kernels/quant/int_matmul.h"
 
 namespace {
 
@@ -70,13 +71,14 @@ int usage_error(const std::string& message) {
   return tinylm::cli::kExitUsage;
 }
 
-// The kernels' instruction-set level (TINYLM_ISA or the best this CPU has) and the bf16
-// products' unit (TINYLM_BF16_UNIT), settled before anything runs: a bad value is one line,
-// not an error in the middle of a command. 0, or the exit code.
+// The kernels' instruction-set level (TINYLM_ISA or the best this CPU has) and the bf16 and
+// int8 products' units (TINYLM_BF16_UNIT, TINYLM_INT8_UNIT), settled before anything runs: a bad
+// value is one line, not an error in the middle of a command. 0, or the exit code.
 int settle_kernels() {
   try {
     tinylm::kernels::active_isa();
     tinylm::kernels::bf16_dot_unit();
+    tinylm::kernels::int8_dot_unit();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tinylm: error: %s\n", e.what());
     return kExitRuntime;
