@@ -13,11 +13,8 @@
 namespace tinylm {
 namespace {
 
+using test::count_lines;
 using test::run_cli;
-
-int count_lines(const std::string& s) {
-  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
-}
 
 class CliHabits : public ::testing::Test {
  protected:

@@ -46,16 +46,7 @@ std::vector<float> random_inputs(size_t n, uint64_t seed) {
 }
 
 // Runs the test's products on `unit` until it ends.
-class UnitScope {
- public:
-  explicit UnitScope(Bf16Unit unit) : saved_(bf16_dot_unit()) { set_bf16_dot_unit(unit); }
-  ~UnitScope() { set_bf16_dot_unit(saved_); }
-  UnitScope(const UnitScope&) = delete;
-  UnitScope& operator=(const UnitScope&) = delete;
-
- private:
-  Bf16Unit saved_;
-};
+using UnitScope = test::UnitScope<Bf16Unit, bf16_dot_unit, set_bf16_dot_unit>;
 
 // W (nin, nout) row-major into the pairs layout.
 std::vector<Bf16> to_pairs(const std::vector<Bf16>& w, int64_t nin, int64_t nout) {

@@ -118,17 +118,7 @@ TEST(QuantMatmulInt8, EqualsTheContractAtEveryLevel) {
   }
 }
 
-// Switches the int8 unit for a scope.
-class UnitScope {
- public:
-  explicit UnitScope(Int8Unit unit) : saved_(int8_dot_unit()) { set_int8_dot_unit(unit); }
-  ~UnitScope() { set_int8_dot_unit(saved_); }
-  UnitScope(const UnitScope&) = delete;
-  UnitScope& operator=(const UnitScope&) = delete;
-
- private:
-  Int8Unit saved_;
-};
+using UnitScope = test::UnitScope<Int8Unit, int8_dot_unit, set_int8_dot_unit>;
 
 // Both units give the contract's bits (the integer sums are exact either way), at every level
 // and for rows alone or together; VPDPBUSD only where the CPU has AVX512-VNNI.

@@ -3,6 +3,7 @@
 // expected errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -44,6 +45,25 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Sets a kernel unit (get/set: bf16_dot_unit and set_bf16_dot_unit, ...) until the scope ends,
+// then restores the one before.
+template <class Unit, Unit (*Get)(), void (*Set)(Unit)>
+class UnitScope {
+ public:
+  explicit UnitScope(Unit unit) : saved_(Get()) { Set(unit); }
+  ~UnitScope() { Set(saved_); }
+  UnitScope(const UnitScope&) = delete;
+  UnitScope& operator=(const UnitScope&) = delete;
+
+ private:
+  Unit saved_;
+};
+
+// The number of lines of a command's output.
+inline int count_lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 struct CommandResult {
   int exit_code;

@@ -1,15 +1,13 @@
 #include "tinylm/kernels/matmul/bf16_dot.h"
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/cpu/unit_choice.h"
 #include "tinylm/kernels/cpu/vec.h"
 #include "tinylm/kernels/matmul/bf16_amx.h"
 #include "tinylm/kernels/matmul/stream.h"
@@ -210,39 +208,21 @@ inline void matmul_out_in_bf16(float*, const float*, const Bf16*, int64_t, int64
 #endif
 }  // namespace avx512
 
-namespace {
-std::atomic<int> unit{-1};  // -1 until resolved
-
-Bf16Unit parse_unit(std::string_view name) {
-  for (Bf16Unit u : {Bf16Unit::vdpbf16ps, Bf16Unit::amx}) {
-    if (name != bf16_unit_name(u)) continue;
-    check(u != Bf16Unit::amx || cpu_has_amx_bf16(), "TINYLM_BF16_UNIT=amx: this CPU (or OS) ",
-          "does not offer AMX-BF16");
-    return u;
-  }
-  fail("TINYLM_BF16_UNIT=", name, ": unknown unit (vdpbf16ps or amx)");
-}
-}  // namespace
-
 std::string_view bf16_unit_name(Bf16Unit u) { return u == Bf16Unit::amx ? "amx" : "vdpbf16ps"; }
 
-Bf16Unit bf16_dot_unit() {
-  if (const int u = unit.load(std::memory_order_relaxed); u >= 0) return static_cast<Bf16Unit>(u);
-  static std::mutex mu;
-  const std::lock_guard<std::mutex> lock(mu);
-  if (const int u = unit.load(); u >= 0) return static_cast<Bf16Unit>(u);
-  const char* env = std::getenv("TINYLM_BF16_UNIT");
-  const Bf16Unit u = env && *env          ? parse_unit(env)
-                     : cpu_has_amx_bf16() ? Bf16Unit::amx
-                                          : Bf16Unit::vdpbf16ps;
-  unit.store(static_cast<int>(u));
-  return u;
-}
+namespace {
+constinit UnitChoice<Bf16Unit> unit({
+    .env = "TINYLM_BF16_UNIT",
+    .units = {Bf16Unit::vdpbf16ps, Bf16Unit::amx},
+    .name = bf16_unit_name,
+    .best = [] { return cpu_has_amx_bf16() ? Bf16Unit::amx : Bf16Unit::vdpbf16ps; },
+    .offered = [](Bf16Unit u) { return u != Bf16Unit::amx || cpu_has_amx_bf16(); },
+    .missing = "AMX-BF16",
+});
+}  // namespace
 
-void set_bf16_dot_unit(Bf16Unit u) {
-  parse_unit(bf16_unit_name(u));
-  unit.store(static_cast<int>(u));
-}
+Bf16Unit bf16_dot_unit() { return unit.get(); }
+void set_bf16_dot_unit(Bf16Unit u) { unit.set(u); }
 
 bool bf16_dot_available() { return active_isa() == Isa::avx512 && cpu_has_avx512_bf16(); }
 

@@ -1,11 +1,8 @@
 #include "tinylm/kernels/quant/int_matmul.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -14,6 +11,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/kernels/cpu/isa.h"
+#include "tinylm/kernels/cpu/unit_choice.h"
 #include "tinylm/kernels/cpu/vec.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/matmul/tile_sums.h"
@@ -165,41 +163,23 @@ void relayout(DType t, void* out, const void* in, int64_t nin, int64_t nout, boo
 
 }  // namespace
 
-namespace {
-std::atomic<int> unit{-1};  // -1 until resolved
-
-Int8Unit parse_unit(std::string_view name) {
-  for (Int8Unit u : {Int8Unit::vpmaddubsw, Int8Unit::vpdpbusd}) {
-    if (name != int8_unit_name(u)) continue;
-    check(u != Int8Unit::vpdpbusd || cpu_has_avx512_vnni(), "TINYLM_INT8_UNIT=vpdpbusd: this CPU ",
-          "(or OS) does not offer AVX512-VNNI");
-    return u;
-  }
-  fail("TINYLM_INT8_UNIT=", name, ": unknown unit (vpmaddubsw or vpdpbusd)");
-}
-}  // namespace
-
 std::string_view int8_unit_name(Int8Unit u) {
   return u == Int8Unit::vpdpbusd ? "vpdpbusd" : "vpmaddubsw";
 }
 
-Int8Unit int8_dot_unit() {
-  if (const int u = unit.load(std::memory_order_relaxed); u >= 0) return static_cast<Int8Unit>(u);
-  static std::mutex mu;
-  const std::lock_guard<std::mutex> lock(mu);
-  if (const int u = unit.load(); u >= 0) return static_cast<Int8Unit>(u);
-  const char* env = std::getenv("TINYLM_INT8_UNIT");
-  const Int8Unit u = env && *env             ? parse_unit(env)
-                     : cpu_has_avx512_vnni() ? Int8Unit::vpdpbusd
-                                             : Int8Unit::vpmaddubsw;
-  unit.store(static_cast<int>(u));
-  return u;
-}
+namespace {
+constinit UnitChoice<Int8Unit> unit({
+    .env = "TINYLM_INT8_UNIT",
+    .units = {Int8Unit::vpmaddubsw, Int8Unit::vpdpbusd},
+    .name = int8_unit_name,
+    .best = [] { return cpu_has_avx512_vnni() ? Int8Unit::vpdpbusd : Int8Unit::vpmaddubsw; },
+    .offered = [](Int8Unit u) { return u != Int8Unit::vpdpbusd || cpu_has_avx512_vnni(); },
+    .missing = "AVX512-VNNI",
+});
+}  // namespace
 
-void set_int8_dot_unit(Int8Unit u) {
-  parse_unit(int8_unit_name(u));
-  unit.store(static_cast<int>(u));
-}
+Int8Unit int8_dot_unit() { return unit.get(); }
+void set_int8_dot_unit(Int8Unit u) { unit.set(u); }
 
 std::string int8_products_summary() {
   switch (active_isa()) {
