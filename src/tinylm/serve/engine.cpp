@@ -198,7 +198,7 @@ bool Engine::start(Slot& slot) {
   options.sampling = job.params.sampling;
   options.eos_id = options_.eos_id;
   options.ignore_eos = job.params.ignore_eos;
-  slot.generation.emplace(backend_, options, n);
+  slot.generation.emplace(backend_, options, job.prompt.ids);
   slot.text.emplace(tokenizer_);
   slot.stop = StopText(job.params.stop);
   return true;
