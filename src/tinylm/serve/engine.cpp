@@ -196,6 +196,7 @@ bool Engine::start(Slot& slot) {
   generate::GenerateOptions options;
   options.max_tokens = job.prompt.max_tokens;
   options.sampling = job.params.sampling;
+  options.penalties = job.params.penalties;
   options.eos_id = options_.eos_id;
   options.ignore_eos = job.params.ignore_eos;
   slot.generation.emplace(backend_, options, job.prompt.ids);
