@@ -1,6 +1,6 @@
 // tinylm serve over real sockets on 127.0.0.1: every endpoint, streaming, every error status,
 // a client that goes away, a bounded load test in which every answer equals the same request
-// served alone, and SIGTERM ending the CLI's server cleanly.
+// served alone, and SIGTERM ending the CLI's server cleanly (its --alias names listed).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -322,7 +322,9 @@ TEST(ServeCli, SigtermFinishesTheRequestAndExitsZero) {
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
   posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
   const std::string cli = TINYLM_CLI_PATH;
-  std::vector<std::string> args = {cli, "serve", "--model", dir, "--port", "0", "--threads", "1"};
+  std::vector<std::string> args = {cli,       "serve",       "--model",   dir,
+                                   "--port",  "0",           "--threads", "1",
+                                   "--alias", "gpt-4o-mini", "--alias",   "local"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -341,6 +343,14 @@ TEST(ServeCli, SigtermFinishesTheRequestAndExitsZero) {
       port = std::stoi(log.substr(at + 30));
   }
   httplib::Client c("127.0.0.1", port);
+  // --alias, repeated: listed after the id.
+  const auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  std::vector<std::string> ids;
+  const Json listed = Json::parse(models->body);
+  for (const Json& m : listed["data"]) ids.push_back(m["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"serve_cli_model", "gpt-4o-mini", "local"}))
+      << models->body;
   std::atomic<bool> started{false};
   std::string body;
   std::thread request([&] {
