@@ -213,6 +213,10 @@ TEST(ServeRequest, FieldsWithoutAnEffectHereAreRefusedByNameUnlessNeutral) {
       {R"("typical_p":0.9})", "typical_p"},
       {R"("mirostat":2})", "mirostat"},
       {R"("repeat_penalty":1.1})", "repeat_penalty"},
+      {R"("tfs_z":0.95})", "tfs_z"},
+      {R"("top_a":0.1})", "top_a"},
+      {R"("dry_multiplier":0.8})", "dry_multiplier"},
+      {R"("xtc_probability":0.5})", "xtc_probability"},
       {R"("grammar":"root ::= x"})", "grammar"},
       {R"("json_schema":{"type":"object"}})", "json_schema"},
   };
@@ -235,6 +239,8 @@ TEST(ServeRequest, FieldsWithoutAnEffectHereAreRefusedByNameUnlessNeutral) {
       R"("tool_choice":"auto","modalities":["text"],"min_p":0,"typical_p":1,"repeat_penalty":1})",
       R"("n":1,"best_of":1,"logit_bias":{},"frequency_penalty":0,"presence_penalty":0})",
       R"("tools":null,"audio":null,"stream_options":{"include_usage":false}})",
+      R"("tfs_z":1,"top_a":0,"mirostat":0,"dry_multiplier":0,"xtc_probability":0,"grammar":""})",
+      R"("function_call":"none","functions":[],"json_schema":{}})",
   };
   for (const std::string& rest : accepted) {
     EXPECT_EQ(refusal(chat + rest, true).second, "accepted") << rest;
