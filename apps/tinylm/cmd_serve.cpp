@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -24,6 +25,7 @@ namespace {
 
 struct ServeFlags {
   std::string arch, name;
+  std::vector<std::string> aliases;
   ModelFlags model;
   serve::ServerOptions server;
   int ctx = 0;
@@ -38,6 +40,9 @@ bool is_loopback(const std::string& host) {
 void run_serve(ServeFlags& f) {
   if (f.server.slots < 1 || f.server.slots > 256) throw UsageError("--slots must be in 1..256");
   if (f.server.queue < 0 || f.server.queue > 4096) throw UsageError("--queue must be in 0..4096");
+  for (const std::string& alias : f.aliases) {
+    if (alias.empty()) throw UsageError("--alias must not be empty");
+  }
   if (f.server.port < 0 || f.server.port > 65535) throw UsageError("--port must be in 0..65535");
   if (!(f.server.timeout_s > 0)) throw UsageError("--timeout must be > 0 seconds");
   if (!(f.max_body_mb > 0 && f.max_body_mb <= 1024))
@@ -90,6 +95,7 @@ void run_serve(ServeFlags& f) {
   info.id = !f.name.empty() ? f.name
                             : std::filesystem::path(d.path).lexically_normal().filename().string();
   if (info.id.empty() || info.id == ".") info.id = "tinylm";
+  info.aliases = f.aliases;
 
   serve::Server server(*backend, info, f.server);
   const int port = server.bind();
@@ -167,6 +173,10 @@ void register_serve(CLI::App& app) {
                   "Connections open at once from one client address")
       ->capture_default_str();
   cmd->add_option("--name", f->name, "The model's id in the API (default: the model's file name)");
+  cmd->add_option("--alias", f->aliases,
+                  "Another name listed for the model in GET /v1/models (repeatable); requests "
+                  "naming any model are served by it")
+      ->allow_extra_args(false);
   cmd->callback([f] { run_serve(*f); });
 }
 

@@ -25,6 +25,8 @@
 //  3. the text appeared progressively (at least 2 distinct non-empty states of #output, seen
 //     by a MutationObserver in separate callbacks) and #stats shows the token count (equal to
 //     usage.completion_tokens), tokens/s and the time to the first token;
+//     With --tinylm or --url, the Chat tab: two messages typed and sent, each streamed reply equal
+//     to the non-streamed POST /v1/chat/completions of the conversation so far; New chat clears it;
 //  4. a request the server rejects (temperature -1) shows the server's error message;
 //  5. Stop ends a long generation, and the server counts it cancelled (tinylm_cancelled_total
 //     in GET /metrics), unless it all arrived before the click;
@@ -531,6 +533,46 @@ async function main() {
     const want = JSON.stringify({ ...params, stream: true });
     const sorted = (j) => JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(j)).sort()));
     if (sorted(sent) !== sorted(want)) fail(`the page sent ${sent}, expected ${want}`);
+  }
+
+  // 3b. The Chat tab, on a real server: two turns typed and sent; each streamed reply equals the
+  // non-streamed chat completion of the conversation so far (the same sampling controls).
+  if (!mock) {
+    step = "chatting in the Chat tab";
+    const sampling = { ...params };
+    delete sampling.prompt;
+    const messages = [];
+    await page.click("#tab_chat");
+    await page.waitFor(`document.body.dataset.tab === "chat" && !document.getElementById("panel_chat").hidden &&
+                        document.getElementById("panel_complete").hidden`, "the Chat tab to show");
+    for (const said of ["Hello there", "And then?"]) {
+      messages.push({ role: "user", content: said });
+      const whole = await http(base + "/v1/chat/completions",
+                               { method: "POST", body: { ...sampling, messages }, key });
+      const reply = whole.json?.choices?.[0]?.message?.content;
+      if (whole.status !== 200 || typeof reply !== "string") {
+        fail(`POST /v1/chat/completions (not streamed) answered ${whole.status} ${whole.text.slice(0, 300)}`);
+      }
+      messages.push({ role: "assistant", content: reply });
+      await page.type("#chat_input", said);
+      await page.click("#generate");
+      const chatState = await page.waitFor(
+        `["done", "error", "stopped"].includes(document.body.dataset.state) && document.body.dataset.state`,
+        "the chat reply to end", 20000);
+      const shownLog = await page.eval(`[...document.querySelectorAll("#chat_log .msg")]
+        .map((d) => ({ role: d.dataset.role, content: d.lastChild.textContent }))`);
+      if (chatState !== "done" || JSON.stringify(shownLog) !== JSON.stringify(messages)) {
+        fail(`after sending ${JSON.stringify(said)} the page is "${chatState}" and shows the conversation\n` +
+             `  ${JSON.stringify(shownLog)}\nexpected (non-streamed replies)\n  ${JSON.stringify(messages)}`);
+      }
+      log(`chat: ${JSON.stringify(said)} -> ${JSON.stringify(messages.at(-1).content)}`);
+    }
+    await page.click("#chat_clear");
+    const left = await page.eval(`document.querySelectorAll("#chat_log .msg").length`);
+    if (left !== 0) fail(`after New chat the page still shows ${left} messages`);
+    await page.click("#tab_complete");
+    await page.waitFor(`document.body.dataset.tab === "complete" && !document.getElementById("output").hidden`,
+                       "the Complete tab to show again");
   }
 
   // 4. An error from the server is shown.

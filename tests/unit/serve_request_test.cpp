@@ -123,9 +123,26 @@ TEST(ServeRequest, EveryBadParameterIsRefusedByName) {
       {R"({"prompt":"a","stream":"yes"})", "stream"},
       {R"({"prompt":"a","logprobs":6})", "logprobs"},
       {R"({"prompt":"a","echo":true,"logprobs":1})", "echo"},
-      {R"({"prompt":"a","n":2})", "n"},
-      {R"({"prompt":"a","presence_penalty":0.5})", "presence_penalty"},
-      {R"({"prompt":"a","logit_bias":{"1":5}})", "logit_bias"},
+      {R"({"prompt":"a","n":0})", "n"},
+      {R"({"prompt":"a","n":65})", "n"},
+      {R"({"prompt":["a","b"],"n":33})", "n"},  // 66 choices
+      {R"({"prompt":"a","best_of":2})", "best_of"},
+      {R"({"prompt":"a","presence_penalty":2.5})", "presence_penalty"},
+      {R"({"prompt":"a","presence_penalty":"x"})", "presence_penalty"},
+      {R"({"prompt":"a","frequency_penalty":-2.01})", "frequency_penalty"},
+      {R"({"prompt":"a","repetition_penalty":0})", "repetition_penalty"},
+      {R"({"prompt":"a","repetition_penalty":-1})", "repetition_penalty"},
+      {R"({"prompt":"a","logit_bias":{"1":101}})", "logit_bias"},
+      {R"({"prompt":"a","logit_bias":{"1":"5"}})", "logit_bias"},
+      {R"({"prompt":"a","logit_bias":{"50257":1}})", "logit_bias"},
+      {R"({"prompt":"a","logit_bias":{"-1":1}})", "logit_bias"},
+      {R"({"prompt":"a","logit_bias":{"01":1}})", "logit_bias"},
+      {R"({"prompt":"a","logit_bias":{"x":1}})", "logit_bias"},
+      {R"({"prompt":"a","logit_bias":[1]})", "logit_bias"},
+      {R"({"prompt":"a","stream_options":{"include_usage":1}})", "include_usage"},
+      {R"({"prompt":"a","stream_options":true})", "stream_options"},
+      {R"({"prompt":"a","max_completion_tokens":-1})", "max_completion_tokens"},
+      {R"({"prompt":"a","model":5})", "model"},
       {R"({"prompt":"a","suffix":"b"})", "suffix"},
       {R"({"prompt":5})", "prompt"},
       {R"({"prompt":[]})", "prompt"},
@@ -140,8 +157,135 @@ TEST(ServeRequest, EveryBadParameterIsRefusedByName) {
   for (const auto& [body, param] : cases) {
     EXPECT_EQ(refusal(body), std::make_pair(400, param)) << body;
   }
-  EXPECT_EQ(refusal(R"({"prompt":"a","model":"gpt-4"})"),
-            std::make_pair(404, std::string("model")));
+}
+
+TEST(ServeRequest, AnyModelNameIsServed) {
+  // One model served: front-ends send their own default, as to llama-server.
+  for (const char* name : {"tiny", "gpt-4o-mini", ""}) {
+    EXPECT_EQ(refusal(cat(R"({"prompt":"a","model":")", name, "\"}")).second, "accepted") << name;
+    EXPECT_EQ(
+        refusal(cat(R"({"messages":[{"role":"user","content":"a"}],"model":")", name, "\"}"), true)
+            .second,
+        "accepted")
+        << name;
+  }
+}
+
+TEST(ServeRequest, PenaltiesBiasNAndStreamOptionsAreParsed) {
+  const CompletionRequest r = parse_completion(
+      R"({"prompt":"a","frequency_penalty":-0.5,"presence_penalty":2,"repetition_penalty":1.25,
+          "logit_bias":{"15496":-100,"0":100,"995":2.5},"n":3,"best_of":3,"stream":true,
+          "stream_options":{"include_usage":true},"max_completion_tokens":7})",
+      info(), 7);
+  const generate::LogitPenalties& p = r.params.penalties;
+  EXPECT_EQ(p.frequency, -0.5);
+  EXPECT_EQ(p.presence, 2.0);
+  EXPECT_EQ(p.repetition, 1.25);
+  EXPECT_EQ(p.bias, (std::vector<std::pair<int, double>>{{15496, -100.0}, {0, 100.0}, {995, 2.5}}));
+  EXPECT_EQ(r.params.n, 3);
+  EXPECT_TRUE(r.params.include_usage);
+  EXPECT_EQ(r.params.max_tokens, 7);
+  const CompletionRequest d = parse_completion(R"({"prompt":"a"})", info(), 7);
+  EXPECT_TRUE(d.params.penalties.neutral());
+  EXPECT_EQ(d.params.n, 1);
+  EXPECT_FALSE(d.params.include_usage);
+  // max_completion_tokens wins over max_tokens, as for chat.
+  EXPECT_EQ(
+      parse_completion(R"({"prompt":"a","max_tokens":9,"max_completion_tokens":4})", info(), 7)
+          .params.max_tokens,
+      4);
+}
+
+TEST(ServeRequest, FieldsWithoutAnEffectHereAreRefusedByNameUnlessNeutral) {
+  const std::string chat = R"({"messages":[{"role":"user","content":"a"}],)";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"("tools":[{"type":"function","function":{"name":"f"}}]})", "tools"},
+      {R"("tool_choice":"required"})", "tool_choice"},
+      {R"("functions":[{"name":"f"}]})", "functions"},
+      {R"("function_call":{"name":"f"}})", "function_call"},
+      {R"("response_format":{"type":"json_object"}})", "response_format"},
+      {R"("modalities":["text","audio"]})", "modalities"},
+      {R"("audio":{"voice":"alloy"}})", "audio"},
+      {R"("prediction":{"type":"content","content":"x"}})", "prediction"},
+      {R"("reasoning_effort":"low"})", "reasoning_effort"},
+      {R"("web_search_options":{}})", "web_search_options"},
+      {R"("min_p":0.05})", "min_p"},
+      {R"("typical_p":0.9})", "typical_p"},
+      {R"("mirostat":2})", "mirostat"},
+      {R"("repeat_penalty":1.1})", "repeat_penalty"},
+      {R"("tfs_z":0.95})", "tfs_z"},
+      {R"("top_a":0.1})", "top_a"},
+      {R"("dry_multiplier":0.8})", "dry_multiplier"},
+      {R"("xtc_probability":0.5})", "xtc_probability"},
+      {R"("grammar":"root ::= x"})", "grammar"},
+      {R"("json_schema":{"type":"object"}})", "json_schema"},
+  };
+  for (const auto& [rest, param] : refused) {
+    EXPECT_EQ(refusal(chat + rest, true), std::make_pair(400, param)) << rest;
+  }
+  EXPECT_EQ(refusal(R"({"prompt":"a","suffix":"b"})"), std::make_pair(400, std::string("suffix")));
+  // The message names the field and why.
+  try {
+    parse_chat(chat + R"("tools":[{"type":"function"}]})", info(), 0);
+    ADD_FAILURE() << "tools accepted";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("'tools' is not supported"), std::string::npos)
+        << e.what();
+  }
+  const std::vector<std::string> accepted = {
+      R"("user":"u1","metadata":{"k":"v"},"store":false})",
+      R"("store":true,"service_tier":"auto","parallel_tool_calls":true})",
+      R"("tools":[],"tool_choice":"none","response_format":{"type":"text"}})",
+      R"("tool_choice":"auto","modalities":["text"],"min_p":0,"typical_p":1,"repeat_penalty":1})",
+      R"("n":1,"best_of":1,"logit_bias":{},"frequency_penalty":0,"presence_penalty":0})",
+      R"("tools":null,"audio":null,"stream_options":{"include_usage":false}})",
+      R"("tfs_z":1,"top_a":0,"mirostat":0,"dry_multiplier":0,"xtc_probability":0,"grammar":""})",
+      R"("function_call":"none","functions":[],"json_schema":{}})",
+  };
+  for (const std::string& rest : accepted) {
+    EXPECT_EQ(refusal(chat + rest, true).second, "accepted") << rest;
+  }
+  EXPECT_EQ(refusal(R"({"prompt":"a","user":"u","metadata":{},"store":true,"suffix":""})").second,
+            "accepted");
+}
+
+TEST(ServeRequest, ChatContentAsTextParts) {
+  const CompletionRequest parts = parse_chat(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"Hel"},
+                                                {"type":"text","text":"lo"}]}]})",
+      info(64), 0);
+  EXPECT_EQ(parts.prompts[0].text, "User: Hello\n\nAssistant:");
+  const auto message_of = [](const std::string& body) -> std::string {
+    try {
+      parse_chat(body, info(64), 0);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_EQ(e.param, "messages");
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(message_of(R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},
+              {"type":"image_url","image_url":{"url":"http://x/y.png"}}]}]})")
+                .find("'image_url' are not supported"),
+            std::string::npos);
+  EXPECT_NE(message_of(R"({"messages":[{"role":"user","content":[{"type":"input_audio"}]}]})")
+                .find("'input_audio'"),
+            std::string::npos);
+  EXPECT_NE(message_of(R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})")
+                .find("'text' string"),
+            std::string::npos);
+  EXPECT_NE(message_of(R"({"messages":[{"role":"user","content":[5]}]})").find("'type'"),
+            std::string::npos);
+  EXPECT_NE(message_of(R"({"messages":[{"role":"tool","content":"x","tool_call_id":"1"}]})")
+                .find("'tool'"),
+            std::string::npos);
+  EXPECT_NE(message_of(R"({"messages":[{"role":"user","content":"x","name":"ann"}]})")
+                .find("messages[0].name"),
+            std::string::npos);
+  EXPECT_EQ(message_of(R"({"messages":[{"role":"assistant","content":"x","tool_calls":[],
+              "refusal":null}]})"),
+            "accepted");
 }
 
 TEST(ServeRequest, ChatIsRenderedThroughTheTemplate) {

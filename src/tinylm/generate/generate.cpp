@@ -33,6 +33,7 @@ void check_generate_inputs(int vocab_size, int context_limit, std::span<const in
   check(options.eos_id < vocab_size, "generate: end-of-text id ", options.eos_id,
         " is outside the vocabulary of ", vocab_size);
   options.sampling.validate();
+  options.penalties.validate(vocab_size);
 }
 
 template <class Logit>
@@ -40,7 +41,7 @@ GenerateResult generate(BasicDecodeBackend<Logit>& backend, std::span<const int>
                         const GenerateOptions& options, const std::function<bool(int)>& on_token) {
   const int limit = options.context_for(backend.context_limit());
   check_generate_inputs(backend.vocab_size(), limit, prompt, options);
-  Generation<Logit> generation(backend, options, static_cast<int64_t>(prompt.size()));
+  Generation<Logit> generation(backend, options, prompt);
   const int64_t wanted = static_cast<int64_t>(prompt.size()) + options.max_tokens;
   std::unique_ptr<Sequence> seq =
       backend.start(limit > 0 ? static_cast<int>(std::min<int64_t>(limit, wanted)) : 0, nullptr);

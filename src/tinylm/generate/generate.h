@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tinylm/generate/decode_backend.h"
+#include "tinylm/generate/logit_processors.h"
 #include "tinylm/generate/sampler.h"
 #include "tinylm/tokenizers/bpe.h"
 
@@ -26,8 +27,11 @@ inline constexpr int kMaxPromptTokens = 1 << 20;
 struct GenerateOptions {
   int max_tokens = 64;       // new tokens at most (0..kMaxNewTokens without a context end)
   SamplingOptions sampling;  // temperature (0: greedy), top_k, top_p, seed
-  int eos_id = -1;           // the end-of-text token (-1: none)
-  bool ignore_eos = false;   // end-of-text is drawn like any token and does not stop
+  // Repetition, frequency and presence penalties and logit biases, applied to each row of
+  // logits before the sampler (logit_processors.h; neutral by default).
+  LogitPenalties penalties;
+  int eos_id = -1;          // the end-of-text token (-1: none)
+  bool ignore_eos = false;  // end-of-text is drawn like any token and does not stop
   // Past the context's end, each new token sees the last `context` tokens, fed again at the
   // first positions (nanoGPT's sample.py crops its input so: a prefill of the whole context
   // per token); otherwise the context's end stops the generation (learned positions do not
@@ -56,21 +60,24 @@ void check_generate_inputs(int vocab_size, int context_limit, std::span<const in
 enum class Stop { none, end_of_text, max_tokens, context_end };
 
 // One sequence's token choice and stop rules, the step the loop and a server slot share: the
-// family's sampler, the tokens drawn so far, and what ends the generation.
+// logit processing, the family's sampler, the tokens drawn so far, and what ends the
+// generation.
 template <class Logit>
 class Generation {
  public:
   Generation(const BasicDecodeBackend<Logit>& backend, const GenerateOptions& options,
-             int64_t prompt_tokens)
+             std::span<const int> prompt)
       : options_(options),
         sampler_(backend.sampler(options.sampling)),
-        positions_(prompt_tokens),
+        processor_(options.penalties, prompt),
+        positions_(static_cast<int64_t>(prompt.size())),
         context_limit_(options.slide ? 0 : options.context_for(backend.context_limit())) {}
   // Draws the next token from the logits of the last position fed; stop() then says whether
   // it ends the generation. (Touches only this generation: a server chooses for its slots in
   // parallel.)
   int choose(std::span<const Logit> logits) {
-    const int token = sampler_->sample(logits);
+    const int token = sampler_->sample(processor_.apply(logits));
+    processor_.accept(token);
     ++generated_;
     if (options_.ends_text(token))
       stop_ = Stop::end_of_text;
@@ -86,6 +93,7 @@ class Generation {
  private:
   GenerateOptions options_;
   std::unique_ptr<TokenSampler<Logit>> sampler_;
+  LogitProcessor<Logit> processor_;
   int64_t positions_;  // the prompt's
   int context_limit_;
   int generated_ = 0;

@@ -196,9 +196,10 @@ bool Engine::start(Slot& slot) {
   generate::GenerateOptions options;
   options.max_tokens = job.prompt.max_tokens;
   options.sampling = job.params.sampling;
+  options.penalties = job.params.penalties;
   options.eos_id = options_.eos_id;
   options.ignore_eos = job.params.ignore_eos;
-  slot.generation.emplace(backend_, options, n);
+  slot.generation.emplace(backend_, options, job.prompt.ids);
   slot.text.emplace(tokenizer_);
   slot.stop = StopText(job.params.stop);
   return true;

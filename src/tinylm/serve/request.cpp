@@ -1,6 +1,7 @@
 #include "tinylm/serve/request.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -49,8 +50,12 @@ int64_t integer(const Json& j, const char* key, int64_t fallback, int64_t lo, in
   const Json* v = field(j, key);
   if (!v) return fallback;
   if (!v->is_number_integer()) invalid(key, cat("'", key, "' must be an integer"));
-  if (v->is_number_unsigned() ? v->get<uint64_t>() > static_cast<uint64_t>(hi)
-                              : v->get<int64_t>() < lo || v->get<int64_t>() > hi) {
+  // (A non-negative JSON integer is unsigned: it may exceed int64_t, and must still meet lo.)
+  const bool out_of_range = v->is_number_unsigned()
+                                ? v->get<uint64_t>() > static_cast<uint64_t>(hi) ||
+                                      (lo > 0 && v->get<uint64_t>() < static_cast<uint64_t>(lo))
+                                : v->get<int64_t>() < lo || v->get<int64_t>() > hi;
+  if (out_of_range) {
     invalid(key, cat("'", key, "' must be in [", lo, ", ", hi, "], got ", v->dump()));
   }
   return v->get<int64_t>();
@@ -63,30 +68,107 @@ bool boolean(const Json& j, const char* key, bool fallback) {
   return v->get<bool>();
 }
 
-void check_model(const Json& j, const ModelInfo& m) {
-  const Json* v = field(j, "model");
-  if (!v) return;
-  if (!v->is_string()) invalid("model", "'model' must be a string");
-  if (v->get<std::string>() != m.id) {
-    throw ApiError(
-        404, "invalid_request_error",
-        cat("the model '", v->get<std::string>(), "' does not exist; this server has '", m.id, "'"),
-        "model", "model_not_found");
+// One model is served: any `model` a client names is served by it, as llama-server does (chat
+// front-ends send their own default, such as gpt-4o-mini), and answered with its id.
+void check_model(const Json& j) {
+  if (const Json* v = field(j, "model"); v && !v->is_string())
+    invalid("model", "'model' must be a string");
+}
+
+bool is_zero(const Json& v) { return v.is_number() && v.get<double>() == 0.0; }
+bool is_one(const Json& v) { return v.is_number() && v.get<double>() == 1.0; }
+bool is_empty(const Json& v) {
+  // (nlohmann's empty() is false for every string.)
+  return v.is_string() ? v.get_ref<const std::string&>().empty()
+                       : (v.is_array() || v.is_object()) && v.empty();
+}
+
+// Fields whose effect tinylm does not have, and the value that asks for no effect: any other
+// value is refused by name, so a request never silently means something else. (Fields that
+// change nothing, such as user, metadata, store, service_tier, parallel_tool_calls, are
+// accepted; unknown fields are ignored.)
+struct Unsupported {
+  const char* key;
+  bool (*neutral)(const Json&);
+  const char* why;
+};
+const Unsupported kUnsupported[] = {
+    {"tools", is_empty, "tool calling is not supported"},
+    {"functions", is_empty, "function calling is not supported"},
+    {"tool_choice", [](const Json& v) { return v == "none" || v == "auto"; },
+     "tool calling is not supported (only \"none\" or \"auto\" without tools)"},
+    {"function_call", [](const Json& v) { return v == "none" || v == "auto"; },
+     "function calling is not supported"},
+    {"response_format",
+     [](const Json& v) {
+       return v == Json{{"type", "text"}};
+     },
+     "only {\"type\": \"text\"} is supported (no JSON mode or schema)"},
+    {"modalities", [](const Json& v) { return v == Json::array({"text"}); },
+     "only [\"text\"] is supported"},
+    {"audio", nullptr, "audio output is not supported"},
+    {"prediction", nullptr, "predicted outputs are not supported"},
+    {"reasoning_effort", nullptr, "this model does not reason"},
+    {"web_search_options", nullptr, "web search is not supported"},
+    {"suffix", is_empty, "'suffix' (insertion) is not supported"},
+    // llama.cpp's sampling extensions, which front-ends made for it send.
+    {"min_p", is_zero, "min-p sampling is not supported"},
+    {"typical_p", is_one, "typical sampling is not supported"},
+    {"tfs_z", is_one, "tail-free sampling is not supported"},
+    {"top_a", is_zero, "top-a sampling is not supported"},
+    {"mirostat", is_zero, "mirostat sampling is not supported"},
+    {"repeat_penalty", is_one,
+     "llama.cpp's windowed 'repeat_penalty' is not supported; 'repetition_penalty' is"},
+    {"dry_multiplier", is_zero, "DRY sampling is not supported"},
+    {"xtc_probability", is_zero, "XTC sampling is not supported"},
+    {"grammar", is_empty, "grammars are not supported"},
+    {"json_schema", is_empty, "JSON schemas are not supported"},
+};
+
+void check_unsupported(const Json& j) {
+  for (const Unsupported& u : kUnsupported) {
+    const Json* v = field(j, u.key);
+    if (v && !(u.neutral && u.neutral(*v)))
+      invalid(u.key, cat("'", u.key, "' is not supported: ", u.why, " (got ", v->dump(), ")"));
   }
 }
 
-// Features tinylm does not have: refused unless given their neutral value, so a request never
-// silently means something else.
-void check_unsupported(const Json& j) {
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    if (number(j, key, 0.0, -2.0, 2.0) != 0.0) invalid(key, cat("'", key, "' is not supported"));
+// logit_bias: {"token id": bias in [-100, 100]}, ids in decimal as OpenAI writes them.
+std::vector<std::pair<int, double>> logit_bias(const Json& j, const ModelInfo& m) {
+  std::vector<std::pair<int, double>> out;
+  const Json* v = field(j, "logit_bias");
+  if (!v) return out;
+  if (!v->is_object()) invalid("logit_bias", "'logit_bias' must be an object of token id -> bias");
+  for (const auto& [key, bias] : v->items()) {
+    int id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || std::to_string(id) != key)
+      invalid("logit_bias", cat("'logit_bias' key \"", key, "\" is not a token id"));
+    if (id < 0 || id >= m.vocab_size)
+      invalid("logit_bias", cat("'logit_bias' token id ", id, " is outside the vocabulary [0, ",
+                                m.vocab_size, ")"));
+    if (!bias.is_number() || !std::isfinite(bias.get<double>()) ||
+        std::abs(bias.get<double>()) > generate::kMaxLogitBias)
+      invalid("logit_bias", cat("'logit_bias' of token ", id,
+                                " must be a number in [-100, 100], got ", bias.dump()));
+    out.emplace_back(id, bias.get<double>());
   }
-  if (integer(j, "n", 1, 1, 128) != 1) invalid("n", "'n' must be 1 (send one request per choice)");
-  if (integer(j, "best_of", 1, 1, 128) != 1) invalid("best_of", "'best_of' must be 1");
-  if (const Json* v = field(j, "logit_bias"); v && !(v->is_object() && v->empty()))
-    invalid("logit_bias", "'logit_bias' is not supported");
-  if (const Json* v = field(j, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
-    invalid("suffix", "'suffix' is not supported");
+  return out;
+}
+
+generate::LogitPenalties penalties(const Json& j, const ModelInfo& m) {
+  generate::LogitPenalties p;
+  const double lim = generate::kMaxPenalty;
+  p.frequency = number(j, "frequency_penalty", 0.0, -lim, lim);
+  p.presence = number(j, "presence_penalty", 0.0, -lim, lim);
+  if (const Json* v = field(j, "repetition_penalty")) {
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0.0)
+      invalid("repetition_penalty",
+              cat("'repetition_penalty' must be a number > 0, got ", v->dump()));
+    p.repetition = v->get<double>();
+  }
+  p.bias = logit_bias(j, m);
+  return p;
 }
 
 std::vector<int> token_ids(const Json& a, const ModelInfo& m, const char* key) {
@@ -177,7 +259,9 @@ std::vector<std::string> stops(const Json& j) {
   return out;
 }
 
-GenParams common_params(const Json& j, uint64_t random_seed) {
+GenParams common_params(const Json& j, const ModelInfo& m, uint64_t random_seed) {
+  check_model(j);
+  check_unsupported(j);
   GenParams g;
   g.sampling.temperature = number(j, "temperature", 1.0, 0.0, 2.0);
   g.sampling.top_p = number(j, "top_p", 1.0, 0.0, 1.0, true);
@@ -188,16 +272,76 @@ GenParams common_params(const Json& j, uint64_t random_seed) {
   g.sampling.seed = !seed                        ? random_seed
                     : seed->is_number_unsigned() ? seed->get<uint64_t>()
                                                  : static_cast<uint64_t>(seed->get<int64_t>());
+  g.penalties = penalties(j, m);
+  g.n = static_cast<int>(integer(j, "n", 1, 1, kMaxChoices));
+  // best_of = n keeps every choice, which is what n alone does; more would rank them.
+  if (integer(j, "best_of", g.n, 1, kMaxChoices) != g.n)
+    invalid("best_of", "'best_of' other than 'n' is not supported");
   g.stop = stops(j);
   g.stream = boolean(j, "stream", false);
   g.ignore_eos = boolean(j, "ignore_eos", false);
-  if (const Json* o = field(j, "stream_options"); o && !o->is_object())
-    invalid("stream_options", "'stream_options' must be an object");
+  if (const Json* o = field(j, "stream_options")) {
+    if (!o->is_object()) invalid("stream_options", "'stream_options' must be an object");
+    g.include_usage = boolean(*o, "include_usage", false);
+  }
   return g;
 }
 
-// Clamps max_tokens per prompt to the room its context leaves, and checks the prompt fits.
+// A message's content: a string, or a list of text parts ([{"type": "text", "text": "..."}],
+// joined as they come); other parts (images, audio, files) are refused by type.
+std::string message_content(const Json& msg, size_t i) {
+  const std::string where = cat("messages[", i, "].content");
+  const Json* content = field(msg, "content");
+  if (content && content->is_string()) return content->get<std::string>();
+  if (!content || !content->is_array())
+    invalid("messages", cat(where, " must be a string or a list of text parts"));
+  std::string text;
+  for (const Json& part : *content) {
+    const Json* type = part.is_object() ? field(part, "type") : nullptr;
+    if (!type || !type->is_string())
+      invalid("messages", cat(where, ": each part must be an object with a 'type'"));
+    if (*type != "text")
+      invalid("messages", cat(where, ": content parts of type '", type->get<std::string>(),
+                              "' are not supported (text only)"));
+    const Json* t = field(part, "text");
+    if (!t || !t->is_string())
+      invalid("messages", cat(where, ": a text part needs a 'text' string"));
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatMessage> chat_messages(const Json& j) {
+  const Json* msgs = field(j, "messages");
+  if (!msgs || !msgs->is_array() || msgs->empty())
+    invalid("messages", "'messages' must be a non-empty list");
+  std::vector<ChatMessage> messages;
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const Json& msg = (*msgs)[i];
+    if (!msg.is_object()) invalid("messages", "each message must be an object");
+    const Json* role = field(msg, "role");
+    if (!role || !role->is_string())
+      invalid("messages", cat("messages[", i, "] needs a 'role' string"));
+    if (*role != "system" && *role != "user" && *role != "assistant" && *role != "developer") {
+      invalid("messages", cat("messages[", i, "]: the role '", role->get<std::string>(),
+                              "' is not supported (system, developer, user, assistant; no tools)"));
+    }
+    // What would change the prompt and has no place in the plain-text template.
+    for (const char* key : {"name", "tool_calls", "function_call", "tool_call_id", "audio"}) {
+      if (const Json* v = field(msg, key); v && !is_empty(*v))
+        invalid("messages", cat("messages[", i, "].", key, " is not supported"));
+    }
+    messages.push_back(
+        {*role == "developer" ? "system" : role->get<std::string>(), message_content(msg, i)});
+  }
+  return messages;
+}
+
+// Clamps max_tokens per prompt to the room its context leaves, and checks the prompt fits and
+// the choices are not too many.
 void fit_context(CompletionRequest& r, const ModelInfo& m) {
+  if (r.prompts.size() * static_cast<size_t>(r.params.n) > kMaxChoices)
+    invalid("n", cat("at most ", kMaxChoices, " choices (prompts x n) in one request"));
   for (Prompt& p : r.prompts) {
     // As the CLI refuses it: there is nothing to continue.
     if (p.ids.empty()) invalid("prompt", "the prompt is empty");
@@ -217,11 +361,10 @@ void fit_context(CompletionRequest& r, const ModelInfo& m) {
 CompletionRequest parse_completion(std::string_view body, const ModelInfo& m,
                                    uint64_t random_seed) {
   const Json j = parse_object(body);
-  check_model(j, m);
-  check_unsupported(j);
   CompletionRequest r;
-  r.params = common_params(j, random_seed);
-  r.params.max_tokens = static_cast<int>(integer(j, "max_tokens", 16, 0, 1 << 30));
+  r.params = common_params(j, m, random_seed);
+  r.params.max_tokens = static_cast<int>(
+      integer(j, "max_completion_tokens", integer(j, "max_tokens", 16, 0, 1 << 30), 0, 1 << 30));
   r.params.echo = boolean(j, "echo", false);
   r.params.logprobs = static_cast<int>(integer(j, "logprobs", -1, 0, kMaxLogprobs));
   if (r.params.echo && r.params.logprobs >= 0)
@@ -233,28 +376,10 @@ CompletionRequest parse_completion(std::string_view body, const ModelInfo& m,
 
 CompletionRequest parse_chat(std::string_view body, const ModelInfo& m, uint64_t random_seed) {
   const Json j = parse_object(body);
-  check_model(j, m);
-  check_unsupported(j);
-  const Json* msgs = field(j, "messages");
-  if (!msgs || !msgs->is_array() || msgs->empty())
-    invalid("messages", "'messages' must be a non-empty list");
-  std::vector<ChatMessage> messages;
-  for (const Json& msg : *msgs) {
-    if (!msg.is_object()) invalid("messages", "each message must be an object");
-    const Json* role = field(msg, "role");
-    const Json* content = field(msg, "content");
-    if (!role || !role->is_string() ||
-        (*role != "system" && *role != "user" && *role != "assistant" && *role != "developer")) {
-      invalid("messages", "each message needs a 'role' of system, user or assistant");
-    }
-    if (!content || !content->is_string())
-      invalid("messages", "each message needs a 'content' string");
-    messages.push_back(
-        {*role == "developer" ? "system" : role->get<std::string>(), content->get<std::string>()});
-  }
+  const std::vector<ChatMessage> messages = chat_messages(j);
   CompletionRequest r;
   r.chat = true;
-  r.params = common_params(j, random_seed);
+  r.params = common_params(j, m, random_seed);
   const int64_t unlimited = 1 << 30;  // a chat reply runs to the end of the context by default
   r.params.max_tokens = static_cast<int>(integer(
       j, "max_completion_tokens", integer(j, "max_tokens", unlimited, 0, unlimited), 0, unlimited));

@@ -129,6 +129,13 @@ Json chunk_body(const ResponseHead& head, int index, const std::string& text,
   return body;
 }
 
+Json usage_chunk(const ResponseHead& head, const Usage& usage) {
+  Json body = head_body(head, head.chat ? "chat.completion.chunk" : "text_completion");
+  body["choices"] = Json::array();
+  body["usage"] = usage_body(usage);
+  return body;
+}
+
 Json chat_role_chunk(const ResponseHead& head, int index) {
   Json body = head_body(head, "chat.completion.chunk");
   body["choices"] = Json::array({Json{{"index", index},

@@ -50,6 +50,8 @@ Json completion_body(const ResponseHead& head, const std::vector<ChoiceText>& ch
 Json chunk_body(const ResponseHead& head, int index, const std::string& text,
                 const ChoiceText& choice, size_t first_logprob, const std::string& finish_reason,
                 const Usage* usage, const BpeTokenizer& tok);
+// The last chunk of a stream with stream_options.include_usage: no choices, the usage.
+Json usage_chunk(const ResponseHead& head, const Usage& usage);
 // The first chunk of a chat stream: the assistant's role.
 Json chat_role_chunk(const ResponseHead& head, int index);
 

@@ -72,6 +72,7 @@ http::HttpOptions http_options(const ServerOptions& o) {
 struct Generation {
   ResponseHead head;
   bool stream = false;
+  bool include_usage = false;  // a last chunk with only usage (stream_options)
   std::vector<std::shared_ptr<Job>> jobs;
   std::vector<ChoiceText> choices;
   Usage usage;
@@ -173,12 +174,18 @@ struct Server::Impl {
       res.content_type = "text/plain; version=0.0.4";
       res.body = metrics.prometheus();
     } else if (req.method == "GET" && path == "/v1/models") {
-      const Json entry{{"id", model.id},
-                       {"object", "model"},
-                       {"created", started},
-                       {"owned_by", "tinylm"},
-                       {"context_length", model.context}};
-      reply(res, 200, Json{{"object", "list"}, {"data", Json::array({entry})}});
+      // The id first, then each alias: all name the one model.
+      Json data = Json::array();
+      std::vector<std::string> names{model.id};
+      names.insert(names.end(), model.aliases.begin(), model.aliases.end());
+      for (const std::string& name : names) {
+        data.push_back(Json{{"id", name},
+                            {"object", "model"},
+                            {"created", started},
+                            {"owned_by", "tinylm"},
+                            {"context_length", model.context}});
+      }
+      reply(res, 200, Json{{"object", "list"}, {"data", data}});
     } else if (req.method == "POST" && path == "/tokenize") {
       reply(res, 200, Json{{"tokens", parse_tokenize(req.body, model)}});
     } else if (req.method == "POST" && path == "/detokenize") {
@@ -199,12 +206,19 @@ struct Server::Impl {
     g->head = {new_id(r.chat ? "chatcmpl-" : "cmpl-"), static_cast<int64_t>(std::time(nullptr)),
                model.id, r.chat};
     g->stream = r.params.stream;
+    g->include_usage = r.params.include_usage;
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(opt.timeout_s));
     // (A response sent whole needs only the end.)
     const auto bell = std::make_shared<Bell>(g->stream ? opt.stream_interval : Bell::kEndsOnly);
+    // Each prompt's n choices, choice i seeded with seed + i: each the same bits as that
+    // request alone with that seed.
     for (const Prompt& p : r.prompts) {
-      g->jobs.push_back(std::make_shared<Job>(p, r.params, deadline, bell));
+      for (int i = 0; i < r.params.n; ++i) {
+        GenParams params = r.params;
+        params.sampling.seed += static_cast<uint64_t>(i);
+        g->jobs.push_back(std::make_shared<Job>(p, params, deadline, bell));
+      }
       g->usage.prompt_tokens += static_cast<int64_t>(p.ids.size());
     }
     g->choices.resize(g->jobs.size());
@@ -254,7 +268,7 @@ struct Server::Impl {
           done[i] = true;
           --remaining;
           g.usage.completion_tokens += d.completion_tokens;
-          if (remaining == 0) usage = &g.usage;
+          if (remaining == 0 && !g.include_usage) usage = &g.usage;
         }
         if (g.stream &&
             !event(chunk_body(g.head, static_cast<int>(i), d.text, g.choices[i], first,
@@ -274,6 +288,7 @@ struct Server::Impl {
       if (!sink.client_alive()) return false;
       if (!news) bell.wait(seen, kPoll);
     }
+    if (g.stream && g.include_usage && !event(usage_chunk(g.head, g.usage))) return false;
     if (g.stream) return send("data: [DONE]\n\n");
     return send(dump(completion_body(g.head, g.choices, g.usage, tok)));
   }
