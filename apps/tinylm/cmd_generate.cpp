@@ -2,6 +2,7 @@
 // streamed as it is produced.
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "standard_streams.h"
 #include "tinylm/core/error.h"
 #include "tinylm/generate/generate.h"
+#include "tinylm/generate/stop_text.h"
 
 namespace tinylm::cli {
 
@@ -21,6 +23,7 @@ struct GenerateFlags {
   std::string arch;
   ModelFlags model;
   std::string prompt, prompt_file, prompts_file;
+  std::vector<std::string> stops;  // --stop: the text ends before the first
   int samples = 1;
   generate::GenerateOptions gen;
   bool allow_special = false;
@@ -58,10 +61,23 @@ struct Generator {
     g.sampling.seed = seed;
     g.eos_id = tok->eot_id().value_or(-1);
     int64_t made = 0;
-    return generate::generate_text(*model.backend, *tok, prompt, g, sink, [&](int) {
-      on_token(++made);
-      return true;
-    });
+    // The text passes through the stop sequences: what may begin one is held back, and the
+    // first complete one ends the generation, itself not printed.
+    generate::StopText stop(f.stops);
+    std::string text;
+    const auto emit = [&](const std::string& piece) {
+      text += piece;
+      if (sink && !piece.empty()) sink(piece);
+    };
+    generate::GeneratedText st = generate::generate_text(
+        *model.backend, *tok, prompt, g, [&](std::string_view piece) { emit(stop.push(piece)); },
+        [&](int) {
+          on_token(++made);
+          return !stop.stopped();
+        });
+    emit(stop.finish());
+    st.text = std::move(text);
+    return st;
   }
 };
 
@@ -112,9 +128,12 @@ void run_generate(GenerateFlags& f) {
   if (f.samples < 1) throw UsageError("--samples must be >= 1");
   try {
     f.gen.sampling.validate();
+    f.gen.penalties.validate(std::numeric_limits<int>::max());
   } catch (const Error& e) {
     throw UsageError(e.what());  // flags out of range
   }
+  for (const std::string& s : f.stops)
+    if (s.empty()) throw UsageError("--stop: an empty string would stop before any text");
   const DetectedModel d =
       resolve_model("generate", f.model.model, f.arch, families::those(families::decodes));
   // The family's sampling when none is asked for.
@@ -248,6 +267,19 @@ void register_generate(CLI::App& app) {
                   "Positions the prompt and the generation may fill (default: the model's)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-s,--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
+  cmd->add_option("--repeat-penalty", f->gen.penalties.repetition,
+                  "Divide the logit of every token already in the prompt or the text by this "
+                  "(Hugging Face's repetition_penalty; no window; 1: off)")
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", f->gen.penalties.frequency,
+                  "Subtract this times the times a token was generated (OpenAI's; -2..2)")
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", f->gen.penalties.presence,
+                  "Subtract this from every token generated so far (OpenAI's; -2..2)")
+      ->capture_default_str();
+  cmd->add_option("--stop", f->stops,
+                  "End the text before this string (repeatable; the string is not printed)")
+      ->allow_extra_args(false);
   cmd->add_flag("--ignore-eos", f->gen.ignore_eos, "Do not stop at <|endoftext|>");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the prompt");
   cmd->callback([f] { run_generate(*f); });

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "test_util.h"
+#include "tinylm/families/family.h"
+#include "tinylm/generate/generate.h"
 
 namespace tinylm {
 namespace {
@@ -87,6 +90,63 @@ TEST_F(CliHabits, ShortFlagsAndAliasesMeanTheLongOnes) {
   const std::string serve_help = run_cli("serve --help").out;
   EXPECT_NE(serve_help.find("-c,--ctx,--ctx-size"), std::string::npos) << serve_help;
   EXPECT_NE(serve_help.find("-m,--model"), std::string::npos);
+}
+
+// llama.cpp's and OpenAI's penalties on generate: the CLI's text is the library's generate loop
+// given the same options (generate/logit_processors.h's own tests hold the definitions), and
+// --stop ends the text before the stop string.
+TEST_F(CliHabits, PenaltiesAndStopStrings) {
+  const std::string prompt = "The quick brown fox";
+  const families::Detected d = families::detect(model());
+  ASSERT_NE(d.family, nullptr);
+  const BpeTokenizer tok = d.family->load_tokenizer("", d);
+  families::DecodeModel m = d.family->load_decoder(d, {});
+  const auto library = [&](double frequency, double presence, double repetition) {
+    generate::GenerateOptions o;
+    o.max_tokens = 12;
+    o.eos_id = tok.eot_id().value_or(-1);
+    o.penalties.frequency = frequency;
+    o.penalties.presence = presence;
+    o.penalties.repetition = repetition;
+    return prompt + generate::generate_text(*m.backend, tok, tok.encode(prompt), o).text + "\n";
+  };
+  const std::string plain = library(0, 0, 1);
+  ASSERT_EQ(run_cli("generate -m " + model() + " -p '" + prompt + "' -n 12").out, plain);
+  const struct {
+    std::string flags;
+    double frequency, presence, repetition;
+  } cases[] = {
+      {"--frequency-penalty 1.5", 1.5, 0, 1},
+      {"--presence-penalty 2", 0, 2, 1},
+      {"--repeat-penalty 2 --frequency-penalty 0.5 --presence-penalty -0.5", 0.5, -0.5, 2}};
+  for (const auto& c : cases) {
+    const std::string want = library(c.frequency, c.presence, c.repetition);
+    EXPECT_NE(want, plain) << c.flags << ": the penalty should change this greedy text";
+    const test::CommandResult r =
+        run_cli("generate -m " + model() + " -p '" + prompt + "' -n 12 " + c.flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, want) << c.flags;
+  }
+  expect_usage_error(run_cli("generate -m " + model() + " -p hi --frequency-penalty 3"),
+                     "frequency penalty must be in [-2, 2]");
+
+  // --stop: the text up to the first stop string of those given, which is not printed.
+  const std::string generated = plain.substr(prompt.size(), plain.size() - prompt.size() - 1);
+  ASSERT_GE(generated.size(), 8u);
+  const std::string stop = generated.substr(generated.size() / 2, 3);
+  const std::string before = generated.substr(0, generated.find(stop));
+  const test::CommandResult stopped =
+      run_cli("generate -m " + model() + " -p '" + prompt +
+              "' -n 12 --stop 'no such text' --stop '" + stop + "'");
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+  EXPECT_EQ(stopped.out, prompt + before + "\n");
+  // And in --prompts' JSON lines.
+  test::write_text(file("prompts.txt"), prompt + "\n");
+  const test::CommandResult json = run_cli("generate -m " + model() + " --prompts " +
+                                           file("prompts.txt") + " -n 12 --stop '" + stop + "'");
+  EXPECT_NE(json.out.find("\"text\":" + nlohmann::json(before).dump()), std::string::npos)
+      << json.out;
+  expect_usage_error(run_cli("generate -m " + model() + " -p hi --stop ''"), "--stop");
 }
 
 // -c caps the positions a generation fills; more than the model's is refused.

@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "tinylm/generate/stop_text.h"
 #include "tinylm/serve/api_error.h"
 #include "tinylm/serve/chat_template.h"
 #include "tinylm/serve/request.h"
 #include "tinylm/serve/server.h"
-#include "tinylm/serve/stop_text.h"
 
 namespace tinylm::serve {
 namespace {
@@ -318,7 +318,7 @@ TEST(ServeRequest, TokenizeAndDetokenizeBodies) {
 }
 
 TEST(ServeStopText, HoldsBackWhatMayBecomeAStopSequence) {
-  StopText s({"\nUser:", "END"});
+  generate::StopText s({"\nUser:", "END"});
   EXPECT_EQ(s.push("Hello"), "Hello");
   EXPECT_EQ(s.push(" there\nUs"), " there");  // "\nUs" may start "\nUser:"
   EXPECT_EQ(s.push("ually"), "\nUsually");    // it did not
@@ -328,10 +328,10 @@ TEST(ServeStopText, HoldsBackWhatMayBecomeAStopSequence) {
   EXPECT_EQ(s.push("more"), "");
   EXPECT_EQ(s.finish(), "");
 
-  StopText t({"\n\n"});
+  generate::StopText t({"\n\n"});
   EXPECT_EQ(t.push("a\n"), "a");
   EXPECT_EQ(t.finish(), "\n");  // the end of the text releases what was held
-  StopText none;
+  generate::StopText none;
   EXPECT_EQ(none.push("x"), "x");
 }
 

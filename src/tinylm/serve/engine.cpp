@@ -8,9 +8,9 @@
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/generate/stop_text.h"
 #include "tinylm/kernels/reduce/log_sum_exp.h"
 #include "tinylm/serve/api_error.h"
-#include "tinylm/serve/stop_text.h"
 
 namespace tinylm::serve {
 
@@ -71,7 +71,7 @@ struct Engine::Slot {
   std::unique_ptr<generate::Sequence> spare;              // the last choice's, lent to the next
   std::optional<generate::Generation<float>> generation;  // its sampler and stop rules
   std::optional<StreamDecoder> text;
-  StopText stop;
+  generate::StopText stop;
   int next = 0;  // the token the next step feeds
   int generated() const { return generation ? generation->generated() : 0; }
 };
@@ -201,7 +201,7 @@ bool Engine::start(Slot& slot) {
   options.ignore_eos = job.params.ignore_eos;
   slot.generation.emplace(backend_, options, job.prompt.ids);
   slot.text.emplace(tokenizer_);
-  slot.stop = StopText(job.params.stop);
+  slot.stop = generate::StopText(job.params.stop);
   return true;
 }
 

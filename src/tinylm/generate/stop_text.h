@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tinylm::serve {
+namespace tinylm::generate {
 
 class StopText {
  public:
@@ -24,4 +24,4 @@ class StopText {
   bool stopped_ = false;
 };
 
-}  // namespace tinylm::serve
+}  // namespace tinylm::generate

@@ -1,8 +1,8 @@
-#include "tinylm/serve/stop_text.h"
+#include "tinylm/generate/stop_text.h"
 
 #include <algorithm>
 
-namespace tinylm::serve {
+namespace tinylm::generate {
 
 std::string StopText::push(std::string_view piece) {
   if (stopped_) return {};
@@ -37,4 +37,4 @@ std::string StopText::finish() {
   return stopped_ ? std::string() : out;
 }
 
-}  // namespace tinylm::serve
+}  // namespace tinylm::generate
