@@ -304,14 +304,17 @@ TEST_F(CliNewUser, VersionAndCompletion) {
   std::istringstream lines(v.out);
   std::vector<std::string> l;
   for (std::string s; std::getline(lines, s);) l.push_back(s);
-  ASSERT_GE(l.size(), 7u) << v.out;
+  ASSERT_GE(l.size(), 8u) << v.out;
   EXPECT_EQ(l[0].rfind("tinylm ", 0), 0u);
   EXPECT_EQ(l[1].rfind("kernels: ", 0), 0u);  // scripts read lines 2 and 3
   EXPECT_EQ(l[2].rfind("mpi: ", 0), 0u);
   EXPECT_EQ(l[3].rfind("commit: ", 0), 0u);
   EXPECT_EQ(l[4].rfind("compiler: ", 0), 0u);
   EXPECT_TRUE(l[5] == "bf16 products: vdpbf16ps" || l[5] == "bf16 products: amx") << l[5];
-  EXPECT_EQ(l[6].rfind("gpu: ", 0), 0u) << l[6];  // cli_devices_test.cpp checks the rest
+  EXPECT_TRUE(l[6] == "int8 products: vpdpbusd (AVX512-VNNI)" ||
+              l[6] == "int8 products: vpmaddubsw" || l[6] == "int8 products: scalar")
+      << l[6];
+  EXPECT_EQ(l[7].rfind("gpu: ", 0), 0u) << l[7];  // cli_devices_test.cpp checks the rest
   const test::CommandResult c = in_dir("completion bash");
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_NE(c.out.find("complete -o filenames -F _tinylm tinylm"), std::string::npos);

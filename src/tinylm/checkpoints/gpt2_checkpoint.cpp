@@ -223,10 +223,9 @@ gpt2::Model load_gpt2_model(const Sniffed& file, const std::string& config_path,
     untied = head->dtype != wte->dtype || !std::equal(a.begin(), a.end(), b.begin(), b.end());
     file_name["lm_head.weight"] = "lm_head.weight";
   }
-  const auto read = [&](const std::string& name, DType to, void* out, size_t numel) {
+  const auto read = [&](const std::string& name, DType to, void* out, size_t numel, size_t first) {
     const std::string& n = file_name.at(name);
-    const io::SafetensorsFile& f = file_of(r, n);
-    f.read_into(n, to, out, numel, {}, io::SafetensorsFile::DropPages::Yes);
+    file_of(r, n).read_range_into(n, to, out, first, numel, io::SafetensorsFile::DropPages::Yes);
   };
   return gpt2::Model::from_reader(r.config, dtype, read, untied);
 }

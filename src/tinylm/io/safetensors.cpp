@@ -197,9 +197,20 @@ void SafetensorsFile::read_f32_into(const std::string& name, std::span<float> ou
 void SafetensorsFile::read_into(const std::string& name, DType dtype, void* out, size_t numel,
                                 const Shape& want, DropPages drop) const {
   const SafetensorsEntry& e = entry_checked(name, want);
-  const std::span<const std::byte> b = bytes(e);
-  const size_t n = b.size() / safetensors_dtype_size(e.dtype);
+  const size_t n = bytes(e).size() / safetensors_dtype_size(e.dtype);
   check(numel == n, path(), ": tensor ", name, ": ", n, " elements, destination holds ", numel);
+  read_range_into(name, dtype, out, 0, n, drop);
+}
+
+void SafetensorsFile::read_range_into(const std::string& name, DType dtype, void* out, size_t first,
+                                      size_t elements, DropPages drop) const {
+  const SafetensorsEntry& e = entry_checked(name, {});
+  const size_t total = bytes(e).size() / safetensors_dtype_size(e.dtype);
+  check(first <= total && elements <= total - first, path(), ": tensor ", name, ": elements [",
+        first, ", ", first + elements, ") of ", total);
+  const std::span<const std::byte> b = bytes(e).subspan(first * safetensors_dtype_size(e.dtype),
+                                                        elements * safetensors_dtype_size(e.dtype));
+  const size_t n = elements;
   const std::string_view want_name = dtype == DType::f32    ? "F32"
                                      : dtype == DType::bf16 ? "BF16"
                                      : dtype == DType::f16  ? "F16"

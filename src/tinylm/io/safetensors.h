@@ -55,6 +55,10 @@ class SafetensorsFile : public FileReader<SafetensorsFile> {
   enum class DropPages : bool { No, Yes };
   void read_into(const std::string& name, DType dtype, void* out, size_t numel,
                  const Shape& want = {}, DropPages drop = DropPages::No) const;
+  // Elements [first, first + count) of tensor `name`, converted to `dtype` into out (a part of a
+  // large tensor, so a reader never holds all of it converted).
+  void read_range_into(const std::string& name, DType dtype, void* out, size_t first, size_t count,
+                       DropPages drop = DropPages::No) const;
 
  private:
   friend class FileReader<SafetensorsFile>;

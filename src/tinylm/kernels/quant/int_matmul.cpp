@@ -182,15 +182,11 @@ Int8Unit int8_dot_unit() { return unit.get(); }
 void set_int8_dot_unit(Int8Unit u) { unit.set(u); }
 
 std::string int8_products_summary() {
-  switch (active_isa()) {
-    case Isa::generic:
-      return "scalar";
-    case Isa::avx2:
-      return "vpmaddubsw";
-    case Isa::avx512:
-      break;
-  }
-  return int8_dot_unit() == Int8Unit::vpdpbusd ? "vpdpbusd (AVX512-VNNI)" : "vpmaddubsw";
+  const Isa level = active_isa();
+  if (level == Isa::generic) return "scalar";
+  if (level == Isa::avx512 && int8_dot_unit() == Int8Unit::vpdpbusd)
+    return "vpdpbusd (AVX512-VNNI)";
+  return "vpmaddubsw";
 }
 
 void pack_int8(DType t, void* out, const void* w, int64_t nin, int64_t nout) {

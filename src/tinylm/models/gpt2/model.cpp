@@ -92,16 +92,16 @@ struct TypedImpl final : HostForward<TypedImpl<W>, W> {
         W* dst = matrices.data() + n_matrix;
         if (conv_layout == k::Layout::tiles && t.conv1d) {
           unpacked.resize(numel);
-          read(t.name, wd, unpacked.data(), numel);
+          read(t.name, wd, unpacked.data(), numel, 0);
           k::pack_tiles(dst, unpacked.data(), t.shape[0], t.shape[1]);
         } else {
-          read(t.name, wd, dst, numel);
+          read(t.name, wd, dst, numel, 0);
         }
         field = dst;
         n_matrix += numel;
       } else {
         field = small.data() + n_small;
-        read(t.name, DType::f32, small.data() + n_small, numel);
+        read(t.name, DType::f32, small.data() + n_small, numel, 0);
         n_small += numel;
       }
     });
@@ -109,7 +109,7 @@ struct TypedImpl final : HostForward<TypedImpl<W>, W> {
     bytes = matrices.size() * sizeof(W) + small.size() * sizeof(float);
     if (untied_head) {
       lm_head_storage.resize(static_cast<size_t>(c.vocab_size) * c.n_embd);
-      read("lm_head.weight", wd, lm_head_storage.data(), lm_head_storage.size());
+      read("lm_head.weight", wd, lm_head_storage.data(), lm_head_storage.size(), 0);
       bytes += lm_head_storage.size() * sizeof(W);
       lm_head = lm_head_storage.data();
     }
@@ -218,9 +218,10 @@ Model::Model(const Config& config, std::vector<float> params, DType dtype,
     return;
   }
   const ParamLayout L = param_layout(config);
-  const TensorReader read = [&](const std::string& name, DType to, void* out, size_t numel) {
+  const TensorReader read = [&](const std::string& name, DType to, void* out, size_t numel,
+                                size_t first) {
     const float* src =
-        name == "lm_head.weight" ? lm_head.data() : params.data() + L.at(name).offset;
+        (name == "lm_head.weight" ? lm_head.data() : params.data() + L.at(name).offset) + first;
     convert_floats(src, numel, to, out);
   };
   *this = from_reader(config, dtype, read, !lm_head.empty());

@@ -75,10 +75,10 @@ class Model {
   static Model from_f32_views(const Config& config,
                               const std::function<const float*(const std::string&)>& tensor,
                               std::shared_ptr<const void> owner, const float* lm_head = nullptr);
-  // Reads tensor `name` (any name of param_layout, or "lm_head.weight" when untied_head) as
-  // `numel` values of `dtype` into `out`.
-  using TensorReader =
-      std::function<void(const std::string& name, DType dtype, void* out, size_t numel)>;
+  // Reads elements [first, first + numel) of tensor `name` (any name of param_layout, or
+  // "lm_head.weight" when untied_head) as `numel` values of `dtype` into `out`.
+  using TensorReader = std::function<void(const std::string& name, DType dtype, void* out,
+                                          size_t numel, size_t first)>;
   // A model that owns its weights in `dtype`, each tensor read straight into place: loading
   // needs no f32 copy of the whole model.
   // For q8_0 and q4_0, every tensor is read as f32 in Hugging Face's layout and quantized at

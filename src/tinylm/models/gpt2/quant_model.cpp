@@ -1,5 +1,6 @@
 // GPT-2 with q8_0 / q4_0 (or, from a file, k-quant) matrices (model.h's header states the layout
 // and what stays f32).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -72,17 +73,27 @@ struct QuantImpl final : HostForward<QuantImpl, float> {
     const auto quantize_tensor = [&](const std::string& name, DType type, int64_t rows,
                                      int64_t cols, bool conv1d, size_t offset) {
       const auto numel = static_cast<size_t>(rows * cols);
-      f32.resize(numel);
-      read(name, DType::f32, f32.data(), numel);
-      const float* src = f32.data();
       if (conv1d) {  // (nin, nout) -> (nout, nin): blocks along the inputs
+        f32.resize(numel);
+        read(name, DType::f32, f32.data(), numel, 0);
         transposed.resize(numel);
         for (int64_t i = 0; i < rows; ++i) {
           for (int64_t o = 0; o < cols; ++o) transposed[o * rows + i] = f32[i * cols + o];
         }
-        src = transposed.data();
+        k::quantize(type, transposed.data(), blocks.data() + offset, static_cast<int64_t>(numel));
+      } else {
+        // Rows are quantized alone (blocks along a row), so the embedding and the head (the
+        // largest tensors: as f32, more than the quantized model) go a few MB at a time.
+        const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 20) / cols);
+        f32.resize(static_cast<size_t>(std::min(rows, chunk) * cols));
+        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+          const int64_t n = std::min(chunk, rows - r0) * cols;
+          read(name, DType::f32, f32.data(), static_cast<size_t>(n),
+               static_cast<size_t>(r0 * cols));
+          k::quantize(type, f32.data(), blocks.data() + offset + storage_bytes(type, r0 * cols), n);
+        }
       }
-      k::quantize(type, src, blocks.data() + offset, static_cast<int64_t>(numel));
+      std::vector<float>().swap(transposed);
       return Matrix{type, blocks.data() + offset};
     };
     n_blocks = n_small = 0;
@@ -93,7 +104,7 @@ struct QuantImpl final : HostForward<QuantImpl, float> {
         n_blocks += storage_bytes(type_of(t), numel);
       } else {
         field = small.data() + n_small;
-        read(t.name, DType::f32, small.data() + n_small, static_cast<size_t>(numel));
+        read(t.name, DType::f32, small.data() + n_small, static_cast<size_t>(numel), 0);
         n_small += static_cast<size_t>(numel);
       }
     });
