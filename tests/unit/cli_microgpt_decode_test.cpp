@@ -4,12 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "test_util.h"
+#include "tinylm/checkpoints/microgpt_checkpoint.h"
+#include "tinylm/tokenizers/char_tokenizer.h"
 
 namespace tinylm {
 namespace {
@@ -110,6 +115,42 @@ TEST_F(CliMicrogptDecode, PerplexityScoresNamesAsDocuments) {
   EXPECT_EQ(odd.exit_code, 1);
   EXPECT_NE(odd.err.find("odd.txt"), std::string::npos) << odd.err;
   EXPECT_EQ(std::count(odd.err.begin(), odd.err.end(), '\n'), 1) << odd.err;
+}
+
+// One name fits one window: the mean NLL is that of the model's own f64 logits, computed here
+// from the checkpoint with a plain loop (the CLI's rows are those logits rounded to f32).
+TEST_F(CliMicrogptDecode, PerplexityOfOneNameIsTheMeanOverTheModelsLogits) {
+  ASSERT_EQ(saved_->exit_code, 0) << saved_->err;
+  test::write_text(file("one.txt"), "emma\n");
+  const test::CommandResult r =
+      run_cli("perplexity --model " + file("m.safetensors") + " --file " + file("one.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  long long tokens = 0, scored = 0;
+  double nll = 0;
+  ASSERT_EQ(
+      std::sscanf(r.out.c_str(), "tokens %lld, scored %lld, mean NLL %lf", &tokens, &scored, &nll),
+      3)
+      << r.out;
+  EXPECT_EQ(tokens, 6);  // BOS e m m a BOS
+  EXPECT_EQ(scored, 5);
+
+  const checkpoints::MicrogptCheckpoint ck = checkpoints::load_microgpt(file("m.safetensors"));
+  const CharTokenizer chars = CharTokenizer::from_chars(ck.chars);
+  const std::unique_ptr<microgpt::Model> m =
+      microgpt::make_model(ck.config, microgpt::Engine::tensor);
+  std::copy(ck.params.begin(), ck.params.end(), m->params().begin());
+  const std::vector<int> ids = chars.encode_document("emma");
+  ASSERT_EQ(ids.size(), 6u);
+  m->start_sequence();
+  double sum = 0;
+  for (size_t j = 0; j + 1 < ids.size(); ++j) {
+    const std::span<const double> logits = m->next_logits(ids[j]);
+    const double top = *std::max_element(logits.begin(), logits.end());
+    double z = 0;
+    for (const double l : logits) z += std::exp(l - top);
+    sum += top + std::log(z) - logits[static_cast<size_t>(ids[j + 1])];
+  }
+  EXPECT_NEAR(nll, sum / 5.0, 2e-6);  // printed with 6 decimals
 }
 
 }  // namespace
