@@ -159,6 +159,17 @@ TEST_F(CliEvermind, TokenizerLargerThanTheModelIsRefused) {
     SCOPED_TRACE(command);
     expect_error_last(run_cli(command), gpt2 + sizes);
   }
+  // Fewer ids than the model's rows is fine: another run's vocabulary of 280.
+  const test::CommandResult small =
+      run_cli("train --arch evermind --data " + file("corpus.txt") +
+              " --vocab-size 280 --seq-len 32 --d-model 16 --steps 1 --threads 1 --out " +
+              file("small-vocab"));
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  const test::CommandResult fewer =
+      run_cli("generate --model " + model() + " --tokenizer " + file("small-vocab/tokenizer.json") +
+              " --prompt First --max-tokens 4");
+  EXPECT_EQ(fewer.exit_code, 0) << fewer.err;
+  EXPECT_EQ(fewer.out.rfind("First", 0), 0u) << fewer.out;
   expect_error_last(run_cli("train --arch evermind --data " + file("corpus.txt") + " --tokenizer " +
                             gpt2 + " --init-from " + model() +
                             " --seq-len 32 --steps 1 --threads 1 --out " + file("big")),
