@@ -15,12 +15,16 @@ namespace tinylm::cli {
 
 namespace fs = std::filesystem;
 
-std::string bundled_data_path(const std::string& name) {
-  std::vector<fs::path> places = {fs::path("data")};
+namespace {
+// The bundled folder's file `name` (folder "data": installed as share/tinylm itself; "configs":
+// as share/tinylm/configs).
+std::string bundled_path(const std::string& folder, const std::string& name) {
+  const fs::path installed = folder == "data" ? fs::path() : fs::path(folder);
+  std::vector<fs::path> places = {fs::path(folder)};
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) places.push_back(exe.parent_path().parent_path() / "share/tinylm");
-  places.push_back(fs::path(TINYLM_SOURCE_DATA_DIR));
+  if (!ec) places.push_back(exe.parent_path().parent_path() / "share/tinylm" / installed);
+  places.push_back(fs::path(TINYLM_SOURCE_DATA_DIR).parent_path() / folder);
   std::string tried;
   for (const fs::path& p : places) {
     if (fs::exists(p / name, ec)) return (p / name).string();
@@ -28,17 +32,21 @@ std::string bundled_data_path(const std::string& name) {
   }
   fail("no bundled ", name, " (tried ", tried, ")");
 }
+}  // namespace
+
+std::string bundled_data_path(const std::string& name) { return bundled_path("data", name); }
 
 std::string resolve_data_path(const std::string& path) {
   std::error_code ec;
   const fs::path p(path);
   if (path.empty() || fs::exists(p, ec) || p.is_absolute()) return path;
   auto it = p.begin();
-  if (it == p.end() || *it != "data" || std::next(it) == p.end()) return path;
+  if (it == p.end() || (*it != "data" && *it != "configs") || std::next(it) == p.end()) return path;
+  const std::string folder = it->string();
   fs::path rest;
   for (++it; it != p.end(); ++it) rest /= *it;
   try {
-    return bundled_data_path(rest.string());
+    return bundled_path(folder, rest.string());
   } catch (const Error&) {
     return path;
   }

@@ -43,8 +43,9 @@ struct ExitRequest {
 // from. Throws, naming the places tried, when none has it.
 std::string bundled_data_path(const std::string& name);
 
-// `path` itself when it exists; a missing relative "data/X" is the bundled X (so the README's
-// examples work from any directory); anything else as given (its reader names it).
+// `path` itself when it exists; a missing relative "data/X" is the bundled X, and "configs/X"
+// the shipped training configuration X (so the README's examples work from any directory);
+// anything else as given (its reader names it).
 std::string resolve_data_path(const std::string& path);
 
 // Reads all of `path`, or stdin when path is "-": a text, at most io::kMaxTextBytes, from a

@@ -8,6 +8,7 @@
 #include "tinylm/distributed/comm.h"
 #include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
+#include "tinylm/kernels/quant/int_matmul.h"
 #include "tinylm_git_commit.h"
 
 namespace tinylm::cli {
@@ -24,7 +25,7 @@ std::string version_text() {
          "\nmpi: " + (distributed::Comm::built_with_mpi() ? "yes" : "no") +
          "\ncommit: " + TINYLM_GIT_COMMIT + "\ncompiler: " + compiler +
          "\nbf16 products: " + std::string(kernels::bf16_unit_name(kernels::bf16_dot_unit())) +
-         "\ngpu: " + gpu_summary();
+         "\nint8 products: " + kernels::int8_products_summary() + "\ngpu: " + gpu_summary();
 }
 
 namespace {

@@ -77,7 +77,11 @@ Generator load_tokenizer_of(const GenerateFlags& f, const DetectedModel& file) {
 
 void load_weights(Generator& g, const GenerateFlags& f, const DetectedModel& file) {
   g.model = load_decoder(f.model, file);
-  g.context = g.model.backend->context_limit();
+  const int positions = g.model.backend->context_limit();
+  if (positions > 0 && f.gen.context > positions)
+    throw UsageError(
+        cat("--ctx-size ", f.gen.context, " is more than the model's context of ", positions));
+  g.context = f.gen.context_for(positions);
 }
 
 // The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin; none for
@@ -109,7 +113,11 @@ void run_generate(GenerateFlags& f) {
   // Every check that can fail comes before the first byte on stdout.
   if (f.gen.max_tokens < 0) throw UsageError("--max-tokens must be >= 0");
   if (f.samples < 1) throw UsageError("--samples must be >= 1");
-  f.gen.sampling.validate();
+  try {
+    f.gen.sampling.validate();
+  } catch (const Error& e) {
+    throw UsageError(e.what());  // flags out of range
+  }
   const DetectedModel d =
       resolve_model("generate", f.model.model, f.arch, families::those(families::decodes));
   // The family's sampling when none is asked for.
@@ -220,14 +228,15 @@ void register_generate(CLI::App& app) {
       "generate", "Generate text with a GPT-2 (KV cache), EvermindLM or microgpt model, streaming");
   add_arch_option(cmd, f->arch, families::those(families::decodes));
   f->model.add_to(cmd);
-  cmd->add_option("--prompt", f->prompt, "Prompt text (or --prompt-file, --prompts, stdin)");
-  cmd->add_option("--prompt-file", f->prompt_file, "Read the prompt from this file (- : stdin)");
+  cmd->add_option("-p,--prompt", f->prompt, "Prompt text (or --prompt-file, --prompts, stdin)");
+  cmd->add_option("-f,--prompt-file", f->prompt_file, "Read the prompt from this file (- : stdin)");
   cmd->add_option("--prompts", f->prompts_file,
                   "One prompt per line; prints one JSON line per completion");
   cmd->add_option("--samples", f->samples, "Completions per prompt (seeds seed, seed+1, ...)")
       ->capture_default_str();
-  cmd->add_option("--max-tokens", f->gen.max_tokens, "Tokens to generate")->capture_default_str();
-  f->temperature = cmd->add_option("--temperature", f->gen.sampling.temperature,
+  cmd->add_option("-n,--max-tokens,--n-predict", f->gen.max_tokens, "Tokens to generate")
+      ->capture_default_str();
+  f->temperature = cmd->add_option("--temperature,--temp", f->gen.sampling.temperature,
                                    "0: greedy (default " + temperature_defaults() + ")");
   f->top_k = cmd->add_option("--top-k", f->gen.sampling.top_k,
                              "Sample from the k most likely (0: all" + top_k_defaults() + ")");
@@ -239,7 +248,10 @@ void register_generate(CLI::App& app) {
   cmd->add_flag("--slide", f->gen.slide,
                 "Past the model's context, each new token sees the last context's worth of tokens "
                 "(fed again: nanoGPT's sample.py); otherwise the context's end stops");
-  cmd->add_option("--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
+  cmd->add_option("-c,--ctx-size", f->gen.context,
+                  "Positions the prompt and the generation may fill (default: the model's)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-s,--seed", f->gen.sampling.seed, "Sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", f->gen.ignore_eos, "Do not stop at <|endoftext|>");
   cmd->add_flag("--allow-special", f->allow_special, "Recognize <|endoftext|> in the prompt");
   cmd->callback([f] { run_generate(*f); });

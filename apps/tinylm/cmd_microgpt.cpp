@@ -7,6 +7,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "int_flags.h"
+#include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/train/microgpt_run.h"
@@ -24,19 +26,30 @@ void register_microgpt(CLI::App& app) {
       "prints exactly what microgpt.py prints");
   cmd->add_option("--data", opt->data_path, "Text file, one document per line")
       ->capture_default_str();
-  CLI::Option* steps_opt = cmd->add_option(
-      "--steps", *steps, "Training steps, one document each (default 1000; 0 with --load)");
-  cmd->add_option("--n-layer", opt->model.n_layer, "Transformer layers")->capture_default_str();
-  cmd->add_option("--n-embd", opt->model.n_embd, "Embedding width")->capture_default_str();
+  CLI::Option* steps_opt =
+      cmd->add_option("--steps", *steps,
+                      "Training steps, one document each (default 1000; 0 with --load)")
+          ->check(above(0, true));
+  cmd->add_option("--n-layer", opt->model.n_layer, "Transformer layers")
+      ->check(above(0))
+      ->capture_default_str();
+  cmd->add_option("--n-embd", opt->model.n_embd, "Embedding width")
+      ->check(above(0))
+      ->capture_default_str();
   cmd->add_option("--n-head", opt->model.n_head, "Attention heads (must divide --n-embd)")
+      ->check(above(0))
       ->capture_default_str();
   cmd->add_option("--block-size", opt->model.block_size, "Maximum sequence length")
+      ->check(above(0))
       ->capture_default_str();
   cmd->add_option("--lr", opt->lr, "Initial Adam learning rate (decays linearly to 0)")
+      ->check(above(0))
       ->capture_default_str();
   cmd->add_option("--temperature", opt->temperature, "Sampling temperature, > 0")
+      ->check(above(0))
       ->capture_default_str();
   cmd->add_option("--samples", opt->samples, "Names to sample after training")
+      ->check(above(0, true))
       ->capture_default_str();
   cmd->add_option("--seed", opt->seed,
                   "Seed of the Python-compatible RNG (shuffle, init, sampling)")
@@ -53,6 +66,12 @@ void register_microgpt(CLI::App& app) {
                   "Threads (microgpt's shapes are too small to split: it runs on one)")
       ->check(CLI::Range(1, max_threads()));
   cmd->callback([=] {
+    // The shape's own rule (heads divide the width) is a usage error too, found before the
+    // transcript starts; a --load model brings its shape.
+    if (opt->load_path.empty() && opt->model.n_embd % opt->model.n_head != 0) {
+      throw UsageError(
+          cat("--n-head ", opt->model.n_head, " does not divide --n-embd ", opt->model.n_embd));
+    }
     set_num_threads(*threads);
     opt->engine = microgpt::parse_engine(*engine);
     opt->data_path = resolve_data_path(opt->data_path);  // data/names.txt from anywhere

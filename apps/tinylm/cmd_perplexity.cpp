@@ -27,9 +27,9 @@ void register_perplexity(CLI::App& app) {
       "perplexity",
       "Perplexity of a text file under a GPT-2, EvermindLM or microgpt model (sliding windows)");
   f->model.add_to(cmd);
-  cmd->add_option("--file", f->file, "Text file (- : stdin)")->required();
+  cmd->add_option("-f,--file", f->file, "Text file (- : stdin)")->required();
   // Unset, they are 0 and take their defaults below; given, 0 is an error, not the default.
-  cmd->add_option("--context", f->context,
+  cmd->add_option("-c,--context,--ctx-size", f->context,
                   "Window length in tokens, at least 2 (default: the model's positions; "
                   "EvermindLM: 4096)")
       ->check(CLI::Range(2, std::numeric_limits<int>::max()));

@@ -148,7 +148,7 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--queue", f->server.queue, "Generations waiting for a slot; past it: 429")
       ->capture_default_str();
-  cmd->add_option("--ctx", f->ctx,
+  cmd->add_option("-c,--ctx,--ctx-size", f->ctx,
                   "Positions per request, prompt + completion (default: the model's" +
                       context_defaults() + ")")
       ->check(decimal_integer<int>())

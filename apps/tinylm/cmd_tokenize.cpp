@@ -5,14 +5,27 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "model_kind.h"
 #include "tinylm/core/error.h"
 #include "tinylm/families/gpt2.h"
 
 namespace tinylm::cli {
+namespace {
+
+// The tokenizer --tokenizer names, else --model's (as generate would load it), else GPT-2's.
+template <class Flags>
+BpeTokenizer model_tokenizer(const Flags& f) {
+  if (f.model.empty()) return families::load_gpt2_tokenizer(f.tokenizer);
+  const DetectedModel d =
+      resolve_model("tokenize", f.model, "", families::those(families::decodes));
+  return d.family->load_tokenizer(f.tokenizer, d);
+}
+
+}  // namespace
 
 void register_tokenize(CLI::App& app) {
   struct Flags {
-    std::string tokenizer, text, file, grid;
+    std::string tokenizer, model, text, file, grid;
     bool decode = false, allow_special = false;
   };
   auto f = std::make_shared<Flags>();
@@ -20,7 +33,10 @@ void register_tokenize(CLI::App& app) {
       "tokenize", "Text to token ids (byte-level BPE), or ids to text with --decode");
   cmd->add_option(
       "--tokenizer", f->tokenizer,
-      "tokenizer.json, a directory with tokenizer files, or a .gguf (default: data/gpt2)");
+      "tokenizer.json, a directory with tokenizer files, or a .gguf (default: --model's, else "
+      "data/gpt2)");
+  cmd->add_option("-m,--model", f->model,
+                  "A model (directory, weights file, .gguf, .evl or run directory): its tokenizer");
   CLI::Option* text_opt = cmd->add_option(
       "text", f->text,
       "Text to encode, or ids separated by spaces or commas with --decode (default: --file, "
@@ -52,7 +68,7 @@ void register_tokenize(CLI::App& app) {
     if (text.empty() && text_opt->count() == 0 && f->file.empty()) {
       throw UsageError("no text on stdin: give it as an argument, with --file FILE, or pipe it in");
     }
-    const BpeTokenizer tok = families::load_gpt2_tokenizer(f->tokenizer);
+    const BpeTokenizer tok = model_tokenizer(*f);
     if (f->decode) {
       std::string s = text;
       for (char& c : s) c = c == ',' ? ' ' : c;

@@ -128,7 +128,7 @@ nlohmann::ordered_json given_flags(TrainFlags& f) {
 void apply_config_file(TrainFlags& f) {
   if (f.config_file.empty()) return;
   const nlohmann::ordered_json flags = given_flags(f);  // the command line's alone, so far
-  const nlohmann::ordered_json file = train::read_config_file(f.config_file);
+  const nlohmann::ordered_json file = train::read_config_file(resolve_data_path(f.config_file));
   train::merge_json(f.config, file, f.config_file);
   train::merge_json(f.config, flags, "the command line");
   for (const auto& item : file.items()) f.from_file.insert(item.key());

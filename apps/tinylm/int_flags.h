@@ -28,4 +28,22 @@ CLI::Validator decimal_integer() {
       "INT");
 }
 
+// A number above `min` (or at least `min`, with or_equal): "must be > 0, not -1" (CLI11's own
+// range checks print the double's whole range).
+inline CLI::Validator above(double min, bool or_equal = false) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc() && end == text.data() + text.size() &&
+            (or_equal ? value >= min : value > min))
+          return "";
+        std::string bound = std::to_string(min);
+        bound.erase(bound.find_last_not_of('0') + 1);
+        if (bound.back() == '.') bound.pop_back();
+        return "must be " + std::string(or_equal ? ">= " : "> ") + bound + ", not '" + text + "'";
+      },
+      "");
+}
+
 }  // namespace tinylm::cli

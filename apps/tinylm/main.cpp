@@ -1,4 +1,5 @@
 // tinylm: train and run small language models from the command line.
+#include <cctype>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "tinylm/distributed/comm.h"
 #include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
+#include "tinylm/kernels/quant/int_matmul.h"
 
 namespace {
 
@@ -46,8 +48,22 @@ std::vector<std::string> flag_names(const CLI::App& cmd) {
   std::vector<std::string> names;
   for (const CLI::Option* o : cmd.get_options()) {
     for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+    for (const std::string& l : o->get_snames()) names.push_back("-" + l);
   }
   return names;
+}
+
+// What a command takes besides flags, for an argument it did not expect: "its flags only", or
+// its positionals' names ("IN OUT").
+std::string positionals_of(const CLI::App& cmd) {
+  std::string names;
+  for (const CLI::Option* o : cmd.get_options()) {
+    if (!o->get_positional()) continue;
+    std::string name = o->get_name();
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    names += (names.empty() ? "" : " ") + name;
+  }
+  return names.empty() ? "takes flags only" : "takes " + names + " and flags";
 }
 
 int usage_error(const std::string& message) {
@@ -55,13 +71,14 @@ int usage_error(const std::string& message) {
   return tinylm::cli::kExitUsage;
 }
 
-// The kernels' instruction-set level (TINYLM_ISA or the best this CPU has) and the bf16
-// products' unit (TINYLM_BF16_UNIT), settled before anything runs: a bad value is one line,
-// not an error in the middle of a command. 0, or the exit code.
+// The kernels' instruction-set level (TINYLM_ISA or the best this CPU has) and the bf16 and
+// int8 products' units (TINYLM_BF16_UNIT, TINYLM_INT8_UNIT), settled before anything runs: a bad
+// value is one line, not an error in the middle of a command. 0, or the exit code.
 int settle_kernels() {
   try {
     tinylm::kernels::active_isa();
     tinylm::kernels::bf16_dot_unit();
+    tinylm::kernels::int8_dot_unit();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tinylm: error: %s\n", e.what());
     return kExitRuntime;
@@ -91,17 +108,39 @@ void add_commands(CLI::App& app) {
   tinylm::cli::register_completion(app);
 }
 
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  return names;
+}
+
+// The commands that `name` names: itself, else every command it begins ("gen": generate).
+std::vector<std::string> matching_commands(const CLI::App& app, const std::string& name) {
+  std::vector<std::string> found;
+  for (const std::string& c : command_names(app)) {
+    if (c == name) return {c};
+    if (c.compare(0, name.size(), name) == 0) found.push_back(c);
+  }
+  return found;
+}
+
 const CLI::App* find_command(const CLI::App& app, const std::string& name) {
+  const std::vector<std::string> found = matching_commands(app, name);
+  if (found.size() != 1) return nullptr;
   for (const CLI::App* sub : app.get_subcommands({})) {
-    if (sub->get_name() == name) return sub;
+    if (sub->get_name() == found[0]) return sub;
   }
   return nullptr;
 }
 
 int unknown_command(const CLI::App& app, const std::string& name) {
-  std::vector<std::string> commands;
-  for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
-  const std::string near = closest(name, commands);
+  const std::vector<std::string> found = matching_commands(app, name);
+  if (found.size() > 1) {
+    std::string list;
+    for (const std::string& c : found) list += (list.empty() ? "" : ", ") + c;
+    return usage_error("'" + name + "' could be " + list + "; give more of the command's name");
+  }
+  const std::string near = closest(name, command_names(app));
   return usage_error("unknown command '" + name + "'" +
                      (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                      "; tinylm --help lists them");
@@ -134,10 +173,36 @@ std::optional<int> check_first_argument(const CLI::App& app, int argc, char** ar
                      "; give a command first: tinylm COMMAND [FLAGS] (tinylm --help)");
 }
 
+// The command the line names, as deep as it goes ("delta extract"), and where its arguments
+// start.
+struct Named {
+  const CLI::App* cmd = nullptr;
+  std::string name;  // "delta extract"
+  int first = 1;
+};
+Named named_command(const CLI::App& app, int argc, char** argv) {
+  Named n;
+  n.cmd = argc > 1 ? find_command(app, argv[1]) : nullptr;
+  if (!n.cmd) return n;
+  n.name = n.cmd->get_name();
+  n.first = 2;
+  while (n.first < argc) {
+    const CLI::App* deeper = nullptr;
+    for (const CLI::App* s : n.cmd->get_subcommands({}))
+      if (s->get_name() == argv[n.first]) deeper = s;
+    if (!deeper) break;
+    n.cmd = deeper;
+    n.name += " " + deeper->get_name();
+    ++n.first;
+  }
+  return n;
+}
+
 // The exit code of the exception app.parse() threw (a command's own errors included): called
-// in a catch block. `sub`: the command named on the command line, if any.
-int exit_code(CLI::App& app, const CLI::App* sub, int argc, char** argv) {
-  const std::string prefix = sub ? sub->get_name() + ": " : std::string();
+// in a catch block. `named`: the command named on the command line, if any.
+int exit_code(CLI::App& app, const Named& named, int argc, char** argv) {
+  const CLI::App* sub = named.cmd;
+  const std::string prefix = sub ? named.name + ": " : std::string();
   try {
     throw;
   } catch (const CLI::CallForHelp& e) {
@@ -146,17 +211,30 @@ int exit_code(CLI::App& app, const CLI::App* sub, int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
-  } catch (const CLI::ExtrasError& e) {
-    const std::string flag = sub ? tinylm::cli::unknown_flag(flag_names(*sub), argc, argv, 2) : "";
+  } catch (const CLI::ParseError& e) {
+    // A mistyped flag is the likely cause of any parse error ("--modle x": --model is missing),
+    // so it is named first.
+    if (sub && !sub->get_subcommands({}).empty() && named.first < argc &&
+        argv[named.first][0] != '-') {  // "delta extract"
+      const std::string near = closest(argv[named.first], command_names(*sub));
+      return usage_error(prefix + "unknown command '" + argv[named.first] + "'" +
+                         (near.empty() ? "" : " (did you mean '" + near + "'?)") + "; tinylm " +
+                         named.name + " --help lists them");
+    }
+    const std::string flag =
+        sub ? tinylm::cli::unknown_flag(flag_names(*sub), argc, argv, named.first) : "";
     if (!flag.empty()) {
       const std::string near = closest(flag, flag_names(*sub));
       return usage_error(prefix + "unknown flag " + flag +
-                         (near.empty() ? "" : " (did you mean " + near + "?)") + "; tinylm help " +
-                         sub->get_name() + " lists the flags");
+                         (near.empty() ? "" : " (did you mean " + near + "?)") + "; tinylm " +
+                         named.name + " --help lists the flags");
     }
-    return usage_error(prefix + e.what() + " (tinylm help " +
-                       (sub ? sub->get_name() : std::string("")) + ")");
-  } catch (const CLI::ParseError& e) {
+    // So is an argument the command does not take ("generate model.gguf": --model is missing).
+    if (const std::vector<std::string> rest = sub ? sub->remaining() : std::vector<std::string>{};
+        !rest.empty()) {
+      return usage_error(prefix + "unexpected argument '" + rest.front() + "': " + named.name +
+                         " " + positionals_of(*sub) + " (tinylm " + named.name + " --help)");
+    }
     return usage_error(prefix + e.what() + " (see --help)");
   } catch (const tinylm::cli::UsageError& e) {
     std::fflush(stdout);
@@ -177,11 +255,19 @@ int run(int argc, char** argv) {
   add_commands(app);
   if (argc > 1 && std::string(argv[1]) == "help") return help(app, argc, argv);
   if (const std::optional<int> code = check_first_argument(app, argc, argv)) return *code;
-  const CLI::App* sub = argc > 1 ? find_command(app, argv[1]) : nullptr;
+  const Named named = named_command(app, argc, argv);
+  // A command named by a unique prefix ("gen") is parsed under its full name.
+  std::string full_name;
+  std::vector<char*> args(argv, argv + argc);
+  if (named.cmd && argc > 1 && find_command(app, argv[1])->get_name() != argv[1]) {
+    full_name = find_command(app, argv[1])->get_name();
+    args[1] = full_name.data();
+    argv = args.data();
+  }
   try {
     app.parse(argc, argv);
   } catch (...) {
-    return exit_code(app, sub, argc, argv);
+    return exit_code(app, named, argc, argv);
   }
   return 0;
 }

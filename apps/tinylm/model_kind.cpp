@@ -42,7 +42,7 @@ void add_arch_option(CLI::App* cmd, std::string& arch,
 }
 
 void ModelFlags::add_to(CLI::App* cmd) {
-  cmd->add_option("--model", model,
+  cmd->add_option("-m,--model", model,
                   "Model directory (config.json + model.safetensors), weights file or .gguf")
       ->required();
   cmd->add_option("--config", load.config, "config.json, when not beside the weights");
@@ -64,7 +64,7 @@ void ModelFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--device", load.device,
                   "cpu (default), gpu or gpu:N: where GPT-2 runs (tinylm devices lists the GPUs; "
                   "on a GPU: f32, f16 or bf16 weights, f32 activations)");
-  cmd->add_option("--threads", threads, "Threads (default: all cores)")
+  cmd->add_option("-t,--threads", threads, "Threads (default: all cores)")
       ->check(CLI::Range(1, max_threads()));
 }
 

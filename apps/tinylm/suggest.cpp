@@ -1,6 +1,7 @@
 #include "suggest.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace tinylm::cli {
 
@@ -20,6 +21,17 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string closest(const std::string& word, const std::vector<std::string>& names) {
+  if (word.size() <= 2) return "";  // "-n": any other letter is one edit away
+  // A word that begins exactly one name is that name cut short (--temp, --max).
+  std::string prefixed;
+  int prefixes = 0;
+  for (const std::string& n : names) {
+    if (n.size() > word.size() && n.compare(0, word.size(), word) == 0 && word.size() > 2) {
+      prefixed = n;
+      ++prefixes;
+    }
+  }
+  if (prefixes == 1) return prefixed;
   std::string best;
   size_t best_d = std::max<size_t>(3, word.size() / 3) + 1;
   for (const std::string& n : names) {
@@ -36,8 +48,10 @@ std::string unknown_flag(const std::vector<std::string>& flags, int argc, char**
   for (int i = from; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--") break;
-    if (a.rfind("--", 0) != 0) continue;
-    a = a.substr(0, a.find('='));
+    if (a.size() < 2 || a[0] != '-' ||
+        (a[1] != '-' && !std::isalpha(static_cast<unsigned char>(a[1]))))
+      continue;  // a value (negative numbers included)
+    a = a[1] == '-' ? a.substr(0, a.find('=')) : a.substr(0, 2);  // (-n5 is -n 5)
     if (std::find(flags.begin(), flags.end(), a) == flags.end()) return a;
   }
   return "";

@@ -20,6 +20,13 @@ TEST(CliSuggest, ClosestIsALikelyTypoOrNothing) {
   EXPECT_EQ(closest("generat", commands), "generate");
   EXPECT_EQ(closest("completely-different", commands), "");
   EXPECT_EQ(closest("--hlep", {"--help", "--version"}), "--help");
+  // A word that begins one name only is that name, however far in edits.
+  EXPECT_EQ(closest("--max", {"--max-tokens", "--model"}), "--max-tokens");
+  EXPECT_EQ(closest("gen", commands), "generate");
+  // Two names begin with it: the edit distance decides.
+  EXPECT_EQ(closest("tra", commands), "train");
+  // Two letters: every other short flag is one edit away, so nothing is guessed.
+  EXPECT_EQ(closest("-n", {"-h", "-m"}), "");
 }
 
 TEST(CliSuggest, UnknownFlagIsTheFirstNotOfTheCommand) {
@@ -31,6 +38,13 @@ TEST(CliSuggest, UnknownFlagIsTheFirstNotOfTheCommand) {
   args[4] = "--";
   argv[4] = args[4].data();
   EXPECT_EQ(unknown_flag(flags, static_cast<int>(argv.size()), argv.data(), 2), "");
+  // Short flags too ("-n5" is -n), but not negative numbers.
+  std::vector<std::string> shorts = {"tinylm", "generate", "-m", "x", "--seed", "-3", "-n5"};
+  std::vector<char*> sargv;
+  for (std::string& a : shorts) sargv.push_back(a.data());
+  EXPECT_EQ(unknown_flag({"-m", "--seed"}, static_cast<int>(sargv.size()), sargv.data(), 2), "-n");
+  EXPECT_EQ(unknown_flag({"-m", "--seed", "-n"}, static_cast<int>(sargv.size()), sargv.data(), 2),
+            "");
 }
 
 }  // namespace

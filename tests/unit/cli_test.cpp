@@ -56,10 +56,10 @@ TEST(Cli, BadInputIsAOneLineError) {
   expect_one_line_error("microgpt --data " + dir.file("empty.txt"), "no documents");
   test::write_text(dir.file("bad.txt"), "emma\n\xff\xfe\n");
   expect_one_line_error("microgpt --data " + dir.file("bad.txt"), "UTF-8");
-  expect_one_line_error("microgpt" + names + " --n-embd 16 --n-head 3", "divisible");
-  expect_one_line_error("microgpt" + names + " --n-embd 0", "n_embd");
-  expect_one_line_error("microgpt" + names + " --n-layer -1", "n_layer");
-  expect_one_line_error("microgpt" + names + " --block-size 0", "block_size");
+  expect_one_line_error("microgpt" + names + " --n-embd 16 --n-head 3", "does not divide");
+  expect_one_line_error("microgpt" + names + " --n-embd 0", "--n-embd");
+  expect_one_line_error("microgpt" + names + " --n-layer -1", "--n-layer");
+  expect_one_line_error("microgpt" + names + " --block-size 0", "--block-size");
   expect_one_line_error("microgpt" + names + " --steps -3", "--steps");
   expect_one_line_error("microgpt" + names + " --temperature 0", "temperature");
   expect_one_line_error("microgpt" + names + " --engine vector", "engine");

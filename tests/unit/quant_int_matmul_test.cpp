@@ -3,13 +3,16 @@
 // and thread count; and within the rounding of the activations of the exact product.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "test_util.h"
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/quant/blocks.h"
 #include "tinylm/kernels/quant/int_matmul.h"
 
@@ -112,6 +115,76 @@ TEST(QuantMatmulInt8, EqualsTheContractAtEveryLevel) {
       const std::vector<float> want = reference(t, o, c);
       ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
     }
+  }
+}
+
+// Switches the int8 unit for a scope.
+class UnitScope {
+ public:
+  explicit UnitScope(Int8Unit unit) : saved_(int8_dot_unit()) { set_int8_dot_unit(unit); }
+  ~UnitScope() { set_int8_dot_unit(saved_); }
+  UnitScope(const UnitScope&) = delete;
+  UnitScope& operator=(const UnitScope&) = delete;
+
+ private:
+  Int8Unit saved_;
+};
+
+// Both units give the contract's bits (the integer sums are exact either way), at every level
+// and for rows alone or together; VPDPBUSD only where the CPU has AVX512-VNNI.
+TEST(QuantMatmulInt8, EitherUnitGivesTheContractsBits) {
+  std::vector<Int8Unit> units = {Int8Unit::vpmaddubsw};
+  if (cpu_has_avx512_vnni()) units.push_back(Int8Unit::vpdpbusd);
+  for (const Int8Unit unit : units) {
+    const UnitScope scope(unit);
+    for (DType t : {DType::q8_0, DType::q4_0}) {
+      for (const Case& c : kCases) {
+        SCOPED_TRACE(std::string(int8_unit_name(unit)) + " " + std::string(dtype_name(t)) +
+                     " rows " + std::to_string(c.rows) + " nin " + std::to_string(c.nin) +
+                     " nout " + std::to_string(c.nout));
+        const Operands o = operands(t, c, 11);
+        const std::vector<float> want = reference(t, o, c);
+        test::for_each_isa([&](Isa) {
+          const std::vector<float> got = product(t, o, c);
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+          // Row by row (decode) too.
+          for (int64_t r = 0; r < c.rows; r += std::max<int64_t>(1, c.rows / 3)) {
+            Operands one = o;
+            one.x.assign(o.x.begin() + r * c.nin, o.x.begin() + (r + 1) * c.nin);
+            const std::vector<float> row = product(t, one, {1, c.nin, c.nout, c.bias});
+            ASSERT_EQ(std::memcmp(row.data(), want.data() + r * c.nout, row.size() * 4), 0);
+          }
+        });
+      }
+    }
+  }
+  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "vpdpbusd untested: this CPU lacks AVX512-VNNI";
+}
+
+TEST(QuantMatmulInt8, UnitIsVnniWhereTheCpuHasItAndCanBeForcedOff) {
+  EXPECT_EQ(int8_unit_name(Int8Unit::vpmaddubsw), "vpmaddubsw");
+  EXPECT_EQ(int8_unit_name(Int8Unit::vpdpbusd), "vpdpbusd");
+  if (std::getenv("TINYLM_INT8_UNIT") == nullptr) {
+    EXPECT_EQ(int8_dot_unit(), cpu_has_avx512_vnni() ? Int8Unit::vpdpbusd : Int8Unit::vpmaddubsw);
+  }
+  const UnitScope plain(Int8Unit::vpmaddubsw);
+  EXPECT_EQ(int8_dot_unit(), Int8Unit::vpmaddubsw);
+  if (!cpu_has_avx512_vnni())
+    test::expect_error([] { set_int8_dot_unit(Int8Unit::vpdpbusd); }, {"AVX512-VNNI"});
+  // Through the CLI: the environment variable, and --version naming the unit in use.
+  const test::CommandResult forced =
+      test::run_shell(std::string("TINYLM_INT8_UNIT=vpmaddubsw ") + TINYLM_CLI_PATH + " --version");
+  EXPECT_NE(forced.out.find("\nint8 products: "), std::string::npos) << forced.out;
+  EXPECT_EQ(forced.out.find("vpdpbusd"), std::string::npos) << forced.out;
+  const test::CommandResult bad =
+      test::run_shell(std::string("TINYLM_INT8_UNIT=vnni ") + TINYLM_CLI_PATH + " --version");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("TINYLM_INT8_UNIT=vnni: unknown unit"), std::string::npos) << bad.err;
+  if (cpu_has_avx512_vnni() && std::getenv("TINYLM_ISA") == nullptr) {
+    const test::CommandResult best = test::run_shell(
+        std::string("TINYLM_INT8_UNIT= TINYLM_ISA=avx512 ") + TINYLM_CLI_PATH + " --version");
+    EXPECT_NE(best.out.find("int8 products: vpdpbusd (AVX512-VNNI)"), std::string::npos)
+        << best.out;
   }
 }
 

@@ -38,7 +38,7 @@ void check_generate_inputs(int vocab_size, int context_limit, std::span<const in
 template <class Logit>
 GenerateResult generate(BasicDecodeBackend<Logit>& backend, std::span<const int> prompt,
                         const GenerateOptions& options, const std::function<bool(int)>& on_token) {
-  const int limit = backend.context_limit();
+  const int limit = options.context_for(backend.context_limit());
   check_generate_inputs(backend.vocab_size(), limit, prompt, options);
   Generation<Logit> generation(backend, options, static_cast<int64_t>(prompt.size()));
   const int64_t wanted = static_cast<int64_t>(prompt.size()) + options.max_tokens;

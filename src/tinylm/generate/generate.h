@@ -33,6 +33,13 @@ struct GenerateOptions {
   // per token); otherwise the context's end stops the generation (learned positions do not
   // shift).
   bool slide = false;
+  // Positions the prompt and the new tokens may fill, at most the model's (llama.cpp's -c);
+  // 0: the model's.
+  int context = 0;
+  // The context in use for a model of `model_limit` positions (0: none).
+  int context_for(int model_limit) const {
+    return context > 0 && (model_limit == 0 || context < model_limit) ? context : model_limit;
+  }
   // The end-of-text rule: drawing this token ends the generation; it counts as generated but
   // is not part of the new ids and has no text.
   bool ends_text(int token) const { return token == eos_id && eos_id >= 0 && !ignore_eos; }
@@ -58,7 +65,7 @@ class Generation {
       : options_(options),
         sampler_(backend.sampler(options.sampling)),
         positions_(prompt_tokens),
-        context_limit_(options.slide ? 0 : backend.context_limit()) {}
+        context_limit_(options.slide ? 0 : options.context_for(backend.context_limit())) {}
   // Draws the next token from the logits of the last position fed; stop() then says whether
   // it ends the generation. (Touches only this generation: a server chooses for its slots in
   // parallel.)

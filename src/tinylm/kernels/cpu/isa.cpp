@@ -55,6 +55,12 @@ bool detect_avx512_bf16() {
   return a & (1u << 5);
 }
 
+bool detect_avx512_vnni() {
+  unsigned a, b, c, d;
+  if (detect_best() != Isa::avx512 || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return c & (1u << 11);
+}
+
 bool detect_amx_bf16() {
   unsigned a, b, c, d;
   if (!detect_avx512_bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
@@ -72,6 +78,7 @@ bool detect_amx_bf16() {
 #else
 Isa detect_best() { return Isa::generic; }
 bool detect_avx512_bf16() { return false; }
+bool detect_avx512_vnni() { return false; }
 bool detect_amx_bf16() { return false; }
 #endif
 
@@ -102,6 +109,11 @@ Isa resolve_active_isa() {
 
 bool cpu_has_avx512_bf16() {
   static const bool has = detect_avx512_bf16();
+  return has;
+}
+
+bool cpu_has_avx512_vnni() {
+  static const bool has = detect_avx512_vnni();
   return has;
 }
 

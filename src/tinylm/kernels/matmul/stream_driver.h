@@ -1,4 +1,4 @@
-#pragma once
+// (No include guard: a source includes it once in each level region it compiles.)
 // The streamed-product driver: the skeleton every product of activation rows with a weight
 // matrix read from memory shares (matmul/stream.cpp, matmul/bf16_dot.cpp, quant/matmul.cpp,
 // quant/int_matmul.cpp). It owns

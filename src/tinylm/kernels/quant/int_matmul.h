@@ -20,6 +20,7 @@
 // among others (prefill).
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "tinylm/core/dtype.h"
 
@@ -60,5 +61,18 @@ void unpack_int8_row(DType t, void* out, const void* packed, int64_t nin, int64_
 // an Error   b: (nout) or null. nin: a positive multiple of 32 (else Error).
 void quant_matmul_int8(DType t, float* y, const float* x, const void* w, const float* b,
                        int64_t rows, int64_t nin, int64_t nout);
+
+// The instruction that sums the avx512 level's byte products: VPDPBUSD where the CPU has
+// AVX512-VNNI (Zen 4 and 5, Ice Lake and later Xeons), else VPMADDUBSW, VPMADDWD and an add.
+// The sums are exact integers either way, so the unit changes no bits. TINYLM_INT8_UNIT
+// (vpmaddubsw or vpdpbusd) chooses; the avx2 level always takes the latter's three.
+enum class Int8Unit { vpmaddubsw, vpdpbusd };
+Int8Unit int8_dot_unit();
+std::string_view int8_unit_name(Int8Unit u);  // "vpmaddubsw", "vpdpbusd"
+// Switches the unit (tests, benchmarks); throws Error for vpdpbusd on a CPU without it.
+void set_int8_dot_unit(Int8Unit u);
+// What the active level's 8-bit products run on, for --version: "vpdpbusd (AVX512-VNNI)",
+// "vpmaddubsw" (avx2 and avx512), "scalar" (generic).
+std::string int8_products_summary();
 
 }  // namespace tinylm::kernels
