@@ -33,6 +33,11 @@ class CliMicrogptDecode : public ::testing::Test {
     delete dir_;
   }
   static std::string file(const std::string& name) { return dir_->file(name); }
+  // `perplexity` of the saved model over a file `name` holding `text`.
+  static test::CommandResult perplexity(const std::string& name, const std::string& text) {
+    test::write_text(file(name), text);
+    return run_cli("perplexity --model " + file("m.safetensors") + " --file " + file(name));
+  }
   static test::TempDir* dir_;
   static test::CommandResult* saved_;
 };
@@ -102,16 +107,12 @@ TEST_F(CliMicrogptDecode, RunDirectoryLoadsInMicrogptAndGenerate) {
 
 TEST_F(CliMicrogptDecode, PerplexityScoresNamesAsDocuments) {
   ASSERT_EQ(saved_->exit_code, 0) << saved_->err;
-  test::write_text(file("few.txt"), "emma\nolivia\n\nava\n");
-  const test::CommandResult r =
-      run_cli("perplexity --model " + file("m.safetensors") + " --file " + file("few.txt"));
+  const test::CommandResult r = perplexity("few.txt", "emma\nolivia\n\nava\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // BOS emma BOS olivia BOS ava BOS: 4 + 4 + 6 + 3 = 17 tokens, all but the first scored.
   EXPECT_EQ(r.out.rfind("tokens 17, scored 16, mean NLL ", 0), 0u) << r.out;
   // A character the model never saw is one line naming the file.
-  test::write_text(file("odd.txt"), "emma\nZoe\n");
-  const test::CommandResult odd =
-      run_cli("perplexity --model " + file("m.safetensors") + " --file " + file("odd.txt"));
+  const test::CommandResult odd = perplexity("odd.txt", "emma\nZoe\n");
   EXPECT_EQ(odd.exit_code, 1);
   EXPECT_NE(odd.err.find("odd.txt"), std::string::npos) << odd.err;
   EXPECT_EQ(std::count(odd.err.begin(), odd.err.end(), '\n'), 1) << odd.err;
@@ -121,9 +122,7 @@ TEST_F(CliMicrogptDecode, PerplexityScoresNamesAsDocuments) {
 // from the checkpoint with a plain loop (the CLI's rows are those logits rounded to f32).
 TEST_F(CliMicrogptDecode, PerplexityOfOneNameIsTheMeanOverTheModelsLogits) {
   ASSERT_EQ(saved_->exit_code, 0) << saved_->err;
-  test::write_text(file("one.txt"), "emma\n");
-  const test::CommandResult r =
-      run_cli("perplexity --model " + file("m.safetensors") + " --file " + file("one.txt"));
+  const test::CommandResult r = perplexity("one.txt", "emma\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   long long tokens = 0, scored = 0;
   double nll = 0;
