@@ -10,8 +10,28 @@
 #include "tinylm/checkpoints/evl_delta.h"
 #include "tinylm/core/error.h"
 #include "tinylm/io/atomic_file.h"
+#include "tinylm/io/output_target.h"
 
 namespace tinylm::cli {
+
+namespace {
+
+// A delta changes weights, never the vocabulary: the base's tokenizer goes beside the written
+// checkpoint, where generate, serve and train --init-from look for it (as checkpoints keep it).
+// Not for a stream (/dev/stdout, a pipe): there is no file beside it.
+void copy_tokenizer_beside(const std::string& base, const std::string& out) {
+  if (io::output_mode(out) != io::OutputMode::replace) return;
+  const std::string from = checkpoints::evl_tokenizer_path(base);
+  if (!std::filesystem::is_regular_file(from)) {
+    std::fprintf(stderr,
+                 "warning: %s has no tokenizer beside it (%s); pass --tokenizer to use %s\n",
+                 base.c_str(), from.c_str(), out.c_str());
+    return;
+  }
+  io::copy_file_atomic(from, checkpoints::evl_tokenizer_path(out));
+}
+
+}  // namespace
 
 void register_delta(CLI::App& app) {
   struct Flags {
@@ -70,6 +90,7 @@ void register_delta(CLI::App& app) {
         f->base, f->delta, f->out, checkpoints::parse_evl_precision(f->precision));
     std::fprintf(report_stream(f->out), "%s: %llu rows applied\n", f->out.c_str(),
                  static_cast<unsigned long long>(rows));
+    copy_tokenizer_beside(f->base, f->out);
   });
 }
 

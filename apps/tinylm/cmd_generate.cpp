@@ -1,5 +1,5 @@
-// tinylm generate: text from a GPT-2 checkpoint (or, with --arch evermind, an EvermindLM one),
-// streamed as it is produced.
+// tinylm generate: text from a GPT-2, EvermindLM or microgpt model (the family table's decoding
+// families), streamed as it is produced.
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -41,6 +41,7 @@ struct Generator {
 
   std::vector<int> encode(const GenerateFlags& f, const std::string& text) const {
     std::vector<int> ids = tok->encode(text, f.allow_special || family->prompt_allows_special);
+    if (family->documents_start_with_eot) ids.insert(ids.begin(), eot_of(*tok, f.model.model));
     if (ids.empty()) throw UsageError("the prompt is empty");  // EvermindLM too (issue 17)
     if (family->context_without_end > 0 && f.gen.max_tokens > generate::kMaxNewTokens) {
       throw UsageError(cat("--max-tokens ", f.gen.max_tokens, ": ", family->title,
@@ -99,8 +100,9 @@ void load_weights(Generator& g, const GenerateFlags& f, const DetectedModel& fil
   g.context = f.gen.context_for(positions);
 }
 
-// The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin.
-std::vector<std::string> read_prompts(const GenerateFlags& f) {
+// The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin; none for
+// a family whose documents start after end-of-text: that token alone (microgpt's names).
+std::vector<std::string> read_prompts(const GenerateFlags& f, const families::Family& family) {
   const int given = !f.prompt.empty() + !f.prompt_file.empty() + !f.prompts_file.empty();
   if (given > 1) throw UsageError("give one of --prompt, --prompt-file and --prompts");
   if (!f.prompts_file.empty()) {
@@ -116,6 +118,7 @@ std::vector<std::string> read_prompts(const GenerateFlags& f) {
   if (!f.prompt.empty()) return {f.prompt};
   if (!f.prompt_file.empty()) return {read_text_input(f.prompt_file)};
   if (!stdin_is_piped()) {
+    if (family.documents_start_with_eot) return {""};
     throw UsageError(
         "no prompt: give --prompt TEXT, --prompt-file FILE or --prompts FILE, or pipe it in");
   }
@@ -145,11 +148,12 @@ void run_generate(GenerateFlags& f) {
   if (f.temperature->count() == 0) f.gen.sampling.temperature = temperature;
   if (f.top_k->count() == 0 && (f.sample || f.temperature->count() == 0))
     f.gen.sampling.top_k = top_k;
-  const std::vector<std::string> prompts = read_prompts(f);
+  const std::vector<std::string> prompts = read_prompts(f, *d.family);
   Generator g = load_tokenizer_of(f, d);
   std::vector<std::vector<int>> ids;
   for (const std::string& p : prompts) ids.push_back(g.encode(f, p));
   load_weights(g, f, d);
+  check_tokenizer_fits(*g.tok, g.model.backend->vocab_size(), f.model, d);
   for (const std::vector<int>& v : ids) {  // now against the model's context
     check(g.context == 0 || static_cast<int64_t>(v.size()) <= g.context, "the prompt has ",
           v.size(), " tokens, more than the model's context of ", g.context);
@@ -240,7 +244,7 @@ std::string top_k_defaults() {
 void register_generate(CLI::App& app) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "generate", "Generate text with a GPT-2 (KV cache) or EvermindLM checkpoint, streaming");
+      "generate", "Generate text with a GPT-2 (KV cache), EvermindLM or microgpt model, streaming");
   add_arch_option(cmd, f->arch, families::those(families::decodes));
   f->model.add_to(cmd);
   cmd->add_option("-p,--prompt", f->prompt, "Prompt text (or --prompt-file, --prompts, stdin)");

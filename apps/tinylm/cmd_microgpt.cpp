@@ -60,7 +60,8 @@ void register_microgpt(CLI::App& app) {
   cmd->add_option("--save", opt->save_path, "Write the trained model (safetensors)");
   cmd->add_option(
       "--load", opt->load_path,
-      "Start from a saved model instead of the random init (then --steps defaults to 0)");
+      "Start from a saved model instead of the random init (then --steps defaults to 0): a "
+      "safetensors file, or a run directory of train --arch microgpt (its newest checkpoint)");
   cmd->add_option("--threads", *threads,
                   "Threads (microgpt's shapes are too small to split: it runs on one)")
       ->check(CLI::Range(1, max_threads()));

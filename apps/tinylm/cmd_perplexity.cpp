@@ -1,4 +1,5 @@
-// tinylm perplexity: mean negative log-likelihood of a text under a GPT-2 checkpoint.
+// tinylm perplexity: mean negative log-likelihood of a text under a GPT-2, EvermindLM or microgpt
+// model, by sliding windows.
 #include <cstdio>
 #include <limits>
 
@@ -9,6 +10,7 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/families/gpt2.h"
 #include "tinylm/generate/gpt2_perplexity.h"
+#include "tinylm/generate/perplexity.h"
 #include "tinylm/io/text_file.h"
 
 namespace tinylm::cli {
@@ -22,12 +24,14 @@ void register_perplexity(CLI::App& app) {
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
-      "perplexity", "Perplexity of a text file under a GPT-2 checkpoint (sliding windows)");
+      "perplexity",
+      "Perplexity of a text file under a GPT-2, EvermindLM or microgpt model (sliding windows)");
   f->model.add_to(cmd);
   cmd->add_option("-f,--file", f->file, "Text file (- : stdin)")->required();
   // Unset, they are 0 and take their defaults below; given, 0 is an error, not the default.
   cmd->add_option("-c,--context,--ctx-size", f->context,
-                  "Window length in tokens, at least 2 (default: n_positions)")
+                  "Window length in tokens, at least 2 (default: the model's positions; "
+                  "EvermindLM: 4096)")
       ->check(CLI::Range(2, std::numeric_limits<int>::max()));
   cmd->add_option("--stride", f->stride, "Window step in tokens, at least 1 (default: context / 2)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
@@ -42,24 +46,38 @@ void register_perplexity(CLI::App& app) {
     const BpeTokenizer tok = load_model_tokenizer(f->model, d);
     std::vector<int> tokens;
     try {
-      tokens = tok.encode(text);
+      tokens = encode_text(*d.family, tok, text, d.path);
     } catch (const Error& e) {  // a character outside a character vocabulary, say
       fail(f->file, ": ", e.what());
     }
     if (f->limit > 0 && static_cast<int64_t>(tokens.size()) > f->limit) tokens.resize(f->limit);
-    // Scoring reads GPT-2's whole-sequence forward (generate/gpt2_perplexity.h).
     set_num_threads(f->model.threads);
-    // A window's scored rows at most (the default context: the model's n_positions).
-    f->model.load.logit_rows = f->context > 0 ? f->context : std::numeric_limits<int>::max();
-    std::string loaded;
-    gpt2::Model model = families::load_gpt2_weights(d, f->model.load, loaded);
-    std::fprintf(stderr, "%s\n", loaded.c_str());
-    const int context = f->context > 0 ? f->context : model.config().n_positions;
-    const int stride = f->stride > 0 ? f->stride : std::max(1, context / 2);
     TerminalProgress progress("perplexity", "tokens");
-    const generate::PerplexityResult r = generate::perplexity(
-        model, tokens, context, stride,
-        [&](int64_t scored, int64_t total) { progress.update(scored, total); });
+    const auto on_window = [&](int64_t scored, int64_t total) { progress.update(scored, total); };
+    int context = 0, stride = 0;
+    generate::PerplexityResult r;
+    if (d.family == &families::gpt2_family) {
+      // GPT-2 scores a window in one batched forward (generate/gpt2_perplexity.h).
+      // A window's scored rows at most (the default context: the model's n_positions).
+      f->model.load.logit_rows = f->context > 0 ? f->context : std::numeric_limits<int>::max();
+      std::string loaded;
+      gpt2::Model model = families::load_gpt2_weights(d, f->model.load, loaded);
+      std::fprintf(stderr, "%s\n", loaded.c_str());
+      check_tokenizer_fits(tok, model.config().vocab_size, f->model, d);
+      context = f->context > 0 ? f->context : model.config().n_positions;
+      stride = f->stride > 0 ? f->stride : std::max(1, context / 2);
+      r = generate::perplexity(model, tokens, context, stride, on_window);
+    } else {
+      // The others through their decode interface (generate/perplexity.h); a model without a
+      // context end takes the family's served context as its default window.
+      const families::DecodeModel model = load_decoder(f->model, d);
+      generate::DecodeBackend& backend = *model.backend;
+      check_tokenizer_fits(tok, backend.vocab_size(), f->model, d);
+      const int limit = backend.context_limit();
+      context = f->context > 0 ? f->context : limit > 0 ? limit : d.family->context_without_end;
+      stride = f->stride > 0 ? f->stride : std::max(1, context / 2);
+      r = generate::perplexity(backend, tokens, context, stride, on_window);
+    }
     progress.finish();
     std::printf("tokens %zu, scored %lld, mean NLL %.6f, perplexity %.4f\n", tokens.size(),
                 static_cast<long long>(r.count), r.mean_nll(), r.perplexity());

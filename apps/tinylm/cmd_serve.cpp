@@ -77,6 +77,7 @@ void run_serve(ServeFlags& f) {
   f.model.load.logit_rows = f.server.slots;
   const families::DecodeModel model = load_decoder(f.model, d);
   generate::DecodeBackend* backend = model.backend.get();
+  check_tokenizer_fits(tok, backend->vocab_size(), f.model, d);
   serve::ModelInfo info;
   // The model's positions, or the family's when its sequences have no end.
   info.context =

@@ -1,6 +1,7 @@
 #include "model_kind.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "cli_util.h"
 #include "tinylm/core/error.h"
@@ -103,6 +104,43 @@ void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::s
 
 BpeTokenizer load_model_tokenizer(const ModelFlags& flags, const DetectedModel& file) {
   return file.family->load_tokenizer(flags.load.tokenizer, file);
+}
+
+void check_tokenizer_fits(const BpeTokenizer& tok, int64_t model_vocab, const ModelFlags& flags,
+                          const DetectedModel& file) {
+  if (tok.vocab_size() <= model_vocab) return;
+  const std::string name =
+      flags.load.tokenizer.empty() ? "the tokenizer of " + file.path : flags.load.tokenizer;
+  fail(name, ": the tokenizer has ", tok.vocab_size(), " ids, more than the model's vocabulary of ",
+       model_vocab, " (", file.path, "); pass the model's own with --tokenizer");
+}
+
+int eot_of(const BpeTokenizer& tok, const std::string& model) {
+  const std::optional<int> eot = tok.eot_id();
+  check(eot.has_value(), model,
+        ": its tokenizer has no <|endoftext|>, the token its documents start with");
+  return *eot;
+}
+
+std::vector<int> encode_text(const families::Family& family, const BpeTokenizer& tok,
+                             std::string_view text, const std::string& model) {
+  if (!family.documents_start_with_eot) return tok.encode(text);
+  const int eot = eot_of(tok, model);
+  std::vector<int> ids;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty()) {
+      ids.push_back(eot);
+      const std::vector<int> doc = tok.encode(line);
+      ids.insert(ids.end(), doc.begin(), doc.end());
+    }
+    at = end + 1;
+  }
+  if (!ids.empty()) ids.push_back(eot);
+  return ids;
 }
 
 families::DecodeModel load_decoder(const ModelFlags& flags, const DetectedModel& file) {

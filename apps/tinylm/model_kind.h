@@ -43,6 +43,21 @@ void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::s
 // The tokenizer of `file`'s family: --tokenizer, else the model's own, else the family's.
 BpeTokenizer load_model_tokenizer(const ModelFlags& flags, const DetectedModel& file);
 
+// Refuses a tokenizer with more ids than the model's vocabulary of `model_vocab`, whose ids past
+// it the model has no row for, in one line naming both sizes; fewer is fine (a head padded to a
+// round size, as GPT-2's of 50257 tokens in a 50304-row head).
+void check_tokenizer_fits(const BpeTokenizer& tok, int64_t model_vocab, const ModelFlags& flags,
+                          const DetectedModel& file);
+
+// The tokenizer's <|endoftext|> id (microgpt's BOS), or an Error naming `model`'s tokenizer.
+int eot_of(const BpeTokenizer& tok, const std::string& model);
+
+// The ids of a text to score: the tokenizer's, or for a family whose documents start after
+// end-of-text (microgpt), each non-empty line as a document after that token, and one at the
+// end (what ends the last document), as it trains.
+std::vector<int> encode_text(const families::Family& family, const BpeTokenizer& tok,
+                             std::string_view text, const std::string& model);
+
 // `file` loaded for decoding with --threads; prints the load line to stderr.
 families::DecodeModel load_decoder(const ModelFlags& flags, const DetectedModel& file);
 

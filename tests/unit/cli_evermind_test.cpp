@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <string>
 
 #include "test_util.h"
 
@@ -76,6 +79,7 @@ TEST_F(CliEvermind, DeltaRoundTripIsExactAndChecksTheBase) {
               file("run2"));
   ASSERT_EQ(more.exit_code, 0) << more.err;
   std::filesystem::copy_file(file("run/latest/model.evl"), file("m.evl"));
+  std::filesystem::copy_file(tokenizer(), file("m.tokenizer.json"));
   std::filesystem::copy_file(file("run2/latest/model.evl"), file("m2.evl"));
   const test::CommandResult ex = run_cli("delta export --base " + file("m.evl") + " --model " +
                                          file("m2.evl") + " --eps 0 --out " + file("d.evd"));
@@ -84,6 +88,12 @@ TEST_F(CliEvermind, DeltaRoundTripIsExactAndChecksTheBase) {
                                          file("d.evd") + " --out " + file("m3.evl"));
   ASSERT_EQ(ap.exit_code, 0) << ap.err;
   EXPECT_EQ(test::read_text(file("m2.evl")), test::read_text(file("m3.evl")));
+  // The written checkpoint has the base's tokenizer beside it, so generate runs it as it is.
+  EXPECT_EQ(test::read_text(file("m3.tokenizer.json")), test::read_text(tokenizer()));
+  const test::CommandResult gen =
+      run_cli("generate --model " + file("m3.evl") + " --prompt First --max-tokens 5");
+  EXPECT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_EQ(gen.out.rfind("First", 0), 0u) << gen.out;
   // A larger eps keeps fewer rows.
   const test::CommandResult sparse =
       run_cli("delta export --base " + file("m.evl") + " --model " + file("m2.evl") +
@@ -94,6 +104,76 @@ TEST_F(CliEvermind, DeltaRoundTripIsExactAndChecksTheBase) {
                                 file("d.evd") + " --out " + file("x.evl")),
                         "base");
   EXPECT_FALSE(std::filesystem::exists(file("x.evl")));
+}
+
+TEST_F(CliEvermind, PerplexityScoresEveryTokenOnce) {
+  ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
+  test::write_text(file("small.txt"), test::read_text(file("corpus.txt")).substr(0, 3000));
+  const std::string args = "perplexity --model " + model() + " --file " + file("small.txt");
+  const test::CommandResult a = run_cli(args + " --context 64");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  long long tokens = 0, scored = 0;
+  double nll = 0, ppl = 0;
+  ASSERT_EQ(std::sscanf(a.out.c_str(), "tokens %lld, scored %lld, mean NLL %lf, perplexity %lf",
+                        &tokens, &scored, &nll, &ppl),
+            4)
+      << a.out;
+  EXPECT_GT(tokens, 100);
+  EXPECT_EQ(scored, tokens - 1);
+  EXPECT_NEAR(ppl, std::exp(nll), 1e-3 * ppl);
+  EXPECT_NE(a.err.find("context 64, stride 32"), std::string::npos) << a.err;
+  // The same text again: the same bytes.
+  EXPECT_EQ(run_cli(args + " --context 64").out, a.out);
+  // Windows without overlap: each window's first token is only context (Hugging Face's
+  // convention at stride == context), so one token fewer is scored a window after the first.
+  const test::CommandResult b = run_cli(args + " --context 64 --stride 64");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  long long b_tokens = 0, b_scored = 0;
+  ASSERT_EQ(std::sscanf(b.out.c_str(), "tokens %lld, scored %lld,", &b_tokens, &b_scored), 2);
+  EXPECT_EQ(b_tokens, tokens);
+  ASSERT_NE(tokens % 64, 1);  // else the last window would be one token, scoring nothing
+  EXPECT_EQ(b_scored, tokens - (tokens + 63) / 64);
+  EXPECT_NE(b.out, a.out);
+}
+
+// Exit 1 with `error` as the last line of stderr (after the load line, when the model had to be
+// read to know its vocabulary), and nothing on stdout.
+void expect_error_last(const test::CommandResult& r, const std::string& error) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  const size_t at = r.err.rfind('\n', r.err.size() - 2);
+  const std::string last = r.err.substr(at == std::string::npos ? 0 : at + 1);
+  EXPECT_EQ(last.rfind("tinylm: error: ", 0), 0u) << r.err;
+  EXPECT_NE(last.find(error), std::string::npos) << r.err;
+}
+
+// A tokenizer with ids the model has no row for is refused wherever it meets the model.
+TEST_F(CliEvermind, TokenizerLargerThanTheModelIsRefused) {
+  ASSERT_EQ(trained_->exit_code, 0) << trained_->err;
+  const std::string gpt2 = test::source_path("data/gpt2");
+  const std::string with = " --model " + model() + " --tokenizer " + gpt2;
+  const std::string sizes = ": the tokenizer has 50257 ids, more than the model's vocabulary of ";
+  for (const std::string& command :
+       {"generate" + with + " --prompt First",
+        "perplexity" + with + " --file " + file("corpus.txt"), "serve" + with + " --port 0"}) {
+    SCOPED_TRACE(command);
+    expect_error_last(run_cli(command), gpt2 + sizes);
+  }
+  // Fewer ids than the model's rows is fine: another run's vocabulary of 280.
+  const test::CommandResult small =
+      run_cli("train --arch evermind --data " + file("corpus.txt") +
+              " --vocab-size 280 --seq-len 32 --d-model 16 --steps 1 --threads 1 --out " +
+              file("small-vocab"));
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  const test::CommandResult fewer =
+      run_cli("generate --model " + model() + " --tokenizer " + file("small-vocab/tokenizer.json") +
+              " --prompt First --max-tokens 4");
+  EXPECT_EQ(fewer.exit_code, 0) << fewer.err;
+  EXPECT_EQ(fewer.out.rfind("First", 0), 0u) << fewer.out;
+  expect_error_last(run_cli("train --arch evermind --data " + file("corpus.txt") + " --tokenizer " +
+                            gpt2 + " --init-from " + model() +
+                            " --seq-len 32 --steps 1 --threads 1 --out " + file("big")),
+                    "50257 tokens, more than the model's vocabulary of ");
 }
 
 TEST_F(CliEvermind, BadInputsAreOneLineErrors) {

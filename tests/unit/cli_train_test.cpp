@@ -68,6 +68,15 @@ TEST(CliTrain, ResumeChecksTheRunAndOverwritesNothing) {
   expect_one_line_error(run_cli("train --resume " + run + " --arch gpt2"), "--arch");
   expect_one_line_error(run_cli("train --resume " + run + " --lr 0.5"), "--lr");
   expect_one_line_error(run_cli("train --resume " + run + " --out " + tmp.file("x")), "--out");
+  // A finished run trains nothing: exit 1 and how to go on (which run2 below does).
+  const CommandResult finished = run_cli("train --resume " + run);
+  EXPECT_EQ(finished.exit_code, 1);
+  expect_one_line_error(finished, run + ": finished at step 4 of 4; to train further: tinylm " +
+                                      "train --resume " + run + " --steps M (M > 4)");
+  EXPECT_EQ(finished.out, "");
+  const CommandResult fewer = run_cli("train --resume " + run + " --steps 3");
+  EXPECT_EQ(fewer.exit_code, 1);
+  expect_one_line_error(fewer, "--steps 3 trains no further; give --steps above 4");
   EXPECT_EQ(snapshot(run), before);
 
   // A damaged training state: an error naming it, and the run left as it was.

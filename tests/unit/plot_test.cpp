@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <utility>
 
 #include "test_util.h"
 #include "tinylm/core/utf8.h"
@@ -369,6 +370,46 @@ TEST(PlotCli, WritesTheFigureAndReportsBadLines) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("b.jsonl:301: not JSON"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("g.svg")));
+}
+
+// A PNG's width and height, from its IHDR chunk (big-endian, right after the signature and the
+// chunk's length and type); fails the test when the bytes do not start as a PNG does.
+std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
+  const std::string signature = "\x89PNG\r\n\x1a\n";
+  EXPECT_EQ(png.substr(0, 8), signature);
+  EXPECT_EQ(png.substr(12, 4), "IHDR");
+  const auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(png[at + i]);
+    return v;
+  };
+  return {be32(16), be32(20)};
+}
+
+TEST(PlotCli, WritesPngForDotPngAndRefusesUnknownTypes) {
+  test::TempDir dir;
+  std::string text;
+  for (const LossPoint& p : run("a", 50, 0.1, 1).train) text += step_line(p.step, p.loss);
+  test::write_text(dir.file("a.jsonl"), text);
+  const std::string plot = "plot " + dir.file("a.jsonl") + " --width 640 --height 400 --out ";
+  const test::CommandResult png = test::run_cli(plot + dir.file("f.png"));
+  ASSERT_EQ(png.exit_code, 0) << png.err;
+  const std::string bytes = test::read_text(dir.file("f.png"));
+  ASSERT_GT(bytes.size(), 24u);
+  EXPECT_EQ(png_size(bytes), std::make_pair(640u, 400u));
+  const test::CommandResult svg = test::run_cli(plot + dir.file("f.svg"));
+  ASSERT_EQ(svg.exit_code, 0) << svg.err;
+  EXPECT_NE(bytes, test::read_text(dir.file("f.svg")));
+  EXPECT_EQ(xml_problem(test::read_text(dir.file("f.svg"))), "");
+  // The same figure again: the same pixels, the same bytes.
+  ASSERT_EQ(test::run_cli(plot + dir.file("g.png")).exit_code, 0);
+  EXPECT_EQ(test::read_text(dir.file("g.png")), bytes);
+
+  const test::CommandResult jpg = test::run_cli(plot + dir.file("f.jpg"));
+  EXPECT_EQ(jpg.exit_code, 2);
+  EXPECT_NE(jpg.err.find("unknown image type .jpg (use .svg or .png)"), std::string::npos)
+      << jpg.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("f.jpg")));
 }
 
 }  // namespace

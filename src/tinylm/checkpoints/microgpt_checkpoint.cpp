@@ -10,10 +10,11 @@ namespace tinylm::checkpoints {
 namespace {
 constexpr const char* kFormat = "tinylm-microgpt-1";
 
-int metadata_int(const io::SafetensorsFile& f, const std::string& key) {
+template <class Int = int>
+Int metadata_int(const io::SafetensorsFile& f, const std::string& key) {
   const auto it = f.metadata().find(key);
   check(it != f.metadata().end(), f.path(), ": metadata has no '", key, "'");
-  int v = 0;
+  Int v = 0;
   const std::string& s = it->second;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   check(ec == std::errc() && p == s.data() + s.size(), f.path(), ": metadata '", key,
@@ -23,9 +24,9 @@ int metadata_int(const io::SafetensorsFile& f, const std::string& key) {
 }  // namespace
 
 void save_microgpt(const std::string& path, const microgpt::Model& model,
-                   const CharTokenizer& tokenizer) {
+                   const CharTokenizer& tokenizer, std::optional<int64_t> documents) {
   const microgpt::Config& c = model.config();
-  const std::map<std::string, std::string> meta = {
+  std::map<std::string, std::string> meta = {
       {"format", kFormat},
       {"chars", tokenizer.chars_utf8()},
       {"vocab_size", std::to_string(c.vocab_size)},
@@ -34,6 +35,7 @@ void save_microgpt(const std::string& path, const microgpt::Model& model,
       {"n_layer", std::to_string(c.n_layer)},
       {"block_size", std::to_string(c.block_size)},
   };
+  if (documents) meta["documents"] = std::to_string(*documents);
   std::vector<io::SafetensorsWriteEntry> tensors;
   const std::span<const double> flat = model.params();
   for (const ParamEntry& e : model.layout().entries()) {
@@ -61,6 +63,10 @@ MicrogptCheckpoint load_microgpt(const std::string& path) {
   const auto chars = f.metadata().find("chars");
   check(chars != f.metadata().end(), path, ": metadata has no 'chars'");
   ck.chars = chars->second;
+  if (f.metadata().count("documents") != 0) {
+    ck.documents = metadata_int<int64_t>(f, "documents");
+    check(*ck.documents >= 0, path, ": metadata 'documents' is negative");
+  }
   const CharTokenizer tok = CharTokenizer::from_chars(ck.chars);
   check(tok.vocab_size() == ck.config.vocab_size, path, ": metadata chars give a vocabulary of ",
         tok.vocab_size(), " but vocab_size is ", ck.config.vocab_size);

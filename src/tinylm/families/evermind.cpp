@@ -1,6 +1,5 @@
 // EvermindLM's record: EVL0 checkpoints, with the tokenizer saved beside them.
 #include <cstdio>
-#include <filesystem>
 
 #include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/error.h"
@@ -18,11 +17,8 @@ const char* recognise(const checkpoints::Sniffed& file) {
 
 // --tokenizer when given (a tokenizer.json or a directory), else the checkpoint's default.
 BpeTokenizer load_tokenizer(const std::string& explicit_path, const checkpoints::Sniffed& model) {
-  const std::string path =
-      explicit_path.empty() ? checkpoints::evl_tokenizer_path(model.path) : explicit_path;
-  if (std::filesystem::is_directory(path)) return BpeTokenizer::from_directory(path);
-  check(std::filesystem::exists(path), path, ": no such tokenizer file (pass --tokenizer)");
-  return BpeTokenizer::from_tokenizer_json(path);
+  return tokenizer_from_path(explicit_path.empty() ? checkpoints::evl_tokenizer_path(model.path)
+                                                   : explicit_path);
 }
 
 DecodeModel load_decoder(const checkpoints::Sniffed& file, const LoadOptions&) {
@@ -50,6 +46,7 @@ extern const Family evermind_family{
     .temperature = 0.8,  // these read well on the README's runs (docs/cli.md)
     .top_k = 40,
     .context_without_end = 4096,
+    .perplexity = true,
     .training = &train::train_family("evermind"),
 };
 

@@ -76,14 +76,22 @@ struct Family {
   // (EvermindLM's conv history): generate then makes at most generate::kMaxNewTokens. 0: the
   // model has an end (GPT-2's n_positions).
   int context_without_end = 0;
+  // Its texts are documents that start after the end-of-text token (microgpt's BOS, which also
+  // ends them): a prompt starts with that token (an empty prompt is that token alone), and
+  // perplexity scores a text's lines as documents, each after one.
+  bool documents_start_with_eot = false;
 
-  bool perplexity = false;  // `tinylm perplexity` scores it (generate/gpt2_perplexity.h)
+  bool perplexity = false;  // `tinylm perplexity` scores it (generate/perplexity.h)
   bool convert = false;     // `tinylm convert` reads and writes its files
 
   // How it trains: train/'s record of this family (train/ is the layer below, so the link
   // lives here); null for a family that does not train.
   const train::TrainFamily* training = nullptr;
 };
+
+// A tokenizer named by --tokenizer: a tokenizer.json, or a directory with one (or with
+// vocab.json + merges.txt).
+BpeTokenizer tokenizer_from_path(const std::string& path);
 
 // The records, in the order commands list them.
 const std::vector<const Family*>& all();

@@ -1,5 +1,8 @@
 // The list of families and the lookups over it. A new family: its record in its own file
 // (gpt2.cpp is the model) and one line in each list below.
+#include <filesystem>
+
+#include "tinylm/core/error.h"
 #include "tinylm/families/family.h"
 
 namespace tinylm::families {
@@ -12,6 +15,12 @@ const std::vector<const Family*>& all() {
   static const std::vector<const Family*> table = {&gpt2_family, &evermind_family,
                                                    &microgpt_family};
   return table;
+}
+
+BpeTokenizer tokenizer_from_path(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return BpeTokenizer::from_directory(path);
+  check(std::filesystem::exists(path), path, ": no such tokenizer file (pass --tokenizer)");
+  return BpeTokenizer::from_tokenizer_json(path);
 }
 
 std::vector<const Family*> those(bool (*accepts)(const Family&)) {

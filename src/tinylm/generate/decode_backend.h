@@ -10,6 +10,7 @@
 //
 // Logit is the type of the rows the sampler reads: float, except microgpt's double (its
 // numbers are CPython's, and so are the weights its sampling draws from).
+#include <cstdint>
 #include <memory>
 #include <span>
 
@@ -75,5 +76,17 @@ std::unique_ptr<DecodeBackend> evermind_backend(const evermind::Model<float>& mo
 // by random.choices from `rng` (the run's, which the shuffle and the init used before). The
 // model holds one sequence's cache: one sequence at a time.
 std::unique_ptr<BasicDecodeBackend<double>> microgpt_backend(microgpt::Model& model, PyRandom& rng);
+
+// How `tinylm microgpt --load` has used its RNG when it samples: seeded, then random.shuffle of
+// `documents` documents, then `params` Gaussian draws of the init (which a load overwrites).
+struct MicrogptReplay {
+  int64_t documents = 0, params = 0;
+};
+// microgpt for generate and serve: float rows (the double logits rounded) whose samplers still
+// draw from the double rows, each sampler with its own RNG seeded by its options' seed and
+// advanced by `replay`, so that a sample with seed S is the first name `tinylm microgpt --load
+// --seed S` prints (temperature 0: the largest logit). Sequences take turns in the model's one
+// cache (each is replayed when it comes back: at most block_size tokens).
+std::unique_ptr<DecodeBackend> microgpt_backend(microgpt::Model& model, MicrogptReplay replay);
 
 }  // namespace tinylm::generate

@@ -58,4 +58,18 @@ BpeTokenizer char_vocabulary(std::string_view text) {
   return BpeTokenizer::from_tokens(tokens, merges, {}, "char vocabulary");
 }
 
+BpeTokenizer microgpt_vocabulary(std::string_view chars) {
+  std::vector<std::string> tokens;
+  for (const char c : chars) {
+    const auto byte = static_cast<uint8_t>(c);
+    check(byte < 0x80, "microgpt character set: character at byte ", tokens.size(),
+          " is not ASCII (tinylm reads microgpt vocabularies of single-byte characters only)");
+    tokens.push_back(byte_level(std::string(1, c)));
+  }
+  check(!tokens.empty(), "microgpt character set: empty");
+  const int bos = static_cast<int>(tokens.size());
+  tokens.emplace_back("<|endoftext|>");
+  return BpeTokenizer::from_tokens(tokens, {}, std::span(&bos, 1), "microgpt character set");
+}
+
 }  // namespace tinylm

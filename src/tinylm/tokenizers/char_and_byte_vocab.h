@@ -18,4 +18,10 @@ BpeTokenizer byte_vocabulary();
 // Error naming it, unless all its bytes happen to be tokens (then it is those bytes).
 BpeTokenizer char_vocabulary(std::string_view text);
 
+// microgpt's character set (CharTokenizer's: sorted unique characters, UTF-8) as ids 0..n-1
+// and its BOS, the documents' separator, as <|endoftext|> (n): the ids its model reads. The
+// characters must be single bytes (ASCII): one of several bytes would need byte tokens beyond
+// the model's vocabulary, so it is an Error naming it.
+BpeTokenizer microgpt_vocabulary(std::string_view chars);
+
 }  // namespace tinylm

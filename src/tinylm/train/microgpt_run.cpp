@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "tinylm/checkpoints/microgpt_checkpoint.h"
+#include "tinylm/checkpoints/sniff.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/core/timer.h"
@@ -51,14 +52,18 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
   // one the original run used: a saved-and-loaded model samples what the run sampled.
   for (double& p : model->params()) p = rng.gauss(0.0, 0.08);
   if (!opt.load_path.empty()) {
-    const checkpoints::MicrogptCheckpoint ck = checkpoints::load_microgpt(opt.load_path);
+    // A run directory or a checkpoint step-N/ stands for its model.safetensors.
+    const checkpoints::Sniffed found = checkpoints::sniff(opt.load_path);
+    const std::string& load_path =
+        found.format == checkpoints::Format::safetensors ? found.path : opt.load_path;
+    const checkpoints::MicrogptCheckpoint ck = checkpoints::load_microgpt(load_path);
     const microgpt::Config& c = ck.config;
     check(c.n_embd == config.n_embd && c.n_head == config.n_head && c.n_layer == config.n_layer &&
               c.block_size == config.block_size,
-          opt.load_path, ": model configuration (n_embd ", c.n_embd, ", n_head ", c.n_head,
+          load_path, ": model configuration (n_embd ", c.n_embd, ", n_head ", c.n_head,
           ", n_layer ", c.n_layer, ", block_size ", c.block_size,
           ") differs from the command line's");
-    check(ck.chars == tokenizer.chars_utf8(), opt.load_path, ": character set differs from ",
+    check(ck.chars == tokenizer.chars_utf8(), load_path, ": character set differs from ",
           opt.data_path, "'s");
     std::copy(ck.params.begin(), ck.params.end(), model->params().begin());
   }
@@ -87,7 +92,8 @@ MicrogptResult run_microgpt(const MicrogptOptions& opt, std::ostream& out, bool 
   loop.run(hooks);
   if (carriage_return && steps > 0) out << '\n';
   result.timings.train_ms = timer.elapsed_ms();
-  if (!opt.save_path.empty()) checkpoints::save_microgpt(opt.save_path, *model, tokenizer);
+  if (!opt.save_path.empty())
+    checkpoints::save_microgpt(opt.save_path, *model, tokenizer, static_cast<int64_t>(docs.size()));
 
   timer.reset();
   out << "\n--- inference (new, hallucinated names) ---\n";

@@ -1,7 +1,11 @@
 #include "tinylm/train/progress.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace tinylm::train {
@@ -13,8 +17,23 @@ std::string clock_text(double seconds) {
   return buf;
 }
 
-Progress::Progress(std::FILE* out, bool terminal, int64_t total_steps, int64_t every)
-    : out_(out), terminal_(terminal), total_(total_steps), every_(every) {}
+std::string fit_to_columns(std::string_view line, int columns) {
+  if (columns <= 0) return std::string(line);
+  return std::string(line.substr(0, static_cast<size_t>(columns - 1)));
+}
+
+int terminal_columns(int fd) {
+  winsize ws{};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  const char* env = std::getenv("COLUMNS");
+  if (env == nullptr) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  return end != env && *end == '\0' && n > 0 && n < 100000 ? static_cast<int>(n) : 0;
+}
+
+Progress::Progress(std::FILE* out, bool terminal, int64_t total_steps, int64_t every, int columns)
+    : out_(out), terminal_(terminal), total_(total_steps), every_(every), columns_(columns) {}
 
 void Progress::step(const StepRecord& r, std::optional<double> mfu) {
   const double rate = r.step_s > 0 ? static_cast<double>(r.step_tokens) / r.step_s : 0.0;
@@ -30,11 +49,17 @@ void Progress::step(const StepRecord& r, std::optional<double> mfu) {
   const double eta = per_step * static_cast<double>(total_ - r.step);
   char mfu_text[32] = "";
   if (mfu) std::snprintf(mfu_text, sizeof mfu_text, " | MFU %.0f%%", 100.0 * *mfu);
-  std::fprintf(out_, "%sstep %lld/%lld | loss %.4f | lr %.3g | %.0f tok/s%s | ETA %s%s%s",
-               terminal_ ? "\r\033[K" : "", static_cast<long long>(r.step),
-               static_cast<long long>(total_), r.loss, r.lr, tokens_per_s_, mfu_text,
-               clock_text(eta).c_str(), r.skipped ? " | skipped (not finite)" : "",
-               terminal_ ? "" : "\n");
+  char line[256];
+  std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3g | %.0f tok/s%s | ETA %s%s",
+                static_cast<long long>(r.step), static_cast<long long>(total_), r.loss, r.lr,
+                tokens_per_s_, mfu_text, clock_text(eta).c_str(),
+                r.skipped ? " | skipped (not finite)" : "");
+  if (terminal_) {
+    const int columns = columns_ > 0 ? columns_ : terminal_columns(::fileno(out_));
+    std::fprintf(out_, "\r\033[K%s", fit_to_columns(line, columns).c_str());
+  } else {
+    std::fprintf(out_, "%s\n", line);
+  }
   std::fflush(out_);
   open_line_ = terminal_;
 }

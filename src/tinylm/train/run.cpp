@@ -313,6 +313,22 @@ template RunSummary drive<float>(const RunConfig&, RunDir&, const RunRequest&, S
 template RunSummary drive<double>(const RunConfig&, RunDir&, const RunRequest&, Session<double>,
                                   std::optional<TrainState<double>>);
 
+namespace {
+
+// A resume of a run already at its --steps would train nothing: say so, and how to go on
+// (--steps may change on resume; the schedule then stretches to the new end).
+void check_not_finished(const std::string& dir, int64_t step, int64_t steps, const json& given) {
+  if (step < steps) return;
+  if (given.contains("steps"))
+    throw Error(cat(dir, ": at step ", step, ", and --steps ", steps,
+                    " trains no further; give --steps above ", step));
+  throw Error(cat(dir, ": finished at step ", step, " of ", steps,
+                  "; to train further: tinylm train --resume ", dir, " --steps M (M > ", step,
+                  ")"));
+}
+
+}  // namespace
+
 RunSummary run_training(const RunRequest& given_request) {
   distributed::Comm& comm = distributed::Comm::world();
   RunRequest request = given_request;
@@ -371,6 +387,7 @@ RunSummary run_training(const RunRequest& given_request) {
     check(!all.empty(), request.dir, ": no checkpoint to resume from (the run stopped before ",
           "its first one; start it again)");
     resume = all.back();
+    check_not_finished(request.dir, resume->step, config.steps, request.given);
   } else if (comm.root()) {
     fs::remove(dir.metrics_jsonl());
     write_json(dir.run_json(), to_json(config));

@@ -57,7 +57,8 @@ RunSummary run_microgpt(const RunConfig& c, RunDir& dir, const RunRequest& reque
       request.log, "microgpt: %zu parameters, %zu documents (%lld held out), vocabulary of %d\n",
       model->params().size(), docs.size(), static_cast<long long>(n_val), config.vocab_size);
   const auto save = [&](const std::string& out) {
-    checkpoints::save_microgpt(out + "/model.safetensors", *model, tokenizer);
+    checkpoints::save_microgpt(out + "/model.safetensors", *model, tokenizer,
+                               static_cast<int64_t>(docs.size()));
   };
   return drive<double>(c, dir, request, {trainable, data, save}, std::move(state));
 }
