@@ -72,6 +72,14 @@ TerminalProgress::TerminalProgress(std::string label, std::string unit, double s
 
 TerminalProgress::~TerminalProgress() { finish(); }
 
+namespace {
+std::string fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+}  // namespace
+
 void TerminalProgress::update(int64_t done, int64_t total) {
   if (!terminal_) return;
   const double ms = timer_.elapsed_ms();
@@ -80,15 +88,15 @@ void TerminalProgress::update(int64_t done, int64_t total) {
   const double rate = ms > 0 ? done * 1000.0 / ms : 0.0;
   const std::string eta =
       rate > 0 && total > done ? train::clock_text((total - done) / rate) : std::string("-");
-  if (scale_ == 1.0) {
-    std::fprintf(stderr, "\r\033[K%s %lld/%lld %s, %.0f %s/s, ETA %s", label_.c_str(),
-                 static_cast<long long>(done), static_cast<long long>(total), unit_.c_str(), rate,
-                 unit_.c_str(), eta.c_str());
-  } else {
-    std::fprintf(stderr, "\r\033[K%s %.1f/%.1f %s, %.1f %s/s, ETA %s", label_.c_str(),
-                 static_cast<double>(done) / scale_, static_cast<double>(total) / scale_,
-                 unit_.c_str(), rate / scale_, unit_.c_str(), eta.c_str());
-  }
+  const std::string line = scale_ == 1.0
+                               ? cat(label_, " ", done, "/", total, " ", unit_, ", ",
+                                     static_cast<int64_t>(rate + 0.5), " ", unit_, "/s, ETA ", eta)
+                               : cat(label_, " ", fixed1(static_cast<double>(done) / scale_), "/",
+                                     fixed1(static_cast<double>(total) / scale_), " ", unit_, ", ",
+                                     fixed1(rate / scale_), " ", unit_, "/s, ETA ", eta);
+  // Cut to the terminal's width: a line that wraps is no longer rewritten in place.
+  const std::string fitted = train::fit_to_columns(line, train::terminal_columns(STDERR_FILENO));
+  std::fprintf(stderr, "\r\033[K%s", fitted.c_str());
   std::fflush(stderr);
   shown_ = true;
 }

@@ -213,6 +213,28 @@ TEST_F(CliHabits, MistakesAreNamed) {
   expect_usage_error(run_cli("generate" + m + " -p hi --temp -1"), "temperature must be >= 0");
 }
 
+// The progress line of generate, perplexity, tokenize and init is cut to a narrow terminal's
+// width, so it is rewritten in place instead of wrapping.
+TEST_F(CliHabits, ProgressLineFitsANarrowTerminal) {
+  if (test::run_shell("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
+  const std::string cmd = std::string(TINYLM_CLI_PATH) + " perplexity -m " + model() + " -f " +
+                          file("text.txt") + " -c 16 >/dev/null";
+  const test::CommandResult tty =
+      test::run_shell("script -qec 'stty cols 24; " + cmd + "' /dev/null");
+  ASSERT_EQ(tty.exit_code, 0) << tty.out;
+  const std::string mark = "\r\033[K";
+  size_t lines = 0;
+  for (size_t at = tty.out.find(mark); at != std::string::npos; at = tty.out.find(mark, at + 1)) {
+    const size_t start = at + mark.size();
+    const size_t end = tty.out.find_first_of("\r\n", start);
+    const std::string line = tty.out.substr(start, end - start);
+    if (line.rfind("perplexity", 0) != 0) continue;  // (a result line, after the progress)
+    ++lines;
+    EXPECT_LE(line.size(), 23u) << line;
+  }
+  EXPECT_GT(lines, 0u) << tty.out;
+}
+
 // The README's training recipe as printed, from a directory outside the checkout: configs/ and
 // data/ are found as bundled files.
 TEST_F(CliHabits, ReadmeRecipeRunsFromAnyDirectory) {
