@@ -70,17 +70,28 @@ struct QuantImpl final : HostForward<QuantImpl, float> {
     blocks.resize(n_blocks);
     small.resize(n_small);
     std::vector<float> f32, transposed;
+    std::vector<std::byte> quantized;
     const auto quantize_tensor = [&](const std::string& name, DType type, int64_t rows,
                                      int64_t cols, bool conv1d, size_t offset) {
-      const auto numel = static_cast<size_t>(rows * cols);
-      if (conv1d) {  // (nin, nout) -> (nout, nin): blocks along the inputs
-        f32.resize(numel);
-        read(name, DType::f32, f32.data(), numel, 0);
-        transposed.resize(numel);
-        for (int64_t i = 0; i < rows; ++i) {
-          for (int64_t o = 0; o < cols; ++o) transposed[o * rows + i] = f32[i * cols + o];
+      if (conv1d) {
+        // (nin, nout) -> (nout, nin), blocks along the inputs: a block's worth of input rows at
+        // a time, transposed and quantized, each output's block then put in its row.
+        const int64_t block = dtype_block_size(type);
+        const size_t block_bytes = storage_bytes(type, block),
+                     row_bytes = storage_bytes(type, rows);
+        f32.resize(static_cast<size_t>(block * cols));
+        transposed.resize(f32.size());
+        quantized.resize(storage_bytes(type, block * cols));
+        for (int64_t i0 = 0; i0 < rows; i0 += block) {
+          read(name, DType::f32, f32.data(), f32.size(), static_cast<size_t>(i0 * cols));
+          for (int64_t j = 0; j < block; ++j) {
+            for (int64_t o = 0; o < cols; ++o) transposed[o * block + j] = f32[j * cols + o];
+          }
+          k::quantize(type, transposed.data(), quantized.data(), block * cols);
+          std::byte* dst = blocks.data() + offset + static_cast<size_t>(i0 / block) * block_bytes;
+          for (int64_t o = 0; o < cols; ++o)
+            std::memcpy(dst + o * row_bytes, quantized.data() + o * block_bytes, block_bytes);
         }
-        k::quantize(type, transposed.data(), blocks.data() + offset, static_cast<int64_t>(numel));
       } else {
         // Rows are quantized alone (blocks along a row), so the embedding and the head (the
         // largest tensors: as f32, more than the quantized model) go a few MB at a time.
@@ -93,7 +104,6 @@ struct QuantImpl final : HostForward<QuantImpl, float> {
           k::quantize(type, f32.data(), blocks.data() + offset + storage_bytes(type, r0 * cols), n);
         }
       }
-      std::vector<float>().swap(transposed);
       return Matrix{type, blocks.data() + offset};
     };
     n_blocks = n_small = 0;
