@@ -1,7 +1,9 @@
 // tinylm's Hub client against a Hub-shaped server on 127.0.0.1 (hub_test_server.h): the cache
 // layout it writes, resuming a cut transfer, a wrong sha256 refused, the Hub's errors as one
 // line, the token kept to the Hub's own host, an unwritable cache, the Hugging Face cache read.
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "hub_test_server.h"
 #include "test_util.h"
@@ -211,6 +213,45 @@ TEST_F(HubFixture, AGgufRepositoryWithSeveralFiles) {
   EXPECT_EQ(s.model, s.dir + "/tiny-q8_0.gguf");
   EXPECT_EQ(test::read_text(s.model), q8);
   EXPECT_TRUE(requests("q4_0").empty());
+}
+
+TEST_F(HubFixture, OfflineUsesTheCachesOnly) {
+  options.offline = true;  // HF_HUB_OFFLINE
+  test::expect_error([&] { download(); }, {"org/tiny@main", "HF_HUB_OFFLINE"});
+  EXPECT_TRUE(hub.seen().empty());
+}
+
+// What the progress writer prints, through a temporary file.
+std::string printed(const std::function<void(Progress&)>& use) {
+  std::FILE* f = std::tmpfile();
+  Progress p(f, false);
+  use(p);
+  std::rewind(f);
+  std::string out(4096, '\0');
+  out.resize(std::fread(out.data(), 1, out.size(), f));
+  std::fclose(f);
+  return out;
+}
+
+TEST(HubProgress, SummaryLines) {
+  EXPECT_EQ(bytes_text(298), "298 B");
+  EXPECT_EQ(bytes_text(708000), "708.0 KB");
+  EXPECT_EQ(bytes_text(548105171), "548.1 MB");
+  const std::string done = printed([](Progress& p) {
+    p.start("model.safetensors", 708000, 100000);
+    p.advance(608000);
+    p.finish();
+  });
+  EXPECT_EQ(done.rfind("model.safetensors: 708.0 KB, 100%, ", 0), 0u) << done;
+  EXPECT_NE(done.find("/s, resumed at 100.0 KB\n"), std::string::npos) << done;
+  EXPECT_EQ(printed([](Progress& p) { p.cached("config.json", 298); }),
+            "config.json: 298 B, cached\n");
+  EXPECT_EQ(printed([](Progress& p) {  // not on a terminal: no line until the summary
+              p.start("a", 10, 0);
+              p.advance(5);
+              p.interrupt();
+            }),
+            "");
 }
 
 }  // namespace

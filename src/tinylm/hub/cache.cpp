@@ -9,6 +9,7 @@
 #include <span>
 
 #include "tinylm/core/error.h"
+#include "tinylm/hub/listing.h"
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/temp_name.h"
@@ -23,12 +24,6 @@ namespace {
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : fallback;
-}
-
-std::string home_cache() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && *xdg) return xdg;
-  return env_or("HOME", ".") + "/.cache";
 }
 
 bool regular(const fs::path& p) {
@@ -54,13 +49,19 @@ bool shards_present(const fs::path& dir) {
 
 }  // namespace
 
+std::string user_cache_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return xdg;
+  return env_or("HOME", ".") + "/.cache";
+}
+
 std::string tinylm_cache_root() {
-  return env_or("TINYLM_CACHE", home_cache() + "/tinylm") + "/hub";
+  return env_or("TINYLM_CACHE", user_cache_dir() + "/tinylm") + "/hub";
 }
 
 std::string hf_cache_root() {
   if (const char* v = std::getenv("HF_HUB_CACHE"); v && *v) return v;
-  return env_or("HF_HOME", home_cache() + "/huggingface") + "/hub";
+  return env_or("HF_HOME", user_cache_dir() + "/huggingface") + "/hub";
 }
 
 std::string repo_folder(const std::string& repo) {
@@ -69,11 +70,7 @@ std::string repo_folder(const std::string& repo) {
   return out;
 }
 
-bool is_commit(const std::string& revision) {
-  return revision.size() == 40 && std::all_of(revision.begin(), revision.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
+bool is_commit(const std::string& revision) { return is_lower_hex(revision, 40); }
 
 std::optional<std::string> find_snapshot(const std::string& root, const std::string& repo,
                                          const std::string& revision) {

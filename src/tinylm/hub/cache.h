@@ -11,6 +11,9 @@
 
 namespace tinylm::hub {
 
+// $XDG_CACHE_HOME, else ~/.cache.
+std::string user_cache_dir();
+
 // $TINYLM_CACHE/hub, else ~/.cache/tinylm/hub.
 std::string tinylm_cache_root();
 // HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.

@@ -26,10 +26,7 @@ std::string token_from_file() {
   std::string path = env("HF_TOKEN_PATH");
   if (path.empty()) {
     const std::string home = env("HF_HOME");
-    path = !home.empty()
-               ? home + "/token"
-               : (env("XDG_CACHE_HOME").empty() ? env("HOME") + "/.cache" : env("XDG_CACHE_HOME")) +
-                     "/huggingface/token";
+    path = (!home.empty() ? home : user_cache_dir() + "/huggingface") + "/token";
   }
   try {
     return trimmed(io::read_file(path, 1 << 16));

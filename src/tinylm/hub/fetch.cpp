@@ -116,22 +116,11 @@ void transfer(const HubOptions& o, const Located& l, const RepoSpec& spec, const
   if (r.status != 200 && r.status != 206) hub_error(r, spec, file.path);
 }
 
-}  // namespace
-
-std::string fetch_file(const HubOptions& o, const RepoSpec& spec, const std::string& commit,
-                       const RepoFile& file, const std::string& repo_dir, Progress& progress) {
-  const Located l = locate(o, spec, commit, file);
-  const std::string blobs = repo_dir + "/blobs";
-  make_cache_dir(blobs);
-  const std::string blob = blobs + "/" + l.etag;
-  if (file_size(blob) == l.size && fs::is_regular_file(blob)) {
-    progress.cached(file.path, l.size);
-    return l.etag;
-  }
+// Fetches the rest of blob.incomplete from `from`, resuming a cut transfer o.retries times, then
+// checks it and renames it to `blob`.
+void receive(const HubOptions& o, const Located& l, const RepoSpec& spec, const RepoFile& file,
+             const std::string& blob, uint64_t from, Progress& progress) {
   const std::string partial = blob + ".incomplete";
-  uint64_t from = file_size(partial);
-  if (from > l.size) from = 0;
-  progress.start(file.path, l.size, from);
   for (int attempt = 0;; ++attempt) {
     try {
       if (from < l.size || l.size == 0) transfer(o, l, spec, file, partial, from, progress);
@@ -162,7 +151,31 @@ std::string fetch_file(const HubOptions& o, const RepoSpec& spec, const std::str
   std::error_code ec;
   fs::rename(partial, blob, ec);
   check(!ec, blob, ": cannot move into the cache: ", ec.message());
-  io::fsync_path(blobs);
+  io::fsync_path(io::parent_dir(blob));
+}
+
+}  // namespace
+
+std::string fetch_file(const HubOptions& o, const RepoSpec& spec, const std::string& commit,
+                       const RepoFile& file, const std::string& repo_dir, Progress& progress) {
+  const Located l = locate(o, spec, commit, file);
+  const std::string blobs = repo_dir + "/blobs";
+  make_cache_dir(blobs);
+  const std::string blob = blobs + "/" + l.etag;
+  if (file_size(blob) == l.size && fs::is_regular_file(blob)) {
+    progress.cached(file.path, l.size);
+    return l.etag;
+  }
+  const std::string partial = blob + ".incomplete";
+  uint64_t from = file_size(partial);
+  if (from > l.size) from = 0;
+  progress.start(file.path, l.size, from);
+  try {
+    receive(o, l, spec, file, blob, from, progress);
+  } catch (...) {
+    progress.interrupt();
+    throw;
+  }
   progress.finish();
   return l.etag;
 }

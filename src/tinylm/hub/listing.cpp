@@ -32,12 +32,6 @@ uint64_t size_field(const Json& object, const std::string& where) {
   return v.get<uint64_t>();
 }
 
-bool is_hex(const std::string& s, size_t length) {
-  return s.size() == length && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 // A path inside the repository that is safe to create under a snapshot directory.
 bool safe_path(const std::string& p) {
   if (p.empty() || p.front() == '/' || p.find('\0') != std::string::npos) return false;
@@ -68,11 +62,18 @@ std::string names(const std::vector<const RepoFile*>& files) {
 
 }  // namespace
 
+bool is_lower_hex(const std::string& s, size_t length) {
+  return s.size() == length && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 std::string parse_revision_json(std::string_view text, const std::string& what) {
   const Json doc = io::parse_json_strict(text, what);
   check(doc.is_object(), what, ": not a JSON object");
   const std::string sha = string_field(doc, "sha", what);
-  check(is_hex(sha, 40), what, ": \"sha\" is not a commit id (40 hex digits): ", sha.substr(0, 64));
+  check(is_lower_hex(sha, 40), what,
+        ": \"sha\" is not a commit id (40 hex digits): ", sha.substr(0, 64));
   return sha;
 }
 
@@ -96,7 +97,7 @@ std::vector<RepoFile> parse_tree_json(std::string_view text, const std::string& 
       const std::string lwhere = where + ": lfs";
       check(lfs->is_object(), lwhere, ": not an object");
       f.lfs_sha256 = string_field(*lfs, "oid", lwhere);
-      check(is_hex(f.lfs_sha256, 64), lwhere, ": \"oid\" is not a sha256 (64 hex digits)");
+      check(is_lower_hex(f.lfs_sha256, 64), lwhere, ": \"oid\" is not a sha256 (64 hex digits)");
       check(size_field(*lfs, lwhere) == f.size, lwhere, ": size differs from the entry's");
     }
     files.push_back(std::move(f));

@@ -16,6 +16,9 @@ struct RepoFile {
   std::string lfs_sha256;  // an LFS file's sha256 (its ETag); empty for a small file
 };
 
+// `s` is `length` lower-case hex digits (a commit id: 40, a sha256: 64).
+bool is_lower_hex(const std::string& s, size_t length);
+
 // The commit sha of GET /api/models/{repo}/revision/{rev}: {"sha": "<40 hex>", ...}. Throws a
 // one-line Error naming `what` (the URL) and the field.
 std::string parse_revision_json(std::string_view text, const std::string& what);

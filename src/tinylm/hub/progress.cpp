@@ -31,12 +31,19 @@ void Progress::advance(uint64_t bytes) {
   drawn_ = now;
   std::fprintf(out_, "\r%s\033[K", line(false).c_str());
   std::fflush(out_);
+  drawn_line_ = true;
+}
+
+void Progress::interrupt() {
+  if (out_ && drawn_line_) std::fputc('\n', out_);
+  drawn_line_ = false;
 }
 
 void Progress::finish() {
   if (!out_) return;
-  std::fprintf(out_, "%s%s\n", live_ ? "\r\033[K" : "", line(true).c_str());
+  std::fprintf(out_, "%s%s\n", drawn_line_ ? "\r\033[K" : "", line(true).c_str());
   std::fflush(out_);
+  drawn_line_ = false;
 }
 
 void Progress::cached(const std::string& name, uint64_t bytes) {

@@ -19,6 +19,9 @@ class Progress {
   void advance(uint64_t bytes);
   // The summary line: "NAME: SIZE, 100%, RATE" (and ", resumed at N" when it was).
   void finish();
+  // Ends a redrawn line that will not finish (the transfer failed), so that the error is a line
+  // of its own.
+  void interrupt();
   // A file already in the cache: "NAME: SIZE, cached".
   void cached(const std::string& name, uint64_t bytes);
 
@@ -27,6 +30,7 @@ class Progress {
 
   std::FILE* out_;
   bool live_;
+  bool drawn_line_ = false;  // a redrawn line is on the terminal, unfinished
   std::string name_;
   uint64_t total_ = 0, resumed_at_ = 0, done_ = 0;
   std::chrono::steady_clock::time_point started_, drawn_;
