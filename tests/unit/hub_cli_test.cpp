@@ -57,6 +57,16 @@ TEST_F(HubCli, DownloadThenGenerateFromTheCacheOffline) {
       cli("generate --model hf:org/tiny" + gen, "http://127.0.0.1:1");
   ASSERT_EQ(from_cache.exit_code, 0) << from_cache.err;
   EXPECT_EQ(from_cache.out, want.out);
+  // serve names the model by its repository (stopped by SIGTERM once it is listening).
+  const test::CommandResult served = test::run_shell(
+      "TINYLM_CACHE=" + dir.file("cache") + " HF_ENDPOINT=http://127.0.0.1:1 timeout 3 " +
+      TINYLM_CLI_PATH + " serve --model hf:org/tiny --port 0 --threads 1");
+  EXPECT_NE(served.err.find("tinylm serve: model 'org/tiny'"), std::string::npos) << served.err;
+  // convert resolves hf: before it looks at the file.
+  const test::CommandResult gguf =
+      cli("convert hf:org/tiny " + dir.file("tiny.gguf"), "http://127.0.0.1:1");
+  ASSERT_EQ(gguf.exit_code, 0) << gguf.err;
+  EXPECT_TRUE(fs::is_regular_file(dir.file("tiny.gguf")));
   const test::CommandResult from_out = cli("generate --model " + out + gen);
   ASSERT_EQ(from_out.exit_code, 0) << from_out.err;
   EXPECT_EQ(from_out.out, want.out);
