@@ -215,6 +215,25 @@ TEST_F(HubFixture, AGgufRepositoryWithSeveralFiles) {
   EXPECT_TRUE(requests("q4_0").empty());
 }
 
+TEST_F(HubFixture, ReadsEveryPageOfTheListing) {
+  hub.page_size = 2;  // 7 files: 4 pages
+  const Snapshot s = download();
+  EXPECT_EQ(s.files, (std::vector<std::string>{"config.json", "model.safetensors", "vocab.json",
+                                               "merges.txt"}));
+  EXPECT_EQ(requests("/tree/").size(), 4u);
+}
+
+TEST(HubClient, NextPageOfALinkHeader) {
+  const std::string base = "https://hub.example/api/models/o/n/tree/abc";
+  EXPECT_EQ(
+      next_page(R"(<https://hub.example/api/models/o/n/tree/abc?cursor=xyz>; rel="next")", base),
+      "https://hub.example/api/models/o/n/tree/abc?cursor=xyz");
+  EXPECT_EQ(next_page(R"(</p?c=1>; rel="prev", </p?c=3>; rel="next")", base),
+            "https://hub.example/p?c=3");
+  EXPECT_EQ(next_page(R"(</p?c=1>; rel="prev")", base), "");
+  EXPECT_EQ(next_page("", base), "");
+}
+
 TEST_F(HubFixture, OfflineUsesTheCachesOnly) {
   options.offline = true;  // HF_HUB_OFFLINE
   test::expect_error([&] { download(); }, {"org/tiny@main", "HF_HUB_OFFLINE"});

@@ -8,6 +8,7 @@
 // serve LFS content with one byte changed. Every request is recorded.
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -77,6 +78,7 @@ class FakeHub {
 
   std::atomic<size_t> cut_next_after{0};  // > 0: the next content GET stops after this many bytes
   std::atomic<bool> corrupt{false};       // LFS content served with its first byte changed
+  std::atomic<size_t> page_size{0};       // > 0: the tree listing in pages of this many files
 
  private:
   // The repository a request names, or an answer saying why not (nullptr).
@@ -117,12 +119,19 @@ class FakeHub {
         json += std::string(i ? "," : "") + "{\"rfilename\":\"" + repo->files[i].path + "\"}";
       json += "]}";
     } else {
+      // One page of page_size entries from ?cursor=N, the next one named by a Link header.
+      const size_t first = q.has_param("cursor") ? std::stoul(q.get_param_value("cursor")) : 0;
+      const size_t n = page_size ? std::min<size_t>(page_size, repo->files.size() - first)
+                                 : repo->files.size() - first;
+      if (first + n < repo->files.size())
+        r.set_header("Link",
+                     "<" + q.path + "?cursor=" + std::to_string(first + n) + ">; rel=\"next\"");
       json = "[";
-      for (size_t i = 0; i < repo->files.size(); ++i) {
+      for (size_t i = first; i < first + n; ++i) {
         const HubFile& f = repo->files[i];
         const std::string size = std::to_string(f.bytes.size());
-        json += std::string(i ? "," : "") + "{\"type\":\"file\",\"oid\":\"" + blob_id_of(f.bytes) +
-                "\",\"size\":" + size + ",\"path\":\"" + f.path + "\"";
+        json += std::string(i > first ? "," : "") + "{\"type\":\"file\",\"oid\":\"" +
+                blob_id_of(f.bytes) + "\",\"size\":" + size + ",\"path\":\"" + f.path + "\"";
         if (f.lfs)
           json += ",\"lfs\":{\"oid\":\"" + sha256_of(f.bytes) + "\",\"size\":" + size +
                   ",\"pointerSize\":134}";

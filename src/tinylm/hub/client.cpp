@@ -97,25 +97,52 @@ void hub_error(const HttpResponse& r, const RepoSpec& spec, const std::string& p
   fail(r.url, ": HTTP ", r.status, code.empty() ? "" : " (" + code + ")");
 }
 
-std::string get_text(const HubOptions& o, const std::string& url, const RepoSpec& spec) {
+HttpResponse get_ok(const HubOptions& o, const std::string& url, const RepoSpec& spec) {
   HttpRequest q;
   q.url = url;
   q.token = o.token;
   q.token_origin = origin_of(o.endpoint);
-  const HttpResponse r = http_request(q);
+  HttpResponse r = http_request(q);
   if (r.status != 200) hub_error(r, spec, "");
-  return r.body;
+  return r;
+}
+
+std::string next_page(const std::string& link, const std::string& url) {
+  // Link: <URL>; rel="next" (RFC 8288), as the Hub paginates a long tree.
+  size_t at = 0;
+  while ((at = link.find('<', at)) != std::string::npos) {
+    const size_t end = link.find('>', at);
+    if (end == std::string::npos) return "";
+    const size_t next_entry = link.find(',', end);
+    const std::string params = link.substr(
+        end + 1, next_entry == std::string::npos ? std::string::npos : next_entry - end - 1);
+    if (params.find("rel=\"next\"") != std::string::npos ||
+        params.find("rel=next") != std::string::npos)
+      return resolve_url(url, link.substr(at + 1, end - at - 1));
+    at = end;
+  }
+  return "";
 }
 
 std::string fetch_commit(const HubOptions& o, const RepoSpec& spec) {
   const std::string url = api_url(o, spec, "revision", spec.revision);
-  return parse_revision_json(get_text(o, url, spec), url);
+  return parse_revision_json(get_ok(o, url, spec).body, url);
 }
 
 std::vector<RepoFile> fetch_tree(const HubOptions& o, const RepoSpec& spec,
                                  const std::string& commit) {
-  const std::string url = api_url(o, spec, "tree", commit);
-  return parse_tree_json(get_text(o, url, spec), url);
+  std::vector<RepoFile> files;
+  std::string url = api_url(o, spec, "tree", commit);
+  for (int page = 0; !url.empty(); ++page) {
+    check(page < 10000, url, ": more than 10000 pages of listing");
+    const HttpResponse r = get_ok(o, url, spec);
+    std::vector<RepoFile> more = parse_tree_json(r.body, url);
+    files.insert(files.end(), more.begin(), more.end());
+    url = next_page(r.header("link"), url);
+    check(url.empty() || origin_of(url) == origin_of(o.endpoint), url,
+          ": the listing's next page is on another host");
+  }
+  return files;
 }
 
 std::string resolve_url_of(const HubOptions& o, const std::string& repo,

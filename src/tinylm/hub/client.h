@@ -38,13 +38,16 @@ RepoSpec parse_repo_spec(const std::string& text);
 // URL. `path`: the file asked for ("" for the listing).
 [[noreturn]] void hub_error(const HttpResponse& r, const RepoSpec& spec, const std::string& path);
 
-// A GET of `url` with the token; the body on 200, else hub_error.
-std::string get_text(const HubOptions& o, const std::string& url, const RepoSpec& spec);
+// A GET of `url` with the token: the response when it is 200, else hub_error.
+HttpResponse get_ok(const HubOptions& o, const std::string& url, const RepoSpec& spec);
+
+// The URL of a Link header's rel="next" (resolved against `url`), or "".
+std::string next_page(const std::string& link, const std::string& url);
 
 // The commit `spec.revision` names (GET /api/models/{repo}/revision/{rev}).
 std::string fetch_commit(const HubOptions& o, const RepoSpec& spec);
 
-// The files at `commit` (GET /api/models/{repo}/tree/{commit}).
+// The files at `commit` (GET /api/models/{repo}/tree/{commit}, every page of it).
 std::vector<RepoFile> fetch_tree(const HubOptions& o, const RepoSpec& spec,
                                  const std::string& commit);
 
