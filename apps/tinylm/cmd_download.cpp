@@ -23,7 +23,8 @@ void register_download(CLI::App& app) {
   cmd->add_option("repo", f->repo, "ORG/NAME[@REVISION] (a branch, tag or commit; default main)")
       ->required();
   cmd->add_option("--out", f->out,
-                  "Also place the model's files in this directory (replaced as a whole)");
+                  "Also place the model's files in this directory (replaced as a whole); stdout "
+                  "then names DIR (or its .gguf) instead of the cached snapshot");
   cmd->add_option("--include", f->include,
                   "Glob choosing the weights among the repository's safetensors and GGUF files "
                   "(needed when it holds several GGUFs), e.g. '*q8_0.gguf'");
@@ -39,7 +40,9 @@ void register_download(CLI::App& app) {
     const hub::Snapshot s = hub::download_model(o, spec, f->include, progress);
     if (!f->out.empty()) {
       hub::place_model(s, f->out);
-      std::printf("%s\n", f->out.c_str());
+      // The model in DIR: DIR itself, or its .gguf.
+      const std::string inside = s.model.substr(s.dir.size());
+      std::printf("%s%s\n", f->out.c_str(), inside.c_str());
     } else {
       std::printf("%s\n", s.model.c_str());
     }

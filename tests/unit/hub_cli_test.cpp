@@ -124,6 +124,20 @@ TEST_F(HubCli, ErrorsAreOneLineWithTheirExitCodes) {
       << down.err;
 }
 
+TEST_F(HubCli, AGgufRepositoryPlacedInADirectory) {
+  hub_test::HubRepo g;
+  g.commit = "89abcdef0123456789abcdef0123456789abcdef";
+  g.files = {{"tiny-q8_0.gguf",
+              test::read_text(test::source_path("tests/fixtures/gguf/tiny_q8_0.gguf")), true}};
+  hub.add("org/gguf", g);
+  const test::CommandResult r = cli("download org/gguf --out " + dir.file("g"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, dir.file("g") + "/tiny-q8_0.gguf\n");
+  const test::CommandResult gen =
+      cli("generate --model " + dir.file("g") + "/tiny-q8_0.gguf --prompt hello --max-tokens 4");
+  EXPECT_EQ(gen.exit_code, 0) << gen.err;
+}
+
 TEST_F(HubCli, TheTokenComesFromHfToken) {
   hub_test::HubRepo gated = hub_test::tiny_repo();
   gated.token = "secret";
