@@ -88,7 +88,9 @@ RepoSpec parse_repo_spec(const std::string& text) {
 
 void hub_error(const HttpResponse& r, const RepoSpec& spec, const std::string& path) {
   const std::string code = r.header("x-error-code");
-  if (code == "RepoNotFound") fail(spec.repo, ": repository not found (RepoNotFound) at ", r.url);
+  if (code == "RepoNotFound")  // the Hub says so of a private repository too, with a 401
+    fail(spec.repo, ": repository not found (RepoNotFound) at ", r.url,
+         r.status == 401 ? "; if it is private, set HF_TOKEN" : "");
   if (code == "RevisionNotFound") fail(spec.text(), ": revision not found (RevisionNotFound)");
   if (code == "EntryNotFound") fail(spec.text(), ": ", path, ": file not found (EntryNotFound)");
   if (r.status == 401 || r.status == 403 || code == "GatedRepo")
