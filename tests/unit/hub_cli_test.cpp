@@ -62,12 +62,12 @@ TEST_F(HubCli, DownloadThenGenerateFromTheCacheOffline) {
       "TINYLM_CACHE=" + dir.file("cache") + " HF_ENDPOINT=http://127.0.0.1:1 timeout 3 " +
       TINYLM_CLI_PATH + " serve --model hf:org/tiny --port 0 --threads 1");
   EXPECT_NE(served.err.find("tinylm serve: model 'org/tiny'"), std::string::npos) << served.err;
-  const test::CommandResult tok =
-      cli("tokenize --model hf:org/tiny --text hello", "http://127.0.0.1:1");
+  const test::CommandResult tok = cli("tokenize --model hf:org/tiny hello", "http://127.0.0.1:1");
   ASSERT_EQ(tok.exit_code, 0) << tok.err;
-  const test::CommandResult tok_want =
-      test::run_cli("tokenize --tokenizer " + test::source_path("tests/fixtures/gguf/tokenizer") +
-                    " --text hello");
+  const test::CommandResult tok_want = test::run_cli(
+      "tokenize --tokenizer " + test::source_path("tests/fixtures/gguf/tokenizer") + " hello");
+  ASSERT_EQ(tok_want.exit_code, 0) << tok_want.err;
+  EXPECT_FALSE(tok.out.empty());
   EXPECT_EQ(tok.out, tok_want.out);
   // convert resolves hf: before it looks at the file.
   const test::CommandResult gguf =
