@@ -17,7 +17,7 @@ layers=(
   "kernels autograd"
   "kernels/vulkan"
   "io optim backend"
-  "tokenizers"
+  "tokenizers hub"
   "models"
   "checkpoints"
   "generate distributed"

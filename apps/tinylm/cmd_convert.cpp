@@ -35,7 +35,9 @@ void register_convert(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "convert",
       "Convert a GPT-2 between a Hugging Face directory and GGUF (llama.cpp), either way");
-  cmd->add_option("in", f->in, "A model directory (config.json + model.safetensors) or a .gguf")
+  cmd->add_option(
+         "in", f->in,
+         "A model directory (config.json + model.safetensors) or a .gguf, or hf:ORG/NAME[@REV]")
       ->required();
   cmd->add_option("out", f->out,
                   "The .gguf to write (from a directory or a .gguf), or the directory to write "
@@ -51,6 +53,7 @@ void register_convert(CLI::App& app) {
   cmd->add_option("--name", f->name, "general.name of the GGUF (default: none)");
   cmd->callback([f] {
     Timer timer;
+    f->in = local_model_path(f->in);  // hf:ORG/NAME: the cached (or downloaded) model
     const bool from_gguf = checkpoints::sniff(f->in).format == checkpoints::Format::gguf;
     const bool to_gguf = !from_gguf || f->out.ends_with(".gguf");
     if (!to_gguf && !f->dtype.empty() && f->dtype != "f32")

@@ -93,7 +93,9 @@ void run_serve(ServeFlags& f) {
   info.tokenizer = &tok;
   info.vocab_size = backend->vocab_size();
   info.eos_id = tok.eot_id().value_or(-1);
+  const bool from_hub = f.model.model.rfind(kHubPrefix, 0) == 0;  // named by its repository
   info.id = !f.name.empty() ? f.name
+            : from_hub      ? f.model.model.substr(std::string_view(kHubPrefix).size())
                             : std::filesystem::path(d.path).lexically_normal().filename().string();
   if (info.id.empty() || info.id == ".") info.id = "tinylm";
   info.aliases = f.aliases;

@@ -36,7 +36,8 @@ void register_tokenize(CLI::App& app) {
       "tokenizer.json, a directory with tokenizer files, or a .gguf (default: --model's, else "
       "data/gpt2)");
   cmd->add_option("-m,--model", f->model,
-                  "A model (directory, weights file, .gguf, .evl or run directory): its tokenizer");
+                  "A model (directory, weights file, .gguf, .evl, run directory or "
+                  "hf:ORG/NAME[@REV]): its tokenizer");
   CLI::Option* text_opt = cmd->add_option(
       "text", f->text,
       "Text to encode, or ids separated by spaces or commas with --decode (default: --file, "

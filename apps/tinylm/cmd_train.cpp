@@ -34,7 +34,8 @@ const std::map<std::string, std::string> kHelp = {
     {"data", "Training text: UTF-8 files, or directories of them"},
     {"init-from",
      "Start from these weights: a GPT-2 (Hugging Face) directory, an EVL0 checkpoint, a "
-     "microgpt safetensors, a run directory (its kind sets --arch)"},
+     "microgpt safetensors, a run directory (its kind sets --arch), or hf:ORG/NAME[@REV] from "
+     "the Hugging Face Hub"},
     {"tokenizer",
      "char (the data's characters), byte (the 256 bytes), bpe:N (a BPE of N tokens trained on "
      "--data), or a tokenizer.json or vocabulary directory. Default: gpt2, the --init-from "

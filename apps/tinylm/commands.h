@@ -16,6 +16,8 @@ void register_plot(CLI::App& app);
 void register_delta(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_convert(CLI::App& app);
+// tinylm download REPO: a model from the Hugging Face Hub into the cache.
+void register_download(CLI::App& app);
 // tinylm devices: the Vulkan devices and their features.
 void register_devices(CLI::App& app);
 // tinylm completion bash: a completion script made from the registered commands and flags.

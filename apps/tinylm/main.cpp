@@ -104,6 +104,7 @@ void add_commands(CLI::App& app) {
   tinylm::cli::register_delta(app);
   tinylm::cli::register_serve(app);
   tinylm::cli::register_convert(app);
+  tinylm::cli::register_download(app);
   tinylm::cli::register_devices(app);
   tinylm::cli::register_completion(app);
 }

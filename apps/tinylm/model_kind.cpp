@@ -6,13 +6,26 @@
 #include "cli_util.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/hub/download.h"
 #include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm::cli {
 
-DetectedModel resolve_model(const std::string& command, const std::string& path,
+std::string local_model_path(const std::string& path) {
+  if (path.rfind(kHubPrefix, 0) != 0) return path;
+  const std::string spec = path.substr(std::string_view(kHubPrefix).size());
+  try {
+    hub::parse_repo_spec(spec);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  return hub::resolve_hf_model(spec);
+}
+
+DetectedModel resolve_model(const std::string& command, const std::string& given_path,
                             const std::string& arch,
                             const std::vector<const families::Family*>& accepted) {
+  const std::string path = local_model_path(given_path);
   DetectedModel d = families::detect(path);
   check(d.format != checkpoints::Format::missing, path, ": no such file or directory");
   std::string expected;
@@ -43,7 +56,8 @@ void add_arch_option(CLI::App* cmd, std::string& arch,
 
 void ModelFlags::add_to(CLI::App* cmd) {
   cmd->add_option("-m,--model", model,
-                  "Model directory (config.json + model.safetensors), weights file or .gguf")
+                  "Model directory (config.json + model.safetensors), weights file or .gguf, or "
+                  "hf:ORG/NAME[@REVISION] from the Hugging Face Hub (tinylm download)")
       ->required();
   cmd->add_option("--config", load.config, "config.json, when not beside the weights");
   cmd->add_option("--tokenizer", load.tokenizer,

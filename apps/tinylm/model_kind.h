@@ -14,8 +14,16 @@ namespace tinylm::cli {
 
 using DetectedModel = families::Detected;
 
+// What a --model names to fetch from the Hugging Face Hub: hf:ORG/NAME[@REVISION].
+inline constexpr const char* kHubPrefix = "hf:";
+
+// `path` itself, or for hf:ORG/NAME[@REV] the cached snapshot's model (a directory or a .gguf),
+// downloaded first when missing (its progress on stderr). A malformed repository is a UsageError.
+std::string local_model_path(const std::string& path);
+
 // The model `path` for a command that takes the families in `accepted`: --arch when given (the
-// file must agree), else what the file says. Throws a one-line error naming what the file is
+// file must agree), else what the file says. hf:ORG/NAME[@REV] is the cached snapshot, downloaded
+// first when missing (its progress on stderr). Throws a one-line error naming what the file is
 // and what the command expected.
 DetectedModel resolve_model(const std::string& command, const std::string& path,
                             const std::string& arch,

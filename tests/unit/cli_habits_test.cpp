@@ -300,6 +300,8 @@ TEST_F(CliHabits, NoCommandWritesStdoutBeforeAnError) {
       {"convert --no-such-flag", 2},
       {"convert " + missing + " " + file("x4"), 1},
       {"devices --no-such-flag", 2},
+      {"download --no-such-flag", 2},
+      {"download a/b/c", 2},  // its runtime errors need a Hub: hub_cli_test.cpp
       {"completion fish", 2},
   };
   for (const Case& c : cases) {
