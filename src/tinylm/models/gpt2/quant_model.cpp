@@ -95,7 +95,7 @@ struct QuantImpl final : HostForward<QuantImpl, float> {
       } else {
         // Rows are quantized alone (blocks along a row), so the embedding and the head (the
         // largest tensors: as f32, more than the quantized model) go a few MB at a time.
-        const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 20) / cols);
+        const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 18) / cols);
         f32.resize(static_cast<size_t>(std::min(rows, chunk) * cols));
         for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
           const int64_t n = std::min(chunk, rows - r0) * cols;
