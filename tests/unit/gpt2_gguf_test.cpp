@@ -138,14 +138,22 @@ TEST(Gpt2Gguf, QuantizedFilesRunInPlace) {
   const std::vector<float> c = logits(q4, tokens), d = logits(q4_f32, tokens);
   EXPECT_EQ(std::memcmp(c.data(), e.data(), c.size() * 4), 0);
   for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], d[i], 1e-4) << i;
-  // 8-bit activations pack the file's matrices into a copy (the mapping is read-only) and the
-  // owned ones in place: the same bits again, and the file's own bytes back when turned off.
+  // 8-bit activations pack every matrix in place, a file's over the mapping's own pages (a
+  // private mapping: this process's copy of a page once written, so one copy resident): the
+  // same bits again, and the file's own values back when turned off.
+  const std::string file_before = test::read_text(gguf("q4_0"));
   for (gpt2::Model* m : {&q4, &q4_at_load, &in_place, &at_load}) m->set_activations(DType::q8_0);
   EXPECT_EQ(logits(q4, tokens), logits(q4_at_load, tokens));
   EXPECT_EQ(logits(in_place, tokens), logits(at_load, tokens));
   EXPECT_NE(logits(q4, tokens), c);
+  // Neither the file nor another model mapping it meanwhile sees the packed bytes.
+  EXPECT_EQ(test::read_text(gguf("q4_0")), file_before);
+  gpt2::Model q4_again = checkpoints::load_gpt2_gguf_model(gguf("q4_0"));
+  EXPECT_EQ(std::memcmp(logits(q4_again, tokens).data(), c.data(), c.size() * 4), 0);
   q4.set_activations(DType::f32);
   EXPECT_EQ(std::memcmp(logits(q4, tokens).data(), c.data(), c.size() * 4), 0);
+  q4.set_activations(DType::q8_0);  // and again
+  EXPECT_EQ(logits(q4, tokens), logits(q4_at_load, tokens));
 }
 
 TEST(Gpt2Gguf, TinylmWritesThePythonFilesByteForByte) {

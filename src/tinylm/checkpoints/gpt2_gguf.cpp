@@ -290,7 +290,10 @@ gpt2::Model load_gpt2_gguf_model(const std::string& path, std::optional<DType> d
         return gpt2::Model::TensorView{ggml_block_dtype(t->type).value_or(DType::f32),
                                        f.data(*t).data(), f.data(*t).size()};
       };
-      return gpt2::Model::from_quant_views(config, *dtype, view, f.owner(), head != nullptr);
+      // 8-bit activations repack the q8_0/q4_0 matrices over the mapping's own pages (private:
+      // the file is not changed), so the weights stay resident once.
+      return gpt2::Model::from_quant_views(config, *dtype, view, f.owner(), head != nullptr,
+                                           f.writable_bytes());
     }
     g = load_gpt2_gguf(f);
   }

@@ -87,6 +87,20 @@ std::shared_ptr<FileBytes> FileBytes::copy(std::span<const std::byte> bytes,
   return f;
 }
 
+std::byte* FileBytes::writable(std::span<const std::byte> part) {
+  const std::span<const std::byte> all = bytes();
+  check(part.data() >= all.data() && part.data() + part.size() <= all.data() + all.size(), name,
+        ": a range outside the file made writable");
+  if (mapped() && !part.empty()) {
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(part.data()) / page * page;
+    const uintptr_t hi = reinterpret_cast<uintptr_t>(part.data() + part.size());
+    if (::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0)
+      fail(name, ": cannot make mapped bytes writable: ", std::strerror(errno));
+  }
+  return const_cast<std::byte*>(part.data());  // (this process's: private pages or a copy)
+}
+
 void FileBytes::populate(std::span<const std::byte> part) const {
   if (mapped()) io::populate(part);
 }

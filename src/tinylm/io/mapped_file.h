@@ -3,6 +3,7 @@
 // copying into a buffer: a fresh buffer costs a first-touch page fault per 4 KiB, which for a
 // large checkpoint is more than the parsing, and tensors can then point into the file.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -41,6 +42,11 @@ struct FileBytes {
   static std::shared_ptr<FileBytes> copy(std::span<const std::byte> bytes, const std::string& name);
   bool mapped() const { return !map.bytes().empty(); }
   std::span<const std::byte> bytes() const { return mapped() ? map.bytes() : owned; }
+  // `part` of these bytes made writable for this process alone: the mapping is private, so a
+  // page written becomes this process's copy and leaves the file's page (and the page cache's
+  // copy of it) as it was; a copy is already this process's memory. For data rewritten in
+  // place, e.g. weights repacked at load: one copy of them is resident, not two.
+  std::byte* writable(std::span<const std::byte> part);
   // populate(part) below for a mapped file; nothing for a copy, whose pages are in memory.
   void populate(std::span<const std::byte> part) const;
 };
@@ -59,6 +65,13 @@ class FileReader {
   }
 
   const std::string& path() const { return storage_->name; }
+  // A function that makes bytes of this file writable by this process alone
+  // (FileBytes::writable); it keeps the file's bytes alive.
+  std::function<std::byte*(const void*, size_t)> writable_bytes() const {
+    return [s = storage_](const void* data, size_t n) {
+      return s->writable({static_cast<const std::byte*>(data), n});
+    };
+  }
 
  protected:
   std::shared_ptr<FileBytes> storage_;

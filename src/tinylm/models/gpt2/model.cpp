@@ -265,10 +265,12 @@ Model Model::from_f32_views(const Config& config,
 
 Model Model::from_quant_views(const Config& config, DType dtype,
                               const std::function<TensorView(const std::string&)>& tensor,
-                              std::shared_ptr<const void> owner, bool untied_head) {
+                              std::shared_ptr<const void> owner, bool untied_head,
+                              MakeWritable writable) {
   config.validate();
   Model m;
-  m.impl_ = quant_impl_from_views(config, dtype, tensor, std::move(owner), untied_head);
+  m.impl_ = quant_impl_from_views(config, dtype, tensor, std::move(owner), untied_head,
+                                  std::move(writable));
   return m;
 }
 

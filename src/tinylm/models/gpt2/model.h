@@ -103,9 +103,14 @@ class Model {
   //  - every other tensor (1-D, wpe): f32, 4-byte aligned.
   // Blocks need no alignment. Throws Error naming the tensor for a null pointer, a wrong type, a
   // byte count that does not match the shape, or widths that are not whole blocks.
+  // writable(data, bytes), when given, makes a view's bytes writable by this model alone (a
+  // private mapping): 8-bit activations then repack the q8_0/q4_0 matrices in place rather than
+  // beside the file's bytes (set_activations).
+  using MakeWritable = std::function<std::byte*(const void* data, size_t bytes)>;
   static Model from_quant_views(const Config& config, DType dtype,
                                 const std::function<TensorView(const std::string&)>& tensor,
-                                std::shared_ptr<const void> owner, bool untied_head = false);
+                                std::shared_ptr<const void> owner, bool untied_head = false,
+                                MakeWritable writable = {});
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;

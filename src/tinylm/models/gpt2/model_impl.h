@@ -43,6 +43,6 @@ std::unique_ptr<Model::Impl> quant_impl_from_reader(const Config& config, DType 
 std::unique_ptr<Model::Impl> quant_impl_from_views(
     const Config& config, DType dtype,
     const std::function<Model::TensorView(const std::string&)>& tensor,
-    std::shared_ptr<const void> owner, bool untied_head);
+    std::shared_ptr<const void> owner, bool untied_head, Model::MakeWritable writable);
 
 }  // namespace tinylm::gpt2

@@ -28,6 +28,7 @@ struct Matrix {
   DType dtype = DType::q8_0;
   const std::byte* data = nullptr;  // rows of blocks, ggml's layout (or f32 rows: a file's wte)
   bool packed = false;              // data in int_matmul.h's layout, for 8-bit activations
+  bool in_place = false;            // packed over a view's own bytes (made writable)
   const std::byte* file_data = nullptr;  // while packed into a copy: the file's own bytes
 };
 
@@ -46,6 +47,7 @@ struct QuantImpl final : HostForward<QuantImpl, float> {
   std::vector<std::byte> packed_copies;  // a file's matrices packed, while activations are q8_0
   std::vector<float> small;
   std::shared_ptr<const void> owner;
+  Model::MakeWritable make_writable;  // views that may be repacked in place (a private mapping)
   Tensors<const float*, Matrix> weights;
   Matrix lm_head;  // weights.wte when tied
   size_t bytes = 0;
@@ -208,14 +210,18 @@ struct QuantImpl final : HostForward<QuantImpl, float> {
     if (t == DType::q8_0) {
       size_t copies = 0;
       for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
-        if (packable(m) && !owned(m)) copies += storage_bytes(m.dtype, nin * nout);
+        if (packable(m) && !owned(m) && !make_writable)
+          copies += storage_bytes(m.dtype, nin * nout);
       });
       packed_copies.resize(copies);
       size_t at = 0;
       for_each_matrix([&](Matrix& m, int64_t nin, int64_t nout) {
         if (!packable(m)) return;
         std::byte* out = owned(m);
-        if (!out) {
+        if (!out && make_writable) {  // the view's own pages, this process's alone from now
+          out = make_writable(m.data, storage_bytes(m.dtype, nin * nout));
+          m.in_place = true;
+        } else if (!out) {
           m.file_data = m.data;
           out = packed_copies.data() + at;
           at += storage_bytes(m.dtype, nin * nout);
@@ -231,7 +237,8 @@ struct QuantImpl final : HostForward<QuantImpl, float> {
           m.data = m.file_data;
           m.file_data = nullptr;
         } else {
-          k::unpack_int8(m.dtype, owned(m), m.data, nin, nout);
+          std::byte* at = m.in_place ? const_cast<std::byte*>(m.data) : owned(m);  // (writable)
+          k::unpack_int8(m.dtype, at, m.data, nin, nout);
         }
         m.packed = false;
       });
@@ -292,8 +299,10 @@ std::unique_ptr<Model::Impl> quant_impl_from_reader(const Config& config, DType 
 std::unique_ptr<Model::Impl> quant_impl_from_views(
     const Config& config, DType dtype,
     const std::function<Model::TensorView(const std::string&)>& tensor,
-    std::shared_ptr<const void> owner, bool untied_head) {
-  return std::make_unique<QuantImpl>(config, dtype, tensor, std::move(owner), untied_head);
+    std::shared_ptr<const void> owner, bool untied_head, Model::MakeWritable writable) {
+  auto impl = std::make_unique<QuantImpl>(config, dtype, tensor, std::move(owner), untied_head);
+  impl->make_writable = std::move(writable);
+  return impl;
 }
 
 }  // namespace tinylm::gpt2
