@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libdnnl-dev zlib1g-dev
   libcpp-httplib-dev chromium nodejs librsvg2-dev
-  libcurl4-openssl-dev libssl-dev
+  libcurl4-openssl-dev libssl-dev curl
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
 )
 # The Vulkan loader and headers and glslc build the GPU backend (TINYLM_VULKAN); Mesa's lavapipe
@@ -24,7 +24,8 @@ packages=(
 # bench/compare/nanogpt_char.sh does its arithmetic with bc. toml++ (libtomlplusplus-dev) reads
 # `tinylm train --config FILE.toml`; the library links its shared libtomlplusplus3. librsvg2-dev
 # (with cairo) rasterises `tinylm plot --out FIG.png`. libcurl (OpenSSL flavour) and OpenSSL's
-# libcrypto fetch and check models from the Hugging Face Hub (tinylm download, --model hf:REPO).
+# libcrypto fetch and check models from the Hugging Face Hub (tinylm download, --model hf:REPO);
+# curl sends the README's chat request in its walkthrough test.
 for arg in "$@"; do
   case "$arg" in
     --fuzz) ;;
