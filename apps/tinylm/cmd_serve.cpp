@@ -83,6 +83,7 @@ void run_serve(ServeFlags& f) {
   info.context =
       backend->context_limit() > 0 ? backend->context_limit() : d.family->context_without_end;
   info.allow_special = d.family->prompt_allows_special;  // as tinylm generate encodes prompts
+  if (d.family->documents_start_with_eot) info.start_id = eot_of(tok, f.model.model);
   if (f.ctx > 0) {
     if (backend->context_limit() > 0 && f.ctx > backend->context_limit()) {
       throw UsageError(

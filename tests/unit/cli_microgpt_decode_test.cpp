@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -62,6 +63,33 @@ std::string first_name(const std::string& model, int seed, const std::string& ex
   const std::vector<std::string> names = sampled_names(r.out);
   EXPECT_EQ(names.size(), 1u) << r.out;
   return names.empty() ? "" : names[0];
+}
+
+// serve puts BOS before the prompt as generate does: an empty prompt with seed S is the name
+// `microgpt --load --seed S` samples first.
+TEST_F(CliMicrogptDecode, ServeSamplesWhatMicrogptLoadSamples) {
+  ASSERT_EQ(saved_->exit_code, 0) << saved_->err;
+  if (test::run_shell("command -v curl").exit_code != 0) GTEST_SKIP() << "no curl";
+  const std::string m = file("m.safetensors"), err = file("serve.err");
+  for (const int seed : {1, 7, 42}) {
+    test::write_text(file("req" + std::to_string(seed) + ".json"),
+                     R"({"prompt": "", "temperature": 0.5, "max_tokens": 16, "seed": )" +
+                         std::to_string(seed) + "}");
+  }
+  const test::CommandResult r = test::run_shell(
+      std::string("( ") + TINYLM_CLI_PATH + " serve --model " + m + " --port 0 --threads 1 2>" +
+      err + " & pid=$!; for i in $(seq 300); do grep -q 'listening on' " + err +
+      " && break; sleep 0.1; done; port=$(grep -o 'listening on http://[^ ]*' " + err +
+      " | sed 's/.*://'); for s in 1 7 42; do curl -s localhost:$port/v1/completions -d @" +
+      file("req") + "$s.json; echo; done; kill -TERM $pid; wait $pid )");
+  ASSERT_EQ(r.exit_code, 0) << test::read_text(err);
+  std::istringstream lines(r.out);
+  for (const int seed : {1, 7, 42}) {
+    std::string line;
+    ASSERT_TRUE(std::getline(lines, line)) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["choices"][0]["text"], first_name(m, seed)) << "seed " << seed << ": " << line;
+  }
 }
 
 TEST_F(CliMicrogptDecode, GenerateSamplesWhatMicrogptLoadSamples) {

@@ -194,6 +194,7 @@ Prompt text_prompt(const std::string& text, const ModelInfo& m) {
   } catch (const Error& e) {
     invalid("prompt", e.what());
   }
+  if (m.start_id >= 0) p.ids.insert(p.ids.begin(), m.start_id);  // (as tinylm generate does)
   for (const int id : p.ids) {  // a tokenizer larger than the model's vocabulary
     if (id >= m.vocab_size)
       invalid("prompt",

@@ -24,6 +24,7 @@ struct ModelInfo {
   int context = 0;             // positions per request: prompt + completion
   int eos_id = -1;             // generation stops at it (-1: none)
   bool allow_special = false;  // special tokens in prompt text are recognized
+  int start_id = -1;  // put before every text prompt (-1: none): microgpt's documents start so
 };
 
 // At most this many prompts in one request, choices (prompts x n), and stop sequences per
