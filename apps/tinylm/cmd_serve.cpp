@@ -143,9 +143,9 @@ std::string context_defaults() {
 
 void register_serve(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve",
-      "Serve a GPT-2 or EvermindLM model over an OpenAI-compatible HTTP API, with a web page");
+  CLI::App* cmd = app.add_subcommand("serve",
+                                     "Serve a GPT-2, EvermindLM or microgpt model over an "
+                                     "OpenAI-compatible HTTP API, with a web page");
   add_arch_option(cmd, f->arch, families::those(families::decodes));
   f->model.add_to(cmd);
   cmd->add_option("--host", f->server.host, "Address to listen on (loopback by default)")
