@@ -90,7 +90,8 @@ TEST(HubListing, MalformedListingsAreOneLineErrors) {
   };
   for (const auto& [text, phrase] : trees) {
     SCOPED_TRACE(text);
-    test::expect_error([&] { parse_tree_json(text, "tree"); }, {"tree", phrase});
+    const std::string& json = text;  // (clang 14's lambdas cannot capture a structured binding)
+    test::expect_error([&] { parse_tree_json(json, "tree"); }, {"tree", phrase});
   }
   const std::vector<std::string> revisions = {"[]", "{}", R"({"sha":1})", R"({"sha":"main"})",
                                               R"({"sha":")" + std::string(40, 'G') + "\"}"};

@@ -221,15 +221,23 @@ void quant_matmul_int8(DType t, float* y, const float* x, const void* w, const f
   q.resize(static_cast<size_t>(rows * nin));
   dx.resize(blocks.size());
   sx.resize(blocks.size());
-  quantize_q8_0(x, blocks.data(), rows * nin);
   const float* table = f16_table();
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    std::copy_n(blocks[i].qs, kQuantBlock, q.data() + i * kQuantBlock);
-    dx[i] = table[blocks[i].d[0] | (blocks[i].d[1] << 8)];
+  // Block by block on every thread (each block's bytes depend on its 32 inputs alone): on one,
+  // the other waited for it through a good part of a batch's step. (Pointers: the buffers are
+  // this thread's.)
+  BlockQ8_0* bp = blocks.data();
+  int8_t* qp = q.data();
+  float* dp = dx.data();
+  int32_t* sp = sx.data();
+  parallel_for(0, static_cast<int64_t>(blocks.size()), 64, [&](int64_t i) {
+    BlockQ8_0& blk = bp[i];
+    quantize_q8_0(x + i * kQuantBlock, &blk, kQuantBlock);
+    std::copy_n(blk.qs, kQuantBlock, qp + i * kQuantBlock);
+    dp[i] = table[blk.d[0] | (blk.d[1] << 8)];
     int32_t sum = 0;
-    for (int8_t v : blocks[i].qs) sum += v;
-    sx[i] = 8 * sum;
-  }
+    for (int8_t v : blk.qs) sum += v;
+    sp[i] = 8 * sum;
+  });
   if (t == DType::q8_0)
     active::quant_matmul_int8(y, q.data(), dx.data(), sx.data(),
                               static_cast<const BlockQ8_0x16*>(w), b, rows, nin, nout);
