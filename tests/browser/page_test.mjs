@@ -558,7 +558,7 @@ async function main() {
       await page.click("#generate");
       const chatState = await page.waitFor(
         `["done", "error", "stopped"].includes(document.body.dataset.state) && document.body.dataset.state`,
-        "the chat reply to end", 20000);
+        "the chat reply to end", 60000);  // (slow under the sanitizers)
       const shownLog = await page.eval(`[...document.querySelectorAll("#chat_log .msg")]
         .map((d) => ({ role: d.dataset.role, content: d.lastChild.textContent }))`);
       if (chatState !== "done" || JSON.stringify(shownLog) !== JSON.stringify(messages)) {
