@@ -885,6 +885,12 @@ TEST(BpeLoadErrors, VocabDuplicateIds) {
                     "have the same id 0");
 }
 
+// A vocabulary without merges is valid (characters, bytes), but not one without tokens (a
+// fuzzer found it loading).
+TEST(BpeLoadErrors, VocabEmpty) {
+  expect_json_error(R"({"model": {"vocab": {}, "merges": []}})", "the vocabulary is empty");
+}
+
 TEST(BpeLoadErrors, VocabEmptyToken) {
   expect_pair_error(R"({"a": 0, "b": 1, "ab": 2, "": 3})", merges_txt({"a b"}), "bad/vocab.json",
                     "empty token");

@@ -349,6 +349,7 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   }
   // Ids: 0..N-1, each once (checked in file order, so errors name the first offender).
   const size_t n = m->ids.size();
+  check(n > 0, vocab_what, ": the vocabulary is empty");
   m->tokens.resize(n);
   std::vector<bool> seen(n, false);
   const auto place = [&](const std::string& token, int id) {
