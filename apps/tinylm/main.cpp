@@ -177,13 +177,14 @@ std::optional<int> check_first_argument(const CLI::App& app, int argc, char** ar
 // The command the line names, as deep as it goes ("delta extract"), and where its arguments
 // start.
 struct Named {
+  const CLI::App* top = nullptr;  // the command argv[1] names ("delta"), maybe by a prefix
   const CLI::App* cmd = nullptr;
   std::string name;  // "delta extract"
   int first = 1;
 };
 Named named_command(const CLI::App& app, int argc, char** argv) {
   Named n;
-  n.cmd = argc > 1 ? find_command(app, argv[1]) : nullptr;
+  n.top = n.cmd = argc > 1 ? find_command(app, argv[1]) : nullptr;
   if (!n.cmd) return n;
   n.name = n.cmd->get_name();
   n.first = 2;
@@ -260,8 +261,8 @@ int run(int argc, char** argv) {
   // A command named by a unique prefix ("gen") is parsed under its full name.
   std::string full_name;
   std::vector<char*> args(argv, argv + argc);
-  if (named.cmd && argc > 1 && find_command(app, argv[1])->get_name() != argv[1]) {
-    full_name = find_command(app, argv[1])->get_name();
+  if (named.top && named.top->get_name() != argv[1]) {
+    full_name = named.top->get_name();
     args[1] = full_name.data();
     argv = args.data();
   }

@@ -76,12 +76,10 @@ TEST_F(CliMicrogptDecode, ServeSamplesWhatMicrogptLoadSamples) {
                      R"({"prompt": "", "temperature": 0.5, "max_tokens": 16, "seed": )" +
                          std::to_string(seed) + "}");
   }
-  const test::CommandResult r = test::run_shell(
-      std::string("( ") + TINYLM_CLI_PATH + " serve --model " + m + " --port 0 --threads 1 2>" +
-      err + " & pid=$!; for i in $(seq 300); do grep -q 'listening on' " + err +
-      " && break; sleep 0.1; done; port=$(grep -o 'listening on http://[^ ]*' " + err +
-      " | sed 's/.*://'); for s in 1 7 42; do curl -s localhost:$port/v1/completions -d @" +
-      file("req") + "$s.json; echo; done; kill -TERM $pid; wait $pid )");
+  const test::CommandResult r = test::run_shell(test::serve_then(
+      std::string(TINYLM_CLI_PATH) + " serve --model " + m + " --port 0 --threads 1", err,
+      "for s in 1 7 42; do curl -s localhost:$port/v1/completions -d @" + file("req") +
+          "$s.json; echo; done"));
   ASSERT_EQ(r.exit_code, 0) << test::read_text(err);
   std::istringstream lines(r.out);
   for (const int seed : {1, 7, 42}) {

@@ -10,7 +10,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+using test::count_lines;
 
 // The error's line: stderr's last line, which must be the one "tinylm: error:" line (an hf:
 // model's download may say what it fetches before it).
@@ -19,7 +19,7 @@ std::string error_line(const std::string& err) {
   if (at == std::string::npos || err.find("tinylm: error: ", at + 1) != std::string::npos)
     return "";
   const std::string line = err.substr(at);
-  return lines(line) == 1 ? line : "";
+  return count_lines(line) == 1 ? line : "";
 }
 
 struct HubCli : ::testing::Test {
@@ -117,7 +117,7 @@ TEST_F(HubCli, ErrorsAreOneLineWithTheirExitCodes) {
       test::run_shell("HF_ENDPOINT=" + hub.endpoint() + " TINYLM_CACHE=" + dir.file("file") + " " +
                       TINYLM_CLI_PATH + " download org/tiny");
   EXPECT_EQ(ro.exit_code, 1);
-  EXPECT_EQ(lines(ro.err), 1) << ro.err;
+  EXPECT_EQ(count_lines(ro.err), 1) << ro.err;
   EXPECT_NE(ro.err.find(dir.file("file") + "/hub/models--org--tiny: cache directory is not "
                                            "writable"),
             std::string::npos)
@@ -125,7 +125,7 @@ TEST_F(HubCli, ErrorsAreOneLineWithTheirExitCodes) {
   // Nothing listens: the URL and curl's words.
   const test::CommandResult down = cli("download org/tiny", "http://127.0.0.1:1");
   EXPECT_EQ(down.exit_code, 1);
-  EXPECT_EQ(lines(down.err), 1) << down.err;
+  EXPECT_EQ(count_lines(down.err), 1) << down.err;
   EXPECT_NE(down.err.find("http://127.0.0.1:1/api/models/org/tiny/revision/main: "),
             std::string::npos)
       << down.err;

@@ -74,13 +74,8 @@ TEST_F(ReadmeWalkthrough, GetAModelGenerateAndServe) {
   const size_t at = request.find("localhost:8080");
   ASSERT_NE(at, std::string::npos) << request;
   request.replace(at, 14, "localhost:$port");
-  const std::string script =
-      shell_line(serve[0] + " --port 0 --threads 1") + " 2>" + dir.file("serve.err") +
-      " & pid=$!; for i in $(seq 300); do grep -q 'listening on' " + dir.file("serve.err") +
-      " && break; sleep 0.1; done; port=$(sed -n 's/.*listening on http:\\/\\/[^:]*:\\([0-9]*\\).*/"
-      "\\1/p' " +
-      dir.file("serve.err") + "); " + request + "; kill -TERM $pid; wait $pid";
-  const test::CommandResult chat = test::run_shell("( " + script + " )");
+  const test::CommandResult chat = test::run_shell(test::serve_then(
+      shell_line(serve[0] + " --port 0 --threads 1"), dir.file("serve.err"), request));
   EXPECT_EQ(chat.exit_code, 0) << test::read_text(dir.file("serve.err"));
   EXPECT_NE(chat.out.find("\"object\":\"chat.completion\""), std::string::npos) << chat.out;
   EXPECT_NE(chat.out.find("\"model\":\"openai-community/gpt2\""), std::string::npos) << chat.out;

@@ -60,6 +60,17 @@ class UnitScope {
   Unit saved_;
 };
 
+// A shell command line that starts `serve_command` (a `tinylm serve ... --port 0`; its stderr to
+// err_file) in the background, waits for its "listening on" line, runs `clients` with $port
+// set to the port it took, then stops it with SIGTERM and exits with its status.
+inline std::string serve_then(const std::string& serve_command, const std::string& err_file,
+                              const std::string& clients) {
+  return "( " + serve_command + " 2>" + err_file +
+         " & pid=$!; for i in $(seq 300); do grep -q 'listening on' " + err_file +
+         " && break; sleep 0.1; done; port=$(grep -o 'listening on http://[^ ]*' " + err_file +
+         " | sed 's/.*://'); " + clients + "; kill -TERM $pid; wait $pid )";
+}
+
 // The number of lines of a command's output.
 inline int count_lines(const std::string& s) {
   return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
