@@ -195,12 +195,14 @@ BENCHMARK_CAPTURE(BM_Gpt2Product, q8_0_int8, tinylm::DType::q8_0, Act::int8)
     ->Arg(1)
     ->Arg(8)
     ->Arg(16)
+    ->Arg(32)
     ->Arg(64)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Gpt2Product, q4_0_int8, tinylm::DType::q4_0, Act::int8)
     ->Arg(1)
     ->Arg(8)
     ->Arg(16)
+    ->Arg(32)
     ->Arg(64)
     ->UseRealTime();
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "test_util.h"
@@ -115,6 +116,52 @@ TEST(QuantMatmulInt8, EqualsTheContractAtEveryLevel) {
       const std::vector<float> want = reference(t, o, c);
       ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
     }
+  }
+}
+
+// The activations' quantization, vectorized at the avx2 and avx512 levels, gives
+// quantize_q8_0's bytes on the values where rounding is closest to going wrong: exact halves
+// (a block whose largest magnitude is 127 has scale 1), ties in magnitude, zeros of either sign,
+// subnormal scales (whose reciprocal can be infinite), the largest floats, and blocks with a NaN
+// or an infinity (whose products are NaN alike).
+TEST(QuantMatmulInt8, QuantizesEdgeActivationsAsQuantizeQ8_0) {
+  const Case c{16, 64, 19, true};  // a row's two blocks alike: a NaN spoils only its own row
+  Operands o = operands(DType::q8_0, c, 13);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  for (int64_t blk = 0; blk < c.rows * c.nin / 32; ++blk) {
+    float* x = o.x.data() + 32 * blk;
+    for (int j = 0; j < 32; ++j) {
+      const float half = static_cast<float>(j - 16) + 0.5f;  // -15.5 .. 15.5
+      switch (blk / 2) {
+        case 0: x[j] = j == 0 ? 127.0f : half; break;
+        case 1: x[j] = j == 31 ? -127.0f : -2.0f * half; break;
+        case 2: x[j] = j % 2 ? 127.0f : -127.0f; break;
+        case 3: x[j] = std::ldexp(static_cast<float>(j), -149); break;  // subnormals
+        case 4: x[j] = std::ldexp(static_cast<float>(j % 3) - 1.0f, -140); break;
+        case 5: x[j] = (j % 2 ? 1.0f : -1.0f) * std::numeric_limits<float>::max(); break;
+        case 6: x[j] = j == 7 ? nan : half; break;
+        case 7: x[j] = j == 0 ? nan : half; break;
+        case 8: x[j] = j == 5 ? inf : half; break;
+        case 9: x[j] = j == 30 ? -inf : (j == 3 ? nan : half); break;
+        case 10: x[j] = -0.0f; break;
+        case 11: x[j] = 5.0f; break;
+        case 12: x[j] = 63.5f * static_cast<float>(j % 5) - 127.0f; break;
+        default: break;  // random (rows 13 to 15)
+      }
+    }
+  }
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    SCOPED_TRACE(dtype_name(t));
+    Operands ot = o;
+    if (t == DType::q4_0) ot.w = operands(t, c, 13).w;
+    const std::vector<float> want = reference(t, ot, c);
+    test::for_each_isa([&](Isa) {
+      const std::vector<float> got = product(t, ot, c);
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(got[i]) && std::isnan(want[i])) continue;
+        ASSERT_EQ(float_bits(got[i]), float_bits(want[i])) << "element " << i;
+      }
+    });
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -21,6 +22,136 @@ TINYLM_LEVEL_BEGIN
 
 #include "tinylm/kernels/matmul/stream_driver.h"
 #include "tinylm/kernels/quant/int_tiles.h"
+
+namespace {
+
+// Block i of the rows as the tiles read it: its Q8_0 integers (quantize_q8_0's bytes) to q,
+// its scale (the fp16 value, as a float) to dx[i], and 8 times its integers' sum to sx[i].
+void scalar_block(const float* x, int8_t* q, float& dx, int32_t& sx, const float* table) {
+  BlockQ8_0 blk;
+  quantize_q8_0(x, &blk, kQuantBlock);
+  std::memcpy(q, blk.qs, kQuantBlock);
+  dx = table[blk.d[0] | (blk.d[1] << 8)];
+  int32_t sum = 0;
+  for (int8_t v : blk.qs) sum += v;
+  sx = 8 * sum;
+}
+
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX2 || TINYLM_LEVEL == TINYLM_LEVEL_AVX512
+// The same in vectors: quantize_block's operations lane by lane (the scale's division and
+// reciprocal stay scalar; rounding halves away from zero is truncation, then a step where the
+// fraction reaches a half; the integer's low 8 bits are kept, as ggml's (int8_t) cast of x86's
+// cvttss2si). A block with a NaN or an infinity goes through quantize_q8_0, whose NaN handling
+// follows the order of ggml's comparisons.
+constexpr int kWidth = static_cast<int>(sizeof(VF) / sizeof(float));
+TINYLM_INLINE int32_t sum8(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
+}
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX2
+TINYLM_INLINE VF load_f(const float* p) { return _mm256_loadu_ps(p); }
+TINYLM_INLINE VF max_f(VF a, VF b) { return _mm256_max_ps(a, b); }
+TINYLM_INLINE VF abs_f(VF v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+TINYLM_INLINE VI low_byte(VI v) { return _mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24); }
+TINYLM_INLINE bool all_below(VF a, VF b) {
+  return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff;
+}
+TINYLM_INLINE float max_lane(VF v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+// The nearest integer, halves away from zero, for |v| < 2^31 or not finite (cvttps2dq's).
+TINYLM_INLINE VI round_away(VF v) {
+  const VF f = _mm256_sub_ps(v, _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+  const VI up = _mm256_castps_si256(_mm256_cmp_ps(f, _mm256_set1_ps(0.5f), _CMP_GE_OQ));
+  const VI down = _mm256_castps_si256(_mm256_cmp_ps(f, _mm256_set1_ps(-0.5f), _CMP_LE_OQ));
+  return _mm256_add_epi32(_mm256_sub_epi32(_mm256_cvttps_epi32(v), up), down);  // (true is -1)
+}
+TINYLM_INLINE int32_t sum_lanes(VI v) { return sum8(v); }
+// The low bytes of four vectors' lanes, in order.
+TINYLM_INLINE void store_low_bytes(int8_t* q, const VI (&r)[4]) {
+  const VI m = _mm256_set1_epi32(0xff);
+  const VI lo = _mm256_packus_epi32(_mm256_and_si256(r[0], m), _mm256_and_si256(r[1], m));
+  const VI hi = _mm256_packus_epi32(_mm256_and_si256(r[2], m), _mm256_and_si256(r[3], m));
+  const VI bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(lo, hi),
+                                               _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), bytes);
+}
+#else
+// (The masked forms: GCC 12 warns that the unmasked ones' undefined sources may be used.)
+TINYLM_INLINE VF load_f(const float* p) { return _mm512_loadu_ps(p); }
+TINYLM_INLINE VF max_f(VF a, VF b) { return _mm512_maskz_max_ps(kAll16, a, b); }
+TINYLM_INLINE VF abs_f(VF v) {
+  return _mm512_castsi512_ps(
+      _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
+}
+TINYLM_INLINE VI low_byte(VI v) {
+  return _mm512_maskz_srai_epi32(kAll16, _mm512_maskz_slli_epi32(kAll16, v, 24), 24);
+}
+TINYLM_INLINE bool all_below(VF a, VF b) {
+  return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == kAll16;
+}
+TINYLM_INLINE float max_lane(VF v) { return hmax(f32x16{v}); }
+TINYLM_INLINE VI round_away(VF v) {
+  const VF t = _mm512_maskz_roundscale_ps(kAll16, v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const VF f = _mm512_sub_ps(v, t);
+  const VI one = _mm512_set1_epi32(1), i = _mm512_maskz_cvttps_epi32(kAll16, v);
+  const VI up = _mm512_mask_add_epi32(i, _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f), _CMP_GE_OQ),
+                                      i, one);
+  return _mm512_mask_sub_epi32(up, _mm512_cmp_ps_mask(f, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), up,
+                               one);
+}
+TINYLM_INLINE int32_t sum_lanes(VI v) {
+  return sum8(_mm256_add_epi32(_mm512_maskz_extracti32x8_epi32(0xff, v, 0),
+                               _mm512_maskz_extracti32x8_epi32(0xff, v, 1)));
+}
+TINYLM_INLINE void store_low_bytes(int8_t* q, const VI (&r)[2]) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_maskz_cvtepi32_epi8(kAll16, r[0]));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_maskz_cvtepi32_epi8(kAll16, r[1]));
+}
+#endif
+constexpr int kBlockVectors = kQuantBlock / kWidth;
+
+void quantize_block(const float* x, int8_t* q, float& dx, int32_t& sx, const float* table) {
+  VF v[kBlockVectors];
+  VF amax = zero_f();
+  bool finite = true;
+  for (int j = 0; j < kBlockVectors; ++j) {
+    v[j] = load_f(x + j * kWidth);
+    const VF a = abs_f(v[j]);
+    finite = finite && all_below(a, splat_f(std::numeric_limits<float>::infinity()));
+    amax = max_f(amax, a);
+  }
+  if (!finite) return scalar_block(x, q, dx, sx, table);
+  const float d = max_lane(amax) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  dx = table[float_to_f16(d)];  // (ggml's fp16 of a finite d)
+  VI r[kBlockVectors];
+  VI sum = zero_i();
+  for (int j = 0; j < kBlockVectors; ++j) {
+    r[j] = round_away(mul(v[j], splat_f(id)));
+    sum = add32(sum, low_byte(r[j]));  // (the byte's value: its low 8 bits, sign-extended)
+  }
+  store_low_bytes(q, r);
+  sx = 8 * sum_lanes(sum);
+}
+#else
+void quantize_block(const float* x, int8_t* q, float& dx, int32_t& sx, const float* table) {
+  scalar_block(x, q, dx, sx, table);
+}
+#endif
+
+}  // namespace
+
+// Every block on every thread (each block's bytes depend on its 32 inputs alone).
+void quantize_activations(const float* x, int8_t* q, float* dx, int32_t* sx, int64_t nblocks) {
+  const float* table = f16_table();
+  parallel_for(0, nblocks, 64, [&](int64_t i) {
+    quantize_block(x + i * kQuantBlock, q + i * kQuantBlock, dx[i], sx[i], table);
+  });
+}
 
 TINYLM_LEVEL_END
 
@@ -75,6 +206,9 @@ namespace tinylm::kernels {
 
 // quant_matmul_int8 below quantizes the rows to 8 bits first.
 #define TINYLM_INT_MATMUL_ENTRIES(X)                                                         \
+  X(void quantize_activations(const float* x, int8_t* q, float* dx, int32_t* sx,             \
+                              int64_t nblocks),                                              \
+    quantize_activations, (x, q, dx, sx, nblocks))                                           \
   X(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,    \
                            const BlockQ8_0x16* w, const float* b, int64_t rows, int64_t nin, \
                            int64_t nout),                                                    \
@@ -212,32 +346,14 @@ void quant_matmul_int8(DType t, float* y, const float* x, const void* w, const f
   check(rows >= 0 && nout >= 0, "[quant_matmul_int8] ", rows, " rows to ", nout, " outputs");
   if (rows == 0) return;
   // The rows as Q8_0 blocks: their integers, each block's scale and 8 times its sum.
-  const int64_t nb = nin / kQuantBlock;
-  thread_local std::vector<BlockQ8_0> blocks;
+  const int64_t nb = rows * (nin / kQuantBlock);
   thread_local AlignedVector<int8_t> q;
   thread_local AlignedVector<float> dx;
   thread_local AlignedVector<int32_t> sx;
-  blocks.resize(static_cast<size_t>(rows * nb));
   q.resize(static_cast<size_t>(rows * nin));
-  dx.resize(blocks.size());
-  sx.resize(blocks.size());
-  const float* table = f16_table();
-  // Block by block on every thread (each block's bytes depend on its 32 inputs alone): on one,
-  // the other waited for it through a good part of a batch's step. (Pointers: the buffers are
-  // this thread's.)
-  BlockQ8_0* bp = blocks.data();
-  int8_t* qp = q.data();
-  float* dp = dx.data();
-  int32_t* sp = sx.data();
-  parallel_for(0, static_cast<int64_t>(blocks.size()), 64, [&](int64_t i) {
-    BlockQ8_0& blk = bp[i];
-    quantize_q8_0(x + i * kQuantBlock, &blk, kQuantBlock);
-    std::copy_n(blk.qs, kQuantBlock, qp + i * kQuantBlock);
-    dp[i] = table[blk.d[0] | (blk.d[1] << 8)];
-    int32_t sum = 0;
-    for (int8_t v : blk.qs) sum += v;
-    sp[i] = 8 * sum;
-  });
+  dx.resize(static_cast<size_t>(nb));
+  sx.resize(static_cast<size_t>(nb));
+  active::quantize_activations(x, q.data(), dx.data(), sx.data(), nb);
   if (t == DType::q8_0)
     active::quant_matmul_int8(y, q.data(), dx.data(), sx.data(),
                               static_cast<const BlockQ8_0x16*>(w), b, rows, nin, nout);

@@ -107,12 +107,22 @@ TINYLM_INLINE VI splat4(const int8_t* p) {
 }
 
 // One step of 4 weights (Q4_0: 4 + 4, both nibbles) of a part against row x's block at xq, into
-// the part's sums; total: the block's sums. Q8_0's weights go in as magnitudes, the inputs
-// taking their signs (the instructions multiply unsigned by signed bytes).
+// the part's sums; start: a block's sums before its first step; operand: the weights as the
+// steps take them, made once for all rows; total: the block's sums.
 #if defined(TINYLM_INT8_VNNI)
-// VPDPBUSD: four products and their sum into each int32 lane, one instruction.
+// VPDPBUSD: four products of unsigned by signed bytes and their sum into each int32 lane, one
+// instruction, the activations broadcast from memory. Q8_0's weights go in offset to unsigned
+// (w + 128: the sign bit flipped) and its sums start at -128 times the block's sum of x (-16 sx)
+// to take the offset back; Q4_0's nibbles are unsigned already, and its total takes 8 times
+// that sum (sx) for the nibbles' -8. The integers are exact, so the sums equal the plain path's.
+TINYLM_INLINE VI operand(const BlockQ8_0x16&, VI w) {
+  return _mm512_xor_si512(w, byte_mask(0x80));
+}
+TINYLM_INLINE VI operand(const BlockQ4_0x16&, VI w) { return w; }
+TINYLM_INLINE VI start(const BlockQ8_0x16&, int32_t sx) { return splat(-16 * sx); }
+TINYLM_INLINE VI start(const BlockQ4_0x16&, int32_t) { return zero_i(); }
 TINYLM_INLINE void step(const BlockQ8_0x16&, int s, VI w, const int8_t* xq, VI& acc) {
-  acc = _mm512_dpbusd_epi32(acc, abs8(w), sign8(splat4(xq + 4 * s), w));
+  acc = _mm512_dpbusd_epi32(acc, w, splat4(xq + 4 * s));
 }
 TINYLM_INLINE void step(const BlockQ4_0x16&, int s, VI w, const int8_t* xq, VI& acc) {
   const VI lo = and_i(w, byte_mask(15)), hi = and_i(shift4(w), byte_mask(15));
@@ -124,8 +134,17 @@ TINYLM_INLINE VF total(const BlockQ4_0x16&, VI acc, int32_t sx) {
   return to_float(sub32(acc, splat(sx)));
 }
 #else
-// Q4_0 in int16 (16 products of a nibble and |q| <= 127 a lane cannot overflow), Q8_0 in int32
-// (two products already reach 2 * 128 * 127).
+// Q8_0's weights go in as magnitudes, the inputs taking their signs (the instructions multiply
+// unsigned by signed bytes). Q4_0 in int16 (16 products of a nibble and |q| <= 127 a lane
+// cannot overflow), Q8_0 in int32 (two products already reach 2 * 128 * 127).
+template <class Packed>
+TINYLM_INLINE VI operand(const Packed&, VI w) {
+  return w;
+}
+template <class Packed>
+TINYLM_INLINE VI start(const Packed&, int32_t) {
+  return zero_i();
+}
 TINYLM_INLINE void step(const BlockQ8_0x16&, int s, VI w, const int8_t* xq, VI& acc) {
   acc = add32(acc, pair_sums(dot_pairs(abs8(w), sign8(splat4(xq + 4 * s), w))));
 }
@@ -158,13 +177,13 @@ TINYLM_INLINE void tile(float* out, const Row* x, const Packed* w, int64_t nb, i
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
 #pragma GCC unroll 2
-      for (int p = 0; p < NP; ++p) acc[r][p] = zero_i();
+      for (int p = 0; p < NP; ++p) acc[r][p] = start(blk, x[r].sx[k]);
     }
 #pragma GCC unroll 8
     for (int s = 0; s < kSteps<Packed>; ++s) {
 #pragma GCC unroll 2
       for (int p = 0; p < NP; ++p) {
-        const VI q = load_q(blk.qs[s] + (p0 + p) * kPartOuts * 4);
+        const VI q = operand(blk, load_q(blk.qs[s] + (p0 + p) * kPartOuts * 4));
 #pragma GCC unroll 8
         for (int r = 0; r < NR; ++r) step(blk, s, q, x[r].q + k * kQuantBlock, acc[r][p]);
       }
