@@ -133,20 +133,47 @@ TEST(QuantMatmulInt8, QuantizesEdgeActivationsAsQuantizeQ8_0) {
     for (int j = 0; j < 32; ++j) {
       const float half = static_cast<float>(j - 16) + 0.5f;  // -15.5 .. 15.5
       switch (blk / 2) {
-        case 0: x[j] = j == 0 ? 127.0f : half; break;
-        case 1: x[j] = j == 31 ? -127.0f : -2.0f * half; break;
-        case 2: x[j] = j % 2 ? 127.0f : -127.0f; break;
-        case 3: x[j] = std::ldexp(static_cast<float>(j), -149); break;  // subnormals
-        case 4: x[j] = std::ldexp(static_cast<float>(j % 3) - 1.0f, -140); break;
-        case 5: x[j] = (j % 2 ? 1.0f : -1.0f) * std::numeric_limits<float>::max(); break;
-        case 6: x[j] = j == 7 ? nan : half; break;
-        case 7: x[j] = j == 0 ? nan : half; break;
-        case 8: x[j] = j == 5 ? inf : half; break;
-        case 9: x[j] = j == 30 ? -inf : (j == 3 ? nan : half); break;
-        case 10: x[j] = -0.0f; break;
-        case 11: x[j] = 5.0f; break;
-        case 12: x[j] = 63.5f * static_cast<float>(j % 5) - 127.0f; break;
-        default: break;  // random (rows 13 to 15)
+        case 0:
+          x[j] = j == 0 ? 127.0f : half;
+          break;
+        case 1:
+          x[j] = j == 31 ? -127.0f : -2.0f * half;
+          break;
+        case 2:
+          x[j] = j % 2 ? 127.0f : -127.0f;
+          break;
+        case 3:
+          x[j] = std::ldexp(static_cast<float>(j), -149);
+          break;  // subnormals
+        case 4:
+          x[j] = std::ldexp(static_cast<float>(j % 3) - 1.0f, -140);
+          break;
+        case 5:
+          x[j] = (j % 2 ? 1.0f : -1.0f) * std::numeric_limits<float>::max();
+          break;
+        case 6:
+          x[j] = j == 7 ? nan : half;
+          break;
+        case 7:
+          x[j] = j == 0 ? nan : half;
+          break;
+        case 8:
+          x[j] = j == 5 ? inf : half;
+          break;
+        case 9:
+          x[j] = j == 30 ? -inf : (j == 3 ? nan : half);
+          break;
+        case 10:
+          x[j] = -0.0f;
+          break;
+        case 11:
+          x[j] = 5.0f;
+          break;
+        case 12:
+          x[j] = 63.5f * static_cast<float>(j % 5) - 127.0f;
+          break;
+        default:
+          break;  // random (rows 13 to 15)
       }
     }
   }

@@ -90,16 +90,14 @@ TINYLM_INLINE VF abs_f(VF v) {
 TINYLM_INLINE VI low_byte(VI v) {
   return _mm512_maskz_srai_epi32(kAll16, _mm512_maskz_slli_epi32(kAll16, v, 24), 24);
 }
-TINYLM_INLINE bool all_below(VF a, VF b) {
-  return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == kAll16;
-}
+TINYLM_INLINE bool all_below(VF a, VF b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == kAll16; }
 TINYLM_INLINE float max_lane(VF v) { return hmax(f32x16{v}); }
 TINYLM_INLINE VI round_away(VF v) {
   const VF t = _mm512_maskz_roundscale_ps(kAll16, v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const VF f = _mm512_sub_ps(v, t);
   const VI one = _mm512_set1_epi32(1), i = _mm512_maskz_cvttps_epi32(kAll16, v);
-  const VI up = _mm512_mask_add_epi32(i, _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f), _CMP_GE_OQ),
-                                      i, one);
+  const VI up =
+      _mm512_mask_add_epi32(i, _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f), _CMP_GE_OQ), i, one);
   return _mm512_mask_sub_epi32(up, _mm512_cmp_ps_mask(f, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), up,
                                one);
 }
@@ -205,17 +203,16 @@ TINYLM_LEVEL_END
 namespace tinylm::kernels {
 
 // quant_matmul_int8 below quantizes the rows to 8 bits first.
-#define TINYLM_INT_MATMUL_ENTRIES(X)                                                         \
-  X(void quantize_activations(const float* x, int8_t* q, float* dx, int32_t* sx,             \
-                              int64_t nblocks),                                              \
-    quantize_activations, (x, q, dx, sx, nblocks))                                           \
-  X(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,    \
-                           const BlockQ8_0x16* w, const float* b, int64_t rows, int64_t nin, \
-                           int64_t nout),                                                    \
-    quant_matmul_int8, (y, q, dx, sx, w, b, rows, nin, nout))                                \
-  X(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,    \
-                           const BlockQ4_0x16* w, const float* b, int64_t rows, int64_t nin, \
-                           int64_t nout),                                                    \
+#define TINYLM_INT_MATMUL_ENTRIES(X)                                                               \
+  X(void quantize_activations(const float* x, int8_t* q, float* dx, int32_t* sx, int64_t nblocks), \
+    quantize_activations, (x, q, dx, sx, nblocks))                                                 \
+  X(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,          \
+                           const BlockQ8_0x16* w, const float* b, int64_t rows, int64_t nin,       \
+                           int64_t nout),                                                          \
+    quant_matmul_int8, (y, q, dx, sx, w, b, rows, nin, nout))                                      \
+  X(void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,          \
+                           const BlockQ4_0x16* w, const float* b, int64_t rows, int64_t nin,       \
+                           int64_t nout),                                                          \
     quant_matmul_int8, (y, q, dx, sx, w, b, rows, nin, nout))
 TINYLM_ACTIVE_ENTRIES(TINYLM_INT_MATMUL_ENTRIES)
 

@@ -115,9 +115,7 @@ TINYLM_INLINE VI splat4(const int8_t* p) {
 // (w + 128: the sign bit flipped) and its sums start at -128 times the block's sum of x (-16 sx)
 // to take the offset back; Q4_0's nibbles are unsigned already, and its total takes 8 times
 // that sum (sx) for the nibbles' -8. The integers are exact, so the sums equal the plain path's.
-TINYLM_INLINE VI operand(const BlockQ8_0x16&, VI w) {
-  return _mm512_xor_si512(w, byte_mask(0x80));
-}
+TINYLM_INLINE VI operand(const BlockQ8_0x16&, VI w) { return _mm512_xor_si512(w, byte_mask(0x80)); }
 TINYLM_INLINE VI operand(const BlockQ4_0x16&, VI w) { return w; }
 TINYLM_INLINE VI start(const BlockQ8_0x16&, int32_t sx) { return splat(-16 * sx); }
 TINYLM_INLINE VI start(const BlockQ4_0x16&, int32_t) { return zero_i(); }
