@@ -195,21 +195,31 @@ TINYLM_INLINE void tile(float* out, const Row* x, const Packed* w, int64_t nb, i
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r) {
     for (int p = 0; p < NP; ++p) store_f(out + r * kPackedOutputs + (p0 + p) * kPartOuts, c[r][p]);
   }
 }
 
-// Decode takes both parts of a group at once (a row's activations loaded once); a tile of rows
-// takes them one part at a time, to keep its registers.
-constexpr int kTileRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 4;
+// Rows r, r + 1, ... of a group through tiles of N rows while N are left, one part at a time
+// (to keep the tile's registers); the first row not taken.
+template <int N, class Packed>
+TINYLM_INLINE int64_t tile_rows(float* out, const Row* x, int64_t r, int64_t nrows,
+                                const Packed* w, int64_t nb) {
+  for (; r + N <= nrows; r += N) {
+    for (int p = 0; p < kParts; ++p) tile<N, 1>(out + r * kPackedOutputs, x + r, w, nb, p);
+  }
+  return r;
+}
+
+// A group's rows: tiles of 8 rows on AVX-512, then of 4 (AVX2's), the last rows one at a time,
+// both parts at once (a row's activations loaded once).
 template <class Packed>
 TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* w, int64_t nb,
                          const float*) {
   int64_t r = 0;
-  for (; r + kTileRows <= nrows; r += kTileRows) {
-    for (int p = 0; p < kParts; ++p) tile<kTileRows, 1>(out + r * kPackedOutputs, x + r, w, nb, p);
-  }
+  if constexpr (TINYLM_LEVEL == TINYLM_LEVEL_AVX512) r = tile_rows<8>(out, x, r, nrows, w, nb);
+  r = tile_rows<4>(out, x, r, nrows, w, nb);
   for (; r < nrows; ++r) tile<1, kParts>(out + r * kPackedOutputs, x + r, w, nb, 0);
 }
 #else
