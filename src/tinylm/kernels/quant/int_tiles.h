@@ -204,8 +204,8 @@ TINYLM_INLINE void tile(float* out, const Row* x, const Packed* w, int64_t nb, i
 // Rows r, r + 1, ... of a group through tiles of N rows while N are left, one part at a time
 // (to keep the tile's registers); the first row not taken.
 template <int N, class Packed>
-TINYLM_INLINE int64_t tile_rows(float* out, const Row* x, int64_t r, int64_t nrows,
-                                const Packed* w, int64_t nb) {
+TINYLM_INLINE int64_t tile_rows(float* out, const Row* x, int64_t r, int64_t nrows, const Packed* w,
+                                int64_t nb) {
   for (; r + N <= nrows; r += N) {
     for (int p = 0; p < kParts; ++p) tile<N, 1>(out + r * kPackedOutputs, x + r, w, nb, p);
   }
