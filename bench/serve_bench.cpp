@@ -9,7 +9,8 @@
 //
 // --stream-interval: the server's (default its default); the engine-alone client's bell too.
 //
-//   bench_serve --model DIR [--dtype bf16] [--activations f32] [--threads N] [--tokens 64]
+//   bench_serve --model DIR [--dtype bf16] [--activations f32] [--cache-type T] [--threads N]
+//   [--tokens 64]
 //               [--reps 3] [--streams 1,8,32] [--temperature 0] [--stream-interval MS]
 #include <httplib.h>
 
@@ -82,7 +83,7 @@ StreamTimes stream_one(int port, const std::string& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_dir, dtype = "bf16", activations = "f32", streams_arg = "1,8,32",
+  std::string model_dir, dtype = "bf16", activations = "f32", cache_type, streams_arg = "1,8,32",
                          device = "cpu";
   int threads = 0, tokens = 64, reps = 3;
   double temperature = 0;
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
       dtype = v;
     else if (a == "--activations")
       activations = v;
+    else if (a == "--cache-type")
+      cache_type = v;
     else if (a == "--device")
       device = v;
     else if (a == "--threads")
@@ -116,7 +119,8 @@ int main(int argc, char** argv) {
   }
   if (model_dir.empty()) {
     std::fprintf(stderr,
-                 "usage: bench_serve --model DIR [--dtype bf16] [--activations f32] "
+                 "usage: bench_serve --model DIR [--dtype bf16] [--activations f32] [--cache-type "
+                 "f32|bf16|f16] "
                  "[--threads N] [--tokens 64] [--reps 3] [--streams 1,8,32] [--temperature 0] "
                  "[--stream-interval MS] [--device cpu|gpu|gpu:N]\n");
     return 2;
@@ -133,6 +137,7 @@ int main(int argc, char** argv) {
                                     .to_gpu(kernels::vulkan::open_gpu(gpu), parse_dtype(dtype),
                                             *std::max_element(streams.begin(), streams.end()));
   model.set_activations(parse_dtype(activations));
+  if (!cache_type.empty()) model.set_cache_type(parse_dtype(cache_type));
   const std::filesystem::path dir(model_dir);
   const BpeTokenizer tok =
       BpeTokenizer::from_directory(std::filesystem::exists(dir / "tokenizer.json")
@@ -142,12 +147,13 @@ int main(int argc, char** argv) {
       "The history of the city begins with a small settlement on the banks of the river, where");
   prompt.resize(16, prompt.back());
   std::printf(
-      "GPT-2 %s, %s activations%s%s, %d threads, 16-token prompt, %d new tokens, "
+      "GPT-2 %s, %s activations%s%s, %s KV cache, %d threads, 16-token prompt, %d new tokens, "
       "temperature %g, stream interval %d ms, %d reps%s%s\n",
       dtype.c_str(), activations.c_str(), activations == "bf16" ? " on " : "",
       activations == "bf16" ? kernels::bf16_unit_name(kernels::bf16_dot_unit()).data() : "",
-      num_threads(), tokens, temperature, static_cast<int>(interval.count()), reps,
-      gpu < 0 ? "" : ", on GPU ", model.device_name().c_str());
+      std::string(dtype_name(model.cache_type())).c_str(), num_threads(), tokens, temperature,
+      static_cast<int>(interval.count()), reps, gpu < 0 ? "" : ", on GPU ",
+      model.device_name().c_str());
 
   std::vector<double> decode_tps, prefill_ms;
   auto backend = generate::gpt2_backend(model);

@@ -64,9 +64,10 @@ void ModelFlags::add_to(CLI::App* cmd) {
                   "tokenizer.json or a directory with tokenizer.json, vocab.json + merges.txt or "
                   "encoder.json + vocab.bpe (default: the model's, else data/gpt2)");
   cmd->add_option("--dtype", load.dtype,
-                  "Weights: f32, bf16 or f16 (and the KV cache), or q8_0 / q4_0 (ggml's blocks, "
-                  "quantized at load, or used in place from a GGUF of that type; the KV cache "
-                  "stays f32). Default: f32, or a Q8_0/Q4_0 GGUF's own type")
+                  "Weights: f32, bf16 or f16 (and the KV cache, unless --cache-type), or q8_0 / "
+                  "q4_0 (ggml's blocks, quantized at load, or used in place from a GGUF of that "
+                  "type; the KV cache f32 unless --cache-type). Default: f32, or a Q8_0/Q4_0 "
+                  "GGUF's own type")
       ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0", "q4_0"}));
   cmd->add_option("--activations", load.activations,
                   "f32 (default). With q8_0 / q4_0 weights: q8_0 (each row quantized to 8 bits "
@@ -75,6 +76,12 @@ void ModelFlags::add_to(CLI::App* cmd) {
                   "rounded to bf16: batches and prompts about twice as fast, slightly less "
                   "accurate)")
       ->check(CLI::IsMember({"f32", "q8_0", "bf16"}));
+  cmd->add_option("--cache-type", load.cache_type,
+                  "The KV cache's type: f32, bf16 or f16 (keys and values rounded to it as they "
+                  "are stored, as llama.cpp's --cache-type-k/v; half the bytes, which batched "
+                  "decoding reads every step). Default: the weights' type for bf16 and f16, else "
+                  "f32")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   cmd->add_option("--device", load.device,
                   "cpu (default), gpu or gpu:N: where GPT-2 runs (tinylm devices lists the GPUs; "
                   "on a GPU: f32, f16 or bf16 weights, f32 activations)");
@@ -102,6 +109,9 @@ void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::s
     if (flags.load.activations != "f32")
       throw UsageError(cat("--activations ", flags.load.activations, " with --device ", device,
                            ": a GPU computes in f32"));
+    if (!flags.load.cache_type.empty())
+      throw UsageError(cat("--cache-type ", flags.load.cache_type, " with --device ", device,
+                           ": a GPU keeps its KV cache in the weights' type"));
     try {
       kernels::vulkan::check_gpu(gpu);
     } catch (const Error& e) {
@@ -114,6 +124,8 @@ void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::s
     throw UsageError("--dtype " + flags.load.dtype + runs);
   if (flags.load.activations != "f32")
     throw UsageError("--activations " + flags.load.activations + runs);
+  if (!flags.load.cache_type.empty() && flags.load.cache_type != "f32")
+    throw UsageError("--cache-type " + flags.load.cache_type + runs);
 }
 
 BpeTokenizer load_model_tokenizer(const ModelFlags& flags, const DetectedModel& file) {

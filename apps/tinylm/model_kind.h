@@ -1,8 +1,8 @@
 #pragma once
 // The --model of a command: its flags (--model, --config, --tokenizer, --dtype, --activations,
-// --device, --threads), and the file as the family table reads it, checked against the families the
-// command takes: commands need no --arch where the file says, and a wrong kind is one line:
-// "X: this is an EvermindLM checkpoint (EVL0); perplexity expects GPT-2 ...".
+// --cache-type, --device, --threads), and the file as the family table reads it, checked against
+// the families the command takes: commands need no --arch where the file says, and a wrong kind is
+// one line: "X: this is an EvermindLM checkpoint (EVL0); perplexity expects GPT-2 ...".
 #include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
@@ -42,10 +42,10 @@ struct ModelFlags {
   void add_to(CLI::App* cmd);
 };
 
-// Refuses --device, --dtype and --activations that `file`'s family does not run with, in the
-// command's words: "--dtype bf16: EvermindLM generates in f32" (`verb`: "generates"), "--device
-// gpu: EvermindLM generates on the CPU only"; a GPU takes f32, f16 or bf16 weights and f32
-// activations.
+// Refuses --device, --dtype, --activations and --cache-type that `file`'s family does not run
+// with, in the command's words: "--dtype bf16: EvermindLM generates in f32" (`verb`:
+// "generates"), "--device gpu: EvermindLM generates on the CPU only"; a GPU takes f32, f16 or
+// bf16 weights, f32 activations and no --cache-type.
 void check_load_flags(const ModelFlags& flags, const DetectedModel& file, std::string_view verb);
 
 // The tokenizer of `file`'s family: --tokenizer, else the model's own, else the family's.

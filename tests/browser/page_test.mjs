@@ -374,18 +374,19 @@ async function openPage(cdp, url) {
 
 // ---------------------------------------------------------------------------------------------
 // HTTP to the server, from the test itself.
-async function http(url, { method = "GET", body, key } = {}) {
+// timeoutMs covers the whole answer, its body included.
+async function http(url, { method = "GET", body, key, timeoutMs = 15000 } = {}) {
   const headers = {};
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (key) headers.Authorization = `Bearer ${key}`;
-  let r;
+  let r, text;
   try {
     r = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-                           signal: AbortSignal.timeout(15000) });
+                           signal: AbortSignal.timeout(timeoutMs) });
+    text = await r.text();
   } catch (e) {
     fail(`${method} ${url}: ${e.cause?.message || e.message}`);
   }
-  const text = await r.text();
   let json = null;
   try { json = JSON.parse(text); } catch { /* not JSON */ }
   return { status: r.status, type: r.headers.get("content-type") || "", text, json };
@@ -437,7 +438,7 @@ async function main() {
   }
   const params = { model: modelId, prompt: opts.prompt, max_tokens: opts.maxTokens, temperature: 0,
                    top_p: 1, top_k: 40, seed: 7 };
-  const whole = await http(base + "/v1/completions", { method: "POST", body: params, key });
+  const whole = await http(base + "/v1/completions", { method: "POST", body: params, key, timeoutMs: 60000 });
   const expected = whole.json?.choices?.[0]?.text;
   if (whole.status !== 200 || typeof expected !== "string") {
     fail(`POST /v1/completions (not streamed) answered ${whole.status} ${whole.text.slice(0, 300)}`);
@@ -547,8 +548,8 @@ async function main() {
                         document.getElementById("panel_complete").hidden`, "the Chat tab to show");
     for (const said of ["Hello there", "And then?"]) {
       messages.push({ role: "user", content: said });
-      const whole = await http(base + "/v1/chat/completions",
-                               { method: "POST", body: { ...sampling, messages }, key });
+      const whole = await http(base + "/v1/chat/completions",  // (a reply: slow under the sanitizers)
+                               { method: "POST", body: { ...sampling, messages }, key, timeoutMs: 60000 });
       const reply = whole.json?.choices?.[0]?.message?.content;
       if (whole.status !== 200 || typeof reply !== "string") {
         fail(`POST /v1/chat/completions (not streamed) answered ${whole.status} ${whole.text.slice(0, 300)}`);

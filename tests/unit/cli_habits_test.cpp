@@ -50,6 +50,27 @@ void expect_usage_error(const test::CommandResult& r, const std::string& phrase)
 }
 
 // Each short flag or alias gives the output of the long flag it stands for.
+// --cache-type (llama.cpp's --cache-type-k/v): the KV cache's type, named on the load line, for
+// generate and perplexity alike; refused where it cannot apply.
+TEST_F(CliHabits, CacheTypeChoosesTheKvCachesType) {
+  const test::CommandResult gen =
+      run_cli("generate -m " + model() + " -p 'The quick brown fox' -n 8 --cache-type f16");
+  EXPECT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_FALSE(gen.out.empty());
+  EXPECT_NE(gen.err.find("f16 KV cache"), std::string::npos) << gen.err;
+  const test::CommandResult ppl = run_cli("perplexity -m " + model() + " -f " + file("text.txt") +
+                                          " --limit 100 --context 32 --cache-type bf16");
+  EXPECT_EQ(ppl.exit_code, 0) << ppl.err;
+  EXPECT_NE(ppl.err.find("bf16 KV cache"), std::string::npos) << ppl.err;
+  expect_usage_error(run_cli("generate -m " + model() + " -p hi --cache-type q8_0"),
+                     "--cache-type");
+  const std::string evl = test::source_path("tests/fixtures/evl/tiny_f32.evl");
+  expect_usage_error(run_cli("generate -m " + evl + " -p hi --cache-type f16"),
+                     "--cache-type f16: EvermindLM generates in f32");
+  expect_usage_error(run_cli("generate -m " + model() + " -p hi --device gpu --cache-type f16"),
+                     "a GPU keeps its KV cache in the weights' type");
+}
+
 TEST_F(CliHabits, ShortFlagsAndAliasesMeanTheLongOnes) {
   const test::CommandResult longs =
       run_cli("generate --model " + model() +

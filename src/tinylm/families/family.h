@@ -21,9 +21,9 @@ struct TrainFamily;  // train/family.h: how a family trains
 namespace tinylm::families {
 
 // The loading flags generate, serve and perplexity share (--config, --tokenizer, --dtype,
-// --activations); empty: the model's own, else the family's default.
+// --activations, --cache-type); empty: the model's own, else the family's default.
 struct LoadOptions {
-  std::string config, tokenizer, dtype;
+  std::string config, tokenizer, dtype, cache_type;
   std::string activations = "f32";
   std::string device = "cpu";  // cpu | gpu | gpu:N (kernels/vulkan/devices.h's parse_device)
   int sequences = 1;           // decoded at once (serve's slots): a GPU's caches, reserved
@@ -65,8 +65,8 @@ struct Family {
                                  const checkpoints::Sniffed& model) = nullptr;
   DecodeModel (*load_decoder)(const checkpoints::Sniffed& file,
                               const LoadOptions& options) = nullptr;
-  bool f32_only = false;               // --dtype and --activations other than f32 are refused
-  bool gpu = false;                    // it decodes on a GPU too (--device gpu)
+  bool f32_only = false;  // --dtype, --activations and --cache-type other than f32 are refused
+  bool gpu = false;       // it decodes on a GPU too (--device gpu)
   bool prompt_allows_special = false;  // its prompts may hold <|endoftext|> (its training did)
   // Sampling when --temperature is not given (top_k: nor --top-k); 0, 0: greedy. EvermindLM
   // samples: greedy decoding of a small model repeats itself ("have have have").

@@ -116,10 +116,13 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
     return m;
   }();
   model.set_activations(parse_dtype(options.activations));
-  const std::string activations =
+  if (!options.cache_type.empty()) model.set_cache_type(parse_dtype(options.cache_type));
+  std::string activations =
       model.activations() == DType::f32
           ? ""
           : " (" + std::string(dtype_name(model.activations())) + " activations)";
+  if (!options.cache_type.empty())
+    activations += ", " + std::string(dtype_name(model.cache_type())) + " KV cache";
   char line[256];
   std::snprintf(line, sizeof line, " in %.0f ms: %.1f MB of %s weights%s", timer.elapsed_ms(),
                 model.weight_bytes() / 1e6, std::string(dtype_name(model.dtype())).c_str(),

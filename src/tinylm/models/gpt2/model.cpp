@@ -42,7 +42,7 @@ void convert_floats(const float* src, size_t n, DType to, void* out) {
 
 // The model for one storage type W (float, Bf16 or F16) of weights and KV cache.
 template <class W>
-struct TypedImpl final : HostForward<TypedImpl<W>, W> {
+struct TypedImpl final : HostForward<TypedImpl<W>> {
   using Model::Impl::config;
   // Storage: the matrices (and wte) in W, on cache-line boundaries; LayerNorm parameters,
   // biases and wpe in f32. An f32 model built from a flat parameter vector keeps that vector
@@ -293,6 +293,15 @@ void Model::set_activations(DType t) {
 }
 DType Model::activations() const { return impl_->activations; }
 
+void Model::set_cache_type(DType t) {
+  check(t == DType::f32 || t == DType::bf16 || t == DType::f16, "gpt2: a KV cache of ",
+        dtype_name(t), ": f32, bf16 or f16 only");
+  check(impl_->device_name().empty() || t == impl_->cache_dtype, "gpt2: on a GPU the KV cache is ",
+        dtype_name(impl_->cache_dtype), " (the weights' type); another cache type runs on the CPU");
+  impl_->cache_dtype = t;
+}
+DType Model::cache_type() const { return impl_->cache_dtype; }
+
 KvCache Model::new_cache(int capacity) const {
   const Config& c = impl_->config;
   check(capacity >= 1 && capacity <= c.n_positions, "gpt2: cache capacity ", capacity,
@@ -306,6 +315,7 @@ KvCache Model::Impl::new_cache(int capacity) const {
   // Keys and values in blocks of 16 positions (kernels/attention/causal.h).
   const size_t per_layer = static_cast<size_t>(config.n_embd) * dtype_size(cache_dtype) *
                            static_cast<size_t>(kernels::kv_positions(capacity));
+  cache.dtype = cache_dtype;
   cache.keys.resize(config.n_layer * per_layer);
   cache.values.resize(config.n_layer * per_layer);
   return cache;

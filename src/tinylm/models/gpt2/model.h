@@ -52,9 +52,10 @@ struct DeviceSlot;
 // Keys and values of every layer for up to `capacity` positions.
 struct KvCache {
   int capacity = 0;
-  int length = 0;  // positions filled
-  // In the model's dtype, per layer kv_positions(capacity) * C keys and as many values, laid out
-  // in blocks of 16 positions as kernels/attention/causal.h's kv_key_index and kv_value_index
+  int length = 0;            // positions filled
+  DType dtype = DType::f32;  // the model's cache type when it made this cache
+  // In that type, per layer kv_positions(capacity) * C keys and as many values, laid out in
+  // blocks of 16 positions as kernels/attention/causal.h's kv_key_index and kv_value_index
   // place them.
   std::vector<std::byte> keys, values;
   // On a GPU (Model::to_gpu) instead: keys and values live in the slot, and the vectors are empty.
@@ -147,6 +148,14 @@ class Model {
   // Error for other types and models.
   void set_activations(DType t);
   DType activations() const;
+
+  // The KV cache's element type: by default the weights' for bf16 and f16 models, f32 for f32
+  // and quantized ones. On the CPU any of f32, bf16 or f16 (keys and values rounded to it as they
+  // are stored, as llama.cpp's --cache-type-k/v do): a 16-bit cache holds half the bytes, which
+  // batched decoding reads every step. Caches made before a change are refused by forward.
+  // Error for other types, and on a GPU for anything but its own.
+  void set_cache_type(DType t);
+  DType cache_type() const;
 
   KvCache new_cache(int capacity) const;  // capacity <= n_positions
 

@@ -41,7 +41,7 @@ void check_widths(const Config& c, DType dtype) {
         block, ", the block size");
 }
 
-struct QuantImpl final : HostForward<QuantImpl, float> {
+struct QuantImpl final : HostForward<QuantImpl> {
   // Owned storage (quantized at load), or views into memory that `owner` keeps alive.
   std::vector<std::byte> blocks;
   std::vector<std::byte> packed_copies;  // a file's matrices packed, while activations are q8_0
