@@ -45,6 +45,29 @@ inline void expect_decode_equals(Model& m, const std::vector<float>& want) {
   }
 }
 
+// Two sequences of kTokens at different positions (prompts of 2 and 6 tokens) stepped together
+// by forward_batch get `want`'s rows (all_logits of kTokens) bit for bit.
+inline void expect_batch_equals(Model& m, const std::vector<float>& want) {
+  const int64_t V = m.config().vocab_size;
+  const int n = static_cast<int>(kTokens.size());
+  const int prompts[2] = {2, 6};
+  std::vector<KvCache> caches;
+  std::vector<float> one(V), rows(2 * V);
+  for (const int p : prompts) {
+    caches.push_back(m.new_cache(n));
+    m.forward(std::span(kTokens).first(p), caches.back(), one);
+  }
+  KvCache* ptrs[2] = {&caches[0], &caches[1]};
+  for (int step = 0; prompts[1] + step < n; ++step) {
+    const int next[2] = {kTokens[prompts[0] + step], kTokens[prompts[1] + step]};
+    m.forward_batch(next, ptrs, rows);
+    for (int s = 0; s < 2; ++s) {
+      ASSERT_EQ(std::memcmp(rows.data() + s * V, want.data() + (prompts[s] + step) * V, V * 4), 0)
+          << "sequence " << s << " step " << step;
+    }
+  }
+}
+
 // How far logits b moved from a: the largest |a - b|, and the largest |a| to compare it with.
 struct Change {
   double worst = 0, spread = 0;
