@@ -40,7 +40,8 @@ void convert_floats(const float* src, size_t n, DType to, void* out) {
   }
 }
 
-// The model for one storage type W (float, Bf16 or F16) of weights and KV cache.
+// The model for one storage type W (float, Bf16 or F16) of its weights (the KV cache's is
+// cache_dtype: W's by default, HostForward).
 template <class W>
 struct TypedImpl final : HostForward<TypedImpl<W>> {
   using Model::Impl::config;
