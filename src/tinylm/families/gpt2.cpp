@@ -117,16 +117,16 @@ gpt2::Model load_gpt2_weights(const checkpoints::Sniffed& file, const LoadOption
   }();
   model.set_activations(parse_dtype(options.activations));
   if (!options.cache_type.empty()) model.set_cache_type(parse_dtype(options.cache_type));
-  std::string activations =
-      model.activations() == DType::f32
-          ? ""
-          : " (" + std::string(dtype_name(model.activations())) + " activations)";
+  // What the load line adds to the weights' type: 8- or 16-bit activations, a chosen KV cache.
+  std::string types;
+  if (model.activations() != DType::f32)
+    types = " (" + std::string(dtype_name(model.activations())) + " activations)";
   if (!options.cache_type.empty())
-    activations += ", " + std::string(dtype_name(model.cache_type())) + " KV cache";
+    types += ", " + std::string(dtype_name(model.cache_type())) + " KV cache";
   char line[256];
   std::snprintf(line, sizeof line, " in %.0f ms: %.1f MB of %s weights%s", timer.elapsed_ms(),
                 model.weight_bytes() / 1e6, std::string(dtype_name(model.dtype())).c_str(),
-                activations.c_str());
+                types.c_str());
   loaded = "loaded " + file.path + line +
            (gpu < 0 ? ", " + std::to_string(num_threads()) + " threads" : where);
   return model;

@@ -57,11 +57,7 @@ TINYLM_INLINE VI low_byte(VI v) { return _mm256_srai_epi32(_mm256_slli_epi32(v, 
 TINYLM_INLINE bool all_below(VF a, VF b) {
   return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff;
 }
-TINYLM_INLINE float max_lane(VF v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-}
+TINYLM_INLINE float max_lane(VF v) { return halve(v, kMax); }
 // The nearest integer, halves away from zero, for |v| < 2^31 or not finite (cvttps2dq's).
 TINYLM_INLINE VI round_away(VF v) {
   const VF f = _mm256_sub_ps(v, _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));

@@ -50,9 +50,7 @@ struct HostForward : ForwardPass<Derived, backend::Cpu> {
   }
 
   void attend_rows(int64_t li, int64_t n, int64_t ns) {
-    if (li == 0) {
-      for (int64_t r = 0; r < n; ++r) check_cache(*this->row_cache[r]);
-    }
+    for (int64_t r = 0; r < n; ++r) check_cache(*this->row_cache[r]);
     with_cache_type([&]<class KV>() {
       const Config& c = this->config;
       const int64_t C = c.n_embd;
