@@ -4,7 +4,7 @@
 # AVX2 and AVX-512 where the CPU has them; on a CPU with AMX the bf16 products' tests on both
 # units), then under AddressSanitizer + UndefinedBehavior
 # Sanitizer (dev, clang) at the best level, with every fuzz target run over its seed corpus,
-# then every fuzz target for about 20 s (scripts/fuzz.sh).
+# then every fuzz target for about 20 s, as many at once as there are CPUs (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
