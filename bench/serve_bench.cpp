@@ -310,7 +310,8 @@ int main(int argc, char** argv) {
   }
   std::printf("one stream, the engine alone: decode %.1f tok/s = %.1f%% of generate's\n",
               median(engine_tps), 100.0 * median(engine_tps) / gen_tps);
-  std::printf("one stream through the server: decode %.1f tok/s = %.1f%% of generate's\n",
-              rows.front().stream_decode, 100.0 * rows.front().stream_decode / gen_tps);
+  std::printf("one stream of %d through the server: decode %.1f tok/s = %.1f%% of generate's\n",
+              rows.front().n, rows.front().stream_decode,
+              100.0 * rows.front().stream_decode / gen_tps);
   return 0;
 }

@@ -3,6 +3,9 @@
 # (examples/gpt-2, binary gpt-2-backend) on the same machine, same model shape,
 # same 16-token prompt, greedy, 64 new tokens; prefill and decode tok/s per
 # (threads, dtype), medians over rounds. See README.md in this directory.
+# With --streams, batched decoding instead: ggml's gpt-2-batched (-np N: N sequences
+# continuing one prompt, one graph per step) against tinylm's bench_serve (N concurrent
+# requests through the server, and its model-alone figure: N sequences per forward_batch).
 #
 # q8_0 / q4_0: ggml's model is quantized by its own gpt-2-quantize (every matrix, wte and so
 # the tied head too) and its CPU backend quantizes the activations to 8 bits for those
@@ -33,6 +36,8 @@ ROUNDS=5
 THREADS_LIST="1 2"
 DTYPES="f32 f16"
 TOKENS=64
+STREAMS=""
+BENCH_SERVE=""
 
 usage() {
   cat <<EOF
@@ -61,6 +66,10 @@ gpt-2-backend and 'tinylm generate' alternately and prints medians.
   --threads-list "L"  thread counts (default: "$THREADS_LIST")
   --dtypes "L"        any of f32 f16 q8_0 q4_0 (default: "$DTYPES")
   --tokens N          new tokens per run (default: $TOKENS)
+  --streams "L"       batched decoding at these stream counts (e.g. "8 32")
+                      instead of one sequence's prefill and decode
+  --bench-serve PATH  tinylm's bench_serve for --streams (default:
+                      build/bench/bench/bench_serve of this repository)
   -h, --help
 
 TINYLM_ISA in the environment is passed through to tinylm.
@@ -84,6 +93,8 @@ while [[ $# -gt 0 ]]; do
     --threads-list) need_arg "$@"; THREADS_LIST=$2; shift 2 ;;
     --dtypes) need_arg "$@"; DTYPES=$2; shift 2 ;;
     --tokens) need_arg "$@"; TOKENS=$2; shift 2 ;;
+    --streams) need_arg "$@"; STREAMS=$2; shift 2 ;;
+    --bench-serve) need_arg "$@"; BENCH_SERVE=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -94,6 +105,11 @@ done
 for t in $THREADS_LIST; do [[ $t =~ ^[1-9][0-9]*$ ]] || die "--threads-list: '$t' is not a positive integer"; done
 for d in $DTYPES; do [[ $d =~ ^(f32|f16|q8_0|q4_0)$ ]] || die "--dtypes: '$d' is not f32, f16, q8_0 or q4_0"; done
 [[ -n $THREADS_LIST && -n $DTYPES ]] || die "empty --threads-list or --dtypes"
+for n in $STREAMS; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "--streams: '$n' is not a positive integer"; done
+if [[ -n $STREAMS ]]; then
+  [[ -n $BENCH_SERVE ]] || BENCH_SERVE=$REPO/build/bench/bench/bench_serve
+  [[ -x $BENCH_SERVE ]] || die "$BENCH_SERVE not found: cmake --preset bench && cmake --build build/bench, or pass --bench-serve PATH"
+fi
 
 # Refuse to put anything of ggml inside this repository.
 outside_repo() {
@@ -152,11 +168,13 @@ if [[ -z $GGML_BIN ]]; then
   echo "building ggml's gpt-2-backend: $GGML_SRC -> $GGML_BUILD (${cmake_flags[*]})" >&2
   cmake -S "$GGML_SRC" -B "$GGML_BUILD" "${gen[@]}" "${cmake_flags[@]}" >"$GGML_BUILD.configure.log" 2>&1 ||
     die "cmake configure of ggml failed, see $GGML_BUILD.configure.log"
-  cmake --build "$GGML_BUILD" --target gpt-2-backend gpt-2-quantize -j"$(nproc)" >"$GGML_BUILD.build.log" 2>&1 ||
+  cmake --build "$GGML_BUILD" --target gpt-2-backend gpt-2-batched gpt-2-quantize -j"$(nproc)" >"$GGML_BUILD.build.log" 2>&1 ||
     die "building gpt-2-backend failed, see $GGML_BUILD.build.log"
   GGML_BIN=$GGML_BUILD/bin/gpt-2-backend
 fi
 [[ -x $GGML_BIN ]] || die "ggml binary $GGML_BIN not found or not executable"
+GGML_BATCHED=$(dirname "$GGML_BIN")/gpt-2-batched
+[[ -z $STREAMS || -x $GGML_BATCHED ]] || die "$GGML_BATCHED (built beside gpt-2-backend) not found"
 
 # --- tinylm and the models ------------------------------------------------------
 if [[ -z $TINYLM ]]; then
@@ -233,6 +251,62 @@ ggml_text() { awk '/^main: number of tokens in prompt/ {on = 1; getline; next} /
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
+# ggml's batched example evaluates the prompt once, copies its cache to every sequence, then
+# decodes all of them in one graph per step over one f32 KV cache of -c cells (the prompt plus
+# every sequence's tokens); it prints the decoded count and the graphs' time, sampling excluded.
+ggml_batched_run() {  # threads dtype streams log -> aggregate tok/s on stdout
+  "$GGML_BATCHED" -m "${GGML_MODEL[$2]}" -p "$PROMPT" -np "$3" -n "$TOKENS" -t "$1" -s 1 --top_k 1 \
+    --ignore-eos -c $((PROMPT_TOKENS + $3 * TOKENS + 16)) >"$4" 2>"$4.err" || die "ggml batched run failed, see $4 and $4.err"
+  awk -v f="$4" '/n_decoded =/ {n = $NF} /predict time =/ {ms = $(NF - 1)}
+    END {if (n == "" || ms == "") {print "no n_decoded / predict time in " f > "/dev/stderr"; exit 1}
+         printf "%.1f\n", n * 1000 / ms}' "$4" || die "unexpected ggml output in $4"
+}
+
+# bench_serve prints, for N streams, the model alone (N sequences per forward_batch) and N
+# concurrent requests through the server; tinylm's KV cache is f32 by default, as ggml's.
+tinylm_batched_run() {  # threads dtype streams log -> "model_alone_tok_s server_tok_s"
+  local act=f32; [[ $2 == q* ]] && act=q8_0
+  "$BENCH_SERVE" --model "$MODEL" --dtype "$2" --activations "$act" --threads "$1" --tokens "$TOKENS" \
+    --reps 1 --streams "$3" >"$4" 2>&1 || die "bench_serve failed, see $4"
+  awk -v n="$3" -v f="$4" '/^model alone:/ {for (i = 1; i < NF; i++) if ($(i + 1) == "tok/s") {alone = $i; break}} $1 == n && NF >= 6 && !server {server = $2}
+    END {if (alone == "" || server == "") {print "no model-alone / aggregate line in " f > "/dev/stderr"; exit 1}
+         print alone, server}' "$4" || die "unexpected bench_serve output in $4"
+}
+
+batched_comparison() {
+  declare -A G T_ALONE T_SERVER
+  local r t d n k g tl ta ts
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for t in $THREADS_LIST; do
+      for d in $DTYPES; do
+        for n in $STREAMS; do
+          k="$t $d $n"
+          g=$(ggml_batched_run "$t" "$d" "$n" "$LOG/batched-t$t-$d-np$n-r$r.ggml.log")
+          tl=$(tinylm_batched_run "$t" "$d" "$n" "$LOG/batched-t$t-$d-np$n-r$r.tinylm.log"); read -r ta ts <<<"$tl"
+          G[$k]+=" $g"; T_ALONE[$k]+=" $ta"; T_SERVER[$k]+=" $ts"
+          printf 'round %d threads %d %s %d streams: ggml %s | tinylm model alone %s, through the server %s tok/s\n' \
+            "$r" "$t" "$d" "$n" "$g" "$ta" "$ts" >&2
+        done
+      done
+    done
+  done
+  echo
+  echo "medians of $ROUNDS rounds, aggregate tok/s over all streams (ratio = tinylm / ggml; > 1: tinylm faster)"
+  printf '%-7s %-5s %-7s | %10s | %12s %13s | %11s %12s\n' threads dtype streams "ggml" "tinylm alone" \
+    "tinylm server" "alone ratio" "server ratio"
+  for t in $THREADS_LIST; do
+    for d in $DTYPES; do
+      for n in $STREAMS; do
+        k="$t $d $n"
+        g=$(median <<<"${G[$k]}"); ta=$(median <<<"${T_ALONE[$k]}"); ts=$(median <<<"${T_SERVER[$k]}")
+        awk -v t="$t" -v d="$d" -v n="$n" -v g="$g" -v a="$ta" -v s="$ts" 'BEGIN {
+          printf "%-7s %-5s %-7s | %10.1f | %12.1f %13.1f | %11.2f %12.2f\n", t, d, n, g, a, s, a / g, s / g }'
+      done
+    done
+  done
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); logs: $LOG"
+}
+
 if [[ -n $GGML_BUILD ]]; then
   echo "== ggml: $GGML_BIN, built from $GGML_SRC at $(git -C "$GGML_SRC" rev-parse HEAD 2>/dev/null || echo '(commit unknown)')"
   echo "   GGML_NATIVE=$(sed -n 's/^GGML_NATIVE:BOOL=//p' "$GGML_BUILD/CMakeCache.txt")" \
@@ -252,6 +326,11 @@ echo "== tinylm: $TINYLM; TINYLM_ISA=${TINYLM_ISA:-(unset)}"
 echo "== model: $MODEL; prompt: $PROMPT_TOKENS tokens, greedy, $TOKENS new; $ROUNDS rounds; cpu: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1), $(nproc) cores"
 # ggml's OpenMP threads spin while they wait: any other load on the cores slows it far more than tinylm.
 echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg) (keep the machine otherwise idle)"
+
+if [[ -n $STREAMS ]]; then
+  batched_comparison
+  exit 0
+fi
 
 for ((r = 1; r <= ROUNDS; r++)); do
   for t in $THREADS_LIST; do
