@@ -39,10 +39,13 @@ fi
 echo "== sanitizer build (clang, ASan + UBSan): tests and fuzz seeds"
 cmake --preset dev >/dev/null
 cmake --build build/dev -j "$jobs"
-# Two tests that check numbers, not memory, and are the slowest under the sanitizers run only in
-# the release passes above: EvermindTrain's loss target and SameBitsCli's perplexity at every
-# level. The code they run is under the sanitizers through the other tests.
-numbers_only='^(EvermindTrain\.TinyShakespeareLossFallsBelow60PercentOfStart|SameBitsCli\.PerplexityPrintsTheSameBytesAtEveryLevel)$'
+# Tests that check numbers, not memory, and are the slowest under the sanitizers run only in the
+# release passes above: EvermindTrain's loss target, SameBitsCli's perplexity at every level, two
+# processes' bits against two devices', and a GPU run's resume and its track of the CPU's. The
+# code they run is under the sanitizers through the other tests (CliMpi's shards and a dying
+# process, TrainResume on the CPU, GpuTrainer and CliTrainGpt2Gpu).
+numbers_only='^(EvermindTrain\.TinyShakespeareLossFallsBelow60PercentOfStart|SameBitsCli\.PerplexityPrintsTheSameBytesAtEveryLevel'
+numbers_only+='|CliMpi\.TrainOnTwoProcessesMatchesTwoDevicesAndResumesOnOne|TrainResume\.Gpt2OnTheGpu.*)$'
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset dev -j "$jobs" \
   -E "$numbers_only"
 
