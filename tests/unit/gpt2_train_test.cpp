@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <vector>
 
 #include "test_util.h"
@@ -244,6 +245,45 @@ TEST(Gpt2Train, OverwriteModeWritesEveryGradient) {
   EXPECT_EQ(trainer.forward(fx.model.params, fx.inputs, fx.targets, {1, 2}), loss);
   trainer.backward(written, 1.0f, gpt2::GradMode::overwrite);
   EXPECT_TRUE(written == accumulated);  // bit for bit, and no NaN left anywhere
+}
+
+// Without biases (nanoGPT's bias=False), on weights whose biases are zero: the same loss and
+// the same bits in every other gradient as with zero biases added and trained (the linear
+// layers' biases are then skipped, not added), and every bias gradient zero, in both modes.
+TEST(Gpt2Train, WithoutBiasesIsZeroBiasesWithTheirGradientsHeld) {
+  const Fixture& fx = Fixture::get();
+  const ParamLayout layout = gpt2::param_layout(fx.model.config);
+  std::vector<float> params = fx.model.params;
+  for (const ParamEntry& e : layout.entries()) {
+    if (e.role == ParamRole::bias)
+      std::fill_n(params.begin() + static_cast<std::ptrdiff_t>(e.offset), e.numel, 0.0f);
+  }
+  gpt2::TrainerOptions without = options();
+  without.biases = false;
+  gpt2::Trainer with_zero(fx.model.config, options()), held(fx.model.config, without);
+  const auto [l0, g0] = loss_and_grads(with_zero, params, {});
+  for (const gpt2::GradMode mode : {gpt2::GradMode::accumulate, gpt2::GradMode::overwrite}) {
+    SCOPED_TRACE(mode == gpt2::GradMode::accumulate ? "accumulate" : "overwrite");
+    EXPECT_EQ(held.forward(params, fx.inputs, fx.targets), l0);
+    std::vector<float> g1(held.num_params(), mode == gpt2::GradMode::accumulate ? 0.0f : 1.0f);
+    held.backward(g1, 1.0f, mode);
+    size_t biases = 0;
+    for (const ParamEntry& e : layout.entries()) {
+      const auto got = std::span(g1).subspan(e.offset, e.numel);
+      if (e.role == ParamRole::bias) {
+        ++biases;
+        EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float v) { return v == 0.0f; }))
+            << e.name;
+        // (with biases trained, their gradients are not zero: the check above can fail)
+        const auto trained = std::span(g0).subspan(e.offset, e.numel);
+        EXPECT_FALSE(std::all_of(trained.begin(), trained.end(), [](float v) { return v == 0.0f; }))
+            << e.name;
+      } else {
+        EXPECT_TRUE(std::ranges::equal(got, std::span(g0).subspan(e.offset, e.numel))) << e.name;
+      }
+    }
+    EXPECT_EQ(biases, 6u * fx.model.config.n_layer + 1);  // six a block, and ln_f's
+  }
 }
 
 TEST(Gpt2Train, DropoutRateZeroIsExactlyNoDropout) {

@@ -238,18 +238,21 @@ struct TrainSteps {
     prof.gemm_ms += timer.elapsed_ms();
   }
 
-  // y = x W + b for a Conv1D weight at offset w (nin x nout) and bias at offset b.
+  // y = x W + b for a Conv1D weight at offset w (nin x nout) and bias at offset b (without
+  // biases, b is zero and not added).
   void linear(Array<T> y, Operand x, size_t w, size_t b, int64_t nin, int64_t nout) {
     mm(Trans::No, Trans::No, BT, nout, nin, x, nin, weights().offset(w), nout, T(0), y, nout);
-    be.add_bias(y, params + b, BT, nout);
+    if (options.biases) be.add_bias(y, params + b, BT, nout);
   }
 
-  // Backward of linear(): dx = dy W^T (written); dW (+)= x^T dy; db (+)= colsum(dy).
+  // Backward of linear(): dx = dy W^T (written); dW (+)= x^T dy; db (+)= colsum(dy) (without
+  // biases, hold_biases sets db to zero).
   void linear_backward(Array<T> dx, Array<T> grads, Array<const T> dy, Operand dy_op, Operand x,
                        size_t w, size_t b, int64_t nin, int64_t nout) {
     mm(Trans::No, Trans::Yes, BT, nin, nout, dy_op, nout, weights().offset(w), nout, T(0), dx, nin);
     mm(Trans::Yes, Trans::No, nin, nout, BT, x, nin, dy_op, nout, accumulate ? T(1) : T(0),
        grads + w, nout);
+    if (!options.biases) return;
     if (!accumulate) be.zero(grads + b, nout);
     be.bias_backward(grads + b, dy, BT, nout);
   }

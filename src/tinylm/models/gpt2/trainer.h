@@ -44,8 +44,9 @@ struct TrainerOptions {
   int seq_len = 64;            // <= n_positions
   float dropout = 0.0f;        // in [0, 1)
   DType compute = DType::f32;  // f32 | bf16 | f16
-  // false: the biases (linear layers' and LayerNorms') get zero gradients, so zero biases stay
-  // zero: nanoGPT's bias=False, the same function with the tensors kept for the file layout.
+  // false: nanoGPT's bias=False, the same function with the tensors kept (zero) for the file
+  // layout. The biases (linear layers' and LayerNorms') must be zero, as init_params makes them;
+  // they get zero gradients, so they stay zero, and the linear layers' are not added at all.
   bool biases = true;
 };
 
