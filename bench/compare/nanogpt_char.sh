@@ -139,7 +139,7 @@ if [ "$MODE" = cpu ]; then
     # Both final models scored by nanoGPT's code on every window of the validation split.
     whole=$(env "${TORCH_ENV[@]}" "$PYTHON" "$HERE/nanogpt_eval.py" --nanogpt "$NG" \
       --ckpt "$WORK/out-nanogpt/ckpt.pt" --tinylm "$WORK/run-tinylm/latest" 2>/dev/null | tail -1)
-    whole=$(echo "$whole" | "$PYTHON" -c 'import json, sys; d = json.load(sys.stdin); print(f"{d[\"nanogpt\"]:.4f}, {d[\"tinylm\"]:.4f}, {d[\"difference\"]:+.4f}")')
+    whole=$(echo "$whole" | "$PYTHON" -c 'import json, sys; d = json.load(sys.stdin); print("%.4f, %.4f, %+.4f" % (d["nanogpt"], d["tinylm"], d["difference"]))')
     printf "%-7s | %8.4f, %8.1f s      | %8.4f, %8.1f s      | %8.3f   | %+.4f         | %s\n" \
       "$level" "$ng_val" "$ng_wall" "$tl_val" "$tl_wall" "$(echo "$tl_wall / $ng_wall" | bc -l)" \
       "$(echo "$tl_val - $ng_val" | bc -l)" "$whole"
