@@ -27,6 +27,8 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: --jobs takes a positive whole number, not '$jobs'" >&2; exit 2; }
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --seconds takes a whole number, not '$seconds'" >&2; exit 2; }
 if [ ${#targets[@]} -eq 0 ]; then
   # Every target CMake knows (tests/fuzz/CMakeLists.txt), so a new one cannot be forgotten.
   mapfile -t targets < <(sed -n '/^set(TINYLM_FUZZ_TARGETS/,/)/p' tests/fuzz/CMakeLists.txt |
