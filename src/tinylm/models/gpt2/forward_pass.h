@@ -22,6 +22,8 @@
 //                                 a decode step)
 //   kReplaysSteps                 true where run_step replays: one sequence's single token
 //                                 then runs as a decode step of one row
+//   check_cache(cache)            optional: refuses a cache it cannot use (checked once per
+//                                 call, with the caches' room)
 #include <algorithm>
 #include <span>
 #include <vector>
@@ -58,6 +60,7 @@ struct ForwardPass : Model::Impl {
     check(n > 0, "gpt2: forward of zero tokens");
     check(t1 <= cap, "gpt2: ", t1, " positions exceed the cache capacity (", cap, ")");
     check(first >= 0 && first < n, "gpt2: first logits row ", first, " outside 0..", n - 1);
+    self().check_cache(cache);
     check(logits.size() == static_cast<size_t>((n - first) * V), "gpt2: logits buffer of ",
           logits.size(), " values, expected ", (n - first) * V);
     if (Derived::kReplaysSteps && n == 1) {
@@ -95,6 +98,7 @@ struct ForwardPass : Model::Impl {
             " tokens exceed its cache's room (", cache.capacity - cache.length, " positions)");
       for (int64_t t = 0; t < s; ++t)
         check(caches[t] != caches[s], "gpt2: sequences ", t, " and ", s, " share a cache");
+      self().check_cache(cache);
       total += lengths[s];
     }
     check(total == n, "gpt2: ", n, " tokens for sequences of ", total);
@@ -122,6 +126,8 @@ struct ForwardPass : Model::Impl {
     });
     for (int64_t s = 0; s < ns; ++s) caches[s]->length += lengths[s];
   }
+
+  void check_cache(const KvCache&) const {}  // (a storage's own hides it)
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }

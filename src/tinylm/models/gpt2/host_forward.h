@@ -22,7 +22,6 @@ struct HostForward : ForwardPass<Derived, backend::Cpu> {
   std::vector<float> q;  // the rows' queries, apart from qkv
 
   void attend(int64_t li, KvCache& cache, int64_t t0, int64_t n) {
-    check_cache(cache);
     with_cache_type([&]<class KV>() {
       const Config& c = this->config;
       const int64_t C = c.n_embd;
@@ -50,7 +49,6 @@ struct HostForward : ForwardPass<Derived, backend::Cpu> {
   }
 
   void attend_rows(int64_t li, int64_t n, int64_t ns) {
-    for (int64_t r = 0; r < n; ++r) check_cache(*this->row_cache[r]);
     with_cache_type([&]<class KV>() {
       const Config& c = this->config;
       const int64_t C = c.n_embd;
@@ -82,6 +80,14 @@ struct HostForward : ForwardPass<Derived, backend::Cpu> {
     });
   }
 
+  // A cache made for this model's cache type (ForwardPass asks once per forward, for each
+  // cache, before any layer reads one).
+  void check_cache(const KvCache& cache) const {
+    check(cache.dtype == this->cache_dtype, "gpt2: a KV cache of ", dtype_name(cache.dtype),
+          " for a model whose cache type is ", dtype_name(this->cache_dtype),
+          " (make caches after set_cache_type)");
+  }
+
  private:
   // Each layer's caches of the rows, one pair of lists per cache type.
   template <class KV>
@@ -102,11 +108,6 @@ struct HostForward : ForwardPass<Derived, backend::Cpu> {
       default:
         return fn.template operator()<float>();
     }
-  }
-  void check_cache(const KvCache& cache) const {
-    check(cache.dtype == this->cache_dtype, "gpt2: a KV cache of ", dtype_name(cache.dtype),
-          " for a model whose cache type is ", dtype_name(this->cache_dtype),
-          " (make caches after set_cache_type)");
   }
   void copy_queries(int64_t n) {
     const int64_t C = this->config.n_embd;
