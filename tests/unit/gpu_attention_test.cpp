@@ -58,45 +58,61 @@ std::string describe(const AttentionShape& s) {
 const AttentionShape kShapes[] = {{1, 1, 8, 1},   {2, 5, 12, 3},  {1, 33, 16, 2}, {2, 70, 64, 4},
                                   {1, 20, 30, 2}, {1, 17, 36, 3}, {1, 16, 256, 2}};
 
+// Without dropout and with attention-weight dropout (attention_causal_dropout_f32's rate and
+// site): with it, att's signs are the CPU's masks, element for element.
 TEST_P(GpuAttention, TrainingMatchesTheReferenceWithTheSameBitsEachRun) {
-  for (const AttentionShape& s : kShapes) {
-    const std::string where = describe(s);
-    const int64_t B = s.B, T = s.T, C = s.C, H = s.n_head;
-    const size_t n_qkv = B * T * 3 * C, n_out = B * T * C, n_att = B * H * T * T;
-    // attention_causal_f32's inputs (ops_attention_test.cpp).
-    const Floats qkv = normal_floats(n_qkv, 25), dout = normal_floats(n_out, 26);
-    const Buffer qkvb = upload(qkv), doutb = upload(dout);
+  constexpr DropoutSite kSite{7, 3, 11, 1000003};
+  for (const float rate : {0.0f, 0.25f}) {
+    for (const AttentionShape& s : kShapes) {
+      const std::string where = describe(s) + " dropout " + std::to_string(rate);
+      const int64_t B = s.B, T = s.T, C = s.C, H = s.n_head;
+      const size_t n_qkv = B * T * 3 * C, n_out = B * T * C, n_att = B * H * T * T;
+      // attention_causal_f32's inputs (ops_attention_test.cpp).
+      const Floats qkv = normal_floats(n_qkv, 25), dout = normal_floats(n_out, 26);
+      const Buffer qkvb = upload(qkv), doutb = upload(dout);
 
-    Floats outs[2][3];
-    for (Floats(&o)[3] : outs) {
-      Buffer out = zeros(n_out), att = upload(Floats(n_att, 7.0f)),
-             dqkv = upload(Floats(n_qkv, 99.0f)),  // written, not accumulated
-          scratch = zeros(vulkan::causal_attention_scratch_size(B, T, H));
-      vulkan::causal_attention_forward(*context_, out, att, qkvb, B, T, C, H);
-      vulkan::causal_attention_backward(*context_, dqkv, doutb, att, qkvb, scratch, B, T, C, H);
-      o[0] = vulkan::download_floats(out, n_out);
-      o[1] = vulkan::download_floats(att, n_att);
-      o[2] = vulkan::download_floats(dqkv, n_qkv);
-    }
-    const char* names[] = {"out", "att", "dqkv"};
-    for (int i = 0; i < 3; ++i)
-      expect_same_bytes(where + " " + names[i] + " twice", outs[0][i], outs[1][i]);
+      Floats outs[2][3];
+      for (Floats(&o)[3] : outs) {
+        Buffer out = zeros(n_out), att = upload(Floats(n_att, 7.0f)),
+               dqkv = upload(Floats(n_qkv, 99.0f)),  // written, not accumulated
+            scratch = zeros(vulkan::causal_attention_scratch_size(B, T, H));
+        vulkan::causal_attention_forward(*context_, out, att, qkvb, B, T, C, H, rate, kSite);
+        vulkan::causal_attention_backward(*context_, dqkv, doutb, att, qkvb, scratch, B, T, C, H,
+                                          rate);
+        o[0] = vulkan::download_floats(out, n_out);
+        o[1] = vulkan::download_floats(att, n_att);
+        o[2] = vulkan::download_floats(dqkv, n_qkv);
+      }
+      const char* names[] = {"out", "att", "dqkv"};
+      for (int i = 0; i < 3; ++i)
+        expect_same_bytes(where + " " + names[i] + " twice", outs[0][i], outs[1][i]);
 
-    const Vec q = widen_all(qkv), d = widen_all(dout);
-    Vec o(n_out), att(n_att), scratch(T), dqkv(n_qkv);
-    causal_attention_forward(o.data(), att.data(), q.data(), scratch.data(), B, T, C, H);
-    causal_attention_backward(dqkv.data(), d.data(), att.data(), q.data(), scratch.data(), B, T, C,
-                              H);
-    // attention_causal_f32's bounds.
-    expect_within(where, outs[0][0], near_max("out", o, 1e-6));
-    expect_within(where, outs[0][1], near("att", att, 0, 1e-6));
-    expect_within(where, outs[0][2], near_max("dqkv", dqkv, 1e-5));
-    // Row t holds positions 0..t and zeros after, exactly.
-    int64_t not_zero = 0;
-    for (int64_t row = 0; row < B * H * T; ++row) {
-      for (int64_t j = row % T + 1; j < T; ++j) not_zero += outs[0][1][row * T + j] != 0.0f;
+      const Vec q = widen_all(qkv), d = widen_all(dout);
+      Vec o(n_out), att(n_att), scratch(T), dqkv(n_qkv);
+      causal_attention_forward(o.data(), att.data(), q.data(), scratch.data(), B, T, C, H, rate,
+                               kSite);
+      causal_attention_backward(dqkv.data(), d.data(), att.data(), q.data(), scratch.data(), B, T,
+                                C, H, rate);
+      // attention_causal_f32's bounds.
+      expect_within(where, outs[0][0], near_max("out", o, 1e-6));
+      expect_within(where, outs[0][1], near("att", att, 0, 1e-6));
+      expect_within(where, outs[0][2], near_max("dqkv", dqkv, 1e-5));
+      // Row t holds positions 0..t and zeros after, exactly; the signs are the reference's.
+      int64_t not_zero = 0, other_sign = 0, negative = 0;
+      for (int64_t row = 0; row < B * H * T; ++row) {
+        for (int64_t j = 0; j < T; ++j) {
+          const float a = outs[0][1][row * T + j];
+          if (j > row % T) not_zero += a != 0.0f;
+          other_sign += std::signbit(a) != std::signbit(att[row * T + j]);
+          negative += std::signbit(a);
+        }
+      }
+      EXPECT_EQ(not_zero, 0) << where << ": att past the row's position";
+      EXPECT_EQ(other_sign, 0) << where << ": att's signs (the dropout masks)";
+      if (rate == 0.0f) {
+        EXPECT_EQ(negative, 0) << where;
+      }
     }
-    EXPECT_EQ(not_zero, 0) << where << ": att past the row's position";
   }
 }
 

@@ -179,17 +179,18 @@ struct Vulkan {
     return vk::causal_attention_scratch_size(B, T, H);
   }
   void causal_attention_forward(Array<float> out, Array<float> att, Array<const float> qkv,
-                                Array<float>, int64_t B, int64_t T, int64_t C, int64_t H) const {
+                                Array<float>, int64_t B, int64_t T, int64_t C, int64_t H,
+                                float dropout, kernels::DropoutSite where) const {
     vk::causal_attention_forward(*context, out.view(B * T * C), att.view(B * H * T * T),
-                                 qkv.view(B * T * 3 * C), B, T, C, H);
+                                 qkv.view(B * T * 3 * C), B, T, C, H, dropout, where);
   }
   void causal_attention_backward(Array<float> dqkv, Array<const float> dout, Array<const float> att,
                                  Array<const float> qkv, Array<float> scratch, int64_t B, int64_t T,
-                                 int64_t C, int64_t H) const {
+                                 int64_t C, int64_t H, float dropout) const {
     vk::causal_attention_backward(*context, dqkv.view(B * T * 3 * C), dout.view(B * T * C),
                                   att.view(B * H * T * T), qkv.view(B * T * 3 * C),
                                   scratch.view(vk::causal_attention_scratch_size(B, T, H)), B, T, C,
-                                  H);
+                                  H, dropout);
   }
   // The total in double, as the CPU kernel returns it (a download: the recorded work runs).
   double cross_entropy_forward(Array<float> losses, Array<float> lse, Array<const float> logits,

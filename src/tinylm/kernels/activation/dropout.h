@@ -17,6 +17,14 @@ struct DropoutSite {
   uint64_t first = 0;  // index of element 0 in the whole tensor
 };
 
+// For kernels that drop inside their own loops (kernels/activation/dropout_draw.h): throws
+// unless rate is in [0, 1) and elements first .. first + n - 1 are in range; the draw's
+// threshold, ceil(rate 2^24) (0 for rate 0, so 0 means no dropout), and the kept elements'
+// scale 1 / (1 - rate).
+void check_dropout(int64_t n, float rate, const DropoutSite& where);
+uint32_t dropout_keep_threshold(float rate);
+float dropout_keep_scale(float rate);
+
 // mask[e] = 1 to keep, 0 to drop, for e in [0, n). rate in [0, 1); first + n <= 2^34.
 void dropout_mask(uint8_t* mask, int64_t n, float rate, DropoutSite where);
 

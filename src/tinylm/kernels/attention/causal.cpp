@@ -5,9 +5,12 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "tinylm/core/aligned_vector.h"
+#include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/activation/dropout_draw.h"
 #include "tinylm/kernels/attention/causal_reference.h"
 #include "tinylm/kernels/cpu/static_switch.h"
 #include "tinylm/kernels/cpu/vec_math.h"
@@ -152,25 +155,60 @@ void transpose_head(float* dst, const float* src, int64_t ld, int64_t Tn, int64_
   }
 }
 
+// Attention-weight dropout as the level gets it: threshold 0 is none.
+struct Drop {
+  uint32_t threshold = 0;
+  float keep_scale = 0;
+  DropoutSite where;
+};
+
+// task: the (sequence, head) pair's index, whose rows' masks start at element task T T.
 void forward_task(float* out, float* att, const float* base, float* scratch, int64_t Tn, int64_t C,
-                  int64_t D) {
+                  int64_t D, int64_t task, const Drop& drop) {
   const int64_t C3 = 3 * C, Tp = padded(Tn);
-  float* kt = scratch;       // D x Tp
-  float* vp = kt + D * Tp;   // T x D
-  float* row = vp + Tn * D;  // Tp
+  float* kt = scratch;                                   // D x Tp
+  float* vp = kt + D * Tp;                               // T x D
+  float* row = vp + Tn * D;                              // Tp
+  uint8_t* keep = reinterpret_cast<uint8_t*>(row + Tp);  // Tp bytes, in the backward's room
   transpose_head(kt, base + C, C3, Tn, D);
   pack_rows(vp, base + 2 * C, C3, Tn, D);
+  const float scale = attention_scale(D);
   for (int64_t t = 0; t < Tn; ++t) {
     float* a = att + t * Tn;
-    attend_row(out + t * C, a, row, base + t * C3, kt, Tp, kLanes, vp, D, kLanes * D, t + 1, D,
-               attention_scale(D));
+    const int64_t n = t + 1;
+    if (drop.threshold == 0) {
+      attend_row(out + t * C, a, row, base + t * C3, kt, Tp, kLanes, vp, D, kLanes * D, n, D,
+                 scale);
+    } else {
+      // attend_row's probabilities, then a holds them signed by the mask and row the kept ones
+      // scaled, which the values are summed with.
+      scores(row, base + t * C3, kt, Tp, kLanes, n, D);
+      const float inv = softmax_unnormalized(row, n, scale);
+      DropoutSite where = drop.where;
+      where.first += static_cast<uint64_t>((task * Tn + t) * Tn);
+      dropout_mask_range(keep, 0, n, drop.threshold, where);
+      for (int64_t j = 0; j < n; ++j) {
+        const float p = row[j] * inv;
+        a[j] = keep[j] ? p : -p;
+        row[j] = keep[j] ? p * drop.keep_scale : 0.0f;
+      }
+      weighted_sum(out + t * C, row, vp, D, kLanes * D, n, D);
+    }
     std::fill(a + t + 1, a + Tn, 0.0f);
   }
 }
 
-template <int NV>
+// The weight P' the forward summed the values with, from a saved probability.
+template <bool kDrop>
+TINYLM_INLINE float dropped_weight(float a, float keep_scale) {
+  if constexpr (kDrop) return a > 0.0f ? a * keep_scale : 0.0f;
+  return a;
+}
+
+// kDrop: att's signs are the forward's dropout mask, kept ones scaled by keep_scale.
+template <int NV, bool kDrop>
 void backward_task(float* dbase, const float* dout, const float* att, const float* base,
-                   float* scratch, int64_t Tn, int64_t C) {
+                   float* scratch, int64_t Tn, int64_t C, float keep_scale) {
   constexpr int64_t D = kLanes * NV;
   const int64_t C3 = 3 * C, Tp = padded(Tn);
   const float scale = attention_scale(D);
@@ -178,7 +216,8 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
   float* kp = vt + D * Tp;  // T x D each
   float* qp = kp + Tn * D;
   float* gp = qp + Tn * D;
-  float* ds = gp + Tn * D;  // T x Tp
+  float* ds = gp + Tn * D;      // T x Tp
+  float* p_abs = ds + Tn * Tp;  // Tp: with dropout, a row's P
   transpose_head(vt, base + 2 * C, C3, Tn, D);
   pack_rows(kp, base + C, C3, Tn, D);
   pack_rows(qp, base, C3, Tn, D);
@@ -189,6 +228,13 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
     const float* p = att + t * Tn;
     float* dsr = ds + t * Tp;
     scores(dsr, gp + t * D, vt, Tp, kLanes, n, D);  // the dP row
+    if constexpr (kDrop) {  // dP through the mask; P unsigned (a kept or dropped 0 adds 0)
+      for (int64_t j = 0; j < n; ++j) {
+        dsr[j] = p[j] > 0.0f ? dsr[j] * keep_scale : 0.0f;
+        p_abs[j] = std::fabs(p[j]);
+      }
+      p = p_abs;
+    }
     f32x16 acc{};
     for (int64_t j = 0; j < n; j += kLanes) {
       const int64_t w = std::min(kLanes, n - j);
@@ -213,14 +259,14 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) dk[v] = fma(s, load(qp + t * D + kLanes * v), dk[v]);
       if constexpr (kTogether) {
-        const float pv = att[t * Tn + j];
+        const float pv = dropped_weight<kDrop>(att[t * Tn + j], keep_scale);
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) dv[v] = fma(pv, load(gp + t * D + kLanes * v), dv[v]);
       }
     }
     if constexpr (!kTogether) {
       for (int64_t t = j; t < Tn; ++t) {
-        const float pv = att[t * Tn + j];
+        const float pv = dropped_weight<kDrop>(att[t * Tn + j], keep_scale);
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) dv[v] = fma(pv, load(gp + t * D + kLanes * v), dv[v]);
       }
@@ -329,17 +375,20 @@ void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cach
 }  // namespace
 
 void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
-                              int64_t Tn, int64_t C, int64_t n_head) {
+                              int64_t Tn, int64_t C, int64_t n_head, uint32_t threshold,
+                              float keep_scale, DropoutSite where) {
   const int64_t D = C / n_head, C3 = 3 * C;
+  const Drop drop{threshold, keep_scale, where};
   parallel_for(0, B * n_head, grain_for(Tn * Tn * D), [&](int64_t task) {
     const int64_t b = task / n_head, h = task % n_head;
     forward_task(out + b * Tn * C + h * D, att + task * Tn * Tn, qkv + b * Tn * C3 + h * D,
-                 scratch + task * task_scratch(Tn, D), Tn, C, D);
+                 scratch + task * task_scratch(Tn, D), Tn, C, D, task, drop);
   });
 }
 
 void causal_attention_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
-                               float* scratch, int64_t B, int64_t Tn, int64_t C, int64_t n_head) {
+                               float* scratch, int64_t B, int64_t Tn, int64_t C, int64_t n_head,
+                               float keep_scale) {
   const int64_t D = C / n_head, C3 = 3 * C;
   parallel_for(0, B * n_head, grain_for(2 * Tn * Tn * D), [&](int64_t task) {
     const int64_t b = task / n_head, h = task % n_head;
@@ -349,9 +398,12 @@ void causal_attention_backward(float* dqkv, const float* dout, const float* att,
     const float* a = att + task * Tn * Tn;
     float* s = scratch + task * task_scratch(Tn, D);
     const bool vectors = D % kLanes == 0 && static_switch<1, 8>(D / kLanes, [&]<int NV>() {
-                           backward_task<NV>(dbase, go, a, base, s, Tn, C);
+                           if (keep_scale > 0.0f)
+                             backward_task<NV, true>(dbase, go, a, base, s, Tn, C, keep_scale);
+                           else
+                             backward_task<NV, false>(dbase, go, a, base, s, Tn, C, 0.0f);
                          });
-    if (!vectors) reference::attention_head_backward(dbase, go, a, base, s, Tn, C, D);
+    if (!vectors) reference::attention_head_backward(dbase, go, a, base, s, Tn, C, D, keep_scale);
   });
 }
 
@@ -415,14 +467,20 @@ TINYLM_LEVEL_END
 #if TINYLM_LEVEL_ONCE
 namespace tinylm::kernels {
 
+// The training entries check the dropout rate and take its threshold and scale.
+#define TINYLM_ATTENTION_TRAINING_ENTRIES(X)                                                \
+  X(void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, \
+                                  int64_t B, int64_t T, int64_t C, int64_t n_head,          \
+                                  uint32_t threshold, float keep_scale, DropoutSite where), \
+    causal_attention_forward,                                                               \
+    (out, att, qkv, scratch, B, T, C, n_head, threshold, keep_scale, where))                \
+  X(void causal_attention_backward(float* dqkv, const float* dout, const float* att,        \
+                                   const float* qkv, float* scratch, int64_t B, int64_t T,  \
+                                   int64_t C, int64_t n_head, float keep_scale),            \
+    causal_attention_backward, (dqkv, dout, att, qkv, scratch, B, T, C, n_head, keep_scale))
+TINYLM_ACTIVE_ENTRIES(TINYLM_ATTENTION_TRAINING_ENTRIES)
+
 #define TINYLM_ATTENTION_ENTRIES(X)                                                                \
-  X(void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch,        \
-                                  int64_t B, int64_t T, int64_t C, int64_t n_head),                \
-    causal_attention_forward, (out, att, qkv, scratch, B, T, C, n_head))                           \
-  X(void causal_attention_backward(float* dqkv, const float* dout, const float* att,               \
-                                   const float* qkv, float* scratch, int64_t B, int64_t T,         \
-                                   int64_t C, int64_t n_head),                                     \
-    causal_attention_backward, (dqkv, dout, att, qkv, scratch, B, T, C, n_head))                   \
   X(void kv_store(float* keys, float* values, const float* k, const float* v, int64_t t,           \
                   int64_t C, int64_t n_head),                                                      \
     kv_store, (keys, values, k, v, t, C, n_head))                                                  \
@@ -471,25 +529,61 @@ int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t C, int64_t n
   return B * n_head * task_scratch(T, C / n_head);
 }
 
+namespace {
+// The backward's keep scale: 0 without dropout.
+float backward_scale(float dropout) {
+  check(dropout >= 0.0f && dropout < 1.0f, "dropout: rate must be in [0, 1), got ", dropout);
+  return dropout > 0.0f ? dropout_keep_scale(dropout) : 0.0f;
+}
+}  // namespace
+
+void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
+                              int64_t T, int64_t C, int64_t n_head, float dropout,
+                              DropoutSite where) {
+  check_dropout(B * n_head * T * T, dropout, where);
+  active::causal_attention_forward(out, att, qkv, scratch, B, T, C, n_head,
+                                   dropout_keep_threshold(dropout), dropout_keep_scale(dropout),
+                                   where);
+}
+void causal_attention_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
+                               float* scratch, int64_t B, int64_t T, int64_t C, int64_t n_head,
+                               float dropout) {
+  active::causal_attention_backward(dqkv, dout, att, qkv, scratch, B, T, C, n_head,
+                                    backward_scale(dropout));
+}
+
 void causal_attention_forward(double* out, double* att, const double* qkv, double* scratch,
-                              int64_t B, int64_t T, int64_t C, int64_t n_head) {
+                              int64_t B, int64_t T, int64_t C, int64_t n_head, float dropout,
+                              DropoutSite where) {
   const int64_t D = C / n_head;
   (void)scratch;
+  check_dropout(B * n_head * T * T, dropout, where);
+  std::vector<uint8_t> keep;
+  if (dropout > 0.0f) keep.resize(static_cast<size_t>(T * T));
+  const double keep_scale = 1.0 / (1.0 - static_cast<double>(dropout));
   for (int64_t task = 0; task < B * n_head; ++task) {
     const int64_t b = task / n_head, h = task % n_head;
+    if (!keep.empty()) {
+      DropoutSite head = where;
+      head.first += static_cast<uint64_t>(task * T * T);
+      dropout_mask(keep.data(), T * T, dropout, head);
+    }
     reference::attention_head_forward(out + b * T * C + h * D, att + task * T * T,
-                                      qkv + b * T * 3 * C + h * D, T, C, D);
+                                      qkv + b * T * 3 * C + h * D, T, C, D,
+                                      keep.empty() ? nullptr : keep.data(), keep_scale);
   }
 }
 void causal_attention_backward(double* dqkv, const double* dout, const double* att,
                                const double* qkv, double* scratch, int64_t B, int64_t T, int64_t C,
-                               int64_t n_head) {
+                               int64_t n_head, float dropout) {
   const int64_t D = C / n_head;
+  const double keep_scale =
+      backward_scale(dropout) > 0.0f ? 1.0 / (1.0 - static_cast<double>(dropout)) : 0.0;
   for (int64_t task = 0; task < B * n_head; ++task) {
     const int64_t b = task / n_head, h = task % n_head;
     reference::attention_head_backward(dqkv + b * T * 3 * C + h * D, dout + b * T * C + h * D,
                                        att + task * T * T, qkv + b * T * 3 * C + h * D, scratch, T,
-                                       C, D);
+                                       C, D, keep_scale);
   }
 }
 

@@ -13,6 +13,7 @@
 // (plain loops), for finite-difference checks. kernels/attention/exact.h is microgpt's.
 #include <cstdint>
 
+#include "tinylm/kernels/activation/dropout.h"
 #include "tinylm/kernels/cpu/half.h"
 
 namespace tinylm::kernels {
@@ -25,17 +26,28 @@ int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t C, int64_t n
 
 // out: (B*T, C) attention output before the projection; att: (B, n_head, T, T) saved
 // probabilities (row t holds positions 0..t, zeros after). qkv: (B*T, 3C).
+//
+// Attention-weight dropout (nanoGPT's attn_dropout), when dropout > 0: probability
+// (b, h, t, j) is kept as kernels/activation/dropout.h draws element ((b n_head + h) T + t) T + j
+// of `where` (where.first: that index of this batch's element 0, for a shard of a larger batch)
+// and scaled by 1 / (1 - dropout), and out sums the dropped probabilities. att then holds the
+// probabilities before dropout, negated where dropped (-0 for a dropped 0): with the rate, all
+// the backward needs. dropout 0 is no dropout at all (no draws; the same bits as without).
 void causal_attention_forward(float* out, float* att, const float* qkv, float* scratch, int64_t B,
-                              int64_t T, int64_t C, int64_t n_head);
+                              int64_t T, int64_t C, int64_t n_head, float dropout = 0.0f,
+                              DropoutSite where = {});
 void causal_attention_forward(double* out, double* att, const double* qkv, double* scratch,
-                              int64_t B, int64_t T, int64_t C, int64_t n_head);
+                              int64_t B, int64_t T, int64_t C, int64_t n_head, float dropout = 0.0f,
+                              DropoutSite where = {});
 
-// dqkv: (B*T, 3C), written (not accumulated), from dout: (B*T, C) and the forward's att, qkv.
+// dqkv: (B*T, 3C), written (not accumulated), from dout: (B*T, C) and the forward's att, qkv
+// and dropout rate.
 void causal_attention_backward(float* dqkv, const float* dout, const float* att, const float* qkv,
-                               float* scratch, int64_t B, int64_t T, int64_t C, int64_t n_head);
+                               float* scratch, int64_t B, int64_t T, int64_t C, int64_t n_head,
+                               float dropout = 0.0f);
 void causal_attention_backward(double* dqkv, const double* dout, const double* att,
                                const double* qkv, double* scratch, int64_t B, int64_t T, int64_t C,
-                               int64_t n_head);
+                               int64_t n_head, float dropout = 0.0f);
 
 // ---- inference against a KV cache of `capacity` positions in float, Bf16 or F16, in blocks of
 // 16 positions (capacity rounded up to whole blocks), each block 16 C keys and 16 C values:

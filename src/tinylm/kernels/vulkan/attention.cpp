@@ -18,10 +18,16 @@ struct ForwardPush {
       write_att;
   float scale;
   uint32_t slots, capacity;
+  // Attention-weight dropout, training only (inference leaves it out: 0, none).
+  uint32_t drop_threshold = 0;
+  float keep_scale = 0;
+  uint32_t drop_site = 0, step_lo = 0, step_hi = 0, seed_lo = 0, seed_hi = 0, first_quad = 0,
+           first_rem = 0;
 };
 struct BackwardPush {
   uint32_t B, n_head, D, T, C;
   float scale;
+  float keep_scale;  // 0: no dropout
 };
 struct StorePush {
   uint32_t n, C, ld, off, first, slots, capacity;
@@ -75,10 +81,11 @@ void check_f16_width(std::string_view op, CacheType type, int64_t C) {
 }  // namespace
 
 void causal_attention_forward(Context& context, View out, View att, View qkv, int64_t B, int64_t T,
-                              int64_t C, int64_t n_head) {
+                              int64_t C, int64_t n_head, float dropout, DropoutSite where) {
   constexpr std::string_view op = "causal_attention_forward";
   const int64_t D = head_width(op, C, n_head);
   check_training(op, B, T, C, n_head);
+  check_dropout(B * n_head * T * T, dropout, where);
   check_floats(op, "out", out, B * T * C);
   check_floats(op, "att", att, B * n_head * T * T);
   check_floats(op, "qkv", qkv, B * T * 3 * C);
@@ -100,7 +107,16 @@ void causal_attention_forward(Context& context, View out, View att, View qkv, in
                          .write_att = 1,
                          .scale = attention_scale(D),
                          .slots = 0,
-                         .capacity = 0};
+                         .capacity = 0,
+                         .drop_threshold = dropout_keep_threshold(dropout),
+                         .keep_scale = dropout_keep_scale(dropout),
+                         .drop_site = where.site,
+                         .step_lo = static_cast<uint32_t>(where.step),
+                         .step_hi = static_cast<uint32_t>(where.step >> 32),
+                         .seed_lo = static_cast<uint32_t>(where.seed),
+                         .seed_hi = static_cast<uint32_t>(where.seed >> 32),
+                         .first_quad = static_cast<uint32_t>(where.first >> 2),
+                         .first_rem = static_cast<uint32_t>(where.first & 3)};
   const int64_t items = B * n_head * ((T + kAttentionBlock - 1) / kAttentionBlock);
   const Dispatch d{
       "attention_forward", {out, att, qkv, qkv, qkv}, bytes_of(push), groups_for(c, items, 1)};
@@ -112,7 +128,8 @@ int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t n_head) {
 }
 
 void causal_attention_backward(Context& context, View dqkv, View dout, View att, View qkv,
-                               View scratch, int64_t B, int64_t T, int64_t C, int64_t n_head) {
+                               View scratch, int64_t B, int64_t T, int64_t C, int64_t n_head,
+                               float dropout) {
   constexpr std::string_view op = "causal_attention_backward";
   const int64_t D = head_width(op, C, n_head);
   check_training(op, B, T, C, n_head);
@@ -121,9 +138,16 @@ void causal_attention_backward(Context& context, View dqkv, View dout, View att,
   check_floats(op, "att", att, B * n_head * T * T);
   check_floats(op, "qkv", qkv, B * T * 3 * C);
   check_floats(op, "scratch", scratch, causal_attention_scratch_size(B, T, n_head));
+  check_dropout(0, dropout, {});
   if (B == 0 || T == 0 || C == 0) return;
   Context::Impl& c = context.impl();
-  const BackwardPush push{u32(B), u32(n_head), u32(D), u32(T), u32(C), attention_scale(D)};
+  const BackwardPush push{u32(B),
+                          u32(n_head),
+                          u32(D),
+                          u32(T),
+                          u32(C),
+                          attention_scale(D),
+                          dropout > 0.0f ? dropout_keep_scale(dropout) : 0.0f};
   const uint32_t groups =
       groups_for(c, B * n_head * ((T + kAttentionBlock - 1) / kAttentionBlock), 1);
   // Rows (dq and each row's dot into scratch), then columns (dk, dv) from those dots.

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tinylm/kernels/activation/dropout.h"
 #include "tinylm/kernels/vulkan/context.h"
 
 namespace tinylm::kernels::vulkan {
@@ -37,16 +38,21 @@ constexpr int64_t kMaxAttentionHead = 128;
 // ---- training: qkv holds each position's fused q | k | v row (3C wide).
 
 // out: (B*T, C) attention output before the projection; att: (B, n_head, T, T) the
-// probabilities (row t holds positions 0..t, zeros after). qkv: (B*T, 3C).
+// probabilities (row t holds positions 0..t, zeros after). qkv: (B*T, 3C). dropout > 0: the
+// CPU's attention-weight dropout (kernels/attention/causal.h: the same masks, att negated where
+// dropped).
 void causal_attention_forward(Context& context, View out, View att, View qkv, int64_t B, int64_t T,
-                              int64_t C, int64_t n_head);
+                              int64_t C, int64_t n_head, float dropout = 0.0f,
+                              DropoutSite where = {});
 
 // Floats of scratch the backward needs: each row's sum_j p_j dP_j, (B, n_head, T).
 int64_t causal_attention_scratch_size(int64_t B, int64_t T, int64_t n_head);
 
-// dqkv: (B*T, 3C), written (not accumulated), from dout: (B*T, C) and the forward's att, qkv.
+// dqkv: (B*T, 3C), written (not accumulated), from dout: (B*T, C) and the forward's att, qkv
+// and dropout rate.
 void causal_attention_backward(Context& context, View dqkv, View dout, View att, View qkv,
-                               View scratch, int64_t B, int64_t T, int64_t C, int64_t n_head);
+                               View scratch, int64_t B, int64_t T, int64_t C, int64_t n_head,
+                               float dropout = 0.0f);
 
 // ---- inference against a KV cache on the device. One sequence's keys (and, in a buffer of
 // their own, its values) are rows of C channels, position after position: channel c of

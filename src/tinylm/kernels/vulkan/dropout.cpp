@@ -37,16 +37,11 @@ MaskPush mask_push(std::string_view op, int64_t n, float rate, const DropoutSite
   constexpr uint64_t kMax = uint64_t{1} << 34;  // the counter's word holds g / 4
   check(w.first <= kMax && static_cast<uint64_t>(n) <= kMax - w.first, "vulkan ", op, ": elements ",
         w.first, " + ", n, " are out of range");
-  return MaskPush{static_cast<uint32_t>(n),
-                  static_cast<uint32_t>(w.first >> 2),
-                  static_cast<uint32_t>(w.first & 3),
-                  w.site,
-                  static_cast<uint32_t>(w.step),
-                  static_cast<uint32_t>(w.step >> 32),
-                  static_cast<uint32_t>(w.seed),
-                  static_cast<uint32_t>(w.seed >> 32),
-                  static_cast<uint32_t>(std::ceil(static_cast<double>(rate) * 16777216.0)),
-                  1.0f / (1.0f - rate)};
+  return MaskPush{static_cast<uint32_t>(n),           static_cast<uint32_t>(w.first >> 2),
+                  static_cast<uint32_t>(w.first & 3), w.site,
+                  static_cast<uint32_t>(w.step),      static_cast<uint32_t>(w.step >> 32),
+                  static_cast<uint32_t>(w.seed),      static_cast<uint32_t>(w.seed >> 32),
+                  dropout_keep_threshold(rate),       dropout_keep_scale(rate)};
 }
 
 }  // namespace

@@ -277,6 +277,12 @@ struct TrainSteps {
     return {key.seed, key.step, site, static_cast<uint64_t>(key.first_row) * Tn * C};
   }
 
+  // Block l's attention weights, [B, H, T, T]: the sites after the [B, T, C] ones.
+  kernels::DropoutSite attention_site(DropoutKey key, int64_t l) const {
+    return {key.seed, key.step, static_cast<uint32_t>(1 + 2 * L + l),
+            static_cast<uint64_t>(key.first_row) * H * Tn * Tn};
+  }
+
   // res_out = res_in + dropout(proj) at the given site.
   void residual(Array<T> res_out, Array<const T> res_in, Array<uint8_t> mask, uint32_t site,
                 DropoutKey key) {
@@ -325,7 +331,8 @@ struct TrainSteps {
       be.layernorm_forward(y.ln1, y.ln1_mean, y.ln1_rstd, x, params + o.ln1_w, params + o.ln1_b, BT,
                            C, eps);
       linear(y.qkv, operand(y.ln1, BT * C, y.ln1_h, y.ln1_r), o.attn_w, o.attn_b, C, C3);
-      be.causal_attention_forward(y.atty, y.att, y.qkv, attn_scratch, B, Tn, C, H);
+      be.causal_attention_forward(y.atty, y.att, y.qkv, attn_scratch, B, Tn, C, H, rate,
+                                  attention_site(key, l));
       linear(proj, operand(y.atty, BT * C, y.atty_h, y.atty_r), o.proj_w, o.proj_b, C, C);
       residual(y.res2, x, y.mask_attn, site, key);
       be.layernorm_forward(y.ln2, y.ln2_mean, y.ln2_rstd, y.res2, params + o.ln2_w,
@@ -412,7 +419,7 @@ struct TrainSteps {
       }
       linear_backward(datty, g, dp, operand(dp, BT * C, dy_h, dy_r),
                       half_op(y.atty, y.atty_h, y.atty_r), o.proj_w, o.proj_b, C, C);
-      be.causal_attention_backward(dqkv, datty, y.att, y.qkv, attn_scratch, B, Tn, C, H);
+      be.causal_attention_backward(dqkv, datty, y.att, y.qkv, attn_scratch, B, Tn, C, H, rate);
       linear_backward(dln, g, dqkv, operand(dqkv, BT * C3, dy_h, dy_r),
                       half_op(y.ln1, y.ln1_h, y.ln1_r), o.attn_w, o.attn_b, C, C3);
       clear_small(g, o.ln1_w, C);

@@ -10,11 +10,13 @@
 // dropout.h, position_embedding.h) thread inside with parallel_for.
 //
 // Options:
-//  - dropout: inverted dropout at GPT-2's three canonical sites (the embedding sum; each
-//    block's attention projection and MLP projection, after the projection and before the
-//    residual add). Masks come from Philox keyed by (seed, step, site, element), see
-//    kernels/dropout.h; site 0 is the embedding, 1 + 2l block l's attention projection,
-//    2 + 2l its MLP projection. Rate 0 skips the op entirely (bit-identical to no dropout).
+//  - dropout: inverted dropout at GPT-2's four sites, as Hugging Face's GPT-2 and nanoGPT drop
+//    (embd_pdrop, attn_pdrop, resid_pdrop, all at this one rate): the embedding sum; each
+//    block's attention weights (inside the causal attention kernel); its attention projection
+//    and MLP projection, after the projection and before the residual add. Masks come from
+//    Philox keyed by (seed, step, site, element), see kernels/activation/dropout.h; site 0 is
+//    the embedding, 1 + 2l block l's attention projection, 2 + 2l its MLP projection, 1 + 2L + l
+//    its attention weights. Rate 0 skips the op entirely (bit-identical to no dropout).
 //  - compute: f32, bf16 or f16. Parameters and gradients stay f32 (master weights). In the
 //    half types the products of the linear layers and the tied head (forward, and both
 //    backward products) take half operands: the weights are cast at the start of each

@@ -3,7 +3,7 @@
 // (sequence, head, tile of 16 key positions) walks the query blocks from its own to the end,
 // so each key's dk = sum_{t >= j} dS_tj q_t and dv = sum_{t >= j} p_tj dO_t is one chain over
 // t in order (no float atomics). dS is made again from dP = dO . v_j and the rows' dots that
-// attention_backward_dq saved.
+// attention_backward_dq saved. With dropout, dv sums the weights after dropout.
 #include "attention_common.glsl"
 
 layout(local_size_x = 256) in;
@@ -19,7 +19,15 @@ layout(push_constant) uniform Push {
   uint T;
   uint C;
   float scale;
+  float keep_scale;  // dropout: 0 for none; else att holds P signed by the forward's mask
 };
+
+// dP through the dropout mask (a: the saved signed probability).
+float dropped_dp(float a, float dp) {
+  return keep_scale == 0.0 ? dp : a > 0.0 ? dp * keep_scale : 0.0;
+}
+// P, unsigned.
+float probability(float a) { return keep_scale == 0.0 ? a : abs(a); }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -54,9 +62,10 @@ void main() {
         const uint t = q0 + hi, j = k0 + lo;
         float p = 0.0, ds = 0.0;
         if (hi < nq && lo < nk && j <= t) {
-          p = att[(head_att + t) * T + j];
-          precise float g = dot_ac(hi, lo, D, ld) - row_a[hi];
-          ds = p * g * scale;
+          const float a = att[(head_att + t) * T + j];
+          precise float g = dropped_dp(a, dot_ac(hi, lo, D, ld)) - row_a[hi];
+          ds = probability(a) * g * scale;
+          p = keep_scale == 0.0 ? a : a > 0.0 ? a * keep_scale : 0.0;  // the weight P' of v_j
         }
         cells_a[hi * (kBlock + 1) + lo] = ds;
         cells_b[hi * (kBlock + 1) + lo] = p;

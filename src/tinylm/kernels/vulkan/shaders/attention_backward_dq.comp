@@ -3,7 +3,8 @@
 // head, block of 16 query rows). Two passes over the key tiles: the first sums each row's
 // dot = sum_j p_j dP_j (dP_j = dO . v_j: per-invocation sums over the tiles, then the 16 in
 // order) and saves it for the columns' dispatch; the second makes dS_j = p_j (dP_j - dot) scale
-// and dq = sum_j dS_j k_j (one chain per channel, positions in order).
+// and dq = sum_j dS_j k_j (one chain per channel, positions in order). With dropout, dP_j goes
+// through the forward's mask and scale (dropped_dp).
 #include "attention_common.glsl"
 
 layout(local_size_x = 256) in;
@@ -19,7 +20,15 @@ layout(push_constant) uniform Push {
   uint T;
   uint C;
   float scale;
+  float keep_scale;  // dropout: 0 for none; else att holds P signed by the forward's mask
 };
+
+// dP through the dropout mask (a: the saved signed probability).
+float dropped_dp(float a, float dp) {
+  return keep_scale == 0.0 ? dp : a > 0.0 ? dp * keep_scale : 0.0;
+}
+// P, unsigned.
+float probability(float a) { return keep_scale == 0.0 ? a : abs(a); }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -49,7 +58,10 @@ void main() {
         tile_c[r * ld + c] = r < nk ? qkv[base + (k0 + r) * C3 + 2 * C + c] : 0.0;
       }
       barrier();
-      if (live && k0 + kj <= t) part = fma(att[att_row + k0 + kj], dot_ac(qi, kj, D, ld), part);
+      if (live && k0 + kj <= t) {
+        const float a = att[att_row + k0 + kj];
+        part = fma(probability(a), dropped_dp(a, dot_ac(qi, kj, D, ld)), part);
+      }
     }
     cells_a[qi * (kBlock + 1) + kj] = part;
     barrier();
@@ -76,8 +88,9 @@ void main() {
       barrier();
       float ds = 0.0;
       if (live && k0 + kj <= t) {
-        precise float g = dot_ac(qi, kj, D, ld) - dot;
-        ds = att[att_row + k0 + kj] * g * scale;
+        const float a = att[att_row + k0 + kj];
+        precise float g = dropped_dp(a, dot_ac(qi, kj, D, ld)) - dot;
+        ds = probability(a) * g * scale;
       }
       cells_a[qi * (kBlock + 1) + kj] = ds;
       barrier();

@@ -7,11 +7,17 @@
 // scores go to att as they are made and are turned into the probabilities
 // exp((s_j - m) scale) / l at the end (each by the invocation that wrote it).
 //
+// Attention-weight dropout (training, drop_threshold != 0): probability j of row r is kept as
+// the CPU's masks keep element (s n_head + h) rows + r) rows + j of the site (philox.glsl), and
+// the sums take the kept ones times keep_scale; att holds the probabilities negated where
+// dropped.
+//
 // KV_F16 (defined before this file is included) reads keys and values as f16 pairs in uint
 // words (a cache: kv_off and ldkv even). ROWS: each "sequence" is one row of a decode step,
 // against cache slot where_[2s] up to position where_[2s + 1] (rows = 1; a row naming no slot
 // or a position past the capacity is skipped).
 #include "attention_common.glsl"
+#include "philox.glsl"
 
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) writeonly buffer Out { float out_[]; };
@@ -49,7 +55,17 @@ layout(push_constant) uniform Push {
   float scale;
   uint slots;  // ROWS: the cache's slots, each `capacity` positions kv_seq apart
   uint capacity;
+  uint drop_threshold;  // dropout (training): 0 for none; else as dropout_common.glsl's push
+  float keep_scale;
+  uint drop_site;
+  uint step_lo, step_hi, seed_lo, seed_hi;
+  uint first_quad, first_rem;
 };
+
+bool keeps(uint e) {
+  return dropout_keeps(e, first_quad, first_rem, drop_site, uvec2(step_lo, step_hi),
+                       uvec2(seed_lo, seed_hi), drop_threshold);
+}
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -94,12 +110,14 @@ void main() {
       }
       barrier();
       const bool row_here = live && k0 <= pos;  // the tile holds keys this row sees
-      float score = minus_inf();
+      float score = minus_inf(), weight = 1.0;  // weight: the dropout's factor
       if (row_here && k0 + kj <= pos) {
         score = dot_ab(qi, kj, D, ld);
         if (write_att != 0u) att[att_row + k0 + kj] = score;
+        if (drop_threshold != 0u) weight = keeps(att_row + k0 + kj) ? keep_scale : 0.0;
       }
       cells_a[qi * (kBlock + 1) + kj] = score;
+      cells_b[qi * (kBlock + 1) + kj] = weight;
       barrier();
       if (kj == 0 && row_here) {
         float mt = m;
@@ -110,7 +128,8 @@ void main() {
         for (uint j = 0; j < kBlock; ++j) {
           const float sj = cells_a[qi * (kBlock + 1) + j];
           const float p = sj == minus_inf() ? 0.0 : exp((sj - mt) * scale);
-          cells_a[qi * (kBlock + 1) + j] = p;
+          const float w = cells_b[qi * (kBlock + 1) + j];
+          cells_a[qi * (kBlock + 1) + j] = drop_threshold != 0u ? p * w : p;
           sum += p;
         }
         m = mt;
@@ -146,8 +165,11 @@ void main() {
       if (write_att != 0u) {
         const float mx = row_b[qi];
         // Positions kj, kj + 16, ...: the scores this invocation wrote, and the zeros past pos.
-        for (uint j = kj; j < rows; j += kBlock)
-          att[att_row + j] = j <= pos ? exp((att[att_row + j] - mx) * scale) * inv : 0.0;
+        for (uint j = kj; j < rows; j += kBlock) {
+          float p = j <= pos ? exp((att[att_row + j] - mx) * scale) * inv : 0.0;
+          if (drop_threshold != 0u && j <= pos && !keeps(att_row + j)) p = -p;
+          att[att_row + j] = p;
+        }
       }
     }
   }

@@ -13,3 +13,13 @@ uvec4 philox4x32_10(uvec4 ctr, uvec2 key) {
   }
   return ctr;
 }
+
+// Whether dropout keeps element e of a tensor whose element 0 is global element
+// 4 first_quad + first_rem (kernels/activation/dropout.h): word (g mod 4) of the block of g / 4,
+// g = first + e, at least threshold once shifted right by 8.
+bool dropout_keeps(uint e, uint first_quad, uint first_rem, uint site, uvec2 step, uvec2 seed,
+                   uint threshold) {
+  const uint r = first_rem + e;
+  const uvec4 block = philox4x32_10(uvec4(first_quad + (r >> 2), site, step.x, step.y), seed);
+  return (block[r & 3u] >> 8) >= threshold;
+}
