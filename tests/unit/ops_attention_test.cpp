@@ -134,13 +134,19 @@ W nan_of() {
 
 // GPT-2's training attention (attention/causal.h). B = rows, T = n, C = k, n_head = h: head
 // widths 4, 12, 24 (not multiples of 16: plain loops in the backward), 16, 32, 48, 128; T = 1.
-OpCase attention_train_case() {
+// With rate > 0, attention-weight dropout (nanoGPT's attn_dropout) at a site starting at an
+// element that is not a multiple of the Philox group: the reference draws its masks with
+// dropout_mask, and the once-checks also hold att's signs to dropout_mask's draws at the
+// documented indices ((b n_head + h) T + t) T + j and out to the kept weights; without it, the
+// inference path over a cache computes the training forward's bits.
+OpCase attention_train_case(float rate) {
+  constexpr DropoutSite kWhere{7, 3, 11, 1000003};
   const auto inputs = [](const Shape& s) {
     return std::pair{normal_floats(s.rows * s.n * 3 * s.k, 25),
                      normal_floats(s.rows * s.n * s.k, 26)};
   };
   return {
-      "attention_causal_f32",
+      rate > 0.0f ? "attention_causal_dropout_f32" : "attention_causal_f32",
       Contract::row_invariant,
       {{2, 5, 8, 2},
        {1, 1, 32, 2},
@@ -154,10 +160,13 @@ OpCase attention_train_case() {
         const auto [qkv, dout] = inputs(s);
         const int64_t B = s.rows, T = s.n, C = s.k, H = s.h;
         Floats o(B * T * C), att(B * H * T * T), scratch(causal_attention_scratch_size(B, T, C, H));
-        causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H);
+        causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H, rate,
+                                 kWhere);
         Floats dqkv(qkv.size(), 99.0f);  // written, not accumulated
         causal_attention_backward(dqkv.data(), dout.data(), att.data(), qkv.data(), scratch.data(),
-                                  B, T, C, H);
+                                  B, T, C, H, rate);
+        std::vector<Out> outs{out("out", o), out("att", att), out("dqkv", dqkv)};
+        if (rate > 0.0f) return outs;
         // Inference over the same rows: a float cache (NaN where nothing is stored), rows
         // [0, T/2) then [T/2, T), computes the training forward's bits.
         Floats cached(o.size());
@@ -173,138 +182,88 @@ OpCase attention_train_case() {
           if (t0 > 0) attention_cached(ob, q.data(), keys.data(), values.data(), 0, t0, C, H);
           attention_cached(ob + t0 * C, q.data() + t0 * C, keys.data(), values.data(), t0, T, C, H);
         }
-        return std::vector<Out>{out("out", o), out("att", att), out("dqkv", dqkv),
-                                out("out_cached", cached, "out")};
+        outs.push_back(out("out_cached", cached, "out"));
+        return outs;
       },
       [=](const Shape& s) {
         const auto [qkv, dout] = inputs(s);
         const int64_t B = s.rows, T = s.n, C = s.k, H = s.h;
         const Vec q = widen_all(qkv), d = widen_all(dout);
         Vec o(B * T * C), att(B * H * T * T), scratch(T), dqkv(q.size());
-        causal_attention_forward(o.data(), att.data(), q.data(), scratch.data(), B, T, C, H);
+        causal_attention_forward(o.data(), att.data(), q.data(), scratch.data(), B, T, C, H, rate,
+                                 kWhere);
         causal_attention_backward(dqkv.data(), d.data(), att.data(), q.data(), scratch.data(), B, T,
-                                  C, H);
+                                  C, H, rate);
         return std::vector<Want>{near_max("out", o, 1e-6), near("att", att, 0, 1e-6),
                                  near_max("dqkv", dqkv, 1e-5)};
       },
-      [] {
-        const int64_t B = 2, T = 5, C = 8, H = 2;
+      [=] {
+        const int64_t B = 2, T = 9, C = 8, H = 2;
         Vec qkv = test::random_normal(B * T * 3 * C, 11);
         const Vec probe = test::random_normal(B * T * C, 12);
         Vec o(B * T * C), att(B * H * T * T), scratch(causal_attention_scratch_size(B, T, C, H));
         const auto f = [&] {
-          causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H);
+          causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H,
+                                   rate, kWhere);
           return dot(probe, o);
         };
         f();
         Vec dqkv(qkv.size(), 99.0);
         causal_attention_backward(dqkv.data(), probe.data(), att.data(), qkv.data(), scratch.data(),
-                                  B, T, C, H);
-        test::expect_gradient(f, qkv, dqkv, kGradTol, "dqkv");
+                                  B, T, C, H, rate);
+        test::expect_gradient(f, qkv, dqkv, kGradTol, "dqkv");  // (the masks are the inputs')
+        if (rate > 0.0f) {
+          f();  // (at qkv again, after the differences' steps)
+          // The masks: dropout_mask's draws of the whole (B, H, T, T) tensor, row t's first t + 1.
+          std::vector<uint8_t> keep(static_cast<size_t>(B * H * T * T));
+          dropout_mask(keep.data(), B * H * T * T, rate, kWhere);
+          int64_t dropped = 0, seen = 0;
+          for (int64_t i = 0; i < B * H * T * T; ++i) {
+            const int64_t t = i / T % T, j = i % T;
+            if (j > t) {
+              EXPECT_EQ(att[i], 0.0) << i;
+              continue;
+            }
+            EXPECT_EQ(std::signbit(att[i]), keep[i] == 0) << i;
+            dropped += keep[i] == 0;
+            ++seen;
+          }
+          EXPECT_GT(dropped, seen / 8);  // about a quarter of the 180
+          EXPECT_LT(dropped, seen / 2);
+          // The sums take the kept weights scaled: out = P' V with P' from att and the rate.
+          const int64_t hd = C / H;
+          for (int64_t b = 0; b < B; ++b) {
+            for (int64_t h = 0; h < H; ++h) {
+              for (int64_t t = 0; t < T; ++t) {
+                for (int64_t c = 0; c < hd; ++c) {
+                  double acc = 0;
+                  for (int64_t j = 0; j <= t; ++j) {
+                    const double a = att[((b * H + h) * T + t) * T + j];
+                    acc += (a > 0 ? a / (1.0 - rate) : 0.0) *
+                           qkv[(b * T + j) * 3 * C + 2 * C + h * hd + c];
+                  }
+                  EXPECT_NEAR(o[(b * T + t) * C + h * hd + c], acc, 1e-12);
+                }
+              }
+            }
+          }
+          // Rate 0 is no dropout: the bits of the call without it.
+          Vec o0(o.size()), att0(att.size());
+          causal_attention_forward(o0.data(), att0.data(), qkv.data(), scratch.data(), B, T, C, H);
+          causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H,
+                                   0.0f, kWhere);
+          EXPECT_EQ(o, o0);
+          EXPECT_EQ(att, att0);
+          EXPECT_THROW(causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B,
+                                                T, C, H, 1.0f, kWhere),
+                       Error);
+          return;
+        }
         const Vec o0 = o;  // causality: the output at t does not depend on later positions
         qkv[(1 * T + 4) * 3 * C + C + 3] += 1.0;      // a key of sequence 1, position 4
         qkv[(1 * T + 4) * 3 * C + 2 * C + 5] += 1.0;  // and a value
         f();
         for (int64_t i = 0; i < (1 * T + 4) * C; ++i) EXPECT_EQ(o[i], o0[i]) << i;
-      }};
-}
-
-// The training attention with attention-weight dropout (nanoGPT's attn_dropout): the shapes of
-// attention_causal_f32, rate 0.25, a site starting at an element that is not a multiple of the
-// Philox group. The reference draws its masks with dropout_mask; the check also holds att's signs
-// to dropout_mask's draws at the documented indices ((b n_head + h) T + t) T + j, and the
-// backward to finite differences (the masks do not depend on the inputs).
-OpCase attention_train_dropout_case() {
-  constexpr float kRate = 0.25f;
-  constexpr DropoutSite kWhere{7, 3, 11, 1000003};
-  const auto inputs = [](const Shape& s) {
-    return std::pair{normal_floats(s.rows * s.n * 3 * s.k, 27),
-                     normal_floats(s.rows * s.n * s.k, 28)};
-  };
-  return {
-      "attention_causal_dropout_f32",
-      Contract::row_invariant,
-      {{2, 5, 8, 2}, {1, 17, 36, 3}, {2, 37, 48, 2}, {2, 37, 64, 2}, {1, 16, 256, 2}},
-      [=](const Shape& s) {
-        const auto [qkv, dout] = inputs(s);
-        const int64_t B = s.rows, T = s.n, C = s.k, H = s.h;
-        Floats o(B * T * C), att(B * H * T * T), scratch(causal_attention_scratch_size(B, T, C, H));
-        causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H,
-                                 kRate, kWhere);
-        Floats dqkv(qkv.size(), 99.0f);
-        causal_attention_backward(dqkv.data(), dout.data(), att.data(), qkv.data(), scratch.data(),
-                                  B, T, C, H, kRate);
-        return std::vector<Out>{out("out", o), out("att", att), out("dqkv", dqkv)};
-      },
-      [=](const Shape& s) {
-        const auto [qkv, dout] = inputs(s);
-        const int64_t B = s.rows, T = s.n, C = s.k, H = s.h;
-        const Vec q = widen_all(qkv), d = widen_all(dout);
-        Vec o(B * T * C), att(B * H * T * T), scratch(T), dqkv(q.size());
-        causal_attention_forward(o.data(), att.data(), q.data(), scratch.data(), B, T, C, H, kRate,
-                                 kWhere);
-        causal_attention_backward(dqkv.data(), d.data(), att.data(), q.data(), scratch.data(), B, T,
-                                  C, H, kRate);
-        return std::vector<Want>{near_max("out", o, 1e-6), near("att", att, 0, 1e-6),
-                                 near_max("dqkv", dqkv, 1e-5)};
-      },
-      [] {
-        const int64_t B = 2, T = 9, C = 8, H = 2;
-        Vec qkv = test::random_normal(B * T * 3 * C, 13);
-        const Vec probe = test::random_normal(B * T * C, 14);
-        Vec o(B * T * C), att(B * H * T * T), scratch(causal_attention_scratch_size(B, T, C, H));
-        const auto f = [&] {
-          causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H,
-                                   kRate, kWhere);
-          return dot(probe, o);
-        };
-        f();
-        // The masks: dropout_mask's draws of the whole (B, H, T, T) tensor, row t's first t + 1.
-        std::vector<uint8_t> keep(static_cast<size_t>(B * H * T * T));
-        dropout_mask(keep.data(), B * H * T * T, kRate, kWhere);
-        int64_t dropped = 0, seen = 0;
-        for (int64_t i = 0; i < B * H * T * T; ++i) {
-          const int64_t t = i / T % T, j = i % T;
-          if (j > t) {
-            EXPECT_EQ(att[i], 0.0) << i;
-            continue;
-          }
-          EXPECT_EQ(std::signbit(att[i]), keep[i] == 0) << i;
-          dropped += keep[i] == 0;
-          ++seen;
-        }
-        EXPECT_GT(dropped, seen / 8);  // about a quarter of the 180
-        EXPECT_LT(dropped, seen / 2);
-        // The sums take the kept weights scaled: out = P' V with P' from att and the rate.
-        for (int64_t b = 0; b < B; ++b) {
-          for (int64_t h = 0; h < H; ++h) {
-            for (int64_t t = 0; t < T; ++t) {
-              for (int64_t c = 0; c < C / H; ++c) {
-                double acc = 0;
-                for (int64_t j = 0; j <= t; ++j) {
-                  const double a = att[((b * H + h) * T + t) * T + j];
-                  acc += (a > 0 ? a / (1.0 - kRate) : 0.0) *
-                         qkv[(b * T + j) * 3 * C + 2 * C + h * (C / H) + c];
-                }
-                EXPECT_NEAR(o[(b * T + t) * C + h * (C / H) + c], acc, 1e-12);
-              }
-            }
-          }
-        }
-        Vec dqkv(qkv.size(), 99.0);
-        causal_attention_backward(dqkv.data(), probe.data(), att.data(), qkv.data(), scratch.data(),
-                                  B, T, C, H, kRate);
-        test::expect_gradient(f, qkv, dqkv, kGradTol, "dqkv");
-        // Rate 0 is no dropout: the bits of the call without it.
-        Vec o0(o.size()), att0(att.size());
-        causal_attention_forward(o0.data(), att0.data(), qkv.data(), scratch.data(), B, T, C, H);
-        causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H, 0.0f,
-                                 kWhere);
-        EXPECT_EQ(o, o0);
-        EXPECT_EQ(att, att0);
-        EXPECT_THROW(causal_attention_forward(o.data(), att.data(), qkv.data(), scratch.data(), B,
-                                              T, C, H, 1.0f, kWhere),
-                     Error);
       }};
 }
 
@@ -415,9 +374,9 @@ OpCase attention_cached_case() {
 }
 
 std::vector<OpCase> attention_cases() {
-  return {attention_exact_case(),         attention_train_case(),
-          attention_train_dropout_case(), attention_cached_case<float>(),
-          attention_cached_case<Bf16>(),  attention_cached_case<F16>()};
+  return {attention_exact_case(),        attention_train_case(0.0f),
+          attention_train_case(0.25f),   attention_cached_case<float>(),
+          attention_cached_case<Bf16>(), attention_cached_case<F16>()};
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(attention_cases()), case_name);
