@@ -138,7 +138,8 @@ void causal_attention_backward(Context& context, View dqkv, View dout, View att,
   check_floats(op, "att", att, B * n_head * T * T);
   check_floats(op, "qkv", qkv, B * T * 3 * C);
   check_floats(op, "scratch", scratch, causal_attention_scratch_size(B, T, n_head));
-  check_dropout(0, dropout, {});
+  check(dropout >= 0.0f && dropout < 1.0f, "vulkan ", op, ": dropout must be in [0, 1), got ",
+        dropout);
   if (B == 0 || T == 0 || C == 0) return;
   Context::Impl& c = context.impl();
   const BackwardPush push{u32(B),

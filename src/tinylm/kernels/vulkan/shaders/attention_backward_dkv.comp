@@ -22,13 +22,6 @@ layout(push_constant) uniform Push {
   float keep_scale;  // dropout: 0 for none; else att holds P signed by the forward's mask
 };
 
-// dP through the dropout mask (a: the saved signed probability).
-float dropped_dp(float a, float dp) {
-  return keep_scale == 0.0 ? dp : a > 0.0 ? dp * keep_scale : 0.0;
-}
-// P, unsigned.
-float probability(float a) { return keep_scale == 0.0 ? a : abs(a); }
-
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint hi = tid / kBlock, lo = tid % kBlock;  // (query, key) in scores, (key, lane) in sums
@@ -63,9 +56,9 @@ void main() {
         float p = 0.0, ds = 0.0;
         if (hi < nq && lo < nk && j <= t) {
           const float a = att[(head_att + t) * T + j];
-          precise float g = dropped_dp(a, dot_ac(hi, lo, D, ld)) - row_a[hi];
-          ds = probability(a) * g * scale;
-          p = keep_scale == 0.0 ? a : a > 0.0 ? a * keep_scale : 0.0;  // the weight P' of v_j
+          precise float g = dropped_dp(a, dot_ac(hi, lo, D, ld), keep_scale) - row_a[hi];
+          ds = probability(a, keep_scale) * g * scale;
+          p = dropped_weight(a, keep_scale);  // the weight P' of v_j
         }
         cells_a[hi * (kBlock + 1) + lo] = ds;
         cells_b[hi * (kBlock + 1) + lo] = p;

@@ -23,13 +23,6 @@ layout(push_constant) uniform Push {
   float keep_scale;  // dropout: 0 for none; else att holds P signed by the forward's mask
 };
 
-// dP through the dropout mask (a: the saved signed probability).
-float dropped_dp(float a, float dp) {
-  return keep_scale == 0.0 ? dp : a > 0.0 ? dp * keep_scale : 0.0;
-}
-// P, unsigned.
-float probability(float a) { return keep_scale == 0.0 ? a : abs(a); }
-
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint qi = tid / kBlock, kj = tid % kBlock;
@@ -60,7 +53,8 @@ void main() {
       barrier();
       if (live && k0 + kj <= t) {
         const float a = att[att_row + k0 + kj];
-        part = fma(probability(a), dropped_dp(a, dot_ac(qi, kj, D, ld)), part);
+        const float dp = dropped_dp(a, dot_ac(qi, kj, D, ld), keep_scale);
+        part = fma(probability(a, keep_scale), dp, part);
       }
     }
     cells_a[qi * (kBlock + 1) + kj] = part;
@@ -89,8 +83,8 @@ void main() {
       float ds = 0.0;
       if (live && k0 + kj <= t) {
         const float a = att[att_row + k0 + kj];
-        precise float g = dropped_dp(a, dot_ac(qi, kj, D, ld)) - dot;
-        ds = probability(a) * g * scale;
+        precise float g = dropped_dp(a, dot_ac(qi, kj, D, ld), keep_scale) - dot;
+        ds = probability(a, keep_scale) * g * scale;
       }
       cells_a[qi * (kBlock + 1) + kj] = ds;
       barrier();

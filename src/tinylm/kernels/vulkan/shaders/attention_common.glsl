@@ -33,3 +33,14 @@ float dot_ac(uint a, uint b, uint D, uint ld) {
   for (uint c = 0; c < D; ++c) s = fma(tile_a[a * ld + c], tile_c[b * ld + c], s);
   return s;
 }
+
+// Attention-weight dropout in the backward: att holds P negated where the forward dropped it,
+// keep_scale is 1 / (1 - rate), or 0 without dropout. dP through the mask; P unsigned; the
+// weight P' the forward summed the values with.
+float dropped_dp(float a, float dp, float keep_scale) {
+  return keep_scale == 0.0 ? dp : a > 0.0 ? dp * keep_scale : 0.0;
+}
+float probability(float a, float keep_scale) { return keep_scale == 0.0 ? a : abs(a); }
+float dropped_weight(float a, float keep_scale) {
+  return keep_scale == 0.0 ? a : a > 0.0 ? a * keep_scale : 0.0;
+}

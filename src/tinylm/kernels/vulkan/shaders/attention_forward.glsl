@@ -8,7 +8,7 @@
 // exp((s_j - m) scale) / l at the end (each by the invocation that wrote it).
 //
 // Attention-weight dropout (training, drop_threshold != 0): probability j of row r is kept as
-// the CPU's masks keep element (s n_head + h) rows + r) rows + j of the site (philox.glsl), and
+// the CPU's masks keep element ((s n_head + h) rows + r) rows + j of the site (philox.glsl), and
 // the sums take the kept ones times keep_scale; att holds the probabilities negated where
 // dropped.
 //
