@@ -118,17 +118,25 @@ void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t l
 
 // One query row against keys (as scores reads them) and values 0 .. n-1: p = softmax of the
 // scaled scores (into p_out, or in place in row when null), out = sum_j p_j v_j. row: padded(n)
-// floats of scratch.
+// floats of scratch. With keep (training's attention-weight dropout, p_out given): p_out holds
+// p negated where keep[j] is 0, and out sums the kept p_j times keep_scale (made in row).
 template <class W>
 void attend_row(float* out, float* p_out, float* row, const float* q, const W* kt, int64_t ldk,
                 int64_t ldb, const W* v, int64_t ldv, int64_t ldvb, int64_t n, int64_t D,
-                float scale) {
+                float scale, const uint8_t* keep = nullptr, float keep_scale = 0.0f) {
   scores(row, q, kt, ldk, ldb, n, D);
   const float inv = softmax_unnormalized(row, n, scale);
   float* p = p_out ? p_out : row;
   for (int64_t j = 0; j < n; j += kLanes) {
     const int64_t w = std::min(kLanes, n - j);
     store_n(p + j, load_n(row + j, w) * inv, w);
+  }
+  if (keep) {
+    for (int64_t j = 0; j < n; ++j) {
+      row[j] = keep[j] ? p[j] * keep_scale : 0.0f;
+      if (!keep[j]) p[j] = -p[j];
+    }
+    p = row;
   }
   weighted_sum(out, p, v, ldv, ldvb, n, D);
 }
@@ -176,24 +184,13 @@ void forward_task(float* out, float* att, const float* base, float* scratch, int
   for (int64_t t = 0; t < Tn; ++t) {
     float* a = att + t * Tn;
     const int64_t n = t + 1;
-    if (drop.threshold == 0) {
-      attend_row(out + t * C, a, row, base + t * C3, kt, Tp, kLanes, vp, D, kLanes * D, n, D,
-                 scale);
-    } else {
-      // attend_row's probabilities, then a holds them signed by the mask and row the kept ones
-      // scaled, which the values are summed with.
-      scores(row, base + t * C3, kt, Tp, kLanes, n, D);
-      const float inv = softmax_unnormalized(row, n, scale);
+    if (drop.threshold != 0) {
       DropoutSite where = drop.where;
       where.first += static_cast<uint64_t>((task * Tn + t) * Tn);
       dropout_mask_range(keep, 0, n, drop.threshold, where);
-      for (int64_t j = 0; j < n; ++j) {
-        const float p = row[j] * inv;
-        a[j] = keep[j] ? p : -p;
-        row[j] = keep[j] ? p * drop.keep_scale : 0.0f;
-      }
-      weighted_sum(out + t * C, row, vp, D, kLanes * D, n, D);
     }
+    attend_row(out + t * C, a, row, base + t * C3, kt, Tp, kLanes, vp, D, kLanes * D, n, D, scale,
+               drop.threshold != 0 ? keep : nullptr, drop.keep_scale);
     std::fill(a + t + 1, a + Tn, 0.0f);
   }
 }
