@@ -10,6 +10,7 @@
 #include "tinylm/core/dtype.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/kernels/activation/softmax.h"
+#include "tinylm/kernels/attention/causal.h"
 #include "tinylm/kernels/attention/exact.h"
 #include "tinylm/kernels/cpu/isa.h"
 #include "tinylm/kernels/matmul/bf16_dot.h"
@@ -95,6 +96,45 @@ void BM_AttentionForwardBackward(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AttentionForwardBackward)->Arg(8)->Arg(16);
+
+// GPT-2's training attention (float): B sequences of T positions, n_head heads of 64 channels,
+// attention-weight dropout at rate/100. Items: the multiply-adds of the T x T products (forward 2
+// per causal pair and channel, backward 4).
+void CausalAttention(benchmark::State& state, bool backward) {
+  const int64_t B = state.range(0), T = state.range(1), H = state.range(2), C = 64 * H;
+  const float rate = static_cast<float>(state.range(3)) / 100.0f;
+  std::vector<float> qkv(B * T * 3 * C), dout(B * T * C), out(B * T * C), att(B * H * T * T),
+      dqkv(B * T * 3 * C), scratch(k::causal_attention_scratch_size(B, T, C, H));
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>(std::sin(0.37 * i + 0.11));
+  for (size_t i = 0; i < dout.size(); ++i) dout[i] = static_cast<float>(std::cos(0.29 * i));
+  const k::DropoutSite where{.seed = 1, .step = 1, .site = 3};
+  k::causal_attention_forward(out.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H, rate,
+                              where);
+  for (auto _ : state) {
+    if (backward)
+      k::causal_attention_backward(dqkv.data(), dout.data(), att.data(), qkv.data(), scratch.data(),
+                                   B, T, C, H, rate);
+    else
+      k::causal_attention_forward(out.data(), att.data(), qkv.data(), scratch.data(), B, T, C, H,
+                                  rate, where);
+    benchmark::DoNotOptimize(dqkv.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * B * H * T * (T + 1) / 2 * 64 * (backward ? 4 : 2));
+}
+void BM_CausalAttentionForward(benchmark::State& state) { CausalAttention(state, false); }
+void BM_CausalAttentionBackward(benchmark::State& state) { CausalAttention(state, true); }
+// nanoGPT's baby GPT (6 heads, 256 positions), with and without its dropout; GPT-2 124M's heads.
+BENCHMARK(BM_CausalAttentionForward)
+    ->Args({4, 256, 6, 0})
+    ->Args({4, 256, 6, 20})
+    ->Args({1, 1024, 12, 0})
+    ->UseRealTime();
+BENCHMARK(BM_CausalAttentionBackward)
+    ->Args({4, 256, 6, 0})
+    ->Args({4, 256, 6, 20})
+    ->Args({1, 1024, 12, 0})
+    ->UseRealTime();
 
 void BM_AdamStepExact(benchmark::State& state) {
   const size_t n = 4192;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tinylm/core/aligned_vector.h"
@@ -19,10 +20,13 @@ namespace tinylm::kernels {
 namespace {
 int64_t padded(int64_t n) { return (n + 15) / 16 * 16; }
 
-// Scratch per training task: a transposed K or V (D x Tp), three packed T x D blocks, the dS
-// matrix (T x Tp) and one row (Tp).
+// The most query rows a pass takes at once (each level picks its number, up to this).
+constexpr int kMaxRows = 4;
+
+// Scratch per training task: K or V in blocks of 16 positions (Tp x D), three packed T x D
+// blocks, the dS matrix (T x Tp) and kMaxRows rows of Tp floats and of Tp bytes.
 int64_t task_scratch(int64_t T, int64_t D) {
-  return D * padded(T) + 3 * T * D + T * padded(T) + padded(T);
+  return D * padded(T) + 3 * T * D + T * padded(T) + 2 * kMaxRows * padded(T);
 }
 }  // namespace
 }  // namespace tinylm::kernels
@@ -31,26 +35,42 @@ TINYLM_LEVEL_BEGIN
 
 namespace {
 
-// Accumulator vectors one pass over the values keeps in registers (AVX2 has half the
-// registers of AVX-512). Blocking the columns leaves every sum's order alone.
-constexpr int kMaxAcc = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 8 : 4;
+// f32x16 accumulators a pass keeps in registers (AVX2 has half the registers of AVX-512, and
+// two of them make an f32x16). Blocking the columns or the rows leaves every sum's order alone.
+constexpr int kAccumulators = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 16 : 4;
 
-// row[0 .. padded(n)) = q . k_j for the keys in kt, transposed in blocks of 16 positions: key j's
-// channel d at kt[j / 16 * ldb + d * ldk + j % 16] (lanes past n are computed from whatever the
-// padding holds and ignored): two chains, even and odd channels.
-template <class W>
-TINYLM_INLINE void scores(float* row, const float* q, const W* kt, int64_t ldk, int64_t ldb,
-                          int64_t n, int64_t D) {
+// Consecutive query rows of one sequence taken in one pass (training, and a prompt against
+// the cache), each loaded key or value serving all of them: every row keeps its own sums, in
+// the order one row alone has them (row-invariant).
+constexpr int kRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? kMaxRows : 2;
+
+// rows[r][0 .. padded(n)) = q[r] . k_j for the keys in kt, transposed in blocks of 16
+// positions: key j's channel d at kt[j / 16 * ldb + d * ldk + j % 16] (lanes past a row's own
+// count are computed from whatever follows and ignored): two chains, even and odd channels.
+template <int R, class W>
+TINYLM_INLINE void scores(float* const* rows, const float* const* q, const W* kt, int64_t ldk,
+                          int64_t ldb, int64_t n, int64_t D) {
   for (int64_t s0 = 0; s0 < n; s0 += kLanes) {
-    f32x16 even{}, odd{};
+    f32x16 even[R], odd[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) even[r] = odd[r] = f32x16{};
     const W* col = kt + s0 / kLanes * ldb;
     int64_t d = 0;
     for (; d + 2 <= D; d += 2) {
-      even = fma(q[d], load(col + d * ldk), even);
-      odd = fma(q[d + 1], load(col + (d + 1) * ldk), odd);
+      const f32x16 k0 = load(col + d * ldk), k1 = load(col + (d + 1) * ldk);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        even[r] = fma(q[r][d], k0, even[r]);
+        odd[r] = fma(q[r][d + 1], k1, odd[r]);
+      }
     }
-    if (d < D) even = fma(q[d], load(col + d * ldk), even);
-    store(row + s0, even + odd);
+    if (d < D) {
+      const f32x16 k0 = load(col + d * ldk);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) even[r] = fma(q[r][d], k0, even[r]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) store(rows[r] + s0, even[r] + odd[r]);
   }
 }
 
@@ -74,92 +94,133 @@ TINYLM_INLINE f32x16 load_row(const W* p, int64_t width) {
   return width >= kLanes ? load(p) : load_n(p, width);
 }
 
-// out[0 .. width) = sum_{j < n} p[j] v_j, v_j at v + j / 16 * ldb + j % 16 * ldv (in blocks of
-// 16 positions), NV vectors of columns.
-template <int NV, class W>
-TINYLM_INLINE void weighted_block(float* out, const float* p, const W* v, int64_t ldv, int64_t ldb,
-                                  int64_t n, int64_t width) {
-  f32x16 acc[NV];  // (loops fully unrolled: the accumulators live in registers)
+// out[r][0 .. width) = sum_{j < n[r]} p[r][j] v_j, v_j at v + j / 16 * ldb + j % 16 * ldv (in
+// blocks of 16 positions), NV vectors of columns; n[0] <= n[1] <= ... (one chain over j a row).
+template <int R, int NV, class W>
+TINYLM_INLINE void weighted_block(float* const* out, const float* const* p, const int64_t* n,
+                                  const W* v, int64_t ldv, int64_t ldb, int64_t width) {
+  f32x16 acc[R][NV];  // (loops fully unrolled: the accumulators live in registers)
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-  for (int k = 0; k < NV; ++k) acc[k] = f32x16{};
-  for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
+    for (int k = 0; k < NV; ++k) acc[r][k] = f32x16{};
+  }
+  for (int64_t j0 = 0; j0 < n[0]; j0 += kLanes) {
     const W* vb = v + j0 / kLanes * ldb;
-    for (int64_t j = j0; j < std::min(n, j0 + kLanes); ++j) {
-      const f32x16 pj = splat(p[j]);
+    for (int64_t j = j0; j < std::min(n[0], j0 + kLanes); ++j) {
 #pragma GCC unroll 8
-      for (int k = 0; k < NV; ++k)
-        acc[k] = fma(pj, load_row(vb + (j - j0) * ldv + k * kLanes, width - k * kLanes), acc[k]);
+      for (int k = 0; k < NV; ++k) {
+        const f32x16 vk = load_row(vb + (j - j0) * ldv + k * kLanes, width - k * kLanes);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r][k] = fma(splat(p[r][j]), vk, acc[r][k]);
+      }
     }
   }
-  for (int k = 0; k < NV; ++k)
-    store_n(out + k * kLanes, acc[k], std::min(kLanes, width - k * kLanes));
+#pragma GCC unroll 4
+  for (int i = 1; i < R; ++i) {  // positions n[i-1] .. n[i]-1: rows i and after
+    for (int64_t j = n[i - 1]; j < n[i]; ++j) {
+      const W* vj = v + j / kLanes * ldb + j % kLanes * ldv;
+#pragma GCC unroll 8
+      for (int k = 0; k < NV; ++k) {
+        const f32x16 vk = load_row(vj + k * kLanes, width - k * kLanes);
+#pragma GCC unroll 4
+        for (int r = i; r < R; ++r) acc[r][k] = fma(splat(p[r][j]), vk, acc[r][k]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    for (int k = 0; k < NV; ++k)
+      store_n(out[r] + k * kLanes, acc[r][k], std::min(kLanes, width - k * kLanes));
+  }
 }
 
-template <class W>
-void weighted_sum(float* out, const float* p, const W* v, int64_t ldv, int64_t ldb, int64_t n,
-                  int64_t D) {
-  // The widest block that fits (each pass reads p and the value rows once).
+template <int R, class W>
+void weighted_sum(float* const* out, const float* const* p, const int64_t* n, const W* v,
+                  int64_t ldv, int64_t ldb, int64_t D) {
+  // The widest block whose sums fit the registers (each pass reads p and the values once).
+  constexpr int kMaxNV = kAccumulators / R;
   for (int64_t c = 0; c < D;) {
     const int64_t vectors = (D - c + kLanes - 1) / kLanes;
     const auto block = [&]<int NV>() {  // returns the columns done
-      weighted_block<NV>(out + c, p, v + c, ldv, ldb, n, std::min<int64_t>(D - c, NV * kLanes));
+      float* o[R];
+      for (int r = 0; r < R; ++r) o[r] = out[r] + c;
+      weighted_block<R, NV>(o, p, n, v + c, ldv, ldb, std::min<int64_t>(D - c, NV * kLanes));
       return int64_t{NV} * kLanes;
     };
-    if (kMaxAcc >= 8 && vectors >= 8)
+    if (kMaxNV >= 8 && vectors >= 8)
       c += block.template operator()<8>();
-    else if (vectors >= 4)
+    else if (kMaxNV >= 4 && vectors >= 4)
       c += block.template operator()<4>();
-    else if (vectors >= 2)
+    else if (kMaxNV >= 2 && vectors >= 2)
       c += block.template operator()<2>();
     else
       c += block.template operator()<1>();
   }
 }
 
-// One query row against keys (as scores reads them) and values 0 .. n-1: p = softmax of the
-// scaled scores (into p_out, or in place in row when null), out = sum_j p_j v_j. row: padded(n)
-// floats of scratch. With keep (training's attention-weight dropout, p_out given): p_out holds
-// p negated where keep[j] is 0, and out sums the kept p_j times keep_scale (made in row).
-template <class W>
-void attend_row(float* out, float* p_out, float* row, const float* q, const W* kt, int64_t ldk,
-                int64_t ldb, const W* v, int64_t ldv, int64_t ldvb, int64_t n, int64_t D,
-                float scale, const uint8_t* keep = nullptr, float keep_scale = 0.0f) {
-  scores(row, q, kt, ldk, ldb, n, D);
-  const float inv = softmax_unnormalized(row, n, scale);
-  float* p = p_out ? p_out : row;
-  for (int64_t j = 0; j < n; j += kLanes) {
-    const int64_t w = std::min(kLanes, n - j);
-    store_n(p + j, load_n(row + j, w) * inv, w);
-  }
-  if (keep) {
-    for (int64_t j = 0; j < n; ++j) {
-      row[j] = keep[j] ? p[j] * keep_scale : 0.0f;
-      if (!keep[j]) p[j] = -p[j];
+// Query rows q[r] (n[r] = n[0] + r keys each: consecutive rows of one sequence) against keys
+// (as scores reads them) and values: p = softmax of the scaled scores (into p_out[r], or in
+// place in rows[r] when p_out is null), out[r] = sum_j p_j v_j. rows: R rows of padded(n[R-1])
+// floats of scratch. With keep (training's attention-weight dropout, p_out given): p_out[r]
+// holds p negated where keep[r][j] is 0, and out sums the kept p_j times keep_scale (made in
+// rows[r]).
+template <int R, class W>
+void attend_rows(float* const* out, float* const* p_out, float* const* rows, const float* const* q,
+                 const W* kt, int64_t ldk, int64_t ldb, const W* v, int64_t ldv, int64_t ldvb,
+                 int64_t n0, int64_t D, float scale, const uint8_t* const* keep = nullptr,
+                 float keep_scale = 0.0f) {
+  int64_t n[R];
+  for (int r = 0; r < R; ++r) n[r] = n0 + r;
+  scores<R>(rows, q, kt, ldk, ldb, n[R - 1], D);
+  const float* sum_of[R];
+  for (int r = 0; r < R; ++r) {
+    const float inv = softmax_unnormalized(rows[r], n[r], scale);
+    float* p = p_out ? p_out[r] : rows[r];
+    for (int64_t j = 0; j < n[r]; j += kLanes) {
+      const int64_t w = std::min(kLanes, n[r] - j);
+      store_n(p + j, load_n(rows[r] + j, w) * inv, w);
     }
-    p = row;
+    sum_of[r] = p;
+    if (keep) {
+      for (int64_t j = 0; j < n[r]; ++j) {
+        rows[r][j] = keep[r][j] ? p[j] * keep_scale : 0.0f;
+        if (!keep[r][j]) p[j] = -p[j];
+      }
+      sum_of[r] = rows[r];
+    }
   }
-  weighted_sum(out, p, v, ldv, ldvb, n, D);
+  weighted_sum<R>(out, sum_of, n, v, ldv, ldvb, D);
 }
 
 float attention_scale(int64_t D) { return 1.0f / std::sqrt(static_cast<float>(D)); }
+
+// Runs pass<R>(t) over rows 0 .. Tn-1, kRows at a time, then one at a time.
+template <class Pass>
+TINYLM_INLINE void over_rows(int64_t Tn, Pass pass) {
+  int64_t t = 0;
+  for (; t + kRows <= Tn; t += kRows) pass.template operator()<kRows>(t);
+  for (; t < Tn; ++t) pass.template operator()<1>(t);
+}
 
 // ---- training -----------------------------------------------------------------------------
 
 // A head's rows of q, k, v or dO sit C or 3C floats apart in memory: a stride that maps them
 // onto a few cache sets. Each task first packs what it reads repeatedly into contiguous T x D
-// blocks (or D x Tp transposes), so the loops run from L1/L2 without conflict misses.
+// blocks (or transposed blocks), so the loops run from L1/L2 without conflict misses.
 void pack_rows(float* dst, const float* src, int64_t ld, int64_t Tn, int64_t D) {
   for (int64_t t = 0; t < Tn; ++t)
     std::memcpy(dst + t * D, src + t * ld, static_cast<size_t>(D) * sizeof(float));
 }
 
-// dst (D x Tp) = the head's D columns of rows 0..T-1 of src (row stride ld), transposed; the
-// padding columns are zero.
+// dst = the head's D columns of rows 0..T-1 of src (row stride ld) in blocks of 16 positions,
+// each block transposed (D x 16: position t's channel d at t / 16 * 16 D + d * 16 + t % 16, as
+// scores reads keys); the padding positions are zero.
 void transpose_head(float* dst, const float* src, int64_t ld, int64_t Tn, int64_t D) {
   const int64_t Tp = padded(Tn);
-  for (int64_t d = 0; d < D; ++d) std::fill(dst + d * Tp + Tn, dst + d * Tp + Tp, 0.0f);
-  for (int64_t t = 0; t < Tn; ++t) {
-    for (int64_t d = 0; d < D; ++d) dst[d * Tp + t] = src[t * ld + d];
+  for (int64_t t = 0; t < Tp; ++t) {
+    float* block = dst + t / kLanes * kLanes * D + t % kLanes;
+    for (int64_t d = 0; d < D; ++d) block[d * kLanes] = t < Tn ? src[t * ld + d] : 0.0f;
   }
 }
 
@@ -174,25 +235,33 @@ struct Drop {
 void forward_task(float* out, float* att, const float* base, float* scratch, int64_t Tn, int64_t C,
                   int64_t D, int64_t task, const Drop& drop) {
   const int64_t C3 = 3 * C, Tp = padded(Tn);
-  float* kt = scratch;                                   // D x Tp
-  float* vp = kt + D * Tp;                               // T x D
-  float* row = vp + Tn * D;                              // Tp
-  uint8_t* keep = reinterpret_cast<uint8_t*>(row + Tp);  // Tp bytes, in the backward's room
+  float* kt = scratch;                                               // Tp x D, blocked
+  float* vp = kt + D * Tp;                                           // T x D
+  float* rows = vp + Tn * D;                                         // kMaxRows x Tp
+  uint8_t* keep = reinterpret_cast<uint8_t*>(rows + kMaxRows * Tp);  // kMaxRows x Tp bytes
   transpose_head(kt, base + C, C3, Tn, D);
   pack_rows(vp, base + 2 * C, C3, Tn, D);
   const float scale = attention_scale(D);
-  for (int64_t t = 0; t < Tn; ++t) {
-    float* a = att + t * Tn;
-    const int64_t n = t + 1;
-    if (drop.threshold != 0) {
-      DropoutSite where = drop.where;
-      where.first += static_cast<uint64_t>((task * Tn + t) * Tn);
-      dropout_mask_range(keep, 0, n, drop.threshold, where);
+  over_rows(Tn, [&]<int R>(int64_t t) {
+    float *o[R], *a[R], *row[R];
+    const float* q[R];
+    const uint8_t* kept[R];
+    for (int r = 0; r < R; ++r) {
+      o[r] = out + (t + r) * C;
+      a[r] = att + (t + r) * Tn;
+      row[r] = rows + r * Tp;
+      q[r] = base + (t + r) * C3;
+      kept[r] = keep + r * Tp;
+      if (drop.threshold != 0) {
+        DropoutSite where = drop.where;
+        where.first += static_cast<uint64_t>((task * Tn + t + r) * Tn);
+        dropout_mask_range(keep + r * Tp, 0, t + r + 1, drop.threshold, where);
+      }
     }
-    attend_row(out + t * C, a, row, base + t * C3, kt, Tp, kLanes, vp, D, kLanes * D, n, D, scale,
-               drop.threshold != 0 ? keep : nullptr, drop.keep_scale);
-    std::fill(a + t + 1, a + Tn, 0.0f);
-  }
+    attend_rows<R>(o, a, row, q, kt, kLanes, kLanes * D, vp, D, kLanes * D, t + 1, D, scale,
+                   drop.threshold != 0 ? kept : nullptr, drop.keep_scale);
+    for (int r = 0; r < R; ++r) std::fill(a[r] + t + r + 1, a[r] + Tn, 0.0f);
+  });
 }
 
 // The weight P' the forward summed the values with, from a saved probability.
@@ -202,6 +271,51 @@ TINYLM_INLINE float dropped_weight(float a, float keep_scale) {
   return a;
 }
 
+// dK_j = sum_{t >= j} dS[t][j] Q_t and dV_j = sum_{t >= j} P'[t][j] dO_t for columns j .. j+K-1,
+// each sum one chain over t; kDk, kDv: which of the two.
+template <int K, int NV, bool kDk, bool kDv, bool kDrop>
+TINYLM_INLINE void column_sums(float* dbase, const float* ds, const float* att, const float* qp,
+                               const float* gp, int64_t j, int64_t Tn, int64_t Tp, int64_t C,
+                               float keep_scale) {
+  constexpr int64_t D = kLanes * NV;
+  f32x16 dk[K][NV], dv[K][NV];  // (loops fully unrolled: the sums live in registers)
+#pragma GCC unroll 4
+  for (int c = 0; c < K; ++c) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) dk[c][v] = dv[c][v] = f32x16{};
+  }
+  // Row t into columns j .. j+last.
+  const auto add = [&]<int kLast>(int64_t t) {
+    if constexpr (kDk) {
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        const f32x16 q = load(qp + t * D + kLanes * v);
+#pragma GCC unroll 4
+        for (int c = 0; c <= kLast; ++c) dk[c][v] = fma(ds[t * Tp + j + c], q, dk[c][v]);
+      }
+    }
+    if constexpr (kDv) {
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        const f32x16 g = load(gp + t * D + kLanes * v);
+#pragma GCC unroll 4
+        for (int c = 0; c <= kLast; ++c)
+          dv[c][v] = fma(dropped_weight<kDrop>(att[t * Tn + j + c], keep_scale), g, dv[c][v]);
+      }
+    }
+  };
+  // Rows j .. j+K-2 reach only the columns up to their own.
+  [&]<int... I>(std::integer_sequence<int, I...>) { (add.template operator()<I>(j + I), ...); }
+  (std::make_integer_sequence<int, K - 1>{});
+  for (int64_t t = j + K - 1; t < Tn; ++t) add.template operator()<K - 1>(t);
+  for (int c = 0; c < K; ++c) {
+    for (int v = 0; v < NV; ++v) {
+      if constexpr (kDk) store(dbase + (j + c) * 3 * C + C + kLanes * v, dk[c][v]);
+      if constexpr (kDv) store(dbase + (j + c) * 3 * C + 2 * C + kLanes * v, dv[c][v]);
+    }
+  }
+}
+
 // kDrop: att's signs are the forward's dropout mask, kept ones scaled by keep_scale.
 template <int NV, bool kDrop>
 void backward_task(float* dbase, const float* dout, const float* att, const float* base,
@@ -209,68 +323,67 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
   constexpr int64_t D = kLanes * NV;
   const int64_t C3 = 3 * C, Tp = padded(Tn);
   const float scale = attention_scale(D);
-  float* vt = scratch;      // D x Tp
+  float* vt = scratch;      // Tp x D, blocked
   float* kp = vt + D * Tp;  // T x D each
   float* qp = kp + Tn * D;
   float* gp = qp + Tn * D;
   float* ds = gp + Tn * D;      // T x Tp
-  float* p_abs = ds + Tn * Tp;  // Tp: with dropout, a row's P
+  float* p_abs = ds + Tn * Tp;  // kMaxRows x Tp: with dropout, the rows' P
   transpose_head(vt, base + 2 * C, C3, Tn, D);
   pack_rows(kp, base + C, C3, Tn, D);
   pack_rows(qp, base, C3, Tn, D);
   pack_rows(gp, dout, C, Tn, D);
   // Rows: dS and dQ.
-  for (int64_t t = 0; t < Tn; ++t) {
-    const int64_t n = t + 1;
-    const float* p = att + t * Tn;
-    float* dsr = ds + t * Tp;
-    scores(dsr, gp + t * D, vt, Tp, kLanes, n, D);  // the dP row
-    if constexpr (kDrop) {  // dP through the mask; P unsigned (a kept or dropped 0 adds 0)
-      for (int64_t j = 0; j < n; ++j) {
-        dsr[j] = p[j] > 0.0f ? dsr[j] * keep_scale : 0.0f;
-        p_abs[j] = std::fabs(p[j]);
+  over_rows(Tn, [&]<int R>(int64_t t) {
+    float *dsr[R], *dq[R];
+    const float* g[R];
+    int64_t n[R];
+    for (int r = 0; r < R; ++r) {
+      dsr[r] = ds + (t + r) * Tp;
+      dq[r] = dbase + (t + r) * C3;
+      g[r] = gp + (t + r) * D;
+      n[r] = t + r + 1;
+    }
+    scores<R>(dsr, g, vt, kLanes, kLanes * D, n[R - 1], D);  // the dP rows
+    for (int r = 0; r < R; ++r) {
+      const float* p = att + (t + r) * Tn;
+      float* d = dsr[r];
+      if constexpr (kDrop) {  // dP through the mask; P unsigned (a kept or dropped 0 adds 0)
+        float* pa = p_abs + r * Tp;
+        for (int64_t j = 0; j < n[r]; ++j) {
+          d[j] = p[j] > 0.0f ? d[j] * keep_scale : 0.0f;
+          pa[j] = std::fabs(p[j]);
+        }
+        p = pa;
       }
-      p = p_abs;
-    }
-    f32x16 acc{};
-    for (int64_t j = 0; j < n; j += kLanes) {
-      const int64_t w = std::min(kLanes, n - j);
-      acc = fma(load_n(p + j, w), load_n(dsr + j, w), acc);
-    }
-    const float dot = hsum(acc);
-    for (int64_t j = 0; j < n; j += kLanes) {
-      const int64_t w = std::min(kLanes, n - j);
-      store_n(dsr + j, load_n(p + j, w) * (load_n(dsr + j, w) - dot) * scale, w);
-    }
-    weighted_sum(dbase + t * C3, dsr, kp, D, kLanes * D, n, D);  // dQ_t = dS_t K
-  }
-  // Columns: dK_j = sum_{t >= j} dS[t][j] Q_t, dV_j = sum_{t >= j} P[t][j] dO_t, each row
-  // written once. Both sums in one pass where their registers fit, else one after the other.
-  constexpr bool kTogether = 2 * NV <= kMaxAcc;
-  for (int64_t j = 0; j < Tn; ++j) {
-    f32x16 dk[NV], dv[NV];  // (loops fully unrolled: the sums live in registers)
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) dk[v] = dv[v] = f32x16{};
-    for (int64_t t = j; t < Tn; ++t) {
-      const float s = ds[t * Tp + j];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) dk[v] = fma(s, load(qp + t * D + kLanes * v), dk[v]);
-      if constexpr (kTogether) {
-        const float pv = dropped_weight<kDrop>(att[t * Tn + j], keep_scale);
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) dv[v] = fma(pv, load(gp + t * D + kLanes * v), dv[v]);
+      f32x16 acc{};
+      for (int64_t j = 0; j < n[r]; j += kLanes) {
+        const int64_t w = std::min(kLanes, n[r] - j);
+        acc = fma(load_n(p + j, w), load_n(d + j, w), acc);
+      }
+      const float dot = hsum(acc);
+      for (int64_t j = 0; j < n[r]; j += kLanes) {
+        const int64_t w = std::min(kLanes, n[r] - j);
+        store_n(d + j, load_n(p + j, w) * (load_n(d + j, w) - dot) * scale, w);
       }
     }
-    if constexpr (!kTogether) {
-      for (int64_t t = j; t < Tn; ++t) {
-        const float pv = dropped_weight<kDrop>(att[t * Tn + j], keep_scale);
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) dv[v] = fma(pv, load(gp + t * D + kLanes * v), dv[v]);
-      }
-    }
-    for (int v = 0; v < NV; ++v) {
-      store(dbase + j * C3 + C + kLanes * v, dk[v]);
-      store(dbase + j * C3 + 2 * C + kLanes * v, dv[v]);
+    const float* dsc[R];
+    for (int r = 0; r < R; ++r) dsc[r] = dsr[r];
+    weighted_sum<R>(dq, dsc, n, kp, D, kLanes * D, D);  // dQ_t = dS_t K
+  });
+  // Columns: each row of dK and dV written once. Both sums in one pass where their registers
+  // fit (several columns at once where they fit too), else one after the other.
+  if constexpr (2 * NV <= kAccumulators) {
+    constexpr int K = std::min(kMaxRows, kAccumulators / (2 * NV));
+    int64_t j = 0;
+    for (; j + K <= Tn; j += K)
+      column_sums<K, NV, true, true, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
+    for (; j < Tn; ++j)
+      column_sums<1, NV, true, true, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
+  } else {
+    for (int64_t j = 0; j < Tn; ++j) {
+      column_sums<1, NV, true, false, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
+      column_sums<1, NV, false, true, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
     }
   }
 }
@@ -304,26 +417,34 @@ void store_kv(W* keys, W* values, const float* k, const float* v, int64_t t, int
   for (int64_t h = 0; h < n_head; ++h) store_head(keys, values, k, v, t, C, C / n_head, h);
 }
 
-// One query row (q, out: head h's D channels) against head h's cached keys and values of
-// positions 0 .. n-1, in the cache's blocks of 16 positions. row: padded(n) floats of scratch.
-template <class W>
-TINYLM_INLINE void attend_head(float* out, float* row, const float* q, const W* keys,
-                               const W* values, int64_t h, int64_t n, int64_t C, int64_t D) {
-  attend_row(out, nullptr, row, q, keys + kv_key_index(h * D, 0, C), kLanes, kLanes * C,
-             values + kv_value_index(h * D, 0, C, D), D, kLanes * C, n, D, attention_scale(D));
+// Query rows q[r] (out[r]: head h's D channels) against head h's cached keys and values of
+// positions 0 .. n0+r-1, in the cache's blocks of 16 positions. rows: R rows of padded(n0+R-1)
+// floats of scratch.
+template <int R, class W>
+TINYLM_INLINE void attend_head(float* const* out, float* const* rows, const float* const* q,
+                               const W* keys, const W* values, int64_t h, int64_t n0, int64_t C,
+                               int64_t D) {
+  attend_rows<R>(out, nullptr, rows, q, keys + kv_key_index(h * D, 0, C), kLanes, kLanes * C,
+                 values + kv_value_index(h * D, 0, C, D), D, kLanes * C, n0, D, attention_scale(D));
 }
 
 template <class W>
 void cached(float* out, const float* q, const W* keys, const W* values, int64_t t0, int64_t t1,
             int64_t C, int64_t n_head) {
-  const int64_t D = C / n_head;
+  const int64_t D = C / n_head, ld = padded(t1);
   parallel_for(0, n_head, 1, [&](int64_t h) {
-    thread_local AlignedVector<float> row;  // grown once, then reused every token
-    row.resize(static_cast<size_t>(padded(t1)));
-    for (int64_t t = t0; t < t1; ++t) {
-      attend_head(out + (t - t0) * C + h * D, row.data(), q + (t - t0) * C + h * D, keys, values, h,
-                  t + 1, C, D);
-    }
+    thread_local AlignedVector<float> rows;  // grown once, then reused every token
+    rows.resize(static_cast<size_t>(kRows * ld));
+    over_rows(t1 - t0, [&]<int R>(int64_t i) {
+      float *o[R], *row[R];
+      const float* qr[R];
+      for (int r = 0; r < R; ++r) {
+        o[r] = out + (i + r) * C + h * D;
+        row[r] = rows.data() + r * ld;
+        qr[r] = q + (i + r) * C + h * D;
+      }
+      attend_head<R>(o, row, qr, keys, values, h, t0 + i + 1, C, D);
+    });
   });
 }
 
@@ -364,8 +485,10 @@ void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cach
       store_head(keys[r], values[r], kv + r * ldkv, kv + r * ldkv + C, t, C, D, h);
     thread_local AlignedVector<float> row;
     row.resize(static_cast<size_t>(padded(t + 1)));
-    attend_head(out + r * C + h * D, row.data(), q + r * C + h * D, keys[r], values[r], h, t + 1, C,
-                D);
+    float* o = out + r * C + h * D;
+    float* rw = row.data();
+    const float* qr = q + r * C + h * D;
+    attend_head<1>(&o, &rw, &qr, keys[r], values[r], h, t + 1, C, D);
   });
 }
 
