@@ -1,13 +1,13 @@
 // GPT-2 training speed: one step of the fixed-batch protocol (forward, cross-entropy,
-// backward, SGD) on a 124M-shaped model with random weights, B = 4, T = 64, for each compute
-// dtype asked for, through the shared training loop (Gpt2Trainable + TrainLoop, as `tinylm
-// train-gpt2` runs it; ms/step is the loop's own step time). Prints the median ms/step after a
-// warm-up step (which pays the page faults on the freshly planned activations), the time split
-// (forward / backward / inside gemm / weight casts), achieved GFLOP/s and the fraction of the
+// backward, SGD) on a 124M-shaped model with random weights, B = 4, T = 64 unless given, for
+// each compute dtype asked for, through the shared training loop (Gpt2Trainable + TrainLoop, as
+// `tinylm train-gpt2` runs it; ms/step is the loop's own step time). Prints the median ms/step
+// after a warm-up step (which pays the page faults on the freshly planned activations), the time
+// split (forward / backward / inside gemm / weight casts), achieved GFLOP/s and the fraction of the
 // machine's peak (MFU), and peak resident memory against parameters + gradients + planned
 // activations.
 //   bench_gpt2_train [--threads N] [--steps N] [--preset 124M|small-test] [--dtypes f32,bf16]
-//                    [--peak-gflops 384] [--json]
+//                    [--batch 4] [--seq-len 64] [--peak-gflops 384] [--json]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -52,7 +52,7 @@ gpt2::TrainerProfile operator-(gpt2::TrainerProfile a, const gpt2::TrainerProfil
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 0, steps = 5;
+  int threads = 0, steps = 5, B = 4, T = 64;
   double peak_gflops = 384;  // 2 cores x AVX-512 FMA, the figure for this machine
   std::string preset = "124M", dtypes = "f32,bf16";
   bool json = false;
@@ -65,6 +65,10 @@ int main(int argc, char** argv) {
       preset = argv[++i];
     else if (!std::strcmp(argv[i], "--dtypes") && i + 1 < argc)
       dtypes = argv[++i];
+    else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc)
+      B = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc)
+      T = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--peak-gflops") && i + 1 < argc)
       peak_gflops = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--json"))
@@ -72,14 +76,18 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--threads N] [--steps N] [--preset P] [--dtypes f32,bf16,f16] "
-                   "[--peak-gflops G] [--json]\n",
+                   "[--batch B] [--seq-len T] [--peak-gflops G] [--json]\n",
                    argv[0]);
       return 2;
     }
   }
   set_num_threads(threads);
   const gpt2::Config c = gpt2::preset(preset);
-  const int B = 4, T = 64;
+  if (B < 1 || T < 1 || T > c.n_positions) {
+    std::fprintf(stderr, "bench_gpt2_train: --batch must be >= 1 and --seq-len in [1, %d]\n",
+                 c.n_positions);
+    return 2;
+  }
   std::vector<float> params(gpt2::param_layout(c).size());
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 0.02f);

@@ -182,10 +182,11 @@ void attend_rows(float* const* out, float* const* p_out, float* const* rows, con
       store_n(p + j, load_n(rows[r] + j, w) * inv, w);
     }
     sum_of[r] = p;
-    if (keep) {
+    if (keep) {  // (arithmetic on the 0/1 bytes rather than branches: vectorized)
       for (int64_t j = 0; j < n[r]; ++j) {
-        rows[r][j] = keep[r][j] ? p[j] * keep_scale : 0.0f;
-        if (!keep[r][j]) p[j] = -p[j];
+        const float k = keep[r][j];
+        rows[r][j] = p[j] * keep_scale * k;
+        p[j] *= 2.0f * k - 1.0f;
       }
       sum_of[r] = rows[r];
     }
@@ -267,7 +268,7 @@ void forward_task(float* out, float* att, const float* base, float* scratch, int
 // The weight P' the forward summed the values with, from a saved probability.
 template <bool kDrop>
 TINYLM_INLINE float dropped_weight(float a, float keep_scale) {
-  if constexpr (kDrop) return a > 0.0f ? a * keep_scale : 0.0f;
+  if constexpr (kDrop) return (a > 0.0f ? a : 0.0f) * keep_scale;  // (maxss: no branch)
   return a;
 }
 
@@ -350,9 +351,11 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
       float* d = dsr[r];
       if constexpr (kDrop) {  // dP through the mask; P unsigned (a kept or dropped 0 adds 0)
         float* pa = p_abs + r * Tp;
-        for (int64_t j = 0; j < n[r]; ++j) {
-          d[j] = p[j] > 0.0f ? d[j] * keep_scale : 0.0f;
-          pa[j] = std::fabs(p[j]);
+        for (int64_t j = 0; j < n[r]; j += kLanes) {
+          const int64_t w = std::min(kLanes, n[r] - j);
+          const f32x16 a = load_n(p + j, w), zero{};
+          store_n(d + j, select_lt(zero, a, load_n(d + j, w) * keep_scale, zero), w);
+          store_n(pa + j, abs(a), w);
         }
         p = pa;
       }

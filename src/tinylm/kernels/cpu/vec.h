@@ -3,7 +3,7 @@
 // (8 double lanes), whatever the register width of the level being compiled, with the same
 // operations at every level: loads and stores (widening bf16/f16 loads and rounding stores;
 // load_n/store_n for the first n lanes, never touching memory past them), + - * /, fma (one
-// rounding), max, min, sqrt, select_lt, lane sums and maxima in one fixed order (hsum, hmax;
+// rounding), max, min, sqrt, abs, select_lt, lane sums and maxima in one fixed order (hsum, hmax;
 // hsums, several vectors' lane sums at once, as hsum adds them), and scale_pow2 for exp. Because
 // the lane count and every order are fixed, a kernel written once computes the same bits at every
 // level. kernels/cpu/vec_math.h adds exp and tanh.

@@ -110,6 +110,10 @@ TINYLM_INLINE f32x16 min(f32x16 a, f32x16 b) {
   return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)};
 }
 TINYLM_INLINE f32x16 sqrt(f32x16 a) { return {_mm256_sqrt_ps(a.lo), _mm256_sqrt_ps(a.hi)}; }
+TINYLM_INLINE f32x16 abs(f32x16 a) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  return {_mm256_andnot_ps(sign, a.lo), _mm256_andnot_ps(sign, a.hi)};
+}
 TINYLM_INLINE f32x16 select_lt(f32x16 a, f32x16 b, f32x16 x, f32x16 y) {
   return {_mm256_blendv_ps(y.lo, x.lo, _mm256_cmp_ps(a.lo, b.lo, _CMP_LT_OQ)),
           _mm256_blendv_ps(y.hi, x.hi, _mm256_cmp_ps(a.hi, b.hi, _CMP_LT_OQ))};

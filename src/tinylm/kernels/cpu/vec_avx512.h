@@ -70,6 +70,7 @@ TINYLM_INLINE f32x16 fma(f32x16 a, f32x16 b, f32x16 c) { return {_mm512_fmadd_ps
 TINYLM_INLINE f32x16 max(f32x16 a, f32x16 b) { return {_mm512_maskz_max_ps(kAll16, a.v, b.v)}; }
 TINYLM_INLINE f32x16 min(f32x16 a, f32x16 b) { return {_mm512_maskz_min_ps(kAll16, a.v, b.v)}; }
 TINYLM_INLINE f32x16 sqrt(f32x16 a) { return {_mm512_maskz_sqrt_ps(kAll16, a.v)}; }
+TINYLM_INLINE f32x16 abs(f32x16 a) { return {_mm512_abs_ps(a.v)}; }
 // b where a < b, else c.
 TINYLM_INLINE f32x16 select_lt(f32x16 a, f32x16 b, f32x16 x, f32x16 y) {
   return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ), y.v, x.v)};

@@ -103,6 +103,11 @@ TINYLM_INLINE f32x16 sqrt(f32x16 a) {
     return v4f{std::sqrt(x[0]), std::sqrt(x[1]), std::sqrt(x[2]), std::sqrt(x[3])};
   });
 }
+TINYLM_INLINE f32x16 abs(f32x16 a) {
+  return each(a, a, [](v4f x, v4f) {
+    return v4f{std::fabs(x[0]), std::fabs(x[1]), std::fabs(x[2]), std::fabs(x[3])};
+  });
+}
 TINYLM_INLINE f32x16 select_lt(f32x16 a, f32x16 b, f32x16 x, f32x16 y) {
   for (int i = 0; i < 4; ++i) y.q[i] = a.q[i] < b.q[i] ? x.q[i] : y.q[i];
   return y;
