@@ -60,20 +60,35 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const 
     }
   });
   // dw, db: sums over rows. Threads split the columns, so each column is summed by one thread
-  // in row order (deterministic, no partial buffers).
-  constexpr int64_t kBlock = 64;
+  // in row order (deterministic, no partial buffers), in registers across the rows.
+  constexpr int kVectors = 4;
+  constexpr int64_t kBlock = kVectors * kLanes;
   parallel_for(0, (C + kBlock - 1) / kBlock, grain_for(2 * rows * kBlock), [&](int64_t blk) {
-    const int64_t c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
+    const int64_t c0 = blk * kBlock;
+    const int vectors =
+        static_cast<int>(std::min<int64_t>(kVectors, (C - c0 + kLanes - 1) / kLanes));
+    const int64_t last = std::min(kLanes, C - c0 - (vectors - 1) * kLanes);  // the last one's lanes
+    const auto width = [&](int v) { return v == vectors - 1 ? last : kLanes; };
+    f32x16 sw[kVectors], sb[kVectors];
+    for (int v = 0; v < vectors; ++v) {
+      sw[v] = load_n(dw + c0 + v * kLanes, width(v));
+      sb[v] = load_n(db + c0 + v * kLanes, width(v));
+    }
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * C;
-      const float* dyr = dy + r * C;
+      const float* xr = x + r * C + c0;
+      const float* dyr = dy + r * C + c0;
       const float m = mean[r], s = rstd[r];
-      for (int64_t i = c0; i < c1; i += kLanes) {
-        const int64_t k = std::min(kLanes, c1 - i);
-        const f32x16 g = load_n(dyr + i, k);
-        store_n(dw + i, fma(g, (load_n(xr + i, k) - m) * s, load_n(dw + i, k)), k);
-        store_n(db + i, load_n(db + i, k) + g, k);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) {
+        if (v >= vectors) break;
+        const f32x16 g = load_n(dyr + v * kLanes, width(v));
+        sw[v] = fma(g, (load_n(xr + v * kLanes, width(v)) - m) * s, sw[v]);
+        sb[v] = sb[v] + g;
       }
+    }
+    for (int v = 0; v < vectors; ++v) {
+      store_n(dw + c0 + v * kLanes, sw[v], width(v));
+      store_n(db + c0 + v * kLanes, sb[v], width(v));
     }
   });
 }
