@@ -370,9 +370,7 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
         store_n(d + j, load_n(p + j, w) * (load_n(d + j, w) - dot) * scale, w);
       }
     }
-    const float* dsc[R];
-    for (int r = 0; r < R; ++r) dsc[r] = dsr[r];
-    weighted_sum<R>(dq, dsc, n, kp, D, kLanes * D, D);  // dQ_t = dS_t K
+    weighted_sum<R>(dq, dsr, n, kp, D, kLanes * D, D);  // dQ_t = dS_t K
   });
   // Columns: each row of dK and dV written once. Both sums in one pass where their registers
   // fit (several columns at once where they fit too), else one after the other.
