@@ -16,10 +16,11 @@
 namespace tinylm::kernels::ops_table {
 namespace {
 
-// n elements at step k; h = 1 adds weight decay (AdamW).
+// n elements at step k; h & 1 adds weight decay (AdamW), h & 2 a clipping factor.
 AdamStep adam_step(const Shape& s) {
   AdamStep st{0.01, 0.9, 0.95, 1e-8, 1 - std::pow(0.9, s.k), 1 - std::pow(0.95, s.k)};
-  st.decay = s.h ? st.lr * 0.1 : 0.0;
+  st.decay = s.h & 1 ? st.lr * 0.1 : 0.0;
+  st.grad_scale = s.h & 2 ? 0.3718 : 1.0;
   return st;
 }
 
@@ -36,7 +37,9 @@ OpCase adam_case() {
           {{.n = 1, .k = 1},
            {.n = 7, .k = 3, .h = 1},
            {.n = 17, .k = 10},
+           {.n = 33, .k = 10, .h = 2},
            {.n = 130, .k = 1000, .h = 1},
+           {.n = 130, .k = 7, .h = 3},
            {.n = (1 << 16) + 3, .k = 2, .h = 1}},  // two tasks
           [=](const Shape& s) {
             auto [p, g, m, v] = inputs(s);
@@ -48,7 +51,9 @@ OpCase adam_case() {
             const AdamStep st = adam_step(s);
             Vec p(pf.size()), m(pf.size()), v(pf.size()), pb(pf.size());
             for (size_t i = 0; i < pf.size(); ++i) {
-              const double p0 = double(pf[i]) - st.decay * pf[i], g = gf[i];
+              // The gradient scaled in float first, as a pass of its own would leave it.
+              const double p0 = double(pf[i]) - st.decay * pf[i];
+              const double g = gf[i] * static_cast<float>(st.grad_scale);
               m[i] = st.beta1 * mf[i] + (1 - st.beta1) * g;
               v[i] = st.beta2 * vf[i] + (1 - st.beta2) * g * g;
               const double step = st.lr * (m[i] / st.c1) / (std::sqrt(v[i] / st.c2) + st.eps);
@@ -78,6 +83,7 @@ OpCase adam_exact_case() {
           {{.n = 1, .k = 1},
            {.n = 8, .k = 3, .h = 1},
            {.n = 130, .k = 1000},
+           {.n = 130, .k = 5, .h = 2},
            {.n = 2000, .k = 2, .h = 1}},
           [=](const Shape& s) {
             auto [p, g, m, v] = inputs(s);
@@ -91,6 +97,7 @@ OpCase adam_exact_case() {
             auto [p, g, m, v] = inputs(s);
             const AdamStep st = adam_step(s);
             for (int64_t i = 0; i < s.n; ++i) {
+              g[i] *= st.grad_scale;
               if (st.decay != 0) p[i] = p[i] - st.decay * p[i];
               m[i] = st.beta1 * m[i] + (1 - st.beta1) * g[i];
               v[i] = st.beta2 * v[i] + (1 - st.beta2) * cpython_pow(g[i], 2.0);

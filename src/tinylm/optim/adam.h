@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tinylm/core/error.h"
+#include "tinylm/core/parallel.h"
 #include "tinylm/core/py_math.h"
 #include "tinylm/kernels/optim/adam.h"
 
@@ -60,29 +61,36 @@ class Adam {
   }
 
   // One update at 1-based step t with learning rate lr (schedules live with the caller) of
-  // the elements [begin, end) (by default all). Zeroes their gradients afterwards, ready for
-  // the next accumulation.
+  // the elements [begin, end) (by default all), each gradient first multiplied by grad_scale
+  // (clipping's factor, optim/grad_ops.h). Zeroes their gradients afterwards, ready for the
+  // next accumulation.
   void step(std::span<T> params, std::span<T> grads, double lr, int64_t t, size_t begin = 0,
-            size_t end = SIZE_MAX) {
+            size_t end = SIZE_MAX, double grad_scale = 1.0) {
     check(params.size() == m_.size() && grads.size() == m_.size(),
           "[Adam::step] parameter/gradient size does not match the optimizer state");
     check(t >= 1, "[Adam::step] step count must start at 1");
     end = std::min(end, m_.size());
+    if (begin >= end) return;
     kernels::AdamStep s = adam_step_at(config_, lr, t);
-    // Element-wise, so updating segment by segment gives the bits of one whole pass.
-    for (const Segment& seg : segments_) {
-      const size_t b = std::max(seg.begin, begin), e = std::min(seg.end, end);
-      if (b >= e) continue;
-      s.decay = seg.decays ? lr * config_.weight_decay : 0.0;
-      const int64_t n = static_cast<int64_t>(e - b);
-      if constexpr (std::is_same_v<T, double>) {
-        kernels::adam_update_exact(params.data() + b, grads.data() + b, m_.data() + b,
-                                   v_.data() + b, scratch_.data() + b, needs_pow_.data() + b, n, s);
-      } else {
-        kernels::adam_update(params.data() + b, grads.data() + b, m_.data() + b, v_.data() + b, n,
-                             s);
+    s.grad_scale = grad_scale;
+    const double decay = lr * config_.weight_decay;
+    // Element-wise, so any split gives the bits of one whole pass. One team of threads takes
+    // fixed chunks of the whole range: the decay segments (a model's tensors) are mostly
+    // smaller than a kernel's own split and would each run on one thread with a fork apiece.
+    const int64_t chunks = static_cast<int64_t>((end - begin + kChunk - 1) / kChunk);
+    parallel_for_balanced(chunks, [&](int64_t c) {
+      const size_t lo = begin + static_cast<size_t>(c) * kChunk;
+      const size_t hi = std::min(end, lo + kChunk);
+      // The first segment that ends after lo, then each one that starts before hi.
+      auto seg = std::upper_bound(segments_.begin(), segments_.end(), lo,
+                                  [](size_t i, const Segment& sg) { return i < sg.end; });
+      for (; seg != segments_.end() && seg->begin < hi; ++seg) {
+        const size_t b = std::max(seg->begin, lo), e = std::min(seg->end, hi);
+        kernels::AdamStep part = s;
+        part.decay = seg->decays ? decay : 0.0;
+        update(b, static_cast<int64_t>(e - b), params, grads, part);
       }
-    }
+    });
   }
 
   // The moments, for saving and restoring a run.
@@ -96,6 +104,18 @@ class Adam {
     size_t begin, end;
     bool decays;
   };
+  // Elements per chunk a thread takes: 64 KiB of each of the four arrays (float).
+  static constexpr size_t kChunk = size_t{1} << 14;
+
+  void update(size_t b, int64_t n, std::span<T> params, std::span<T> grads,
+              const kernels::AdamStep& s) {
+    if constexpr (std::is_same_v<T, double>) {
+      kernels::adam_update_exact(params.data() + b, grads.data() + b, m_.data() + b, v_.data() + b,
+                                 scratch_.data() + b, needs_pow_.data() + b, n, s);
+    } else {
+      kernels::adam_update(params.data() + b, grads.data() + b, m_.data() + b, v_.data() + b, n, s);
+    }
+  }
   AdamConfig config_;
   std::vector<T> m_, v_;
   std::vector<double> scratch_;

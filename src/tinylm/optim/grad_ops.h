@@ -57,9 +57,23 @@ bool scale_and_check(std::span<T> grads, double factor) {
 template <class T>
 void chunk_square_norms(std::span<const T> grads, double* out) {
   detail::for_chunks(grads.size(), [&](int64_t c, size_t begin, size_t count) {
-    double s = 0.0;
-    for (size_t i = begin; i < begin + count; ++i) s += static_cast<double>(grads[i]) * grads[i];
-    out[c] = s;
+    // Eight running sums, not one: a single chain waits on the adder's latency at every
+    // element. The order is fixed (sum k takes the elements i with i % 8 == k, then a fixed
+    // tree), so a chunk's sum does not depend on the thread count.
+    constexpr size_t kSums = 8;
+    double s[kSums] = {};
+    const size_t end = begin + count, body = begin + count / kSums * kSums;
+    for (size_t i = begin; i < body; i += kSums) {
+      for (size_t k = 0; k < kSums; ++k) {
+        const double g = static_cast<double>(grads[i + k]);
+        s[k] += g * g;
+      }
+    }
+    for (size_t i = body; i < end; ++i) {
+      const double g = static_cast<double>(grads[i]);
+      s[i - body] += g * g;
+    }
+    out[c] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   });
 }
 
@@ -78,10 +92,16 @@ double global_norm(std::span<const T> grads) {
   return norm_of_chunks(squares);
 }
 
-// Scales grads to max_norm when their norm exceeds it (g *= max_norm / (norm + 1e-6)).
+// The factor that scales gradients of this norm to max_norm (torch's max_norm / (norm + 1e-6)),
+// or 1 when the norm is within it or max_norm is 0 (no clipping).
+inline double clip_factor(double norm, double max_norm) {
+  return max_norm > 0.0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
+}
+
+// Scales grads to max_norm when their norm exceeds it.
 template <class T>
 void clip_to(std::span<T> grads, double norm, double max_norm) {
-  if (max_norm > 0.0 && norm > max_norm) scale_and_check(grads, max_norm / (norm + 1e-6));
+  if (const double f = clip_factor(norm, max_norm); f != 1.0) scale_and_check(grads, f);
 }
 
 // Clips to max_norm when the norm exceeds it (g *= max_norm / (norm + 1e-6)); returns the

@@ -126,14 +126,19 @@ StepRecord TrainLoop<T>::step_once() {
   r.loss = l.loss;
   r.objective = l.objective;
   r.step_tokens = l.tokens;
+  // On the host without loss scaling, clipping's norm is finite exactly when every gradient
+  // is (a float's square cannot overflow a double sum): one pass over them serves both.
+  if (!device_ && !options_.loss_scaling && options_.clip > 0.0) r.grad_norm = norm_on_host();
   const bool finite =
-      device_ ? std::isfinite(l.objective) && device_->scale_and_check(1.0 / r.loss_scale)
-              : finite_on_host(l, r.loss_scale);
+      device_       ? std::isfinite(l.objective) && device_->scale_and_check(1.0 / r.loss_scale)
+      : r.grad_norm ? comm_.all_of(std::isfinite(l.objective)) && std::isfinite(*r.grad_norm)
+                    : finite_on_host(l, r.loss_scale);
   const bool apply = options_.loss_scaling ? scaler_.update(finite) : finite;
   state_.step = s + 1;
   state_.tokens_seen += l.tokens;
   if (!apply) {
     r.skipped = true;
+    r.grad_norm.reset();
     ++state_.bad_steps_in_a_row;
     check(state_.bad_steps_in_a_row <= options_.max_bad_steps, "step ", r.step, ": ",
           state_.bad_steps_in_a_row,
@@ -167,24 +172,35 @@ bool TrainLoop<T>::finite_on_host(const StepLoss& l, double loss_scale) {
   return comm_.all_of(mine_finite);
 }
 
+// The gradient's global norm: the chunks' squared norms of every process's part, in chunk
+// order.
+template <class T>
+double TrainLoop<T>::norm_on_host() {
+  const size_t n = model_.grads().size();
+  const distributed::Comm::Part part = comm_.my_part(n, optim::kGradChunk);
+  std::vector<double> squares(optim::chunk_count(n));
+  optim::chunk_square_norms(
+      std::span<const T>(model_.grads().subspan(part.begin, part.end - part.begin)),
+      squares.data() + part.begin / optim::kGradChunk);
+  comm_.all_gather_parts(squares.data(), squares.size(), 1);
+  return optim::norm_of_chunks(squares);
+}
+
 template <class T>
 void TrainLoop<T>::update_on_host(StepRecord& r) {
   const size_t n = model_.grads().size();
   const distributed::Comm::Part part = comm_.my_part(n, optim::kGradChunk);
   std::span<T> grads = model_.grads().subspan(part.begin, part.end - part.begin);
+  double clip = 1.0;  // the factor clipping scales the gradients by
   if (options_.clip > 0.0) {
-    // The chunks' squared norms of every part, in chunk order: the whole's norm.
-    std::vector<double> squares(optim::chunk_count(n));
-    optim::chunk_square_norms(std::span<const T>(grads),
-                              squares.data() + part.begin / optim::kGradChunk);
-    comm_.all_gather_parts(squares.data(), squares.size(), 1);
-    r.grad_norm = optim::norm_of_chunks(squares);
-    optim::clip_to(grads, *r.grad_norm, options_.clip);
+    if (!r.grad_norm) r.grad_norm = norm_on_host();
+    clip = optim::clip_factor(*r.grad_norm, options_.clip);
   }
   const std::span<T> params = model_.params();
-  if (adam_) {
-    adam_->step(params, model_.grads(), r.lr, state_.applied_steps, part.begin, part.end);
+  if (adam_) {  // Adam scales each gradient as it reads it, saving a pass
+    adam_->step(params, model_.grads(), r.lr, state_.applied_steps, part.begin, part.end, clip);
   } else {
+    if (clip != 1.0) optim::scale_and_check(grads, clip);
     optim::sgd_update(params.subspan(part.begin, grads.size()), std::span<const T>(grads), r.lr);
   }
   comm_.all_gather_parts(params.data(), n, optim::kGradChunk);

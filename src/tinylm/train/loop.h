@@ -108,6 +108,7 @@ class TrainLoop {
   StepRecord step_once();
   // step_once's checks, clipping and update: on the host (each process its part) or the device.
   bool finite_on_host(const StepLoss& l, double loss_scale);
+  double norm_on_host();
   void update_on_host(StepRecord& r);
   void update_on_device(StepRecord& r);
   void share_moments();

@@ -52,12 +52,13 @@ void for_each_flagged(const uint8_t* flag, int64_t n, Fn&& fn) {
 void adam_update(float* pp, float* gp, float* mp, float* vp, int64_t n, const AdamStep& s) {
   const double b1 = s.beta1, b2 = s.beta2, eps = s.eps, lr = s.lr, c1 = s.c1, c2 = s.c2;
   const double decay = s.decay;
+  const float scale = static_cast<float>(s.grad_scale);
   constexpr int64_t kChunk = 1 << 16;
   parallel_for(0, (n + kChunk - 1) / kChunk, 1, [&](int64_t chunk) {
     const int64_t i1 = std::min(n, (chunk + 1) * kChunk);
     for (int64_t i = chunk * kChunk; i < i1; ++i) {
       const float p = decay != 0.0 ? static_cast<float>(pp[i] - decay * pp[i]) : pp[i];
-      const double g = gp[i];
+      const double g = gp[i] * scale;
       const double m = b1 * mp[i] + (1 - b1) * g;
       const double v = b2 * vp[i] + (1 - b2) * (g * g);
       mp[i] = static_cast<float>(m);
@@ -78,6 +79,9 @@ void adam_update_exact(double* pp, double* g, double* m, double* v, double* v_ol
   const double b1 = s.beta1, b2 = s.beta2, eps = s.eps, lr = s.lr, c1 = s.c1, c2 = s.c2;
   if (s.decay != 0.0) {
     for (int64_t i = 0; i < n; ++i) pp[i] = pp[i] - s.decay * pp[i];
+  }
+  if (s.grad_scale != 1.0) {
+    for (int64_t i = 0; i < n; ++i) g[i] *= s.grad_scale;
   }
   for (int64_t i = 0; i < n; ++i) {
     const double sq = g[i] * g[i];

@@ -13,6 +13,9 @@ struct AdamStep {
   double lr, beta1, beta2, eps;
   double c1, c2;     // the bias corrections 1 - beta**t
   double decay = 0;  // lr * weight_decay (AdamW), 0 for Adam
+  // Each gradient is first multiplied by this, rounded to the gradient's type (clipping's
+  // factor: the bits of scaling the gradients in a pass of their own first).
+  double grad_scale = 1;
 };
 
 // float: each element computed in double, in chunks split across threads.
