@@ -26,11 +26,12 @@ void set_num_threads(int64_t n);
 int num_threads();
 
 // The grain for parallel_for over items of `work` elementary operations each: a range only
-// forks when it holds about a million operations (a few hundred microseconds) or more. A
-// fork/join costs microseconds on an idle machine but a scheduler time slice (~20 ms
-// measured) when the cores are oversubscribed, so small per-row passes (LayerNorm, bias,
-// residual: tens of microseconds each) stay on the calling thread.
-inline int64_t grain_for(int64_t work) { return 1 + (int64_t{1} << 20) / (work > 0 ? work : 1); }
+// forks when it holds about a quarter of a million operations (tens of microseconds) or more.
+// A fork/join costs microseconds on an idle machine but a scheduler time slice (~20 ms
+// measured) when the cores are oversubscribed, so the smallest passes (a decode step's
+// LayerNorm, bias or residual over a few rows) stay on the calling thread; a training batch's
+// LayerNorm (768 rows of 128 in nanoGPT's CPU recipe) forks.
+inline int64_t grain_for(int64_t work) { return 1 + (int64_t{1} << 18) / (work > 0 ? work : 1); }
 
 // Calls fn(i) for i in [begin, end), split across threads in chunks of at least `grain`
 // iterations; runs inline when the range is too small to be worth a fork.
