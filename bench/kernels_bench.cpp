@@ -97,11 +97,12 @@ void BM_AttentionForwardBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionForwardBackward)->Arg(8)->Arg(16);
 
-// GPT-2's training attention (float): B sequences of T positions, n_head heads of 64 channels,
+// GPT-2's training attention (float): B sequences of T positions, n_head heads of D channels,
 // attention-weight dropout at rate/100. Items: the multiply-adds of the T x T products (forward 2
 // per causal pair and channel, backward 4).
 void CausalAttention(benchmark::State& state, bool backward) {
-  const int64_t B = state.range(0), T = state.range(1), H = state.range(2), C = 64 * H;
+  const int64_t B = state.range(0), T = state.range(1), H = state.range(2), D = state.range(4),
+                C = D * H;
   const float rate = static_cast<float>(state.range(3)) / 100.0f;
   std::vector<float> qkv(B * T * 3 * C), dout(B * T * C), out(B * T * C), att(B * H * T * T),
       dqkv(B * T * 3 * C), scratch(k::causal_attention_scratch_size(B, T, C, H));
@@ -120,20 +121,23 @@ void CausalAttention(benchmark::State& state, bool backward) {
     benchmark::DoNotOptimize(dqkv.data());
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetItemsProcessed(state.iterations() * B * H * T * (T + 1) / 2 * 64 * (backward ? 4 : 2));
+  state.SetItemsProcessed(state.iterations() * B * H * T * (T + 1) / 2 * D * (backward ? 4 : 2));
 }
 void BM_CausalAttentionForward(benchmark::State& state) { CausalAttention(state, false); }
 void BM_CausalAttentionBackward(benchmark::State& state) { CausalAttention(state, true); }
-// nanoGPT's baby GPT (6 heads, 256 positions), with and without its dropout; GPT-2 124M's heads.
+// Args: B, T, heads, dropout %, head size. nanoGPT's CPU recipe (12 x 64 positions, 4 heads of
+// 32); its baby GPT (6 heads, 256 positions), with and without its dropout; GPT-2 124M's heads.
 BENCHMARK(BM_CausalAttentionForward)
-    ->Args({4, 256, 6, 0})
-    ->Args({4, 256, 6, 20})
-    ->Args({1, 1024, 12, 0})
+    ->Args({12, 64, 4, 0, 32})
+    ->Args({4, 256, 6, 0, 64})
+    ->Args({4, 256, 6, 20, 64})
+    ->Args({1, 1024, 12, 0, 64})
     ->UseRealTime();
 BENCHMARK(BM_CausalAttentionBackward)
-    ->Args({4, 256, 6, 0})
-    ->Args({4, 256, 6, 20})
-    ->Args({1, 1024, 12, 0})
+    ->Args({12, 64, 4, 0, 32})
+    ->Args({4, 256, 6, 0, 64})
+    ->Args({4, 256, 6, 20, 64})
+    ->Args({1, 1024, 12, 0, 64})
     ->UseRealTime();
 
 void BM_AdamStepExact(benchmark::State& state) {
