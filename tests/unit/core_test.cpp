@@ -67,6 +67,21 @@ TEST(Arena, AllocationsAreAlignedAndDisjoint) {
   EXPECT_EQ(d[16], -2.0);
 }
 
+TEST(Arena, ALargeArenaIsZeroedAndUsableToItsLastByte) {
+  // 64 MiB and up takes the huge-page path: a capacity that is not a multiple of 2 MiB.
+  const size_t bytes = (size_t{64} << 20) + 4096 + 64;
+  Arena a(bytes);
+  EXPECT_EQ(a.capacity(), bytes);
+  std::span<uint8_t> all = a.alloc<uint8_t>(bytes);
+  EXPECT_EQ(addr(all.data()) % 64, 0u);
+  EXPECT_EQ(all.front(), 0);
+  EXPECT_EQ(all[bytes / 2], 0);
+  EXPECT_EQ(all.back(), 0);
+  all.back() = 7;  // ASan would flag a write past the allocation
+  EXPECT_EQ(all.back(), 7);
+  EXPECT_THROW(a.alloc_bytes(1), Error);
+}
+
 TEST(Arena, ResetReusesTheSameMemory) {
   Arena a(1024);
   std::span<int> first = a.alloc<int>(10);
