@@ -1,6 +1,7 @@
 #include "tinylm/train/loop.h"
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "tinylm/core/enum_names.h"
@@ -126,9 +127,11 @@ StepRecord TrainLoop<T>::step_once() {
   r.loss = l.loss;
   r.objective = l.objective;
   r.step_tokens = l.tokens;
-  // On the host without loss scaling, clipping's norm is finite exactly when every gradient
-  // is (a float's square cannot overflow a double sum): one pass over them serves both.
-  if (!device_ && !options_.loss_scaling && options_.clip > 0.0) r.grad_norm = norm_on_host();
+  // On the host without loss scaling, clipping's norm of float gradients is finite exactly
+  // when every gradient is (a float's square cannot overflow the double sum): one pass over
+  // them serves both.
+  if (std::is_same_v<T, float> && !device_ && !options_.loss_scaling && options_.clip > 0.0)
+    r.grad_norm = norm_on_host();
   const bool finite =
       device_       ? std::isfinite(l.objective) && device_->scale_and_check(1.0 / r.loss_scale)
       : r.grad_norm ? comm_.all_of(std::isfinite(l.objective)) && std::isfinite(*r.grad_norm)
