@@ -12,26 +12,33 @@
 
 namespace tinylm {
 
+// The storage behind AlignedVector and core/arena.h: 64-byte aligned, and from `huge_from`
+// bytes up on 2 MiB boundaries with MADV_HUGEPAGE. Release with the same bytes and huge_from.
+inline constexpr size_t kHugePage = size_t{2} << 20;
+inline std::align_val_t storage_alignment(size_t bytes, size_t huge_from) {
+  return std::align_val_t{bytes >= huge_from && bytes >= kHugePage ? kHugePage : 64};
+}
+inline void* allocate_storage(size_t bytes, size_t huge_from) {  // throws std::bad_alloc
+  const std::align_val_t align = storage_alignment(bytes, huge_from);
+  void* p = ::operator new(bytes, align);
+  if (align == std::align_val_t{kHugePage})
+    madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // a hint; failure is harmless
+  return p;
+}
+inline void release_storage(void* p, size_t bytes, size_t huge_from) noexcept {
+  ::operator delete(p, storage_alignment(bytes, huge_from));
+}
+
 template <class T>
 struct AlignedAllocator {
   using value_type = T;
-  static constexpr size_t kHuge = size_t{2} << 20;
 
   AlignedAllocator() = default;
   template <class U>
   AlignedAllocator(const AlignedAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
 
-  static std::align_val_t alignment(size_t bytes) {
-    return std::align_val_t{bytes >= kHuge ? kHuge : 64};
-  }
-  T* allocate(size_t n) {
-    const size_t bytes = n * sizeof(T);
-    void* p = ::operator new(bytes, alignment(bytes));
-    if (bytes >= kHuge)
-      madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // a hint; failure is harmless
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t n) noexcept { ::operator delete(p, alignment(n * sizeof(T))); }
+  T* allocate(size_t n) { return static_cast<T*>(allocate_storage(n * sizeof(T), kHugePage)); }
+  void deallocate(T* p, size_t n) noexcept { release_storage(p, n * sizeof(T), kHugePage); }
   template <class U>
   void construct(U* p) noexcept {
     ::new (static_cast<void*>(p)) U;  // default-initialization: no zeroing pass

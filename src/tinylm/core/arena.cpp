@@ -1,34 +1,34 @@
 #include "tinylm/core/arena.h"
 
-#include <sys/mman.h>
-
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
+#include <new>
 
+#include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/error.h"
 
 namespace tinylm {
 
-void Arena::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+// Large arenas (a training batch's activations: gigabytes for nanoGPT's baby GPT) on 2 MiB
+// pages: the kernels stream through them, and with 4 KiB pages their TLB misses cost a few
+// percent of a step. Smaller arenas stay within the TLB's reach. (On VMs that hand freed
+// memory back to the host, as ours do, first-touching huge pages is the slower start:
+// docs/performance.md.)
+constexpr size_t kHugeFrom = size_t{64} << 20;
+
+void Arena::Release::operator()(std::byte* p) const { release_storage(p, bytes, kHugeFrom); }
 
 Arena::Arena(size_t capacity_bytes) {
   capacity_ = (capacity_bytes + kAlign - 1) / kAlign * kAlign;
   if (capacity_ == 0) return;
-  // Large arenas (a training batch's activations: gigabytes for nanoGPT's baby GPT) on 2 MiB
-  // pages with MADV_HUGEPAGE, as AlignedVector's weights: the kernels stream through them, and
-  // with 4 KiB pages their TLB misses cost a few percent of a step. Smaller arenas stay within
-  // the TLB's reach. (On VMs that hand freed memory back to the host, as ours do, first-touching
-  // huge pages is the slower start: docs/performance.md.)
-  constexpr size_t kHuge = size_t{2} << 20, kHugeFrom = size_t{64} << 20;
-  const bool huge = capacity_ >= kHugeFrom;
-  const size_t align = huge ? kHuge : kAlign;
-  const size_t bytes = (capacity_ + align - 1) / align * align;  // aligned_alloc's rule
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(align, bytes));
-  check(p != nullptr, "[Arena] cannot allocate ", capacity_, " bytes");
-  if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // a hint; failure is harmless
-  std::memset(p, 0, capacity_);                // touch every page now, not in the first timed step
-  base_.reset(p);
+  std::byte* p = nullptr;
+  try {
+    p = static_cast<std::byte*>(allocate_storage(capacity_, kHugeFrom));
+  } catch (const std::bad_alloc&) {
+    fail("[Arena] cannot allocate ", capacity_, " bytes");
+  }
+  std::memset(p, 0, capacity_);  // touch every page now, not in the first timed step
+  base_ = std::unique_ptr<std::byte, Release>(p, Release{capacity_});
 }
 
 void* Arena::alloc_bytes(size_t bytes) {

@@ -35,10 +35,11 @@ class Arena {
   }
 
  private:
-  struct FreeDeleter {
+  struct Release {  // (no member initializer: GCC then deems it not default-constructible here)
+    size_t bytes;
     void operator()(std::byte* p) const;
   };
-  std::unique_ptr<std::byte, FreeDeleter> base_;
+  std::unique_ptr<std::byte, Release> base_;
   size_t capacity_ = 0;
   size_t used_ = 0;
 };
