@@ -121,7 +121,9 @@ void quantize_block(const float* x, int8_t* q, float& dx, int32_t& sx, const flo
   if (!finite) return scalar_block(x, q, dx, sx, table);
   const float d = max_lane(amax) / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  dx = table[float_to_f16(d)];  // (ggml's fp16 of a finite d)
+  // ggml's fp16 of a finite d (F16C rounds to nearest even, as float_to_f16 does): in
+  // registers, where the f16 table's random line missed the cache while the weights streamed.
+  dx = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(d), _MM_FROUND_TO_NEAREST_INT)));
   VI r[kBlockVectors];
   VI sum = zero_i();
   for (int j = 0; j < kBlockVectors; ++j) {
