@@ -3,8 +3,11 @@
 // BM_Gpt2Head): decode (1 row), a server batch (8; 32 with bf16 activations) and a prompt (16,
 // 64), the weights streamed from memory. The context line "kernels" names the level.
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "tinylm/core/dtype.h"
@@ -299,6 +302,70 @@ void BM_Gpt2HeadRows(benchmark::State& state, bool onednn) {
 }
 BENCHMARK_CAPTURE(BM_Gpt2HeadRows, stream, false)->Arg(256)->Arg(1024)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Gpt2HeadRows, onednn, true)->Arg(256)->Arg(1024)->UseRealTime();
+
+// The ceiling of the int8 products' register tile on AVX512-VNNI (quant/int_tiles.h), one
+// thread, everything in L1: `plain`, 8 independent chains of VPDPBUSD alone; `tile`, the 8-row
+// tile's instructions for a Q8_0 block (each step's weights loaded and offset to unsigned, the
+// 8 rows' activations broadcast, a start value per row) and the per-block scaling the product's
+// contract fixes (int32 to float, the two scales' product, a fused multiply-add). The kernel's
+// figures (BM_Gpt2Product/q8_0_int8) read against these. Items: multiply-adds.
+#define TINYLM_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
+struct VnniGroup {
+  alignas(64) uint8_t blocks[24][544];  // a group's 24 packed blocks: 16 scales, 8 steps
+  alignas(64) int8_t x[8][768];         // 8 rows' quantized activations
+  float dx[8][24];
+  int32_t sx[8][24];
+};
+template <bool tile>
+TINYLM_VNNI_TARGET float vnni_group(const VnniGroup& g) {
+  __m512 c[8];
+  for (auto& v : c) v = _mm512_setzero_ps();
+  for (int k = 0; k < 24; ++k) {
+    const uint8_t* blk = g.blocks[k];
+    __m512i acc[8];
+    for (int r = 0; r < 8; ++r)
+      acc[r] = tile ? _mm512_set1_epi32(-16 * g.sx[r][k]) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      __m512i w = _mm512_loadu_si512(blk + 32 + 64 * s);
+      if constexpr (tile) w = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r) {
+        int32_t v;
+        std::memcpy(&v, g.x[r] + k * 32 + 4 * s, 4);
+        acc[r] = _mm512_dpbusd_epi32(acc[r], w, _mm512_set1_epi32(v));
+      }
+    }
+    // (The masked conversions: GCC 12 warns that the unmasked ones' undefined sources may be used.)
+    const __m512 dw =
+        _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) {
+      c[r] = tile ? _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, acc[r]),
+                                    _mm512_mul_ps(dw, _mm512_set1_ps(g.dx[r][k])), c[r])
+                  : _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(c[r]), acc[r]));
+    }
+  }
+  for (int r = 1; r < 8; ++r) c[0] = _mm512_add_ps(c[0], c[r]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, c[0]);
+  return lanes[0];
+}
+template <bool tile>
+void BM_VnniCeiling(benchmark::State& state) {
+  if (!k::cpu_has_avx512_vnni()) return state.SkipWithError("this CPU lacks AVX512-VNNI");
+  auto g = std::make_unique<VnniGroup>();
+  for (int i = 0; i < 24 * 544; ++i) g->blocks[i / 544][i % 544] = static_cast<uint8_t>(i * 7);
+  for (int i = 0; i < 8 * 768; ++i) g->x[i / 768][i % 768] = static_cast<int8_t>(i * 5);
+  for (int i = 0; i < 8 * 24; ++i) {
+    g->dx[i / 24][i % 24] = 0.01f;
+    g->sx[i / 24][i % 24] = i;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(vnni_group<tile>(*g));
+  state.SetItemsProcessed(state.iterations() * 8 * 24 * 32 * 16);  // rows x inputs x outputs
+}
+BENCHMARK_TEMPLATE(BM_VnniCeiling, false)->Name("BM_VnniCeiling/plain");
+BENCHMARK_TEMPLATE(BM_VnniCeiling, true)->Name("BM_VnniCeiling/tile");
 
 }  // namespace
 
