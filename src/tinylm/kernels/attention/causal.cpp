@@ -44,13 +44,14 @@ constexpr int kAccumulators = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? 16 : 4;
 // the order one row alone has them (row-invariant).
 constexpr int kRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? kMaxRows : 2;
 
-// rows[r][0 .. padded(n)) = q[r] . k_j for the keys in kt, transposed in blocks of 16
+// rows[r][from .. padded(n)) = q[r] . k_j for the keys in kt, transposed in blocks of 16
 // positions: key j's channel d at kt[j / 16 * ldb + d * ldk + j % 16] (lanes past a row's own
-// count are computed from whatever follows and ignored): two chains, even and odd channels.
+// count are computed from whatever follows and ignored): two chains, even and odd channels,
+// from zero in each block (from: a multiple of 16).
 template <int R, class W>
 TINYLM_INLINE void scores(float* const* rows, const float* const* q, const W* kt, int64_t ldk,
-                          int64_t ldb, int64_t n, int64_t D) {
-  for (int64_t s0 = 0; s0 < n; s0 += kLanes) {
+                          int64_t ldb, int64_t n, int64_t D, int64_t from = 0) {
+  for (int64_t s0 = from; s0 < n; s0 += kLanes) {
     f32x16 even[R], odd[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) even[r] = odd[r] = f32x16{};
@@ -96,16 +97,20 @@ TINYLM_INLINE f32x16 load_row(const W* p, int64_t width) {
 
 // out[r][0 .. width) = sum_{j < n[r]} p[r][j] v_j, v_j at v + j / 16 * ldb + j % 16 * ldv (in
 // blocks of 16 positions), NV vectors of columns; n[0] <= n[1] <= ... (one chain over j a row).
+// With from > 0 (a multiple of 16; one row) the chains go on from out's sums of j < from.
 template <int R, int NV, class W>
 TINYLM_INLINE void weighted_block(float* const* out, const float* const* p, const int64_t* n,
-                                  const W* v, int64_t ldv, int64_t ldb, int64_t width) {
+                                  const W* v, int64_t ldv, int64_t ldb, int64_t width,
+                                  int64_t from) {
   f32x16 acc[R][NV];  // (loops fully unrolled: the accumulators live in registers)
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-    for (int k = 0; k < NV; ++k) acc[r][k] = f32x16{};
+    for (int k = 0; k < NV; ++k)
+      acc[r][k] =
+          from > 0 ? load_n(out[r] + k * kLanes, std::min(kLanes, width - k * kLanes)) : f32x16{};
   }
-  for (int64_t j0 = 0; j0 < n[0]; j0 += kLanes) {
+  for (int64_t j0 = from; j0 < n[0]; j0 += kLanes) {
     const W* vb = v + j0 / kLanes * ldb;
     for (int64_t j = j0; j < std::min(n[0], j0 + kLanes); ++j) {
 #pragma GCC unroll 8
@@ -137,7 +142,7 @@ TINYLM_INLINE void weighted_block(float* const* out, const float* const* p, cons
 
 template <int R, class W>
 void weighted_sum(float* const* out, const float* const* p, const int64_t* n, const W* v,
-                  int64_t ldv, int64_t ldb, int64_t D) {
+                  int64_t ldv, int64_t ldb, int64_t D, int64_t from = 0) {
   // The widest block whose sums fit the registers (each pass reads p and the values once).
   constexpr int kMaxNV = kAccumulators / R;
   for (int64_t c = 0; c < D;) {
@@ -145,7 +150,7 @@ void weighted_sum(float* const* out, const float* const* p, const int64_t* n, co
     const auto block = [&]<int NV>() {  // returns the columns done
       float* o[R];
       for (int r = 0; r < R; ++r) o[r] = out[r] + c;
-      weighted_block<R, NV>(o, p, n, v + c, ldv, ldb, std::min<int64_t>(D - c, NV * kLanes));
+      weighted_block<R, NV>(o, p, n, v + c, ldv, ldb, std::min<int64_t>(D - c, NV * kLanes), from);
       return int64_t{NV} * kLanes;
     };
     if (kMaxNV >= 8 && vectors >= 8)
@@ -449,47 +454,57 @@ void cached(float* out, const float* q, const W* keys, const W* values, int64_t 
   });
 }
 
-// Asks for head h's keys and values of positions 0 .. n-1 (whole blocks: two runs of 16 D
-// values each) to be brought into the cache.
-template <class W>
-TINYLM_INLINE void prefetch_head(const W* keys, const W* values, int64_t h, int64_t n, int64_t C,
-                                 int64_t D) {
-  constexpr int64_t kLine = 64 / sizeof(W);
-  const W* kb = keys + kv_key_index(h * D, 0, C);
-  const W* vb = values + kv_value_index(h * D, 0, C, D);
-  for (int64_t b = 0; b < n; b += kLanes, kb += kLanes * C, vb += kLanes * C) {
-    for (int64_t i = 0; i < kLanes * D; i += kLine) {
-      __builtin_prefetch(kb + i, 0, 3);
-      __builtin_prefetch(vb + i, 0, 3);
-    }
-  }
-}
-
-// Rows of several sequences: threads split the (row, head) pairs, each computed as cached()
-// computes it. With kv (a decode step: rows of distinct sequences), a pair first stores its head
-// of the row's key and value (kv + r ldkv, the value C on), so that the store's misses fetch
-// what the scores read next.
+// Rows of several sequences: threads split the (row, group of heads) pairs, a row's heads in one
+// group when there are rows enough for every thread twice over. A pair walks its row's cache a
+// block of 16 positions at a time, its heads' keys (then values) of a block lying together, so
+// that the reads stream in order (a head's alone are short runs 16 C apart, which left the
+// hardware prefetchers little to follow). Each head gets cached()'s operations in their order:
+// a block's scores from zero, the softmax over the row, each channel's sum one chain over the
+// positions (carried from block to block through out), so the bits are the same. With kv (a
+// decode step: rows of distinct sequences), a pair first stores its heads of the row's key and
+// value (kv + r ldkv, the value C on).
 template <class Cache>
 void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cache* const* keys,
                  Cache* const* values, const int64_t* positions, int64_t rows, int64_t C,
                  int64_t n_head) {
   const int64_t D = C / n_head;
-  parallel_for(0, rows * n_head, 1, [&](int64_t task) {
-    const int64_t r = task / n_head, h = task % n_head, t = positions[r];
-    // The next pair's blocks, while this one computes: each pair's few short runs leave the
-    // hardware prefetchers little to follow.
-    if (task + 1 < rows * n_head) {
-      const int64_t r1 = (task + 1) / n_head;
-      prefetch_head(keys[r1], values[r1], (task + 1) % n_head, positions[r1] + 1, C, D);
+  const int64_t groups = std::clamp<int64_t>((2 * num_threads() + rows - 1) / rows, 1, n_head);
+  const int64_t per = (n_head + groups - 1) / groups;
+  parallel_for(0, rows * groups, 1, [&](int64_t task) {
+    const int64_t r = task / groups, h0 = task % groups * per, h1 = std::min(n_head, h0 + per);
+    const int64_t n = positions[r] + 1, ld = padded(n);
+    if constexpr (!std::is_const_v<Cache>) {
+      for (int64_t h = h0; h < h1; ++h)
+        store_head(keys[r], values[r], kv + r * ldkv, kv + r * ldkv + C, n - 1, C, D, h);
     }
-    if constexpr (!std::is_const_v<Cache>)
-      store_head(keys[r], values[r], kv + r * ldkv, kv + r * ldkv + C, t, C, D, h);
-    thread_local AlignedVector<float> row;
-    row.resize(static_cast<size_t>(padded(t + 1)));
-    float* o = out + r * C + h * D;
-    float* rw = row.data();
-    const float* qr = q + r * C + h * D;
-    attend_head<1>(&o, &rw, &qr, keys[r], values[r], h, t + 1, C, D);
+    thread_local AlignedVector<float> scratch;  // grown once, then reused every token
+    scratch.resize(static_cast<size_t>(std::max<int64_t>(h1 - h0, 0) * ld));
+    const auto row = [&](int64_t h) { return scratch.data() + (h - h0) * ld; };
+    for (int64_t b0 = 0; b0 < n; b0 += kLanes) {
+      for (int64_t h = h0; h < h1; ++h) {
+        float* s = row(h);
+        const float* qh = q + r * C + h * D;
+        scores<1>(&s, &qh, keys[r] + kv_key_index(h * D, 0, C), kLanes, kLanes * C,
+                  std::min(n, b0 + kLanes), D, b0);
+      }
+    }
+    for (int64_t h = h0; h < h1; ++h) {
+      float* p = row(h);
+      const float inv = softmax_unnormalized(p, n, attention_scale(D));
+      for (int64_t j = 0; j < n; j += kLanes) {
+        const int64_t w = std::min(kLanes, n - j);
+        store_n(p + j, load_n(p + j, w) * inv, w);
+      }
+    }
+    for (int64_t b0 = 0; b0 < n; b0 += kLanes) {
+      const int64_t b1 = std::min(n, b0 + kLanes);
+      for (int64_t h = h0; h < h1; ++h) {
+        float* o = out + r * C + h * D;
+        const float* p = row(h);
+        weighted_sum<1>(&o, &p, &b1, values[r] + kv_value_index(h * D, 0, C, D), D, kLanes * C, D,
+                        b0);
+      }
+    }
   });
 }
 
