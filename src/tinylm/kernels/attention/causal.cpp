@@ -89,6 +89,14 @@ TINYLM_INLINE float softmax_unnormalized(float* row, int64_t n, float scale) {
   return 1.0f / hsum(sum);
 }
 
+// dst[0 .. n) = src[0 .. n) times f (dst may be src): a softmax row normalized.
+TINYLM_INLINE void scale_row(float* dst, const float* src, int64_t n, float f) {
+  for (int64_t j = 0; j < n; j += kLanes) {
+    const int64_t w = std::min(kLanes, n - j);
+    store_n(dst + j, load_n(src + j, w) * f, w);
+  }
+}
+
 // The first `width` (<= 16) floats of a row of W values, widened.
 template <class W>
 TINYLM_INLINE f32x16 load_row(const W* p, int64_t width) {
@@ -180,12 +188,8 @@ void attend_rows(float* const* out, float* const* p_out, float* const* rows, con
   scores<R>(rows, q, kt, ldk, ldb, n[R - 1], D);
   const float* sum_of[R];
   for (int r = 0; r < R; ++r) {
-    const float inv = softmax_unnormalized(rows[r], n[r], scale);
     float* p = p_out ? p_out[r] : rows[r];
-    for (int64_t j = 0; j < n[r]; j += kLanes) {
-      const int64_t w = std::min(kLanes, n[r] - j);
-      store_n(p + j, load_n(rows[r] + j, w) * inv, w);
-    }
+    scale_row(p, rows[r], n[r], softmax_unnormalized(rows[r], n[r], scale));
     sum_of[r] = p;
     if (keep) {  // (arithmetic on the 0/1 bytes rather than branches: vectorized)
       for (int64_t j = 0; j < n[r]; ++j) {
@@ -490,11 +494,7 @@ void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cach
     }
     for (int64_t h = h0; h < h1; ++h) {
       float* p = row(h);
-      const float inv = softmax_unnormalized(p, n, attention_scale(D));
-      for (int64_t j = 0; j < n; j += kLanes) {
-        const int64_t w = std::min(kLanes, n - j);
-        store_n(p + j, load_n(p + j, w) * inv, w);
-      }
+      scale_row(p, p, n, softmax_unnormalized(p, n, attention_scale(D)));
     }
     for (int64_t b0 = 0; b0 < n; b0 += kLanes) {
       const int64_t b1 = std::min(n, b0 + kLanes);
