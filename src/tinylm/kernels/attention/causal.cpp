@@ -472,8 +472,8 @@ void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cach
                  Cache* const* values, const int64_t* positions, int64_t rows, int64_t C,
                  int64_t n_head) {
   const int64_t D = C / n_head;
-  const int64_t groups = std::clamp<int64_t>((2 * num_threads() + rows - 1) / rows, 1, n_head);
-  const int64_t per = (n_head + groups - 1) / groups;
+  const int64_t wanted = std::clamp<int64_t>((2 * num_threads() + rows - 1) / rows, 1, n_head);
+  const int64_t per = (n_head + wanted - 1) / wanted, groups = (n_head + per - 1) / per;
   parallel_for(0, rows * groups, 1, [&](int64_t task) {
     const int64_t r = task / groups, h0 = task % groups * per, h1 = std::min(n_head, h0 + per);
     const int64_t n = positions[r] + 1, ld = padded(n);
@@ -482,7 +482,7 @@ void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cach
         store_head(keys[r], values[r], kv + r * ldkv, kv + r * ldkv + C, n - 1, C, D, h);
     }
     thread_local AlignedVector<float> scratch;  // grown once, then reused every token
-    scratch.resize(static_cast<size_t>(std::max<int64_t>(h1 - h0, 0) * ld));
+    scratch.resize(static_cast<size_t>((h1 - h0) * ld));
     const auto row = [&](int64_t h) { return scratch.data() + (h - h0) * ld; };
     for (int64_t b0 = 0; b0 < n; b0 += kLanes) {
       for (int64_t h = h0; h < h1; ++h) {
