@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -366,6 +367,65 @@ void BM_VnniCeiling(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_VnniCeiling, false)->Name("BM_VnniCeiling/plain");
 BENCHMARK_TEMPLATE(BM_VnniCeiling, true)->Name("BM_VnniCeiling/tile");
+
+// The same ceiling for the AVX2 level's tile (4 rows of 8 outputs, both halves of a packed
+// block in turn): `tile`, its instructions (each row's activations taking the weights' signs,
+// VPMADDUBSW on the weights' magnitudes, VPMADDWD and an add into int32, then the per-block
+// scaling); `unsigned`, the same without the sign step, as if the activations were unsigned,
+// which is what the sign costs. Items: multiply-adds.
+#define TINYLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+template <bool sign>
+TINYLM_AVX2_TARGET float avx2_int8_group(const VnniGroup& g, int part) {
+  __m256 c[4];
+  for (auto& v : c) v = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int k = 0; k < 24; ++k) {
+    const uint8_t* blk = g.blocks[k];
+    __m256i acc[4];
+    for (auto& a : acc) a = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const __m256i w =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 + 64 * s) + part);
+      const __m256i magnitude = _mm256_sign_epi8(w, w);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        int32_t v;
+        std::memcpy(&v, g.x[r] + k * 32 + 4 * s, 4);
+        __m256i x = _mm256_set1_epi32(v);
+        if constexpr (sign) x = _mm256_sign_epi8(x, w);
+        acc[r] =
+            _mm256_add_epi32(acc[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, x), ones));
+      }
+    }
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk) + part));
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      c[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]),
+                             _mm256_mul_ps(dw, _mm256_set1_ps(g.dx[r][k])), c[r]);
+    }
+  }
+  for (int r = 1; r < 4; ++r) c[0] = _mm256_add_ps(c[0], c[r]);
+  return _mm256_cvtss_f32(c[0]);
+}
+template <bool sign>
+void BM_Avx2Int8Ceiling(benchmark::State& state) {
+  const auto& isas = k::supported_isas();
+  if (std::find(isas.begin(), isas.end(), k::Isa::avx2) == isas.end())
+    return state.SkipWithError("this CPU lacks AVX2");
+  auto g = std::make_unique<VnniGroup>();
+  for (int i = 0; i < 24 * 544; ++i) g->blocks[i / 544][i % 544] = static_cast<uint8_t>(i * 7);
+  for (int i = 0; i < 8 * 768; ++i) g->x[i / 768][i % 768] = static_cast<int8_t>(i * 5 % 255 - 127);
+  for (int i = 0; i < 8 * 24; ++i) g->dx[i / 24][i % 24] = 0.01f;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(avx2_int8_group<sign>(*g, 0));
+    benchmark::DoNotOptimize(avx2_int8_group<sign>(*g, 1));
+  }
+  state.SetItemsProcessed(state.iterations() * 4 * 24 * 32 * 16);  // rows x inputs x outputs
+}
+BENCHMARK_TEMPLATE(BM_Avx2Int8Ceiling, true)->Name("BM_Avx2Int8Ceiling/tile");
+BENCHMARK_TEMPLATE(BM_Avx2Int8Ceiling, false)->Name("BM_Avx2Int8Ceiling/unsigned");
 
 }  // namespace
 
