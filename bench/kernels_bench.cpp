@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tinylm/core/dtype.h"
+#include "tinylm/core/parallel.h"
 #include "tinylm/core/py_random.h"
 #include "tinylm/kernels/activation/softmax.h"
 #include "tinylm/kernels/attention/causal.h"
@@ -426,6 +427,28 @@ void BM_Avx2Int8Ceiling(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_Avx2Int8Ceiling, true)->Name("BM_Avx2Int8Ceiling/tile");
 BENCHMARK_TEMPLATE(BM_Avx2Int8Ceiling, false)->Name("BM_Avx2Int8Ceiling/unsigned");
+
+// The memory's read bandwidth on all threads: a 512 MB buffer summed in 1 MB chunks (integer
+// adds, four chains a thread). Decode of one sequence reads every weight once a token, so its
+// tokens/s is bounded by this over the weights' bytes. Items: bytes.
+void BM_ReadBandwidth(benchmark::State& state) {
+  constexpr int64_t kBytes = int64_t{512} << 20, kChunk = int64_t{1} << 20;
+  std::vector<uint64_t> buffer(kBytes / 8, 1);
+  std::vector<uint64_t> sums(kBytes / kChunk);
+  for (auto _ : state) {
+    tinylm::parallel_for(0, kBytes / kChunk, 1, [&](int64_t c) {
+      const uint64_t* p = buffer.data() + c * (kChunk / 8);
+      uint64_t s[4] = {};
+      for (int64_t i = 0; i < kChunk / 8; i += 4) {
+        for (int k = 0; k < 4; ++k) s[k] += p[i + k];
+      }
+      sums[c] = s[0] + s[1] + s[2] + s[3];
+    });
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.SetBytesProcessed(state.iterations() * kBytes);
+}
+BENCHMARK(BM_ReadBandwidth)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
