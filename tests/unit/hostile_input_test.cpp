@@ -370,7 +370,7 @@ TEST_F(HostileInput, AFailedWriteToStdoutIsAnErrorNotSilentLoss) {
       "tokenize 'Hello world'",
       "generate" + model + " --prompt Hi --max-tokens 4",
       "generate" + model + " --prompts " + file("prompts.txt") + " --max-tokens 2",
-      "perplexity" + model + " --file " + file("corpus.txt") + " --limit 128",  // (one window)
+      "perplexity" + model + " --file " + file("corpus.txt") + " --limit 16",  // (one window)
       "microgpt --data " + test::source_path("data/names.txt") + " --steps 2 --samples 2",
       "init --preset small-test --threads 1 --out " + out.file("init"),
       "convert " + file("model") + " " + out.file("m.gguf"),
