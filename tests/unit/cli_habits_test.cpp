@@ -92,14 +92,17 @@ TEST_F(CliHabits, ShortFlagsAndAliasesMeanTheLongOnes) {
       run_cli("generate -m " + model() + " -p 'The quick brown fox' -n 6 -s 4 --temp 0.9").out,
       longs.out);
 
-  // perplexity's -f and -c (llama-perplexity's), and --ctx-size.
+  // perplexity's -f and -c (llama-perplexity's), and --ctx-size: 64 tokens, a few windows.
+  const std::string limit = " --limit 64 ", ppl_args = limit + "--context 32";
   const test::CommandResult ppl =
-      run_cli("perplexity --model " + model() + " --file " + file("text.txt") + " --context 32");
+      run_cli("perplexity --model " + model() + " --file " + file("text.txt") + ppl_args);
   ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
-  EXPECT_EQ(run_cli("perplexity -m " + model() + " -f " + file("text.txt") + " -c 32").out,
+  EXPECT_NE(ppl.err.find("context 32"), std::string::npos) << ppl.err;
+  EXPECT_EQ(run_cli("perplexity -m " + model() + " -f " + file("text.txt") + limit + "-c 32").out,
             ppl.out);
-  EXPECT_EQ(run_cli("perplexity -m " + model() + " -f " + file("text.txt") + " --ctx-size 32").out,
-            ppl.out);
+  EXPECT_EQ(
+      run_cli("perplexity -m " + model() + " -f " + file("text.txt") + limit + "--ctx-size 32").out,
+      ppl.out);
 
   // tokenize -m: the model's own tokenizer (init wrote GPT-2's beside the weights).
   const test::CommandResult ids = run_cli("tokenize -m " + model() + " 'Hello world'");
