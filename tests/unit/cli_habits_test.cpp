@@ -93,9 +93,9 @@ TEST_F(CliHabits, ShortFlagsAndAliasesMeanTheLongOnes) {
       longs.out);
 
   // perplexity's -f and -c (llama-perplexity's), and --ctx-size: 64 tokens, a few windows.
-  const std::string limit = " --limit 64 ", ppl_args = limit + "--context 32";
-  const test::CommandResult ppl =
-      run_cli("perplexity --model " + model() + " --file " + file("text.txt") + ppl_args);
+  const std::string limit = " --limit 64 ";
+  const test::CommandResult ppl = run_cli("perplexity --model " + model() + " --file " +
+                                          file("text.txt") + limit + "--context 32");
   ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
   EXPECT_NE(ppl.err.find("context 32"), std::string::npos) << ppl.err;
   EXPECT_EQ(run_cli("perplexity -m " + model() + " -f " + file("text.txt") + limit + "-c 32").out,
