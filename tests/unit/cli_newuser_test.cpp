@@ -90,13 +90,13 @@ TEST_F(CliNewUser, BundledDataIsFoundFromAnyDirectory) {
 TEST_F(CliNewUser, ProgressLineOnATerminalOnly) {
   if (test::run_shell("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
   const std::string cmd = std::string(TINYLM_CLI_PATH) +
-                          " perplexity --model gpt2 --file data/names.txt --limit 400 "
+                          " perplexity --model gpt2 --file data/names.txt --limit 100 "
                           "--context 16 >/dev/null";
   const test::CommandResult tty =
       test::run_shell("cd " + work("") + " && script -qec '" + cmd + "' /dev/null");
   ASSERT_EQ(tty.exit_code, 0) << tty.out;
   EXPECT_NE(tty.out.find("\r\033[Kperplexity "), std::string::npos) << tty.out;
-  EXPECT_NE(tty.out.find("/399 tokens, "), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("/99 tokens, "), std::string::npos) << tty.out;
   EXPECT_NE(tty.out.find("ETA"), std::string::npos) << tty.out;
 }
 
