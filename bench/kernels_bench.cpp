@@ -312,14 +312,24 @@ BENCHMARK_CAPTURE(BM_Gpt2HeadRows, onednn, true)->Arg(256)->Arg(1024)->UseRealTi
 // contract fixes (int32 to float, the two scales' product, a fused multiply-add). The kernel's
 // figures (BM_Gpt2Product/q8_0_int8) read against these. Items: multiply-adds.
 #define TINYLM_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
-struct VnniGroup {
+struct Int8Group {
   alignas(64) uint8_t blocks[24][544];  // a group's 24 packed blocks: 16 scales, 8 steps
   alignas(64) int8_t x[8][768];         // 8 rows' quantized activations
   float dx[8][24];
   int32_t sx[8][24];
 };
+std::unique_ptr<Int8Group> int8_group() {
+  auto g = std::make_unique<Int8Group>();
+  for (int i = 0; i < 24 * 544; ++i) g->blocks[i / 544][i % 544] = static_cast<uint8_t>(i * 7);
+  for (int i = 0; i < 8 * 768; ++i) g->x[i / 768][i % 768] = static_cast<int8_t>(i * 5);
+  for (int i = 0; i < 8 * 24; ++i) {
+    g->dx[i / 24][i % 24] = 0.01f;
+    g->sx[i / 24][i % 24] = i;
+  }
+  return g;
+}
 template <bool tile>
-TINYLM_VNNI_TARGET float vnni_group(const VnniGroup& g) {
+TINYLM_VNNI_TARGET float vnni_group(const Int8Group& g) {
   __m512 c[8];
   for (auto& v : c) v = _mm512_setzero_ps();
   for (int k = 0; k < 24; ++k) {
@@ -356,13 +366,7 @@ TINYLM_VNNI_TARGET float vnni_group(const VnniGroup& g) {
 template <bool tile>
 void BM_VnniCeiling(benchmark::State& state) {
   if (!k::cpu_has_avx512_vnni()) return state.SkipWithError("this CPU lacks AVX512-VNNI");
-  auto g = std::make_unique<VnniGroup>();
-  for (int i = 0; i < 24 * 544; ++i) g->blocks[i / 544][i % 544] = static_cast<uint8_t>(i * 7);
-  for (int i = 0; i < 8 * 768; ++i) g->x[i / 768][i % 768] = static_cast<int8_t>(i * 5);
-  for (int i = 0; i < 8 * 24; ++i) {
-    g->dx[i / 24][i % 24] = 0.01f;
-    g->sx[i / 24][i % 24] = i;
-  }
+  const auto g = int8_group();
   for (auto _ : state) benchmark::DoNotOptimize(vnni_group<tile>(*g));
   state.SetItemsProcessed(state.iterations() * 8 * 24 * 32 * 16);  // rows x inputs x outputs
 }
@@ -376,7 +380,7 @@ BENCHMARK_TEMPLATE(BM_VnniCeiling, true)->Name("BM_VnniCeiling/tile");
 // which is what the sign costs. Items: multiply-adds.
 #define TINYLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 template <bool sign>
-TINYLM_AVX2_TARGET float avx2_int8_group(const VnniGroup& g, int part) {
+TINYLM_AVX2_TARGET float avx2_int8_group(const Int8Group& g, int part) {
   __m256 c[4];
   for (auto& v : c) v = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
@@ -415,10 +419,7 @@ void BM_Avx2Int8Ceiling(benchmark::State& state) {
   const auto& isas = k::supported_isas();
   if (std::find(isas.begin(), isas.end(), k::Isa::avx2) == isas.end())
     return state.SkipWithError("this CPU lacks AVX2");
-  auto g = std::make_unique<VnniGroup>();
-  for (int i = 0; i < 24 * 544; ++i) g->blocks[i / 544][i % 544] = static_cast<uint8_t>(i * 7);
-  for (int i = 0; i < 8 * 768; ++i) g->x[i / 768][i % 768] = static_cast<int8_t>(i * 5 % 255 - 127);
-  for (int i = 0; i < 8 * 24; ++i) g->dx[i / 24][i % 24] = 0.01f;
+  const auto g = int8_group();
   for (auto _ : state) {
     benchmark::DoNotOptimize(avx2_int8_group<sign>(*g, 0));
     benchmark::DoNotOptimize(avx2_int8_group<sign>(*g, 1));

@@ -472,6 +472,7 @@ void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cach
                  Cache* const* values, const int64_t* positions, int64_t rows, int64_t C,
                  int64_t n_head) {
   const int64_t D = C / n_head;
+  const float scale = attention_scale(D);
   const int64_t wanted = std::clamp<int64_t>((2 * num_threads() + rows - 1) / rows, 1, n_head);
   const int64_t per = (n_head + wanted - 1) / wanted, groups = (n_head + per - 1) / per;
   parallel_for(0, rows * groups, 1, [&](int64_t task) {
@@ -494,7 +495,7 @@ void cached_rows(float* out, const float* q, const float* kv, int64_t ldkv, Cach
     }
     for (int64_t h = h0; h < h1; ++h) {
       float* p = row(h);
-      scale_row(p, p, n, softmax_unnormalized(p, n, attention_scale(D)));
+      scale_row(p, p, n, softmax_unnormalized(p, n, scale));
     }
     for (int64_t b0 = 0; b0 < n; b0 += kLanes) {
       const int64_t b1 = std::min(n, b0 + kLanes);
