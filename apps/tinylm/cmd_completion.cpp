@@ -24,7 +24,7 @@ std::string version_text() {
   return "tinylm 0.1.0\nkernels: " + kernels::isa_summary() +
          "\nmpi: " + (distributed::Comm::built_with_mpi() ? "yes" : "no") +
          "\ncommit: " + TINYLM_GIT_COMMIT + "\ncompiler: " + compiler +
-         "\nbf16 products: " + std::string(kernels::bf16_unit_name(kernels::bf16_dot_unit())) +
+         "\nbf16 products: " + kernels::bf16_products_summary() +
          "\nint8 products: " + kernels::int8_products_summary() + "\ngpu: " + gpu_summary();
 }
 

@@ -194,11 +194,14 @@ TEST(QuantMatmulInt8, QuantizesEdgeActivationsAsQuantizeQ8_0) {
 
 using UnitScope = test::UnitScope<Int8Unit, int8_dot_unit, set_int8_dot_unit>;
 
+bool cpu_has_vnni() { return cpu_has_avx_vnni() || cpu_has_avx512_vnni(); }
+
 // Both units give the contract's bits (the integer sums are exact either way), at every level
-// and for rows alone or together; VPDPBUSD only where the CPU has AVX512-VNNI.
+// and for rows alone or together; VPDPBUSD where the CPU has AVX-VNNI (the avx2 level's) or
+// AVX512-VNNI (the avx512 level's).
 TEST(QuantMatmulInt8, EitherUnitGivesTheContractsBits) {
   std::vector<Int8Unit> units = {Int8Unit::vpmaddubsw};
-  if (cpu_has_avx512_vnni()) units.push_back(Int8Unit::vpdpbusd);
+  if (cpu_has_vnni()) units.push_back(Int8Unit::vpdpbusd);
   for (const Int8Unit unit : units) {
     const UnitScope scope(unit);
     for (DType t : {DType::q8_0, DType::q4_0}) {
@@ -222,19 +225,23 @@ TEST(QuantMatmulInt8, EitherUnitGivesTheContractsBits) {
       }
     }
   }
-  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "vpdpbusd untested: this CPU lacks AVX512-VNNI";
+  if (!cpu_has_avx_vnni() || !cpu_has_avx512_vnni()) {
+    GTEST_SKIP() << "vpdpbusd untested at " << (cpu_has_vnni() ? "one level" : "either level")
+                 << ": this CPU lacks " << (cpu_has_avx_vnni() ? "" : "AVX-VNNI ")
+                 << (cpu_has_avx512_vnni() ? "" : "AVX512-VNNI");
+  }
 }
 
 TEST(QuantMatmulInt8, UnitIsVnniWhereTheCpuHasItAndCanBeForcedOff) {
   EXPECT_EQ(int8_unit_name(Int8Unit::vpmaddubsw), "vpmaddubsw");
   EXPECT_EQ(int8_unit_name(Int8Unit::vpdpbusd), "vpdpbusd");
   if (std::getenv("TINYLM_INT8_UNIT") == nullptr) {
-    EXPECT_EQ(int8_dot_unit(), cpu_has_avx512_vnni() ? Int8Unit::vpdpbusd : Int8Unit::vpmaddubsw);
+    EXPECT_EQ(int8_dot_unit(), cpu_has_vnni() ? Int8Unit::vpdpbusd : Int8Unit::vpmaddubsw);
   }
   const UnitScope plain(Int8Unit::vpmaddubsw);
   EXPECT_EQ(int8_dot_unit(), Int8Unit::vpmaddubsw);
-  if (!cpu_has_avx512_vnni())
-    test::expect_error([] { set_int8_dot_unit(Int8Unit::vpdpbusd); }, {"AVX512-VNNI"});
+  if (!cpu_has_vnni())
+    test::expect_error([] { set_int8_dot_unit(Int8Unit::vpdpbusd); }, {"AVX-VNNI or AVX512-VNNI"});
   // Through the CLI: the environment variable, and --version naming the unit in use.
   const test::CommandResult forced =
       test::run_shell(std::string("TINYLM_INT8_UNIT=vpmaddubsw ") + TINYLM_CLI_PATH + " --version");
@@ -244,10 +251,18 @@ TEST(QuantMatmulInt8, UnitIsVnniWhereTheCpuHasItAndCanBeForcedOff) {
       test::run_shell(std::string("TINYLM_INT8_UNIT=vnni ") + TINYLM_CLI_PATH + " --version");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("TINYLM_INT8_UNIT=vnni: unknown unit"), std::string::npos) << bad.err;
-  if (cpu_has_avx512_vnni() && std::getenv("TINYLM_ISA") == nullptr) {
-    const test::CommandResult best = test::run_shell(
-        std::string("TINYLM_INT8_UNIT= TINYLM_ISA=avx512 ") + TINYLM_CLI_PATH + " --version");
-    EXPECT_NE(best.out.find("int8 products: vpdpbusd (AVX512-VNNI)"), std::string::npos)
+  // Each level names its own VNNI where the CPU has it.
+  struct Level {
+    const char* isa;
+    bool has;
+    const char* summary;
+  };
+  for (const Level& l : {Level{"avx512", cpu_has_avx512_vnni(), "vpdpbusd (AVX512-VNNI)"},
+                         Level{"avx2", cpu_has_avx_vnni(), "vpdpbusd (AVX-VNNI)"}}) {
+    if (!l.has) continue;
+    const test::CommandResult best = test::run_shell(std::string("TINYLM_INT8_UNIT= TINYLM_ISA=") +
+                                                     l.isa + " " + TINYLM_CLI_PATH + " --version");
+    EXPECT_NE(best.out.find(std::string("int8 products: ") + l.summary), std::string::npos)
         << best.out;
   }
 }

@@ -61,6 +61,12 @@ bool detect_avx512_vnni() {
   return c & (1u << 11);
 }
 
+bool detect_avx_vnni() {
+  unsigned a, b, c, d;
+  if (detect_best() == Isa::generic || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+  return a & (1u << 4);
+}
+
 bool detect_amx_bf16() {
   unsigned a, b, c, d;
   if (!detect_avx512_bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
@@ -79,6 +85,7 @@ bool detect_amx_bf16() {
 Isa detect_best() { return Isa::generic; }
 bool detect_avx512_bf16() { return false; }
 bool detect_avx512_vnni() { return false; }
+bool detect_avx_vnni() { return false; }
 bool detect_amx_bf16() { return false; }
 #endif
 
@@ -114,6 +121,11 @@ bool cpu_has_avx512_bf16() {
 
 bool cpu_has_avx512_vnni() {
   static const bool has = detect_avx512_vnni();
+  return has;
+}
+
+bool cpu_has_avx_vnni() {
+  static const bool has = detect_avx_vnni();
   return has;
 }
 

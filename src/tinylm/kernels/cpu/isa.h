@@ -47,6 +47,10 @@ bool cpu_has_avx512_bf16();
 // Whether the CPU can run AVX512-VNNI's VPDPBUSD at the avx512 level (quant/int_matmul.h).
 bool cpu_has_avx512_vnni();
 
+// Whether the CPU can run AVX-VNNI's VPDPBUSD (the VEX form, 256 bits) at the avx2 level: Alder
+// Lake and later cores, Sapphire Rapids and later Xeons (quant/int_matmul.h).
+bool cpu_has_avx_vnni();
+
 // Whether the CPU has AMX-TILE and AMX-BF16 besides, and the OS lets this process use the
 // tiles (on Linux the first call asks for them, as the kernel requires before first use).
 bool cpu_has_amx_bf16();

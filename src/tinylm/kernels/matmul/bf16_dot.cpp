@@ -226,6 +226,11 @@ void set_bf16_dot_unit(Bf16Unit u) { unit.set(u); }
 
 bool bf16_dot_available() { return active_isa() == Isa::avx512 && cpu_has_avx512_bf16(); }
 
+std::string bf16_products_summary() {
+  if (bf16_dot_available()) return std::string(bf16_unit_name(bf16_dot_unit()));
+  return "none (they need AVX512_BF16 at the avx512 level)";
+}
+
 void require_bf16_dot(const char* what) {
   check(bf16_dot_available(), what, ": needs AVX512_BF16 at the avx512 level; this CPU ",
         cpu_has_avx512_bf16() ? "has it, but the level in use is " : "lacks it (level ",

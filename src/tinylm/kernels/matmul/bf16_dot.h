@@ -34,6 +34,7 @@
 // inputs, 16 (in_out, the bias added after) or 32 (out_in) at a time, whatever the rows: a
 // row's results are the same bits alone or among other rows, at any thread count, on one CPU.
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "tinylm/kernels/cpu/half.h"
@@ -55,6 +56,9 @@ Bf16Unit bf16_dot_unit();
 // Switches the unit (tests and benchmarks); throws Error for amx where the CPU lacks it. Not
 // meant to race with running kernels.
 void set_bf16_dot_unit(Bf16Unit unit);
+// What `--activations bf16` runs on at the active level, for --version: the unit's name where
+// bf16_dot_available(), else "none (...)" saying what they need.
+std::string bf16_products_summary();
 
 // Layout of a Conv1D matrix W (nin, nout) for matmul_in_out_bf16: stream.h's Layout::tiles
 // (16 x 16 tiles by band of 16 inputs, then by column), each tile holding its 8 input pairs in

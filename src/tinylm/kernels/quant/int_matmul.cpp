@@ -151,12 +151,20 @@ void quantize_activations(const float* x, int8_t* q, float* dx, int32_t* sx, int
 
 TINYLM_LEVEL_END
 
-#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
-// The same products on AVX512-VNNI, where the CPU has it and TINYLM_INT8_UNIT allows: the
-// tiles compiled again for that target. (Defined before the level's entry points, which call
-// them: a declaration under the level's target would name another version of the function.)
-TINYLM_TARGET_PUSH_OF(TINYLM_LEVEL_TARGET ",avx512vnni")
-namespace tinylm::kernels::avx512::vnni {
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX2 || TINYLM_LEVEL == TINYLM_LEVEL_AVX512
+// The same products on the level's VNNI (AVX-VNNI at avx2, AVX512-VNNI at avx512), where the CPU
+// has it and TINYLM_INT8_UNIT allows: the tiles compiled again for that target. (Defined before
+// the level's entry points, which call them: a declaration under the level's target would name
+// another version of the function.)
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX2
+#define TINYLM_VNNI_TARGET ",avxvnni"
+#define TINYLM_CPU_HAS_VNNI cpu_has_avx_vnni
+#else
+#define TINYLM_VNNI_TARGET ",avx512vnni"
+#define TINYLM_CPU_HAS_VNNI cpu_has_avx512_vnni
+#endif
+TINYLM_TARGET_PUSH_OF(TINYLM_LEVEL_TARGET TINYLM_VNNI_TARGET)
+namespace tinylm::kernels::TINYLM_LEVEL_NS::vnni {
 #define TINYLM_INT8_VNNI 1
 #include "tinylm/kernels/matmul/stream_driver.h"
 #include "tinylm/kernels/quant/int_tiles.h"
@@ -171,10 +179,12 @@ void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t
                        int64_t nout) {
   product<BlockQ4_0x16, BlockQ4_0>(y, q, dx, sx, w, b, rows, nin, nout);
 }
-}  // namespace tinylm::kernels::avx512::vnni
+}  // namespace tinylm::kernels::TINYLM_LEVEL_NS::vnni
 TINYLM_TARGET_POP_OF
-#define TINYLM_INT8_VNNI_FIRST(...) \
-  if (int8_dot_unit() == Int8Unit::vpdpbusd) return vnni::quant_matmul_int8(__VA_ARGS__)
+#define TINYLM_INT8_VNNI_FIRST(...)                                   \
+  if (int8_dot_unit() == Int8Unit::vpdpbusd && TINYLM_CPU_HAS_VNNI()) \
+  return vnni::quant_matmul_int8(__VA_ARGS__)
+#undef TINYLM_VNNI_TARGET
 #else
 #define TINYLM_INT8_VNNI_FIRST(...)
 #endif
@@ -194,6 +204,7 @@ void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t
   product<BlockQ4_0x16, BlockQ4_0>(y, q, dx, sx, w, b, rows, nin, nout);
 }
 #undef TINYLM_INT8_VNNI_FIRST
+#undef TINYLM_CPU_HAS_VNNI
 
 TINYLM_LEVEL_END
 
@@ -297,13 +308,15 @@ std::string_view int8_unit_name(Int8Unit u) {
 }
 
 namespace {
+bool cpu_has_vnni() { return cpu_has_avx_vnni() || cpu_has_avx512_vnni(); }
+
 constinit UnitChoice<Int8Unit> unit({
     .env = "TINYLM_INT8_UNIT",
     .units = {Int8Unit::vpmaddubsw, Int8Unit::vpdpbusd},
     .name = int8_unit_name,
-    .best = [] { return cpu_has_avx512_vnni() ? Int8Unit::vpdpbusd : Int8Unit::vpmaddubsw; },
-    .offered = [](Int8Unit u) { return u != Int8Unit::vpdpbusd || cpu_has_avx512_vnni(); },
-    .missing = "AVX512-VNNI",
+    .best = [] { return cpu_has_vnni() ? Int8Unit::vpdpbusd : Int8Unit::vpmaddubsw; },
+    .offered = [](Int8Unit u) { return u != Int8Unit::vpdpbusd || cpu_has_vnni(); },
+    .missing = "AVX-VNNI or AVX512-VNNI",
 });
 }  // namespace
 
@@ -313,8 +326,10 @@ void set_int8_dot_unit(Int8Unit u) { unit.set(u); }
 std::string int8_products_summary() {
   const Isa level = active_isa();
   if (level == Isa::generic) return "scalar";
-  if (level == Isa::avx512 && int8_dot_unit() == Int8Unit::vpdpbusd)
-    return "vpdpbusd (AVX512-VNNI)";
+  if (int8_dot_unit() == Int8Unit::vpdpbusd) {
+    if (level == Isa::avx512 && cpu_has_avx512_vnni()) return "vpdpbusd (AVX512-VNNI)";
+    if (level == Isa::avx2 && cpu_has_avx_vnni()) return "vpdpbusd (AVX-VNNI)";
+  }
   return "vpmaddubsw";
 }
 

@@ -62,17 +62,19 @@ void unpack_int8_row(DType t, void* out, const void* packed, int64_t nin, int64_
 void quant_matmul_int8(DType t, float* y, const float* x, const void* w, const float* b,
                        int64_t rows, int64_t nin, int64_t nout);
 
-// The instruction that sums the avx512 level's byte products: VPDPBUSD where the CPU has
-// AVX512-VNNI (Zen 4 and 5, Ice Lake and later Xeons), else VPMADDUBSW, VPMADDWD and an add.
-// The sums are exact integers either way, so the unit changes no bits. TINYLM_INT8_UNIT
-// (vpmaddubsw or vpdpbusd) chooses; the avx2 level always takes the latter's three.
+// The instruction that sums the byte products: VPDPBUSD where the level has it on this CPU
+// (AVX512-VNNI at avx512: Zen 4 and 5, Ice Lake and later Xeons; AVX-VNNI at avx2: Alder Lake
+// and later cores, Sapphire Rapids and later Xeons), else VPMADDUBSW, VPMADDWD and an add. The
+// sums are exact integers either way, so the unit changes no bits. TINYLM_INT8_UNIT (vpmaddubsw
+// or vpdpbusd) chooses; vpdpbusd is offered where the CPU has either VNNI, and a level whose
+// VNNI the CPU lacks takes the plain three (int8_products_summary says which runs).
 enum class Int8Unit { vpmaddubsw, vpdpbusd };
 Int8Unit int8_dot_unit();
 std::string_view int8_unit_name(Int8Unit u);  // "vpmaddubsw", "vpdpbusd"
 // Switches the unit (tests, benchmarks); throws Error for vpdpbusd on a CPU without it.
 void set_int8_dot_unit(Int8Unit u);
 // What the active level's 8-bit products run on, for --version: "vpdpbusd (AVX512-VNNI)",
-// "vpmaddubsw" (avx2 and avx512), "scalar" (generic).
+// "vpdpbusd (AVX-VNNI)", "vpmaddubsw" (avx2 and avx512), "scalar" (generic).
 std::string int8_products_summary();
 
 }  // namespace tinylm::kernels

@@ -1,8 +1,9 @@
 // (No include guard: included once in each region that compiles the tiles.)
 // The int8 products' tiles and their driver (quant/int_matmul.cpp), included inside a level
-// region: at each level, and a second time in the avx512 pass under AVX512-VNNI's target with
-// TINYLM_INT8_VNNI defined, where one VPDPBUSD does what VPMADDUBSW, VPMADDWD and an add do.
-// Either way a block's products are one exact integer sum, so the unit changes no bits. The
+// region: at each level, and a second time in the avx2 and avx512 passes under AVX-VNNI's or
+// AVX512-VNNI's target with TINYLM_INT8_VNNI defined, where one VPDPBUSD does what VPMADDUBSW,
+// VPMADDWD and an add do. Either way a block's products are one exact integer sum, so the unit
+// changes no bits. The
 // includer includes first: <algorithm>, <cmath>, <cstring>, core/parallel.h, kernels/cpu/vec.h,
 // quant/blocks.h, quant/int_matmul.h and matmul/stream_driver.h.
 #if !defined(TINYLM_LEVEL_NS)
@@ -62,6 +63,9 @@ TINYLM_INLINE VF to_float(VI a) { return _mm256_cvtepi32_ps(a); }
 TINYLM_INLINE VF scales(const uint8_t* d) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
 }
+#if defined(TINYLM_INT8_VNNI)
+TINYLM_INLINE VI dpbusd(VI acc, VI u, VI s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+#endif
 #else
 using VI = __m512i;
 using VF = __m512;
@@ -76,6 +80,9 @@ TINYLM_INLINE VF to_float(VI a) { return _mm512_maskz_cvtepi32_ps(kAll16, a); }
 TINYLM_INLINE VF scales(const uint8_t* d) {
   return _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(d)));
 }
+#if defined(TINYLM_INT8_VNNI)
+TINYLM_INLINE VI dpbusd(VI acc, VI u, VI s) { return _mm512_dpbusd_epi32(acc, u, s); }
+#endif
 #endif
 // The operations both widths spell alike.
 TINYLM_INLINE VI load_q(const uint8_t* p) {
@@ -85,6 +92,7 @@ TINYLM_INLINE VI splat(int32_t v) { return TINYLM_MM(set1_epi32)(v); }
 TINYLM_INLINE VI zero_i() { return TINYLM_SI(setzero)(); }
 TINYLM_INLINE VI byte_mask(uint8_t m) { return TINYLM_MM(set1_epi8)(static_cast<char>(m)); }
 TINYLM_INLINE VI and_i(VI a, VI b) { return TINYLM_SI(and)(a, b); }
+TINYLM_INLINE VI xor_i(VI a, VI b) { return TINYLM_SI(xor)(a, b); }
 TINYLM_INLINE VI shift4(VI a) { return TINYLM_MM(srli_epi16)(a, 4); }
 TINYLM_INLINE VI add16(VI a, VI b) { return TINYLM_MM(add_epi16)(a, b); }
 TINYLM_INLINE VI add32(VI a, VI b) { return TINYLM_MM(add_epi32)(a, b); }
@@ -115,17 +123,16 @@ TINYLM_INLINE VI splat4(const int8_t* p) {
 // (w + 128: the sign bit flipped) and its sums start at -128 times the block's sum of x (-16 sx)
 // to take the offset back; Q4_0's nibbles are unsigned already, and its total takes 8 times
 // that sum (sx) for the nibbles' -8. The integers are exact, so the sums equal the plain path's.
-TINYLM_INLINE VI operand(const BlockQ8_0x16&, VI w) { return _mm512_xor_si512(w, byte_mask(0x80)); }
+TINYLM_INLINE VI operand(const BlockQ8_0x16&, VI w) { return xor_i(w, byte_mask(0x80)); }
 TINYLM_INLINE VI operand(const BlockQ4_0x16&, VI w) { return w; }
 TINYLM_INLINE VI start(const BlockQ8_0x16&, int32_t sx) { return splat(-16 * sx); }
 TINYLM_INLINE VI start(const BlockQ4_0x16&, int32_t) { return zero_i(); }
 TINYLM_INLINE void step(const BlockQ8_0x16&, int s, VI w, const int8_t* xq, VI& acc) {
-  acc = _mm512_dpbusd_epi32(acc, w, splat4(xq + 4 * s));
+  acc = dpbusd(acc, w, splat4(xq + 4 * s));
 }
 TINYLM_INLINE void step(const BlockQ4_0x16&, int s, VI w, const int8_t* xq, VI& acc) {
   const VI lo = and_i(w, byte_mask(15)), hi = and_i(shift4(w), byte_mask(15));
-  acc = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, lo, splat4(xq + 4 * s)), hi,
-                            splat4(xq + 16 + 4 * s));
+  acc = dpbusd(dpbusd(acc, lo, splat4(xq + 4 * s)), hi, splat4(xq + 16 + 4 * s));
 }
 TINYLM_INLINE VF total(const BlockQ8_0x16&, VI acc, int32_t) { return to_float(acc); }
 TINYLM_INLINE VF total(const BlockQ4_0x16&, VI acc, int32_t sx) {
@@ -213,13 +220,23 @@ TINYLM_INLINE int64_t tile_rows(float* out, const Row* x, int64_t r, int64_t nro
 }
 
 // A group's rows: tiles of 8 rows on AVX-512, then of 4 (AVX2's), the last rows one at a time,
-// both parts at once (a row's activations loaded once).
+// both parts at once (a row's activations loaded once). AVX-VNNI's one instruction a step leaves
+// the broadcasts and the per-block scaling to bound it, so there the tiles take 3 rows (2 for the
+// last two) by both parts, each row's activations broadcast once for both: 15 registers of 16.
 template <class Packed>
 TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* w, int64_t nb,
                          const float*) {
   int64_t r = 0;
   if constexpr (TINYLM_LEVEL == TINYLM_LEVEL_AVX512) r = tile_rows<8>(out, x, r, nrows, w, nb);
+#if defined(TINYLM_INT8_VNNI) && TINYLM_LEVEL == TINYLM_LEVEL_AVX2
+  for (; r + 3 <= nrows; r += 3) tile<3, kParts>(out + r * kPackedOutputs, x + r, w, nb, 0);
+  if (r + 2 == nrows) {
+    tile<2, kParts>(out + r * kPackedOutputs, x + r, w, nb, 0);
+    r += 2;
+  }
+#else
   r = tile_rows<4>(out, x, r, nrows, w, nb);
+#endif
   for (; r < nrows; ++r) tile<1, kParts>(out + r * kPackedOutputs, x + r, w, nb, 0);
 }
 #else
