@@ -318,7 +318,8 @@ TEST_F(CliNewUser, VersionAndCompletion) {
     EXPECT_TRUE(l[5] == "bf16 products: vdpbf16ps" || l[5] == "bf16 products: amx") << l[5];
   else
     EXPECT_EQ(l[5], "bf16 products: none (they need AVX512_BF16 at the avx512 level)");
-  EXPECT_TRUE(l[6] == "int8 products: vpdpbusd (AVX512-VNNI)" ||
+  EXPECT_TRUE(l[6] == "int8 products: amx (AMX-INT8)" ||
+              l[6] == "int8 products: vpdpbusd (AVX512-VNNI)" ||
               l[6] == "int8 products: vpdpbusd (AVX-VNNI)" || l[6] == "int8 products: vpmaddubsw" ||
               l[6] == "int8 products: scalar")
       << l[6];

@@ -196,12 +196,14 @@ using UnitScope = test::UnitScope<Int8Unit, int8_dot_unit, set_int8_dot_unit>;
 
 bool cpu_has_vnni() { return cpu_has_avx_vnni() || cpu_has_avx512_vnni(); }
 
-// Both units give the contract's bits (the integer sums are exact either way), at every level
-// and for rows alone or together; VPDPBUSD where the CPU has AVX-VNNI (the avx2 level's) or
-// AVX512-VNNI (the avx512 level's).
+// Every unit gives the contract's bits (the integer sums are exact on each), at every level and
+// for rows alone or together; VPDPBUSD where the CPU has AVX-VNNI (the avx2 level's) or
+// AVX512-VNNI (the avx512 level's), AMX where it has AMX-INT8 (the cases' 17, 20, 70 and 300
+// rows fill tiles of 16 and leave rows over for VPDPBUSD).
 TEST(QuantMatmulInt8, EitherUnitGivesTheContractsBits) {
   std::vector<Int8Unit> units = {Int8Unit::vpmaddubsw};
   if (cpu_has_vnni()) units.push_back(Int8Unit::vpdpbusd);
+  if (cpu_has_amx_int8()) units.push_back(Int8Unit::amx);
   for (const Int8Unit unit : units) {
     const UnitScope scope(unit);
     for (DType t : {DType::q8_0, DType::q4_0}) {
@@ -225,23 +227,29 @@ TEST(QuantMatmulInt8, EitherUnitGivesTheContractsBits) {
       }
     }
   }
-  if (!cpu_has_avx_vnni() || !cpu_has_avx512_vnni()) {
-    GTEST_SKIP() << "vpdpbusd untested at " << (cpu_has_vnni() ? "one level" : "either level")
-                 << ": this CPU lacks " << (cpu_has_avx_vnni() ? "" : "AVX-VNNI ")
-                 << (cpu_has_avx512_vnni() ? "" : "AVX512-VNNI");
+  if (!cpu_has_avx_vnni() || !cpu_has_avx512_vnni() || !cpu_has_amx_int8()) {
+    GTEST_SKIP() << "untested here, the CPU lacking it: "
+                 << (cpu_has_avx_vnni() ? "" : "vpdpbusd at avx2 (AVX-VNNI) ")
+                 << (cpu_has_avx512_vnni() ? "" : "vpdpbusd at avx512 (AVX512-VNNI) ")
+                 << (cpu_has_amx_int8() ? "" : "amx (AMX-INT8)");
   }
 }
 
-TEST(QuantMatmulInt8, UnitIsVnniWhereTheCpuHasItAndCanBeForcedOff) {
+TEST(QuantMatmulInt8, UnitIsTheBestTheCpuOffersAndCanBeForced) {
   EXPECT_EQ(int8_unit_name(Int8Unit::vpmaddubsw), "vpmaddubsw");
   EXPECT_EQ(int8_unit_name(Int8Unit::vpdpbusd), "vpdpbusd");
+  EXPECT_EQ(int8_unit_name(Int8Unit::amx), "amx");
   if (std::getenv("TINYLM_INT8_UNIT") == nullptr) {
-    EXPECT_EQ(int8_dot_unit(), cpu_has_vnni() ? Int8Unit::vpdpbusd : Int8Unit::vpmaddubsw);
+    EXPECT_EQ(int8_dot_unit(), cpu_has_amx_int8() ? Int8Unit::amx
+                               : cpu_has_vnni()   ? Int8Unit::vpdpbusd
+                                                  : Int8Unit::vpmaddubsw);
   }
   const UnitScope plain(Int8Unit::vpmaddubsw);
   EXPECT_EQ(int8_dot_unit(), Int8Unit::vpmaddubsw);
   if (!cpu_has_vnni())
     test::expect_error([] { set_int8_dot_unit(Int8Unit::vpdpbusd); }, {"AVX-VNNI or AVX512-VNNI"});
+  if (!cpu_has_amx_int8())
+    test::expect_error([] { set_int8_dot_unit(Int8Unit::amx); }, {"AMX-INT8"});
   // Through the CLI: the environment variable, and --version naming the unit in use.
   const test::CommandResult forced =
       test::run_shell(std::string("TINYLM_INT8_UNIT=vpmaddubsw ") + TINYLM_CLI_PATH + " --version");
@@ -251,17 +259,20 @@ TEST(QuantMatmulInt8, UnitIsVnniWhereTheCpuHasItAndCanBeForcedOff) {
       test::run_shell(std::string("TINYLM_INT8_UNIT=vnni ") + TINYLM_CLI_PATH + " --version");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("TINYLM_INT8_UNIT=vnni: unknown unit"), std::string::npos) << bad.err;
-  // Each level names its own VNNI where the CPU has it.
+  // Each level names the unit it runs where the CPU has it: the best, or the one asked for.
   struct Level {
-    const char* isa;
+    const char* env;
     bool has;
     const char* summary;
   };
-  for (const Level& l : {Level{"avx512", cpu_has_avx512_vnni(), "vpdpbusd (AVX512-VNNI)"},
-                         Level{"avx2", cpu_has_avx_vnni(), "vpdpbusd (AVX-VNNI)"}}) {
+  for (const Level& l :
+       {Level{"TINYLM_INT8_UNIT= TINYLM_ISA=avx512", cpu_has_amx_int8(), "amx (AMX-INT8)"},
+        Level{"TINYLM_INT8_UNIT=vpdpbusd TINYLM_ISA=avx512", cpu_has_avx512_vnni(),
+              "vpdpbusd (AVX512-VNNI)"},
+        Level{"TINYLM_INT8_UNIT= TINYLM_ISA=avx2", cpu_has_avx_vnni(), "vpdpbusd (AVX-VNNI)"}}) {
     if (!l.has) continue;
-    const test::CommandResult best = test::run_shell(std::string("TINYLM_INT8_UNIT= TINYLM_ISA=") +
-                                                     l.isa + " " + TINYLM_CLI_PATH + " --version");
+    const test::CommandResult best =
+        test::run_shell(std::string(l.env) + " " + TINYLM_CLI_PATH + " --version");
     EXPECT_NE(best.out.find(std::string("int8 products: ") + l.summary), std::string::npos)
         << best.out;
   }

@@ -67,19 +67,34 @@ bool detect_avx_vnni() {
   return a & (1u << 4);
 }
 
+// AMX-TILE and the OS's tile state (XCR0's XTILECFG and XTILEDATA), and this process allowed
+// to use it: on Linux the first tile instruction faults until ARCH_REQ_XCOMP_PERM asks for
+// XFEATURE_XTILEDATA (asked once).
+bool tiles_permitted() {
+  static const bool permitted = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!(d & (1u << 24)) || (xgetbv0() & 0x60000) != 0x60000) return false;
+#if defined(__linux__)
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+    return false;
+#endif
+  }();
+  return permitted;
+}
+
 bool detect_amx_bf16() {
   unsigned a, b, c, d;
   if (!detect_avx512_bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  const bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24);
-  // And the OS enables the tile state: XCR0's XTILECFG and XTILEDATA.
-  if (!amx_bf16 || !amx_tile || (xgetbv0() & 0x60000) != 0x60000) return false;
-#if defined(__linux__)
-  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA: without it the first tile instruction faults.
-  constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
-#else
-  return false;
-#endif
+  return (d & (1u << 22)) && tiles_permitted();
+}
+
+bool detect_amx_int8() {
+  unsigned a, b, c, d;
+  if (!detect_avx512_vnni() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (d & (1u << 25)) && tiles_permitted();
 }
 #else
 Isa detect_best() { return Isa::generic; }
@@ -87,6 +102,7 @@ bool detect_avx512_bf16() { return false; }
 bool detect_avx512_vnni() { return false; }
 bool detect_avx_vnni() { return false; }
 bool detect_amx_bf16() { return false; }
+bool detect_amx_int8() { return false; }
 #endif
 
 std::string supported_names() {
@@ -131,6 +147,11 @@ bool cpu_has_avx_vnni() {
 
 bool cpu_has_amx_bf16() {
   static const bool has = detect_amx_bf16();
+  return has;
+}
+
+bool cpu_has_amx_int8() {
+  static const bool has = detect_amx_int8();
   return has;
 }
 

@@ -55,6 +55,10 @@ bool cpu_has_avx_vnni();
 // tiles (on Linux the first call asks for them, as the kernel requires before first use).
 bool cpu_has_amx_bf16();
 
+// Whether the CPU has AMX-TILE and AMX-INT8 besides AVX512-VNNI, and the OS lets this process
+// use the tiles (asked for as above).
+bool cpu_has_amx_int8();
+
 // Switches every kernel to `isa` (tests and benchmarks); throws Error when it is not
 // supported. Not meant to race with running kernels.
 void set_active_isa(Isa isa);

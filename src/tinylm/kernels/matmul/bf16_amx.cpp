@@ -1,12 +1,12 @@
 #include "tinylm/kernels/matmul/bf16_amx.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <type_traits>
 
 #include "tinylm/core/aligned_vector.h"
 #include "tinylm/core/parallel.h"
+#include "tinylm/kernels/cpu/amx_tiles.h"
 #include "tinylm/kernels/cpu/vec.h"
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/matmul/tile_sums.h"
@@ -25,29 +25,11 @@ namespace {
 constexpr int64_t kTileElems = kTile * kTile;  // a pairs-layout tile: 8 pairs of 16 columns
 constexpr int64_t kRowsPerTile = 16;           // the most rows an AMX tile holds
 
-// LDTILECFG's 64-byte operand, palette 1.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-  void set(int t, int nrows, int bytes_per_row) {
-    rows[t] = static_cast<uint8_t>(nrows);
-    colsb[t] = static_cast<uint16_t>(bytes_per_row);
-  }
-};
-
-// GCC's tile intrinsics are asm statements that do not tell the compiler they read or write
-// memory: a fence before the tile loads and after the tile stores keeps the plain accesses of
-// the same buffers in order.
-TINYLM_INLINE void compiler_fence() { std::atomic_signal_fence(std::memory_order_seq_cst); }
-
 // The sums tmm0 .. tmm(N - 1) (tile numbers are immediates, hence the spelled-out cases) set to
 // zero, and stored: tile q at p + q * step, its rows `stride` bytes apart.
 template <int N>
 TINYLM_INLINE void zero_sums() {
-  compiler_fence();
+  tile_fence();
   _tile_zero(0);
   if constexpr (N > 1) _tile_zero(1);
   if constexpr (N > 2) _tile_zero(2);
@@ -59,7 +41,7 @@ TINYLM_INLINE void store_sums(float* p, int64_t step, long stride) {
   if constexpr (N > 1) _tile_stored(1, p + step, stride);
   if constexpr (N > 2) _tile_stored(2, p + 2 * step, stride);
   if constexpr (N > 3) _tile_stored(3, p + 3 * step, stride);
-  compiler_fence();
+  tile_fence();
 }
 
 // tmm q += tmm4 times the tile at p + q * step (rows `stride` bytes apart) for q < N: the B
@@ -111,7 +93,7 @@ void config_in_out(int64_t m) {
   for (int t = 0; t < 4; ++t) c.set(t, static_cast<int>(m), 64);
   c.set(4, static_cast<int>(m), 32);
   for (int t = 5; t < 8; ++t) c.set(t, 8, 64);
-  _tile_loadconfig(&c);
+  load_tile_config(c);
 }
 
 // Bands of an item's columns prefetched ahead: each band's are a 2 KiB run far from the next
@@ -192,7 +174,7 @@ namespace {
 void config_out_in() {
   TileConfig c;
   for (int t = 0; t < 8; ++t) c.set(t, 16, 64);
-  _tile_loadconfig(&c);
+  load_tile_config(c);
 }
 
 // The rows, rounded, as tiles for the B operand: per block of 16 rows and 32 inputs, row k

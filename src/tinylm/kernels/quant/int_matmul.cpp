@@ -17,6 +17,7 @@
 #include "tinylm/kernels/matmul/stream.h"
 #include "tinylm/kernels/matmul/tile_sums.h"
 #include "tinylm/kernels/quant/blocks.h"
+#include "tinylm/kernels/quant/int_amx.h"
 
 TINYLM_LEVEL_BEGIN
 
@@ -181,12 +182,19 @@ void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t
 }
 }  // namespace tinylm::kernels::TINYLM_LEVEL_NS::vnni
 TINYLM_TARGET_POP_OF
-#define TINYLM_INT8_VNNI_FIRST(...)                                   \
-  if (int8_dot_unit() == Int8Unit::vpdpbusd && TINYLM_CPU_HAS_VNNI()) \
+// (amx at the avx2 level: AVX-VNNI, the best that level has.)
+#define TINYLM_INT8_VNNI_FIRST(...)                                     \
+  if (int8_dot_unit() != Int8Unit::vpmaddubsw && TINYLM_CPU_HAS_VNNI()) \
   return vnni::quant_matmul_int8(__VA_ARGS__)
 #undef TINYLM_VNNI_TARGET
 #else
 #define TINYLM_INT8_VNNI_FIRST(...)
+#endif
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
+#define TINYLM_INT8_AMX_FIRST(...) \
+  if (int8_dot_unit() == Int8Unit::amx) return amx::quant_matmul_int8(__VA_ARGS__)
+#else
+#define TINYLM_INT8_AMX_FIRST(...)
 #endif
 
 TINYLM_LEVEL_BEGIN
@@ -194,16 +202,19 @@ TINYLM_LEVEL_BEGIN
 void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
                        const BlockQ8_0x16* w, const float* b, int64_t rows, int64_t nin,
                        int64_t nout) {
+  TINYLM_INT8_AMX_FIRST(y, q, dx, sx, w, b, rows, nin, nout);
   TINYLM_INT8_VNNI_FIRST(y, q, dx, sx, w, b, rows, nin, nout);
   product<BlockQ8_0x16, BlockQ8_0>(y, q, dx, sx, w, b, rows, nin, nout);
 }
 void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
                        const BlockQ4_0x16* w, const float* b, int64_t rows, int64_t nin,
                        int64_t nout) {
+  TINYLM_INT8_AMX_FIRST(y, q, dx, sx, w, b, rows, nin, nout);
   TINYLM_INT8_VNNI_FIRST(y, q, dx, sx, w, b, rows, nin, nout);
   product<BlockQ4_0x16, BlockQ4_0>(y, q, dx, sx, w, b, rows, nin, nout);
 }
 #undef TINYLM_INT8_VNNI_FIRST
+#undef TINYLM_INT8_AMX_FIRST
 #undef TINYLM_CPU_HAS_VNNI
 
 TINYLM_LEVEL_END
@@ -304,19 +315,28 @@ void relayout(DType t, void* out, const void* in, int64_t nin, int64_t nout, boo
 }  // namespace
 
 std::string_view int8_unit_name(Int8Unit u) {
-  return u == Int8Unit::vpdpbusd ? "vpdpbusd" : "vpmaddubsw";
+  return u == Int8Unit::amx ? "amx" : u == Int8Unit::vpdpbusd ? "vpdpbusd" : "vpmaddubsw";
 }
 
 namespace {
 bool cpu_has_vnni() { return cpu_has_avx_vnni() || cpu_has_avx512_vnni(); }
 
-constinit UnitChoice<Int8Unit> unit({
+constinit UnitChoice<Int8Unit, 3> unit({
     .env = "TINYLM_INT8_UNIT",
-    .units = {Int8Unit::vpmaddubsw, Int8Unit::vpdpbusd},
+    .units = {Int8Unit::vpmaddubsw, Int8Unit::vpdpbusd, Int8Unit::amx},
     .name = int8_unit_name,
-    .best = [] { return cpu_has_vnni() ? Int8Unit::vpdpbusd : Int8Unit::vpmaddubsw; },
-    .offered = [](Int8Unit u) { return u != Int8Unit::vpdpbusd || cpu_has_vnni(); },
-    .missing = "AVX-VNNI or AVX512-VNNI",
+    .best =
+        [] {
+          return cpu_has_amx_int8() ? Int8Unit::amx
+                 : cpu_has_vnni()   ? Int8Unit::vpdpbusd
+                                    : Int8Unit::vpmaddubsw;
+        },
+    .offered =
+        [](Int8Unit u) {
+          return u == Int8Unit::vpmaddubsw || (u == Int8Unit::vpdpbusd && cpu_has_vnni()) ||
+                 (u == Int8Unit::amx && cpu_has_amx_int8());
+        },
+    .missing = "AVX-VNNI or AVX512-VNNI (vpdpbusd), AMX-INT8 (amx)",
 });
 }  // namespace
 
@@ -326,7 +346,9 @@ void set_int8_dot_unit(Int8Unit u) { unit.set(u); }
 std::string int8_products_summary() {
   const Isa level = active_isa();
   if (level == Isa::generic) return "scalar";
-  if (int8_dot_unit() == Int8Unit::vpdpbusd) {
+  const Int8Unit u = int8_dot_unit();
+  if (level == Isa::avx512 && u == Int8Unit::amx) return "amx (AMX-INT8)";
+  if (u != Int8Unit::vpmaddubsw) {
     if (level == Isa::avx512 && cpu_has_avx512_vnni()) return "vpdpbusd (AVX512-VNNI)";
     if (level == Isa::avx2 && cpu_has_avx_vnni()) return "vpdpbusd (AVX-VNNI)";
   }

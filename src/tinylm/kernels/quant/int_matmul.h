@@ -62,19 +62,23 @@ void unpack_int8_row(DType t, void* out, const void* packed, int64_t nin, int64_
 void quant_matmul_int8(DType t, float* y, const float* x, const void* w, const float* b,
                        int64_t rows, int64_t nin, int64_t nout);
 
-// The instruction that sums the byte products: VPDPBUSD where the level has it on this CPU
+// The unit that sums the byte products: VPDPBUSD where the level has it on this CPU
 // (AVX512-VNNI at avx512: Zen 4 and 5, Ice Lake and later Xeons; AVX-VNNI at avx2: Alder Lake
-// and later cores, Sapphire Rapids and later Xeons), else VPMADDUBSW, VPMADDWD and an add. The
-// sums are exact integers either way, so the unit changes no bits. TINYLM_INT8_UNIT (vpmaddubsw
-// or vpdpbusd) chooses; vpdpbusd is offered where the CPU has either VNNI, and a level whose
-// VNNI the CPU lacks takes the plain three (int8_products_summary says which runs).
-enum class Int8Unit { vpmaddubsw, vpdpbusd };
+// and later cores, Sapphire Rapids and later Xeons), else VPMADDUBSW, VPMADDWD and an add; at
+// avx512, AMX-INT8 tiles where the CPU has them (Sapphire Rapids and later Xeons: 16 rows by 16
+// outputs a block in one instruction; rows fewer than 4, such as decode's one, stay on
+// VPDPBUSD; quant/int_amx.h). The sums are exact integers on every unit, so the unit changes no
+// bits. TINYLM_INT8_UNIT (vpmaddubsw, vpdpbusd or amx) chooses, else the best the CPU offers;
+// vpdpbusd is offered where the CPU has either VNNI and amx where it has AMX-INT8, and a level
+// without the unit takes the best it has (int8_products_summary says which runs).
+enum class Int8Unit { vpmaddubsw, vpdpbusd, amx };
 Int8Unit int8_dot_unit();
-std::string_view int8_unit_name(Int8Unit u);  // "vpmaddubsw", "vpdpbusd"
-// Switches the unit (tests, benchmarks); throws Error for vpdpbusd on a CPU without it.
+std::string_view int8_unit_name(Int8Unit u);  // "vpmaddubsw", "vpdpbusd", "amx"
+// Switches the unit (tests, benchmarks); throws Error for a unit the CPU lacks.
 void set_int8_dot_unit(Int8Unit u);
-// What the active level's 8-bit products run on, for --version: "vpdpbusd (AVX512-VNNI)",
-// "vpdpbusd (AVX-VNNI)", "vpmaddubsw" (avx2 and avx512), "scalar" (generic).
+// What the active level's 8-bit products run on, for --version: "amx (AMX-INT8)",
+// "vpdpbusd (AVX512-VNNI)", "vpdpbusd (AVX-VNNI)", "vpmaddubsw" (avx2 and avx512), "scalar"
+// (generic).
 std::string int8_products_summary();
 
 }  // namespace tinylm::kernels

@@ -263,13 +263,24 @@ TINYLM_INLINE void group(float* out, const Row* x, int64_t nrows, const Packed* 
 }
 #endif
 
+// group() as product()'s default way through a group's rows.
+struct RegisterTiles {
+  template <class Packed>
+  void operator()(float* out, const Row* x, int64_t nrows, const Packed* w, int64_t nb,
+                  const float* table) const {
+    group(out, x, nrows, w, nb, table);
+  }
+};
+
 // The driver's items of (a block of rows) x (a few groups), as the f32-activation products: a
 // thread's groups' blocks stay in cache while its rows pass over them. The last items take the
-// tail.
+// tail. rows_of_group(out, x, nrows, w, nb, table) computes a group's rows as group() does
+// (the rows' integers are nin apart, one matrix).
 constexpr int64_t kGroupsPerItem = 4, kRowBlock = 64;
-template <class Packed, class Block>
+template <class Packed, class Block, class Group = RegisterTiles>
 void product(float* y, const int8_t* q, const float* dx, const int32_t* sx, const Packed* w,
-             const float* b, int64_t rows, int64_t nin, int64_t nout) {
+             const float* b, int64_t rows, int64_t nin, int64_t nout,
+             const Group& rows_of_group = {}) {
   const int64_t nb = nin / kQuantBlock, ngroups = nout / kPackedOutputs,
                 tail = nout % kPackedOutputs;
   const float* table = f16_table();
@@ -294,7 +305,7 @@ void product(float* y, const int8_t* q, const float* dx, const int32_t* sx, cons
                   }
                   alignas(64) float out[kRowBlock * kPackedOutputs];
                   for (int64_t g = g0; g < g1; ++g) {
-                    group(out, xs, r1 - r0, w + g * nb, nb, table);
+                    rows_of_group(out, xs, r1 - r0, w + g * nb, nb, table);
                     for (int64_t r = r0; r < r1; ++r) {
                       for (int64_t o = 0; o < kPackedOutputs; ++o) {
                         const int64_t at = g * kPackedOutputs + o;
