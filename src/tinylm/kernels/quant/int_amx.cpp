@@ -51,10 +51,10 @@ void configure() {
 // N blocks' integer sums for 16 rows: block j's activations at xq + 32 j (rows `stride` bytes
 // apart), its weights' steps at steps[j], its sums to sums[j]. Signed: TDPBSSD (Q8_0), else
 // TDPBSUD (the weights unsigned: Q4_0's nibbles).
-#define TINYLM_DP(c, a, b)   \
-  if constexpr (Signed)      \
-    _tile_dpbssd(c, a, b);   \
-  else                       \
+#define TINYLM_DP(c, a, b) \
+  if constexpr (Signed)    \
+    _tile_dpbssd(c, a, b); \
+  else                     \
     _tile_dpbsud(c, a, b)
 template <int N, bool Signed>
 TINYLM_INLINE void batch_sums(int32_t (*sums)[kTileRows][16], const uint8_t* const* steps,
@@ -120,7 +120,7 @@ void tile_rows_amx(float* out, const Row* x, const Packed* w, int64_t nb) {
   alignas(64) uint8_t unpacked[kBatch][8][64];
   const long stride = static_cast<long>(nb * kQuantBlock);
   // The chain over blocks k0 .. k0 + n - 1 from their sums.
-  const auto chain = [&](int64_t k0, int n, const int32_t (*batch)[kTileRows][16]) {
+  const auto chain = [&](int64_t k0, int n, const int32_t(*batch)[kTileRows][16]) {
     for (int j = 0; j < n; ++j) {
       const int64_t k = k0 + j;
       const VF dw = scales(w[k].d[0]);
