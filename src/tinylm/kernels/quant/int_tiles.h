@@ -2,10 +2,10 @@
 // The int8 products' tiles and their driver (quant/int_matmul.cpp), included inside a level
 // region: at each level, and a second time in the avx2 and avx512 passes under AVX-VNNI's or
 // AVX512-VNNI's target with TINYLM_INT8_VNNI defined, where one VPDPBUSD does what VPMADDUBSW,
-// VPMADDWD and an add do. Either way a block's products are one exact integer sum, so the unit
-// changes no bits. The
-// includer includes first: <algorithm>, <cmath>, <cstring>, core/parallel.h, kernels/cpu/vec.h,
-// quant/blocks.h, quant/int_matmul.h and matmul/stream_driver.h.
+// VPMADDWD and an add do (and a third time under AMX-INT8's, quant/int_amx.cpp, for the rows
+// its tiles leave). Either way a block's products are one exact integer sum, so the unit changes
+// no bits. The includer includes first: <algorithm>, <cmath>, <cstring>, core/parallel.h,
+// kernels/cpu/vec.h, quant/blocks.h, quant/int_matmul.h and matmul/stream_driver.h.
 #if !defined(TINYLM_LEVEL_NS)
 #error "int_tiles.h belongs inside a level region"
 #endif
