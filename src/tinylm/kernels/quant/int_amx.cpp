@@ -108,31 +108,16 @@ TINYLM_INLINE const uint8_t* steps_of(const BlockQ4_0x16& blk, uint8_t (*buf)[64
 }
 
 // 16 rows of a group (x's integers nin = 32 nb apart) on the tiles: each batch's sums, then the
-// contract's chain per row and output, block by block, as tile() does it. The chain takes a
-// batch while the tiles work on the next one (two buffers of sums).
+// contract's chain per row and output, block by block, as tile() does it.
 template <class Packed>
 void tile_rows_amx(float* out, const Row* x, const Packed* w, int64_t nb) {
   constexpr bool kSigned = std::is_same_v<Packed, BlockQ8_0x16>;
   VF c[kTileRows];
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) c[r] = zero_f();
-  alignas(64) int32_t sums[2][kBatch][kTileRows][16];
+  alignas(64) int32_t sums[kBatch][kTileRows][16];
   alignas(64) uint8_t unpacked[kBatch][8][64];
   const long stride = static_cast<long>(nb * kQuantBlock);
-  // The chain over blocks k0 .. k0 + n - 1 from their sums.
-  const auto chain = [&](int64_t k0, int n, const int32_t(*batch)[kTileRows][16]) {
-    for (int j = 0; j < n; ++j) {
-      const int64_t k = k0 + j;
-      const VF dw = scales(w[k].d[0]);
-#pragma GCC unroll 16
-      for (int r = 0; r < kTileRows; ++r) {
-        const VI p = _mm512_load_si512(batch[j][r]);
-        c[r] = fma_f(total(w[k], p, x[r].sx[k]), mul(dw, splat_f(x[r].dx[k])), c[r]);
-      }
-    }
-  };
-  int64_t prev = -1;
-  int prev_n = 0;
   for (int64_t k0 = 0; k0 < nb; k0 += kBatch) {
     const int n = static_cast<int>(std::min<int64_t>(kBatch, nb - k0));
     const uint8_t* steps[kBatch];
@@ -143,25 +128,29 @@ void tile_rows_amx(float* out, const Row* x, const Packed* w, int64_t nb) {
       steps[j] = steps_of(blk, unpacked[j]);
     }
     const int8_t* xq = x[0].q + k0 * kQuantBlock;
-    int32_t(*cur)[kTileRows][16] = sums[k0 / kBatch % 2];
     switch (n) {
       case 4:
-        batch_sums<4, kSigned>(cur, steps, xq, stride);
+        batch_sums<4, kSigned>(sums, steps, xq, stride);
         break;
       case 3:
-        batch_sums<3, kSigned>(cur, steps, xq, stride);
+        batch_sums<3, kSigned>(sums, steps, xq, stride);
         break;
       case 2:
-        batch_sums<2, kSigned>(cur, steps, xq, stride);
+        batch_sums<2, kSigned>(sums, steps, xq, stride);
         break;
       default:
-        batch_sums<1, kSigned>(cur, steps, xq, stride);
+        batch_sums<1, kSigned>(sums, steps, xq, stride);
     }
-    if (prev >= 0) chain(prev, prev_n, sums[prev / kBatch % 2]);
-    prev = k0;
-    prev_n = n;
+    for (int j = 0; j < n; ++j) {
+      const int64_t k = k0 + j;
+      const VF dw = scales(w[k].d[0]);
+#pragma GCC unroll 16
+      for (int r = 0; r < kTileRows; ++r) {
+        const VI p = _mm512_load_si512(sums[j][r]);
+        c[r] = fma_f(total(w[k], p, x[r].sx[k]), mul(dw, splat_f(x[r].dx[k])), c[r]);
+      }
+    }
   }
-  chain(prev, prev_n, sums[prev / kBatch % 2]);
 #pragma GCC unroll 16
   for (int r = 0; r < kTileRows; ++r) store_f(out + r * kPackedOutputs, c[r]);
 }

@@ -159,10 +159,8 @@ TINYLM_LEVEL_END
 // another version of the function.)
 #if TINYLM_LEVEL == TINYLM_LEVEL_AVX2
 #define TINYLM_VNNI_TARGET ",avxvnni"
-#define TINYLM_CPU_HAS_VNNI cpu_has_avx_vnni
 #else
 #define TINYLM_VNNI_TARGET ",avx512vnni"
-#define TINYLM_CPU_HAS_VNNI cpu_has_avx512_vnni
 #endif
 TINYLM_TARGET_PUSH_OF(TINYLM_LEVEL_TARGET TINYLM_VNNI_TARGET)
 namespace tinylm::kernels::TINYLM_LEVEL_NS::vnni {
@@ -170,6 +168,10 @@ namespace tinylm::kernels::TINYLM_LEVEL_NS::vnni {
 #include "tinylm/kernels/matmul/stream_driver.h"
 #include "tinylm/kernels/quant/int_tiles.h"
 #undef TINYLM_INT8_VNNI
+// Whether the CPU has this level's VNNI.
+bool available() {
+  return TINYLM_LEVEL == TINYLM_LEVEL_AVX2 ? cpu_has_avx_vnni() : cpu_has_avx512_vnni();
+}
 void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
                        const BlockQ8_0x16* w, const float* b, int64_t rows, int64_t nin,
                        int64_t nout) {
@@ -182,40 +184,41 @@ void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t
 }
 }  // namespace tinylm::kernels::TINYLM_LEVEL_NS::vnni
 TINYLM_TARGET_POP_OF
-// (amx at the avx2 level: AVX-VNNI, the best that level has.)
-#define TINYLM_INT8_VNNI_FIRST(...)                                     \
-  if (int8_dot_unit() != Int8Unit::vpmaddubsw && TINYLM_CPU_HAS_VNNI()) \
-  return vnni::quant_matmul_int8(__VA_ARGS__)
 #undef TINYLM_VNNI_TARGET
-#else
-#define TINYLM_INT8_VNNI_FIRST(...)
-#endif
-#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
-#define TINYLM_INT8_AMX_FIRST(...) \
-  if (int8_dot_unit() == Int8Unit::amx) return amx::quant_matmul_int8(__VA_ARGS__)
-#else
-#define TINYLM_INT8_AMX_FIRST(...)
 #endif
 
 TINYLM_LEVEL_BEGIN
 
+namespace {
+
+// The products on the unit in use: AMX tiles (avx512 only), the level's VNNI (amx at avx2 takes
+// AVX-VNNI, the best that level has), else the plain tiles.
+template <class Block, class Packed>
+void products(float* y, const int8_t* q, const float* dx, const int32_t* sx, const Packed* w,
+              const float* b, int64_t rows, int64_t nin, int64_t nout) {
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX512
+  if (int8_dot_unit() == Int8Unit::amx)
+    return amx::quant_matmul_int8(y, q, dx, sx, w, b, rows, nin, nout);
+#endif
+#if TINYLM_LEVEL == TINYLM_LEVEL_AVX2 || TINYLM_LEVEL == TINYLM_LEVEL_AVX512
+  if (int8_dot_unit() != Int8Unit::vpmaddubsw && vnni::available())
+    return vnni::quant_matmul_int8(y, q, dx, sx, w, b, rows, nin, nout);
+#endif
+  product<Packed, Block>(y, q, dx, sx, w, b, rows, nin, nout);
+}
+
+}  // namespace
+
 void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
                        const BlockQ8_0x16* w, const float* b, int64_t rows, int64_t nin,
                        int64_t nout) {
-  TINYLM_INT8_AMX_FIRST(y, q, dx, sx, w, b, rows, nin, nout);
-  TINYLM_INT8_VNNI_FIRST(y, q, dx, sx, w, b, rows, nin, nout);
-  product<BlockQ8_0x16, BlockQ8_0>(y, q, dx, sx, w, b, rows, nin, nout);
+  products<BlockQ8_0>(y, q, dx, sx, w, b, rows, nin, nout);
 }
 void quant_matmul_int8(float* y, const int8_t* q, const float* dx, const int32_t* sx,
                        const BlockQ4_0x16* w, const float* b, int64_t rows, int64_t nin,
                        int64_t nout) {
-  TINYLM_INT8_AMX_FIRST(y, q, dx, sx, w, b, rows, nin, nout);
-  TINYLM_INT8_VNNI_FIRST(y, q, dx, sx, w, b, rows, nin, nout);
-  product<BlockQ4_0x16, BlockQ4_0>(y, q, dx, sx, w, b, rows, nin, nout);
+  products<BlockQ4_0>(y, q, dx, sx, w, b, rows, nin, nout);
 }
-#undef TINYLM_INT8_VNNI_FIRST
-#undef TINYLM_INT8_AMX_FIRST
-#undef TINYLM_CPU_HAS_VNNI
 
 TINYLM_LEVEL_END
 
