@@ -1,5 +1,5 @@
 // The Vulkan optimizer updates (kernels/vulkan/optim.h) on device 0 (lavapipe in CI): Adam and
-// AdamW against the CPU's kernel (which computes in double) over a few steps within the bounds
+// AdamW against the CPU's kernel (the same formula in float) over a few steps within the bounds
 // optim.h states, SGD bit for bit against the CPU's float loop; each run twice from the same
 // inputs gives the same bytes. Every test runs without and with the Khronos validation layer.
 #include <gtest/gtest.h>

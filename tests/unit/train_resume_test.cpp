@@ -117,7 +117,7 @@ TEST(TrainResume, Gpt2OnTheGpuKilledOrLostResumesExactly) {
 
 // The optimizer on the device tracks the host's: the same run (AdamW with weight decay and
 // clipping, no dropout) logs losses and gradient norms within 1e-4 relative of the CPU run's,
-// step by step (Adam in f32 there, in double here; the norm summed in f32 there).
+// step by step (the norm summed in f32 there).
 TEST(TrainResume, Gpt2OnTheGpuTracksTheCpu) {
   if (const auto why = test::no_gpu()) GTEST_SKIP() << *why;
   TempDir tmp;

@@ -47,25 +47,45 @@ void for_each_flagged(const uint8_t* flag, int64_t n, Fn&& fn) {
   }
 }
 
+// The step's scalars rounded to float once, as shaders/adam_update.comp gets them.
+struct AdamScalars {
+  float lr, b1, a1, b2, a2, eps, c1, c2, decay, scale;
+  explicit AdamScalars(const AdamStep& s)
+      : lr(static_cast<float>(s.lr)),
+        b1(static_cast<float>(s.beta1)),
+        a1(static_cast<float>(1 - s.beta1)),
+        b2(static_cast<float>(s.beta2)),
+        a2(static_cast<float>(1 - s.beta2)),
+        eps(static_cast<float>(s.eps)),
+        c1(static_cast<float>(s.c1)),
+        c2(static_cast<float>(s.c2)),
+        decay(static_cast<float>(s.decay)),
+        scale(static_cast<float>(s.grad_scale)) {}
+};
+
+// Elements [i0, i1). The arrays are declared apart and the scalars taken by value, or the
+// compiler must assume each store may change them and leaves the loop scalar.
+void adam_range(float* __restrict pp, float* __restrict gp, float* __restrict mp,
+                float* __restrict vp, int64_t i0, int64_t i1, const AdamScalars k) {
+  for (int64_t i = i0; i < i1; ++i) {
+    const float p = k.decay != 0.0f ? pp[i] - k.decay * pp[i] : pp[i];
+    const float g = gp[i] * k.scale;
+    const float m = k.b1 * mp[i] + k.a1 * g;
+    const float v = k.b2 * vp[i] + k.a2 * (g * g);
+    mp[i] = m;
+    vp[i] = v;
+    pp[i] = p - k.lr * (m / k.c1) / (std::sqrt(v / k.c2) + k.eps);
+    gp[i] = 0.0f;
+  }
+}
+
 }  // namespace
 
 void adam_update(float* pp, float* gp, float* mp, float* vp, int64_t n, const AdamStep& s) {
-  const double b1 = s.beta1, b2 = s.beta2, eps = s.eps, lr = s.lr, c1 = s.c1, c2 = s.c2;
-  const double decay = s.decay;
-  const float scale = static_cast<float>(s.grad_scale);
+  const AdamScalars k(s);
   constexpr int64_t kChunk = 1 << 16;
   parallel_for(0, (n + kChunk - 1) / kChunk, 1, [&](int64_t chunk) {
-    const int64_t i1 = std::min(n, (chunk + 1) * kChunk);
-    for (int64_t i = chunk * kChunk; i < i1; ++i) {
-      const float p = decay != 0.0 ? static_cast<float>(pp[i] - decay * pp[i]) : pp[i];
-      const double g = gp[i] * scale;
-      const double m = b1 * mp[i] + (1 - b1) * g;
-      const double v = b2 * vp[i] + (1 - b2) * (g * g);
-      mp[i] = static_cast<float>(m);
-      vp[i] = static_cast<float>(v);
-      pp[i] = static_cast<float>(p - lr * (m / c1) / (std::sqrt(v / c2) + eps));
-      gp[i] = 0.0f;
-    }
+    adam_range(pp, gp, mp, vp, chunk * kChunk, std::min(n, (chunk + 1) * kChunk), k);
   });
 }
 

@@ -1,5 +1,5 @@
 #version 450
-// Adam / AdamW (kernels/optim/adam.h), each element alone, in f32 (the CPU's is in double):
+// Adam / AdamW (kernels/optim/adam.h), each element alone, in f32 as the CPU's:
 //   p' = p - decay p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g²
 //   p = p' - lr (m / c1) / (sqrt(v / c2) + eps);  g = 0.
 // The scalars come as floats computed on the host in double. `precise` keeps each product
