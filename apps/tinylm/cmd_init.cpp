@@ -26,7 +26,7 @@ void register_init(CLI::App& app) {
   cmd->add_option("--arch", f->arch, "Architecture")
       ->check(CLI::IsMember({"gpt2"}))
       ->capture_default_str();
-  cmd->add_option("--preset", f->preset, "124M or small-test")->required();
+  cmd->add_option("--preset", f->preset, "124M, baby, mini or small-test")->required();
   cmd->add_option("--out", f->out, "Output directory")->required();
   cmd->add_option("--seed", f->seed, "Initialisation seed")->capture_default_str();
   cmd->add_option("--tokenizer", f->tokenizer, "Tokenizer to copy (default: data/gpt2)");

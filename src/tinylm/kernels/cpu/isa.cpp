@@ -48,33 +48,24 @@ Isa detect_best() {
   return Isa::avx2;
 }
 
-bool detect_avx512_bf16() {
-  unsigned a, b, c, d;
-  if (detect_best() != Isa::avx512) return false;
-  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
-  return a & (1u << 5);
+// Bit `bit` of register `reg` (0-3: EAX, EBX, ECX, EDX) of CPUID leaf.subleaf.
+bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
+  unsigned r[4];
+  if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
+  return (r[reg] >> bit) & 1u;
 }
+constexpr int kEax = 0, kEcx = 2, kEdx = 3;
 
-bool detect_avx512_vnni() {
-  unsigned a, b, c, d;
-  if (detect_best() != Isa::avx512 || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  return c & (1u << 11);
-}
-
-bool detect_avx_vnni() {
-  unsigned a, b, c, d;
-  if (detect_best() == Isa::generic || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
-  return a & (1u << 4);
-}
+bool detect_avx512_bf16() { return detect_best() == Isa::avx512 && cpuid_bit(7, 1, kEax, 5); }
+bool detect_avx512_vnni() { return detect_best() == Isa::avx512 && cpuid_bit(7, 0, kEcx, 11); }
+bool detect_avx_vnni() { return detect_best() != Isa::generic && cpuid_bit(7, 1, kEax, 4); }
 
 // AMX-TILE and the OS's tile state (XCR0's XTILECFG and XTILEDATA), and this process allowed
 // to use it: on Linux the first tile instruction faults until ARCH_REQ_XCOMP_PERM asks for
 // XFEATURE_XTILEDATA (asked once).
 bool tiles_permitted() {
   static const bool permitted = [] {
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    if (!(d & (1u << 24)) || (xgetbv0() & 0x60000) != 0x60000) return false;
+    if (!cpuid_bit(7, 0, kEdx, 24) || (xgetbv0() & 0x60000) != 0x60000) return false;
 #if defined(__linux__)
     constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
     return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
@@ -86,15 +77,10 @@ bool tiles_permitted() {
 }
 
 bool detect_amx_bf16() {
-  unsigned a, b, c, d;
-  if (!detect_avx512_bf16() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  return (d & (1u << 22)) && tiles_permitted();
+  return detect_avx512_bf16() && cpuid_bit(7, 0, kEdx, 22) && tiles_permitted();
 }
-
 bool detect_amx_int8() {
-  unsigned a, b, c, d;
-  if (!detect_avx512_vnni() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  return (d & (1u << 25)) && tiles_permitted();
+  return detect_avx512_vnni() && cpuid_bit(7, 0, kEdx, 25) && tiles_permitted();
 }
 #else
 Isa detect_best() { return Isa::generic; }
@@ -104,6 +90,13 @@ bool detect_avx_vnni() { return false; }
 bool detect_amx_bf16() { return false; }
 bool detect_amx_int8() { return false; }
 #endif
+
+// Detect's answer, asked on the first call only.
+template <bool (*Detect)()>
+bool once() {
+  static const bool has = Detect();
+  return has;
+}
 
 std::string supported_names() {
   std::string s;
@@ -130,30 +123,11 @@ Isa resolve_active_isa() {
 }
 }  // namespace detail
 
-bool cpu_has_avx512_bf16() {
-  static const bool has = detect_avx512_bf16();
-  return has;
-}
-
-bool cpu_has_avx512_vnni() {
-  static const bool has = detect_avx512_vnni();
-  return has;
-}
-
-bool cpu_has_avx_vnni() {
-  static const bool has = detect_avx_vnni();
-  return has;
-}
-
-bool cpu_has_amx_bf16() {
-  static const bool has = detect_amx_bf16();
-  return has;
-}
-
-bool cpu_has_amx_int8() {
-  static const bool has = detect_amx_int8();
-  return has;
-}
+bool cpu_has_avx512_bf16() { return once<detect_avx512_bf16>(); }
+bool cpu_has_avx512_vnni() { return once<detect_avx512_vnni>(); }
+bool cpu_has_avx_vnni() { return once<detect_avx_vnni>(); }
+bool cpu_has_amx_bf16() { return once<detect_amx_bf16>(); }
+bool cpu_has_amx_int8() { return once<detect_amx_int8>(); }
 
 std::string_view isa_name(Isa isa) { return name_of(kIsaNames, isa); }
 

@@ -44,25 +44,33 @@ TINYLM_INLINE void store_sums(float* p, int64_t step, long stride) {
   tile_fence();
 }
 
-// tmm q += tmm4 times the tile at p + q * step (rows `stride` bytes apart) for q < N: the B
-// operands take tmm5-7 in turn (tmm5 again for the fourth, its product with tmm0 issued by then).
-template <int N, class T>
+// tmm q += the product of tmm4 and the tile at p + q * step (rows `stride` bytes apart) for
+// q < N: the loaded tiles take tmm5-7 in turn (tmm5 again for the fourth, its product with tmm0
+// issued by then). tmm4 is the A operand, or with kLoadedIsA the B operand.
+#define TINYLM_AMX_PRODUCT(q, loaded) \
+  if constexpr (kLoadedIsA) {         \
+    _tile_dpbf16ps(q, loaded, 4);     \
+  } else {                            \
+    _tile_dpbf16ps(q, 4, loaded);     \
+  }
+template <int N, bool kLoadedIsA = false, class T>
 TINYLM_INLINE void add_products(const T* p, int64_t step, long stride) {
   _tile_loadd(5, p, stride);
-  _tile_dpbf16ps(0, 4, 5);
+  TINYLM_AMX_PRODUCT(0, 5)
   if constexpr (N > 1) {
     _tile_loadd(6, p + step, stride);
-    _tile_dpbf16ps(1, 4, 6);
+    TINYLM_AMX_PRODUCT(1, 6)
   }
   if constexpr (N > 2) {
     _tile_loadd(7, p + 2 * step, stride);
-    _tile_dpbf16ps(2, 4, 7);
+    TINYLM_AMX_PRODUCT(2, 7)
   }
   if constexpr (N > 3) {
     _tile_loadd(5, p + 3 * step, stride);
-    _tile_dpbf16ps(3, 4, 5);
+    TINYLM_AMX_PRODUCT(3, 5)
   }
 }
+#undef TINYLM_AMX_PRODUCT
 
 // The activations (rows of n) rounded to bf16 (VCVTNEPS2BF16, as bf16_dot.cpp's), the rows from
 // `rows` to `padded` zero: a tile of 16 rows may read them.
@@ -169,8 +177,9 @@ void amx_in_out(float* y, const float* x, const Bf16* w, const float* b, int64_t
 
 namespace {
 
-// tmm0-3: 16 outputs by 16 rows, for 4 blocks of rows; tmm4: 16 outputs' weights over 32
-// inputs; tmm5-7: 16 rows' 32 inputs as 16 pairs (a pair of each row side by side).
+// tmm0-3: 16 outputs by 16 rows, for 4 blocks of rows; tmm4-7: 16 outputs' weights over 32
+// inputs (A), or 16 rows' 32 inputs as 16 pairs (B: a pair of each row side by side). All are
+// 16 rows of 64 bytes, so either kind takes tmm4 and the other tmm5-7.
 void config_out_in() {
   TileConfig c;
   for (int t = 0; t < 8; ++t) c.set(t, 16, 64);
@@ -227,21 +236,8 @@ void out_in_outputs(float (*t)[16][16], const Bf16* w, int64_t nin, const uint32
     const char* next = reinterpret_cast<const char*>(ahead + kb * NO * 16 * 32);
 #pragma GCC unroll 64
     for (int64_t l = 0; l < NO * 16; ++l) __builtin_prefetch(next + 64 * l, 0, 2);
-    _tile_loadd(6, xp + kb * 256, 64);
-    _tile_loadd(4, wk, wstride);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (NO > 1) {
-      _tile_loadd(5, wk + ostride, wstride);
-      _tile_dpbf16ps(1, 5, 6);
-    }
-    if constexpr (NO > 2) {
-      _tile_loadd(7, wk + 2 * ostride, wstride);
-      _tile_dpbf16ps(2, 7, 6);
-    }
-    if constexpr (NO > 3) {
-      _tile_loadd(4, wk + 3 * ostride, wstride);
-      _tile_dpbf16ps(3, 4, 6);
-    }
+    _tile_loadd(4, xp + kb * 256, 64);
+    add_products<NO, true>(wk, ostride, wstride);
   }
   store_sums<NO>(t[0][0], 256, 64);
 }
