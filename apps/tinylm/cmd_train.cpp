@@ -80,8 +80,8 @@ const std::map<std::string, std::string> kHelp = {
     {"eps", "AdamW epsilon"},
     {"weight-decay", "AdamW decoupled weight decay"},
     {"decay",
-     "Parameters weight decay applies to: matrices (linear maps), embeddings (and the "
-     "embeddings) or all"},
+     "Parameters weight decay applies to: matrices (the linear maps), embeddings (the "
+     "matrices and the embeddings) or all"},
     {"clip", "Clip the global gradient norm to this (0: off)"},
     {"compute-dtype", "gpt2 matrix products: f32, bf16 or f16 (f16 with loss scaling)"},
     {"dropout", "gpt2 dropout rate"},

@@ -253,7 +253,7 @@ int exit_code(CLI::App& app, const Named& named, int argc, char** argv) {
 
 int run(int argc, char** argv) {
   if (const int code = settle_kernels(); code != 0) return code;
-  CLI::App app{"tinylm: train and run small language models on the CPU", "tinylm"};
+  CLI::App app{"tinylm: train and run small language models on CPUs and GPUs (Vulkan)", "tinylm"};
   add_commands(app);
   if (argc > 1 && std::string(argv[1]) == "help") return help(app, argc, argv);
   if (const std::optional<int> code = check_first_argument(app, argc, argv)) return *code;

@@ -65,7 +65,7 @@ TEST_F(CliTrainVocab, CharVocabularyIsTheDatasCharactersAndTravelsWithTheModel) 
       run_cli("perplexity --threads 1 --model " + run + "/latest --file " + tmp_.file("oov.txt"));
   EXPECT_EQ(oov.exit_code, 1);
   EXPECT_EQ(std::count(oov.err.begin(), oov.err.end(), '\n'), 1) << oov.err;
-  EXPECT_NE(oov.err.find("oov.txt: BPE: the vocabulary has no token for the character 'Z'"),
+  EXPECT_NE(oov.err.find("oov.txt: the vocabulary has no token for the character 'Z'"),
             std::string::npos)
       << oov.err;
   EXPECT_EQ(run_cli("perplexity --threads 1 --model " + run + "/latest --file " + data_).exit_code,

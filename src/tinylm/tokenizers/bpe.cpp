@@ -451,7 +451,7 @@ struct Scratch {
   append_utf8(token, byte_to_unicode(b));
   char hex[48];
   std::snprintf(hex, sizeof hex, "U+%04X; byte 0x%02X", static_cast<unsigned>(c), b);
-  fail("BPE: the vocabulary has no token for the character ",
+  fail("the vocabulary has no token for the character ",
        quote_token(piece.substr(begin, static_cast<size_t>(len))), " (", hex,
        ", whose token would be ", quote_token(token), ")");
 }
