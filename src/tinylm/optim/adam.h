@@ -1,7 +1,7 @@
 #pragma once
 // Adam / AdamW over flat spans: the moments, the step's bias corrections and weight decay;
 // the update itself is kernels/optim/adam.h's. A double run reproduces microgpt.py's floats
-// exactly (kernels::adam_update_exact); float computes in float, as PyTorch's AdamW does. Weight
+// exactly (kernels::adam_update_exact); float computes in float, as PyTorch's AdamW. Weight
 // decay, when non-zero, is decoupled (AdamW): p -= lr * wd * p before the update.
 #include <algorithm>
 #include <cstdint>

@@ -18,8 +18,9 @@ struct AdamStep {
   double grad_scale = 1;
 };
 
-// float: each element computed in float, as PyTorch's AdamW and the Vulkan shader do, the step's
-// scalars rounded to float first; in chunks split across threads.
+// float: each element computed in float (as PyTorch's AdamW is; the formula above, which the
+// Vulkan shader computes too), the step's scalars rounded to float first; in chunks split
+// across threads.
 void adam_update(float* p, float* g, float* m, float* v, int64_t n, const AdamStep& s);
 
 // double, contract exact: CPython's arithmetic term for term (microgpt.py's Adam), `**` being

@@ -2,12 +2,12 @@
 // Optimizer updates as compute shaders, on device buffers of floats (kernels/optim/adam.h and
 // optim/grad_ops.h on the CPU).
 //
-// Numerics: each element alone, so no order to fix. Adam computes in f32 (the CPU's float
-// kernel computes in double: Vulkan's f64 is an optional feature, slow where it exists); its
-// scalars are rounded to f32 on the host, and each product, sum, quotient and root is rounded
-// on its own (no fused multiply-add), so a device repeats its bits. Against the CPU's double
-// arithmetic, with u = 2^-24 and Vulkan's precisions (quotients 2.5 ulp, sqrt 3 ulp; 1 ulp
-// <= 2u relative), plus the CPU's own rounding to float:
+// Numerics: each element alone, so no order to fix. Adam computes the CPU's float kernel's
+// formula in f32 with the same scalars, rounded to f32 on the host, and each product, sum,
+// quotient and root is rounded on its own (no fused multiply-add), so a device repeats its bits,
+// and one whose quotients and roots are IEEE's (lavapipe) gives the CPU's. Against the CPU's,
+// with u = 2^-24 and Vulkan's precisions (quotients 2.5 ulp, sqrt 3 ulp; 1 ulp <= 2u
+// relative), plus the CPU's own rounding to float:
 //   |m - m_cpu| <= 3u (|b1 m0| + |(1 - b1) g|) + u |m_cpu|
 //   |v - v_cpu| <= 3u (b2 v0 + (1 - b2) g²) + u v_cpu
 //   |p - p_cpu| <= 2u (|p0| + |p_cpu| + decay |p0|) + 24u |update|

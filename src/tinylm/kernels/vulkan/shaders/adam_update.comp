@@ -1,6 +1,6 @@
 #version 450
 // Adam / AdamW (kernels/optim/adam.h), each element alone, in f32 as the CPU's:
-//   p' = p - decay p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g²
+//   g' = scale g;  p' = p - decay p;  m = b1 m + (1 - b1) g';  v = b2 v + (1 - b2) g'²
 //   p = p' - lr (m / c1) / (sqrt(v / c2) + eps);  g = 0.
 // The scalars come as floats computed on the host in double. `precise` keeps each product
 // and sum rounded on its own (no fused multiply-add), so a device gives the same bits each
@@ -12,13 +12,13 @@ layout(std430, binding = 2) buffer M { float m[]; };
 layout(std430, binding = 3) buffer V { float v[]; };
 layout(push_constant) uniform Push {
   uint n;
-  float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, c1, c2, decay;
+  float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, c1, c2, decay, scale;
 };
 
 void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < n; i += stride) {
-    const float gi = g[i];
+    precise const float gi = g[i] * scale;
     precise float pi = p[i];
     if (decay != 0.0) pi = pi - decay * pi;
     precise const float mi = beta1 * m[i] + one_minus_beta1 * gi;
