@@ -76,16 +76,26 @@ TINYLM_INLINE void scores(float* const* rows, const float* const* q, const W* kt
 }
 
 // Turns row[0 .. n) into exp(scale * (row - max)) and zeros up to padded(n); returns 1 / sum.
+// The last block's lanes past n count as -inf for the max and are written as zeros, chosen in
+// registers: scalar stores there stalled the vector loads that read the block back.
 TINYLM_INLINE float softmax_unnormalized(float* row, int64_t n, float scale) {
-  const int64_t nb = padded(n);
-  for (int64_t j = n; j < nb; ++j) row[j] = -std::numeric_limits<float>::infinity();
-  f32x16 m = load(row);
-  for (int64_t j = kLanes; j < nb; j += kLanes) m = max(m, load(row + j));
+  static constexpr float kLaneOf[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  const int64_t last = padded(n) - kLanes;  // the block holding position n - 1
+  const f32x16 lane = load(kLaneOf), kept = splat(static_cast<float>(n - last));
+  const auto block = [&](int64_t j) {
+    const f32x16 x = load(row + j);
+    return j < last ? x : select_lt(lane, kept, x, splat(-std::numeric_limits<float>::infinity()));
+  };
+  f32x16 m = block(0);
+  for (int64_t j = kLanes; j <= last; j += kLanes) m = max(m, block(j));
   const float mx = hmax(m);
-  for (int64_t j = 0; j < nb; j += kLanes) store(row + j, exp((load(row + j) - mx) * scale));
-  for (int64_t j = n; j < nb; ++j) row[j] = 0.0f;
   f32x16 sum{};
-  for (int64_t j = 0; j < nb; j += kLanes) sum += load(row + j);
+  for (int64_t j = 0; j <= last; j += kLanes) {
+    f32x16 e = exp((block(j) - mx) * scale);
+    if (j == last) e = select_lt(lane, kept, e, f32x16{});
+    store(row + j, e);
+    sum += e;
+  }
   return 1.0f / hsum(sum);
 }
 
