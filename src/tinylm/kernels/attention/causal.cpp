@@ -233,6 +233,14 @@ void pack_rows(float* dst, const float* src, int64_t ld, int64_t Tn, int64_t D) 
     std::memcpy(dst + t * D, src + t * ld, static_cast<size_t>(D) * sizeof(float));
 }
 
+// Asks for the cache lines of Tn rows of D floats, ld apart, before they are read: the backward's
+// inputs were written long before (its packing waited on them one row at a time).
+void prefetch_rows(const float* src, int64_t ld, int64_t Tn, int64_t D) {
+  for (int64_t t = 0; t < Tn; ++t) {
+    for (int64_t d = 0; d < D; d += kLanes) __builtin_prefetch(src + t * ld + d, 0, 3);
+  }
+}
+
 // dst = the head's D columns of rows 0..T-1 of src (row stride ld) in blocks of 16 positions,
 // each block transposed (D x 16: position t's channel d at t / 16 * 16 D + d * 16 + t % 16, as
 // scores reads keys); the padding positions are zero.
@@ -349,6 +357,9 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
   float* gp = qp + Tn * D;
   float* ds = gp + Tn * D;      // T x Tp
   float* p_abs = ds + Tn * Tp;  // kMaxRows x Tp: with dropout, the rows' P
+  for (int64_t part = 0; part < 3; ++part) prefetch_rows(base + part * C, C3, Tn, D);
+  prefetch_rows(dout, C, Tn, D);
+  prefetch_rows(att, Tn, Tn, Tn);
   transpose_head(vt, base + 2 * C, C3, Tn, D);
   pack_rows(kp, base + C, C3, Tn, D);
   pack_rows(qp, base, C3, Tn, D);

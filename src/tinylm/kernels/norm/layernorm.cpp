@@ -46,6 +46,7 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const 
     const float m = mean[r], s = rstd[r];
     f32x16 a{}, an{};
     for (int64_t i = 0; i < C; i += kLanes) {
+      __builtin_prefetch(xr + 4 * C + i, 0, 3);  // (x was written in the forward, long before)
       const int64_t k = std::min(kLanes, C - i);
       const f32x16 g = load_n(dyr + i, k) * load_n(w + i, k);
       a += g;
