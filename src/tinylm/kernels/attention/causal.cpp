@@ -241,6 +241,16 @@ void prefetch_rows(const float* src, int64_t ld, int64_t Tn, int64_t D) {
   }
 }
 
+// A task's inputs ahead of the backward's packing, where they fit in half of a 2 MiB L2 (longer
+// sequences' probabilities alone outgrow it: the hardware's prefetchers have those).
+void prefetch_task(const float* base, const float* dout, const float* att, int64_t Tn, int64_t C,
+                   int64_t D) {
+  if ((Tn * Tn + 4 * Tn * D) * static_cast<int64_t>(sizeof(float)) > (1 << 20)) return;
+  for (int64_t part = 0; part < 3; ++part) prefetch_rows(base + part * C, 3 * C, Tn, D);
+  prefetch_rows(dout, C, Tn, D);
+  prefetch_rows(att, Tn, Tn, Tn);
+}
+
 // dst = the head's D columns of rows 0..T-1 of src (row stride ld) in blocks of 16 positions,
 // each block transposed (D x 16: position t's channel d at t / 16 * 16 D + d * 16 + t % 16, as
 // scores reads keys); the padding positions are zero.
@@ -357,9 +367,7 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
   float* gp = qp + Tn * D;
   float* ds = gp + Tn * D;      // T x Tp
   float* p_abs = ds + Tn * Tp;  // kMaxRows x Tp: with dropout, the rows' P
-  for (int64_t part = 0; part < 3; ++part) prefetch_rows(base + part * C, C3, Tn, D);
-  prefetch_rows(dout, C, Tn, D);
-  prefetch_rows(att, Tn, Tn, Tn);
+  prefetch_task(base, dout, att, Tn, C, D);
   transpose_head(vt, base + 2 * C, C3, Tn, D);
   pack_rows(kp, base + C, C3, Tn, D);
   pack_rows(qp, base, C3, Tn, D);

@@ -44,9 +44,10 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const 
     const float* dyr = dy + r * C;
     float* dxr = dx + r * C;
     const float m = mean[r], s = rstd[r];
+    const float* ahead = x + std::min(r + 4, rows - 1) * C;  // (x was written in the forward)
     f32x16 a{}, an{};
     for (int64_t i = 0; i < C; i += kLanes) {
-      __builtin_prefetch(xr + 4 * C + i, 0, 3);  // (x was written in the forward, long before)
+      __builtin_prefetch(ahead + i, 0, 3);
       const int64_t k = std::min(kLanes, C - i);
       const f32x16 g = load_n(dyr + i, k) * load_n(w + i, k);
       a += g;
