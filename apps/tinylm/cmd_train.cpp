@@ -60,7 +60,7 @@ const std::map<std::string, std::string> kHelp = {
     {"vocab-size", "evermind: tokens of the BPE trained on --data"},
     {"val-fraction", "Hold out this fraction of the data's end for validation"},
     {"batch", "Rows (windows of --seq-len + 1 tokens) per micro-batch"},
-    {"seq-len", "Tokens per row"},
+    {"seq-len", "Tokens per row (gpt2, evermind; a microgpt step is one document)"},
     {"accum", "Micro-batches whose gradients are averaged per optimizer step"},
     {"devices",
      "Data-parallel replicas: each micro-batch is split into this many shards, their gradients "

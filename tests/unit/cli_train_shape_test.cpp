@@ -127,6 +127,8 @@ TEST_F(CliTrainShape, FlagsThatDoNotApplyAreRefusedNamingTheArch) {
   expect_refused("--arch microgpt --tokenizer " + data_,
                  "--tokenizer does not apply to --arch microgpt");
   expect_refused("--arch microgpt --aux-loss-coef 0.5", "--aux-loss-coef does not apply");
+  expect_refused("--arch microgpt --seq-len 8",  // (a step is one document, up to --block-size)
+                 "--seq-len does not apply to --arch microgpt (only to gpt2 and evermind)");
   // Shapes that cannot work, with what to change.
   expect_refused(gpt2 + " --seq-len 256",
                  "--seq-len 256 is longer than the model's 128 positions: lower --seq-len or "

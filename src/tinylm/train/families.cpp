@@ -209,7 +209,7 @@ std::string no_tokenizer(const RunConfig&, std::string (*)(), std::FILE*) { retu
 constinit const TrainFamily kFamilies[] = {
     {.name = "gpt2",
      .shape = "preset n-layer n-head n-embd block-size bias",
-     .options = "tokenizer dropout compute-dtype sample-every",
+     .options = "tokenizer seq-len dropout compute-dtype sample-every",
      .gpu = true,
      .apply_defaults = gpt2_defaults,
      .complete = gpt2_complete,
@@ -220,7 +220,7 @@ constinit const TrainFamily kFamilies[] = {
      .run = run_gpt2},
     {.name = "evermind",
      .shape = "n-layer d-model conv-kernel hidden-dim experts top-k vocab-size",
-     .options = "tokenizer aux-loss-coef mixed-precision checkpoint-activations",
+     .options = "tokenizer seq-len aux-loss-coef mixed-precision checkpoint-activations",
      .apply_defaults = evermind_defaults,
      .check_fresh_model = evermind_check_fresh,
      .model_size = evermind_size,
