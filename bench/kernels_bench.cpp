@@ -163,7 +163,8 @@ void BM_AdamStepExact(benchmark::State& state) {
 BENCHMARK(BM_AdamStepExact);
 
 // The f32 AdamW update over n parameters (configs/shakespeare_char.toml's model has 0.8M, in
-// cache; GPT-2 124M's 124M stream from memory), on the threads of the pool.
+// cache; GPT-2 124M's 124M stream from memory), on the threads of the pool. Each iteration
+// first copies the gradients back (the update zeroes them), and the time includes the copy.
 void BM_AdamStepF32(benchmark::State& state) {
   const int64_t n = state.range(0);
   std::vector<float> p(n), g0(n), g(n), m(n), v(n);

@@ -47,31 +47,15 @@ void for_each_flagged(const uint8_t* flag, int64_t n, Fn&& fn) {
   }
 }
 
-// The step's scalars rounded to float once, as shaders/adam_update.comp gets them.
-struct AdamScalars {
-  float lr, b1, a1, b2, a2, eps, c1, c2, decay, scale;
-  explicit AdamScalars(const AdamStep& s)
-      : lr(static_cast<float>(s.lr)),
-        b1(static_cast<float>(s.beta1)),
-        a1(static_cast<float>(1 - s.beta1)),
-        b2(static_cast<float>(s.beta2)),
-        a2(static_cast<float>(1 - s.beta2)),
-        eps(static_cast<float>(s.eps)),
-        c1(static_cast<float>(s.c1)),
-        c2(static_cast<float>(s.c2)),
-        decay(static_cast<float>(s.decay)),
-        scale(static_cast<float>(s.grad_scale)) {}
-};
-
 // Elements [i0, i1). The arrays are declared apart and the scalars taken by value, or the
 // compiler must assume each store may change them and leaves the loop scalar.
 void adam_range(float* __restrict pp, float* __restrict gp, float* __restrict mp,
-                float* __restrict vp, int64_t i0, int64_t i1, const AdamScalars k) {
+                float* __restrict vp, int64_t i0, int64_t i1, const AdamStepF32 k) {
   for (int64_t i = i0; i < i1; ++i) {
     const float p = k.decay != 0.0f ? pp[i] - k.decay * pp[i] : pp[i];
-    const float g = gp[i] * k.scale;
-    const float m = k.b1 * mp[i] + k.a1 * g;
-    const float v = k.b2 * vp[i] + k.a2 * (g * g);
+    const float g = gp[i] * k.grad_scale;
+    const float m = k.beta1 * mp[i] + k.one_minus_beta1 * g;
+    const float v = k.beta2 * vp[i] + k.one_minus_beta2 * (g * g);
     mp[i] = m;
     vp[i] = v;
     pp[i] = p - k.lr * (m / k.c1) / (std::sqrt(v / k.c2) + k.eps);
@@ -82,7 +66,7 @@ void adam_range(float* __restrict pp, float* __restrict gp, float* __restrict mp
 }  // namespace
 
 void adam_update(float* pp, float* gp, float* mp, float* vp, int64_t n, const AdamStep& s) {
-  const AdamScalars k(s);
+  const AdamStepF32 k(s);
   constexpr int64_t kChunk = 1 << 16;
   parallel_for(0, (n + kChunk - 1) / kChunk, 1, [&](int64_t chunk) {
     adam_range(pp, gp, mp, vp, chunk * kChunk, std::min(n, (chunk + 1) * kChunk), k);

@@ -18,9 +18,26 @@ struct AdamStep {
   double grad_scale = 1;
 };
 
+// The step's scalars as the float update uses them, each rounded once from double (1 - beta
+// too: closer to the double formula than 1 - float(beta)). The Vulkan shader takes this struct
+// as its push constants, in this order, so the two compute with the same numbers.
+struct AdamStepF32 {
+  float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, c1, c2, decay, grad_scale;
+  explicit AdamStepF32(const AdamStep& s)
+      : lr(static_cast<float>(s.lr)),
+        beta1(static_cast<float>(s.beta1)),
+        one_minus_beta1(static_cast<float>(1 - s.beta1)),
+        beta2(static_cast<float>(s.beta2)),
+        one_minus_beta2(static_cast<float>(1 - s.beta2)),
+        eps(static_cast<float>(s.eps)),
+        c1(static_cast<float>(s.c1)),
+        c2(static_cast<float>(s.c2)),
+        decay(static_cast<float>(s.decay)),
+        grad_scale(static_cast<float>(s.grad_scale)) {}
+};
+
 // float: each element computed in float (as PyTorch's AdamW is; the formula above, which the
-// Vulkan shader computes too), the step's scalars rounded to float first; in chunks split
-// across threads.
+// Vulkan shader computes too) with AdamStepF32's scalars; in chunks split across threads.
 void adam_update(float* p, float* g, float* m, float* v, int64_t n, const AdamStep& s);
 
 // double, contract exact: CPython's arithmetic term for term (microgpt.py's Adam), `**` being

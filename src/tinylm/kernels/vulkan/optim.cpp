@@ -6,11 +6,12 @@
 namespace tinylm::kernels::vulkan {
 namespace {
 
-// shaders/adam_update.comp's push constants.
+// shaders/adam_update.comp's push constants: the count, then the CPU's float scalars.
 struct AdamPush {
   uint32_t n;
-  float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, c1, c2, decay, scale;
+  AdamStepF32 step;
 };
+static_assert(sizeof(AdamPush) == 11 * 4, "the shader reads a uint and ten floats, packed");
 struct SgdPush {
   uint32_t n;
   float lr;
@@ -19,13 +20,7 @@ struct SgdPush {
 }  // namespace
 
 void adam_update(Context& context, View p, View g, View m, View v, int64_t n, const AdamStep& s) {
-  // 1 - beta in double, then rounded: closer to the CPU's than 1 - float(beta).
-  const AdamPush push{static_cast<uint32_t>(n),        static_cast<float>(s.lr),
-                      static_cast<float>(s.beta1),     static_cast<float>(1 - s.beta1),
-                      static_cast<float>(s.beta2),     static_cast<float>(1 - s.beta2),
-                      static_cast<float>(s.eps),       static_cast<float>(s.c1),
-                      static_cast<float>(s.c2),        static_cast<float>(s.decay),
-                      static_cast<float>(s.grad_scale)};
+  const AdamPush push{static_cast<uint32_t>(n), AdamStepF32(s)};
   run_elementwise(context, "adam_update", "adam_update", {{"p", p}, {"g", g}, {"m", m}, {"v", v}},
                   push, n);
 }
