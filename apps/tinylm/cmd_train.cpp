@@ -199,33 +199,47 @@ void run(TrainFlags& f) {
   std::printf("\nmodel: %s\n", s.checkpoint.c_str());
 }
 
-// The settings whose defaults differ by architecture, one column per architecture.
+// The settings' defaults: a column per architecture for those that differ between the
+// families taking them ("-": refused for that --arch), then those only some families take,
+// then the rest.
 std::string defaults_table() {
+  const std::span<const train::TrainFamily> families = train::train_families();
   std::vector<nlohmann::ordered_json> d;
   std::string names;
-  for (const train::TrainFamily& family : train::train_families()) {
+  for (const train::TrainFamily& family : families) {
     d.push_back(train::to_json(train::defaults_for(std::string(family.name))));
     names += (names.empty() ? "" : " / ") + std::string(family.name);
   }
-  const auto same_for_all = [&](const std::string& name) {
-    for (const auto& other : d) {
-      if (other[name] != d[0][name]) return false;
+  std::string table = "Defaults by --arch (" + names + "; -: refused for that --arch):\n";
+  std::vector<std::string> only(families.size());
+  std::string rest = "Otherwise:";
+  for (const auto& [name, value] : d[0].items()) {
+    if (name == "arch" || name == "data") continue;
+    size_t takers = 0, first = 0;
+    bool same = true;
+    for (size_t i = 0; i < families.size(); ++i) {
+      if (!train::takes_flag(families[i], name)) continue;
+      if (takers++ == 0) first = i;
+      same = same && d[i][name] == d[first][name];
     }
-    return true;
-  };
-  std::string out = "Defaults by --arch (" + names + "):\n";
-  for (const auto& [name, value] : d[0].items()) {
-    if (name == "arch" || same_for_all(name)) continue;
-    out += "  --" + name + ": ";
-    for (size_t i = 0; i < d.size(); ++i) out += (i > 0 ? " / " : "") + d[i][name].dump();
-    out += "\n";
+    if (takers == 1) {
+      only[first] += " --" + name + " " + d[first][name].dump();
+    } else if (same && takers == families.size()) {
+      rest += " --" + name + " " + value.dump();
+    } else {
+      table += "  --" + name + ": ";
+      for (size_t i = 0; i < families.size(); ++i) {
+        table += i > 0 ? " / " : "";
+        table += train::takes_flag(families[i], name) ? d[i][name].dump() : "-";
+      }
+      table += "\n";
+    }
   }
-  out += "Otherwise:";
-  for (const auto& [name, value] : d[0].items()) {
-    if (name == "arch" || name == "data" || !same_for_all(name)) continue;
-    out += " --" + name + " " + value.dump();
+  for (size_t i = 0; i < families.size(); ++i) {
+    if (!only[i].empty())
+      table += "Only --arch " + std::string(families[i].name) + ":" + only[i] + "\n";
   }
-  return out;
+  return table + rest;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_util.h"
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
@@ -142,6 +143,61 @@ TEST_F(CliTrainShape, FlagsThatDoNotApplyAreRefusedNamingTheArch) {
   const std::string model = train("--preset small-test --seq-len 32") + "/latest";
   expect_refused("--init-from " + model + " --n-layer 3", "--n-layer sets a fresh model's shape");
   expect_refused("--init-from " + model + " --bias false", "--bias sets a fresh model's shape");
+}
+
+// `train --help` lists each setting's default per arch, "-" where that arch refuses the flag,
+// and "Only --arch F:" for the flags one family alone takes: each claim is checked against what
+// `train` does with the flag (a missing --data file is the only other error it can meet).
+TEST_F(CliTrainShape, HelpsDefaultsSayWhichArchRefusesEachFlag) {
+  const std::string help = run_cli("train --help").out;
+  const size_t table = help.find("Defaults by --arch (");
+  ASSERT_NE(table, std::string::npos) << help;
+  std::vector<std::string> archs;
+  {
+    std::istringstream names(help.substr(table + 20, help.find(';', table) - table - 20));
+    for (std::string name, slash; names >> name; names >> slash) archs.push_back(name);
+  }
+  ASSERT_EQ(archs, (std::vector<std::string>{"gpt2", "evermind", "microgpt"}));
+  // Whether `train --arch ARCH` refuses FLAG given as VALUE (JSON) in a config file.
+  const auto refused = [&](const std::string& arch, const std::string& flag,
+                           const std::string& value) {
+    const std::string config = tmp_.file("flag.json");
+    write_text(config, "{\"" + flag + "\": " + value + "}");
+    const CommandResult r = run_cli("train --arch " + arch + " --config " + config + " --data " +
+                                    tmp_.file("missing.txt") + " --out " + tmp_.file("never"));
+    EXPECT_NE(r.exit_code, 0) << r.err;
+    return r.err.find("does not apply to --arch " + arch) != std::string::npos;
+  };
+  int rows = 0, only = 0;
+  std::istringstream lines(help.substr(table));
+  for (std::string line; std::getline(lines, line) && !line.starts_with("Otherwise:");) {
+    if (line.starts_with("  --")) {  // "  --flag: a / b / c"
+      const size_t colon = line.find(':');
+      const std::string flag = line.substr(4, colon - 4);
+      std::vector<std::string> cells;
+      for (size_t at = colon + 2; at <= line.size();) {
+        const size_t end = std::min(line.find(" / ", at), line.size());
+        cells.push_back(line.substr(at, end - at));
+        at = end + 3;
+      }
+      ASSERT_EQ(cells.size(), archs.size()) << line;
+      const std::string value =
+          *std::find_if(cells.begin(), cells.end(), [](const std::string& c) { return c != "-"; });
+      for (size_t i = 0; i < archs.size(); ++i)
+        EXPECT_EQ(refused(archs[i], flag, value), cells[i] == "-") << archs[i] << ": " << line;
+      ++rows;
+    } else if (line.starts_with("Only --arch ")) {  // "Only --arch F: --a 1 --b "x""
+      const std::string arch = line.substr(12, line.find(':') - 12);
+      std::istringstream pairs(line.substr(line.find(':') + 1));
+      for (std::string flag, value; pairs >> flag >> value;) {
+        for (const std::string& other : archs)
+          EXPECT_EQ(refused(other, flag.substr(2), value), other != arch) << other << ": " << flag;
+        ++only;
+      }
+    }
+  }
+  EXPECT_GE(rows, 10) << help;
+  EXPECT_GE(only, 10) << help;
 }
 
 // A run stored before the shape flags (its run.json has no "bias", and microgpt's defaults in

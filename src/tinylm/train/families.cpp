@@ -272,6 +272,14 @@ bool takes(const TrainFamily& f, std::string_view flag) {
 
 }  // namespace
 
+bool takes_flag(const TrainFamily& family, std::string_view flag) {
+  if (takes(family, flag)) return true;
+  for (const TrainFamily& f : kFamilies) {
+    if (takes(f, flag)) return false;
+  }
+  return true;
+}
+
 void check_family_flags(const TrainFamily& family, const nlohmann::ordered_json& given) {
   const bool init_from = given.contains("init-from") && given["init-from"] != "";
   for (const auto& item : given.items()) {
@@ -280,15 +288,13 @@ void check_family_flags(const TrainFamily& family, const nlohmann::ordered_json&
       throw FlagError(cat("--", flag, " sets a fresh model's shape; the model from --init-from ",
                           "has its own (leave --", flag, " out)"));
     }
-    if (takes(family, flag)) continue;
+    if (takes_flag(family, flag)) continue;
     std::string others;
     for (const TrainFamily& f : kFamilies) {
       if (takes(f, flag)) others += (others.empty() ? "" : " and ") + std::string(f.name);
     }
-    if (!others.empty()) {
-      throw FlagError(
-          cat("--", flag, " does not apply to --arch ", family.name, " (only to ", others, ")"));
-    }
+    throw FlagError(
+        cat("--", flag, " does not apply to --arch ", family.name, " (only to ", others, ")"));
   }
 }
 

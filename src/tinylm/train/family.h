@@ -74,6 +74,10 @@ const TrainFamily& train_family(std::string_view arch);
 // evermind", "gpt2, evermind or microgpt".
 std::string family_names(bool (*has)(const TrainFamily&));
 
+// Whether `family` takes `flag` (a name as run.json spells it): a flag that no family lists
+// (--lr, --steps, ...) applies to all; one that some family lists, only to those that list it.
+bool takes_flag(const TrainFamily& family, std::string_view flag);
+
 // Refuses (FlagError) a given flag that `family` does not take but another family does, and a
 // shape flag beside --init-from; `given`: the flags given, as run.json names them.
 void check_family_flags(const TrainFamily& family, const nlohmann::ordered_json& given);
