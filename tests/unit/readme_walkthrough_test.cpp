@@ -25,7 +25,7 @@ std::vector<std::string> readme_commands(const std::string& from) {
     if (line.rfind("## ", 0) == 0) section = line.rfind(from, 0) == 0;
     if (!section) continue;
     if (line.rfind("```", 0) == 0) {
-      block = !block;
+      block = !block && line == "```sh";  // (a ```text block is output, not commands)
       continue;
     }
     if (!block) continue;
