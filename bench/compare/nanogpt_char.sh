@@ -12,7 +12,9 @@
 #         first few, no evaluations.
 #
 # tinylm runs once per kernel level given (TINYLM_ISA), each beside a nanoGPT run, alternating
-# which goes first. A benchmark tool only: nanoGPT runs from a checkout outside this repository
+# which goes first. At the avx2 level PyTorch is held to AVX2 as well (ATen's kernels and
+# OpenBLAS's, which would otherwise use AVX-512 on this CPU), so that the row is what an
+# AVX2-only machine runs on both sides; --peer-native leaves it to choose. A benchmark tool only: nanoGPT runs from a checkout outside this repository
 # on Debian's python3-torch (scripts/install-deps.sh --bench-compare), which must use OpenBLAS:
 # the script prints torch's BLAS and stops if it is the reference BLAS.
 set -euo pipefail
@@ -27,6 +29,7 @@ MODE=cpu
 STEPS=""
 WORK=/tmp/nanogpt-char-bench
 PYTHON=/usr/bin/python3
+PEER_NATIVE=0
 
 usage() {
   cat <<EOF
@@ -40,6 +43,7 @@ usage: bench/compare/nanogpt_char.sh --nanogpt DIR [options]
   --levels "L..." TINYLM_ISA levels to run tinylm at (default: every level tinylm supports)
   --steps N       baby: steps to time (default 30); cpu: the recipe's 2000 unless given
   --work DIR      scratch directory (default: $WORK)
+  --peer-native   at the avx2 level, let PyTorch use what the CPU has (default: hold it to AVX2)
 EOF
 }
 
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
     --levels) LEVELS=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
+    --peer-native) PEER_NATIVE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "nanogpt_char.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -98,10 +103,33 @@ echo "tinylm: $("$TINYLM" --version | head -1)"
 
 now() { date +%s.%N; }
 
-nanogpt_run() {  # $1: log file; the rest: train.py overrides
-  local log=$1; shift
-  (cd "$NG" && env "${TORCH_ENV[@]}" "$PYTHON" train.py config/train_shakespeare_char.py \
-     --device=cpu --compile=False --out_dir="$WORK/out-nanogpt" "$@") >"$log" 2>&1
+# PyTorch's environment beside tinylm at level $1.
+peer_env() {
+  if [ "$1" = avx2 ] && [ "$PEER_NATIVE" = 0 ]; then
+    echo ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell
+  fi
+}
+# What PyTorch runs on in that environment: ATen's vector level and OpenBLAS's kernels.
+peer_isa() {
+  env "${TORCH_ENV[@]}" $(peer_env "$1") "$PYTHON" -c '
+import ctypes, re, torch
+(torch.ones(64, 64) @ torch.ones(64, 64)).sum()
+aten = re.search(r"CPU capability usage: (\S+)", torch.__config__.show()).group(1)
+lib = next(l for l in re.findall(r"/\S*openblas\S*\.so\S*", open("/proc/self/maps").read()))
+blas = ctypes.CDLL(lib)
+blas.openblas_get_corename.restype = ctypes.c_char_p
+print("ATen", aten + ", OpenBLAS", blas.openblas_get_corename().decode())'
+}
+
+for level in $LEVELS; do
+  echo "beside tinylm's $level: PyTorch on $(peer_isa "$level") $(peer_env "$level")"
+done
+
+nanogpt_run() {  # $1: level, $2: log file; the rest: train.py overrides
+  local level=$1 log=$2; shift 2
+  (cd "$NG" && env "${TORCH_ENV[@]}" $(peer_env "$level") "$PYTHON" train.py \
+     config/train_shakespeare_char.py --device=cpu --compile=False --out_dir="$WORK/out-nanogpt" \
+     "$@") >"$log" 2>&1
 }
 
 tinylm_run() {  # $1: level, $2: log file; the rest: train flags
@@ -122,7 +150,7 @@ if [ "$MODE" = cpu ]; then
     for side in $first $([ $first = nanogpt ] && echo tinylm || echo nanogpt); do
       t0=$(now)
       if [ $side = nanogpt ]; then
-        nanogpt_run "$WORK/nanogpt-$level.log" --eval_iters=20 --log_interval=1 --block_size=64 \
+        nanogpt_run "$level" "$WORK/nanogpt-$level.log" --eval_iters=20 --log_interval=1 --block_size=64 \
           --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --max_iters="$steps" \
           --lr_decay_iters="$steps" --dropout=0.0
         ng_wall=$(echo "$(now) - $t0" | bc)
@@ -152,7 +180,7 @@ else
   skip=5  # steps before timing starts
   printf "\n%-7s | %-18s | %-18s | %s\n" level "nanoGPT tok/s" "tinylm tok/s" "ratio"
   for level in $LEVELS; do
-    nanogpt_run "$WORK/nanogpt-baby.log" --max_iters="$steps" --eval_interval=100000 \
+    nanogpt_run "$level" "$WORK/nanogpt-baby.log" --max_iters="$steps" --eval_interval=100000 \
       --eval_iters=1 --log_interval=1
     ng_ms=$(grep -E '^iter [0-9]+: ' "$WORK/nanogpt-baby.log" | awk -v s=$skip '$2+0 >= s' |
             sed 's/.*time \([0-9.]*\)ms.*/\1/' | median)
