@@ -200,8 +200,8 @@ void run(TrainFlags& f) {
 }
 
 // The settings' defaults: a column per architecture for those that differ between the
-// families taking them ("-": refused for that --arch), then those only some families take,
-// then the rest.
+// families or that some family refuses ("-"), then those that one family alone takes, then
+// the rest.
 std::string defaults_table() {
   const std::span<const train::TrainFamily> families = train::train_families();
   std::vector<nlohmann::ordered_json> d;
