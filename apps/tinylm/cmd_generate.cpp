@@ -189,7 +189,9 @@ void run_generate(GenerateFlags& f) {
         std::printf("%s\n", dumped.c_str());
         flush_stdout();
       } else {
-        if (many && s > 0) std::fputs("\n", stdout);
+        // Between completions, nanoGPT's sample.py separator: a blank line would not stand
+        // out in text that has its own (a play's speeches).
+        if (many && s > 0) std::fputs("---------------\n", stdout);
         std::fputs(prompts[i].c_str(), stdout);
         flush_stdout();
         st = g.run(
@@ -251,7 +253,8 @@ void register_generate(CLI::App& app) {
   cmd->add_option("-f,--prompt-file", f->prompt_file, "Read the prompt from this file (- : stdin)");
   cmd->add_option("--prompts", f->prompts_file,
                   "One prompt per line; prints one JSON line per completion");
-  cmd->add_option("--samples", f->samples, "Completions per prompt (seeds seed, seed+1, ...)")
+  cmd->add_option("--samples", f->samples,
+                  "Completions per prompt (seeds seed, seed+1, ...), separated by a line of dashes")
       ->capture_default_str();
   cmd->add_option("-n,--max-tokens,--n-predict", f->gen.max_tokens, "Tokens to generate")
       ->capture_default_str();

@@ -106,7 +106,7 @@ TEST_F(CliMicrogptDecode, GenerateSamplesWhatMicrogptLoadSamples) {
   // --samples N: seeds 7, 8, ..., each the first name of microgpt --load with that seed.
   const test::CommandResult two = run_cli("generate --model " + m + " --seed 7 --samples 2");
   ASSERT_EQ(two.exit_code, 0) << two.err;
-  EXPECT_EQ(two.out, first_name(m, 7) + "\n\n" + first_name(m, 8) + "\n");
+  EXPECT_EQ(two.out, first_name(m, 7) + "\n---------------\n" + first_name(m, 8) + "\n");
   // A prompt continues a name that starts with it.
   const test::CommandResult prompted =
       run_cli("generate --model " + m + " --seed 7 --prompt ma --max-tokens 3");
