@@ -3,12 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <functional>
 #include <limits>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 
@@ -17,6 +13,7 @@
 #include "tinylm/io/atomic_file.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/text_file.h"
+#include "tinylm/tokenizers/bpe_model.h"
 #include "tinylm/tokenizers/pretokenize.h"
 
 namespace tinylm {
@@ -24,6 +21,9 @@ namespace tinylm {
 namespace {
 
 using Json = nlohmann::ordered_json;
+using bpe_detail::pair_key;
+using bpe_detail::quote_token;
+using bpe_detail::StringMap;
 
 // ---------------------------------------------------------------------------------------------
 // Byte-level alphabet
@@ -105,37 +105,6 @@ size_t decode_whatwg(std::string_view in, std::string& out, bool flush) {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-// A token for an error message: quoted, control bytes escaped, long ones cut short.
-std::string quote_token(std::string_view s) {
-  std::string out = "'";
-  size_t i = 0;
-  for (; i < s.size() && i < 80; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) out += s[i++];
-  if (i < s.size()) out += "...";
-  return out + "'";
-}
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
-template <class V>
-using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
-
-uint64_t pair_key(int a, int b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
 
 // The bytes of a byte-level string, or nullopt when a character is outside the alphabet.
 std::optional<std::string> byte_level_bytes(std::string_view token) {
@@ -240,89 +209,6 @@ std::string sanitize_utf8(std::string_view bytes) {
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The model
-
-namespace bpe_detail {
-
-struct Model {
-  struct Merge {
-    int rank;
-    int result;
-  };
-  std::vector<std::string> tokens;  // by id
-  std::vector<std::string> bytes;   // by id: what each token decodes to
-  StringMap<int> ids;
-  std::vector<std::pair<int, int>> merges;  // by rank
-  std::unordered_map<uint64_t, Merge> merge_table;
-  std::array<int, 256> byte_ids{};  // the token of each byte; -1 where the vocabulary lacks it
-  std::vector<std::pair<std::string, int>> specials;  // content, id; in id order
-  std::optional<int> eot;
-};
-
-// Pre-token bytes -> ids, for pieces of up to kMaxPieceBytes: an open-addressing hash table
-// over two arenas (the pieces' bytes and their ids), flat so that a lookup costs about two
-// cache misses. When it holds kMaxEntries it starts over.
-struct Cache {
- public:
-  static constexpr size_t kMaxEntries = size_t{1} << 16;
-  static constexpr size_t kMaxPieceBytes = 256;
-
-  std::mutex mu;  // guards everything below
-
-  // Appends the ids of `piece` to out if it is cached.
-  bool lookup(std::string_view piece, size_t hash, std::vector<int>& out) const {
-    if (slots_.empty()) return false;
-    for (size_t i = hash & kMask;; i = (i + 1) & kMask) {
-      const Slot& s = slots_[i];
-      if (s.key_len == 0) return false;
-      if (s.hash == hash && s.key_len == piece.size() &&
-          std::memcmp(keys_.data() + s.key, piece.data(), piece.size()) == 0) {
-        out.insert(out.end(), ids_.begin() + s.ids, ids_.begin() + s.ids + s.n_ids);
-        return true;
-      }
-    }
-  }
-
-  void insert(std::string_view piece, size_t hash, std::span<const int> ids) {
-    if (piece.empty() || piece.size() > kMaxPieceBytes) return;
-    if (slots_.empty() || entries_ >= kMaxEntries) {
-      slots_.assign(kSlots, Slot{});
-      keys_.clear();
-      ids_.clear();
-      entries_ = 0;
-    }
-    size_t i = hash & kMask;
-    for (; slots_[i].key_len != 0; i = (i + 1) & kMask) {
-      const Slot& s = slots_[i];
-      if (s.hash == hash && s.key_len == piece.size() &&
-          std::memcmp(keys_.data() + s.key, piece.data(), piece.size()) == 0) {
-        return;  // another thread was first
-      }
-    }
-    slots_[i] = {hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(ids_.size()),
-                 static_cast<uint16_t>(piece.size()), static_cast<uint16_t>(ids.size())};
-    keys_.append(piece);
-    ids_.insert(ids_.end(), ids.begin(), ids.end());
-    ++entries_;
-  }
-
- private:
-  static constexpr size_t kSlots = kMaxEntries * 2;  // a power of two: load factor <= 1/2
-  static constexpr size_t kMask = kSlots - 1;
-  struct Slot {
-    size_t hash;
-    uint32_t key, ids;        // offsets into keys_ and ids_
-    uint16_t key_len, n_ids;  // key_len 0: empty slot (n_ids <= key_len <= 256)
-  };
-  std::vector<Slot> slots_;  // allocated on the first insert
-  std::string keys_;
-  std::vector<int> ids_;
-  size_t entries_ = 0;
-};
-
-}  // namespace bpe_detail
-
 namespace {
 
 using bpe_detail::Model;
@@ -408,184 +294,6 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
     m->merges.emplace_back(a, b);
   }
   return m;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Merging one piece
-
-struct Symbol {
-  int id;    // -1 once merged into its left neighbour
-  int prev;  // -1 at the start
-  int next;  // -1 at the end
-};
-
-// A merge candidate: rank << 32 | left, for the pair of symbol `left` and its right
-// neighbour. When its turn comes it is still good if that pair (whatever it is now) has that
-// rank: a rank names one pair of tokens.
-using Candidate = uint64_t;
-
-Candidate make_candidate(int rank, int left) {
-  return static_cast<uint64_t>(rank) << 32 | static_cast<uint32_t>(left);
-}
-int candidate_rank(Candidate c) { return static_cast<int>(c >> 32); }
-int candidate_left(Candidate c) { return static_cast<int>(c & 0xFFFFFFFFu); }
-
-struct Scratch {
-  std::vector<Symbol> symbols;
-  std::vector<Candidate> heap, pending;
-  std::vector<int> ids;
-  // Long pieces: rank -> lefts, and a min-heap of the ranks that have lefts.
-  std::unordered_map<int, std::vector<int>> buckets;
-  std::vector<int> ranks, batch;
-};
-
-// Byte `at` of a pre-token (valid UTF-8) has no token: names the character it is part of (a
-// character vocabulary lacks that character) and the byte.
-[[noreturn]] void fail_missing_byte(std::string_view piece, size_t at) {
-  const auto b = static_cast<unsigned char>(piece[at]);
-  size_t begin = at;
-  while (begin > 0 && (static_cast<unsigned char>(piece[begin]) & 0xC0) == 0x80) --begin;
-  int len = 1;
-  const char32_t c = utf8_at(piece, begin, &len);
-  std::string token;
-  append_utf8(token, byte_to_unicode(b));
-  char hex[48];
-  std::snprintf(hex, sizeof hex, "U+%04X; byte 0x%02X", static_cast<unsigned>(c), b);
-  fail("the vocabulary has no token for the character ",
-       quote_token(piece.substr(begin, static_cast<size_t>(len))), " (", hex,
-       ", whose token would be ", quote_token(token), ")");
-}
-
-// The merge of symbol `left` with its right neighbour, if the pair has a rank.
-const Model::Merge* merge_at(const Model& m, const Scratch& s, int left) {
-  const Symbol& l = s.symbols[static_cast<size_t>(left)];
-  if (l.id < 0 || l.next < 0) return nullptr;
-  const auto it = m.merge_table.find(pair_key(l.id, s.symbols[static_cast<size_t>(l.next)].id));
-  return it == m.merge_table.end() ? nullptr : &it->second;
-}
-
-void add_candidate(const Model& m, const Scratch& s, int left, std::vector<Candidate>& to) {
-  if (const Model::Merge* mg = merge_at(m, s, left)) to.push_back(make_candidate(mg->rank, left));
-}
-
-// Merges symbol `left` with its right neighbour (the pair of rank `rank`), if that is still
-// the pair there; the pairs this makes go to s.pending.
-void merge_if_current(const Model& m, Scratch& s, int left, int rank) {
-  const Model::Merge* mg = merge_at(m, s, left);
-  if (!mg || mg->rank != rank) return;  // stale: the pair there has changed
-  Symbol& l = s.symbols[static_cast<size_t>(left)];
-  Symbol& r = s.symbols[static_cast<size_t>(l.next)];
-  l.id = mg->result;
-  r.id = -1;
-  l.next = r.next;
-  if (l.next >= 0) s.symbols[static_cast<size_t>(l.next)].prev = left;
-  if (l.prev >= 0) add_candidate(m, s, l.prev, s.pending);
-  add_candidate(m, s, left, s.pending);
-}
-
-// Short pieces: one heap of candidates ordered by (rank, left).
-void merge_with_heap(const Model& m, Scratch& s) {
-  const auto after = std::greater<Candidate>();
-  s.heap.clear();
-  for (int i = 0; i + 1 < static_cast<int>(s.symbols.size()); ++i) add_candidate(m, s, i, s.heap);
-  std::make_heap(s.heap.begin(), s.heap.end(), after);
-  while (!s.heap.empty()) {
-    const int rank = candidate_rank(s.heap.front());
-    s.pending.clear();
-    while (!s.heap.empty() && candidate_rank(s.heap.front()) == rank) {
-      std::pop_heap(s.heap.begin(), s.heap.end(), after);
-      const int left = candidate_left(s.heap.back());
-      s.heap.pop_back();
-      merge_if_current(m, s, left, rank);
-    }
-    for (const Candidate c : s.pending) {
-      s.heap.push_back(c);
-      std::push_heap(s.heap.begin(), s.heap.end(), after);
-    }
-  }
-}
-
-// Long pieces (e.g. a megabyte of one letter): the lefts of each rank in a bucket, sorted when
-// the rank's turn comes. The same order as the heap, with far better memory locality.
-void merge_with_buckets(const Model& m, Scratch& s) {
-  const auto after = std::greater<int>();
-  s.buckets.clear();
-  s.ranks.clear();
-  const auto add = [&](int rank, int left) {
-    const auto [it, inserted] = s.buckets.try_emplace(rank);
-    if (inserted) {
-      s.ranks.push_back(rank);
-      std::push_heap(s.ranks.begin(), s.ranks.end(), after);
-    }
-    it->second.push_back(left);
-  };
-  for (int i = 0; i + 1 < static_cast<int>(s.symbols.size()); ++i) {
-    if (const Model::Merge* mg = merge_at(m, s, i)) add(mg->rank, i);
-  }
-  while (!s.ranks.empty()) {
-    std::pop_heap(s.ranks.begin(), s.ranks.end(), after);
-    const int rank = s.ranks.back();
-    s.ranks.pop_back();
-    auto node = s.buckets.extract(rank);
-    s.batch.swap(node.mapped());
-    if (!std::is_sorted(s.batch.begin(), s.batch.end())) std::sort(s.batch.begin(), s.batch.end());
-    s.pending.clear();
-    for (const int left : s.batch) merge_if_current(m, s, left, rank);
-    // No pair of this rank can appear again (a merged symbol is longer than either part), so
-    // the rank's bucket is done; the pairs made meanwhile join their own ranks' buckets.
-    for (const Candidate c : s.pending) add(candidate_rank(c), candidate_left(c));
-  }
-}
-
-constexpr size_t kHeapMaxSymbols = 64;
-
-// The ids of one pre-token into s.ids. What the plain algorithm does (find the lowest-ranked
-// adjacent pair, merge all its non-overlapping occurrences left to right, repeat), done in
-// O(n log n) with a linked list of symbols and candidate pairs ordered by (rank, position):
-// the candidates of one rank are taken left to right, and those that the merges of that rank
-// create wait in s.pending until the rank is done (a merge list need not rank a pair after
-// the pairs that make its parts, and then the order matters).
-void bpe_merge(const Model& m, std::string_view piece, Scratch& s) {
-  check(piece.size() < static_cast<size_t>(INT_MAX), "BPE: pre-token too long");
-  const int n = static_cast<int>(piece.size());
-  s.symbols.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    const auto b = static_cast<unsigned char>(piece[static_cast<size_t>(i)]);
-    const int id = m.byte_ids[b];
-    if (id < 0) fail_missing_byte(piece, static_cast<size_t>(i));
-    s.symbols[static_cast<size_t>(i)] = {id, i - 1, i + 1 < n ? i + 1 : -1};
-  }
-  if (piece.size() <= kHeapMaxSymbols) {
-    merge_with_heap(m, s);
-  } else {
-    merge_with_buckets(m, s);
-  }
-  s.ids.clear();
-  for (int i = 0; i >= 0; i = s.symbols[static_cast<size_t>(i)].next) {
-    s.ids.push_back(s.symbols[static_cast<size_t>(i)].id);
-  }
-}
-
-void encode_piece(const Model& m, bpe_detail::Cache& cache, std::string_view piece,
-                  std::vector<int>& out, Scratch& s) {
-  if (piece.size() == 1) {
-    const auto b = static_cast<unsigned char>(piece[0]);
-    if (m.byte_ids[b] < 0) fail_missing_byte(piece, 0);
-    out.push_back(m.byte_ids[b]);
-    return;
-  }
-  const bool cacheable = piece.size() <= bpe_detail::Cache::kMaxPieceBytes;
-  const size_t hash = cacheable ? std::hash<std::string_view>{}(piece) : 0;
-  if (cacheable) {
-    const std::lock_guard<std::mutex> lock(cache.mu);
-    if (cache.lookup(piece, hash, out)) return;
-  }
-  bpe_merge(m, piece, s);
-  out.insert(out.end(), s.ids.begin(), s.ids.end());
-  if (cacheable) {
-    const std::lock_guard<std::mutex> lock(cache.mu);
-    cache.insert(piece, hash, s.ids);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -789,12 +497,12 @@ std::vector<int> BpeTokenizer::encode(std::string_view text, bool allow_special,
   const Model& m = *model_;
   std::vector<int> out;
   out.reserve(text.size() / 3 + 1);
-  Scratch scratch;
+  bpe_detail::Scratch scratch;
   every = std::max<size_t>(every, 1);
   size_t next_report = every;
   const auto encode_plain = [&](std::string_view part) {
     for_each_pretoken(part, [&](std::string_view piece) {
-      encode_piece(m, *cache_, piece, out, scratch);
+      bpe_detail::encode_piece(m, *cache_, piece, out, scratch);
       if (!progress) return;
       const size_t done = static_cast<size_t>(piece.data() - text.data()) + piece.size();
       if (done >= next_report && done < text.size()) {

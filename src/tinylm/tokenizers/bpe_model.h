@@ -1,0 +1,143 @@
+#pragma once
+// The inside of BpeTokenizer (bpe.h), shared by its two files: the model that a vocabulary and
+// a merge list make (built in bpe.cpp), the cache of encoded pre-tokens, and the merging of
+// one pre-token into tokens (bpe_merge.cpp).
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tinylm::bpe_detail {
+
+// Maps from strings that a string_view looks up without a copy.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+// A merge's key in Model::merge_table: its two tokens' ids.
+inline uint64_t pair_key(int a, int b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
+
+// A token for an error message: quoted, control bytes escaped, long ones cut short.
+std::string quote_token(std::string_view s);
+
+struct Model {
+  struct Merge {
+    int rank;
+    int result;
+  };
+  std::vector<std::string> tokens;  // by id
+  std::vector<std::string> bytes;   // by id: what each token decodes to
+  StringMap<int> ids;
+  std::vector<std::pair<int, int>> merges;  // by rank
+  std::unordered_map<uint64_t, Merge> merge_table;
+  std::array<int, 256> byte_ids{};  // the token of each byte; -1 where the vocabulary lacks it
+  std::vector<std::pair<std::string, int>> specials;  // content, id; in id order
+  std::optional<int> eot;
+};
+
+// Pre-token bytes -> ids, for pieces of up to kMaxPieceBytes: an open-addressing hash table
+// over two arenas (the pieces' bytes and their ids), flat so that a lookup costs about two
+// cache misses. When it holds kMaxEntries it starts over.
+struct Cache {
+ public:
+  static constexpr size_t kMaxEntries = size_t{1} << 16;
+  static constexpr size_t kMaxPieceBytes = 256;
+
+  std::mutex mu;  // guards everything below
+
+  // Appends the ids of `piece` to out if it is cached.
+  bool lookup(std::string_view piece, size_t hash, std::vector<int>& out) const {
+    if (slots_.empty()) return false;
+    for (size_t i = hash & kMask;; i = (i + 1) & kMask) {
+      const Slot& s = slots_[i];
+      if (s.key_len == 0) return false;
+      if (s.hash == hash && s.key_len == piece.size() &&
+          std::memcmp(keys_.data() + s.key, piece.data(), piece.size()) == 0) {
+        out.insert(out.end(), ids_.begin() + s.ids, ids_.begin() + s.ids + s.n_ids);
+        return true;
+      }
+    }
+  }
+
+  void insert(std::string_view piece, size_t hash, std::span<const int> ids) {
+    if (piece.empty() || piece.size() > kMaxPieceBytes) return;
+    if (slots_.empty() || entries_ >= kMaxEntries) {
+      slots_.assign(kSlots, Slot{});
+      keys_.clear();
+      ids_.clear();
+      entries_ = 0;
+    }
+    size_t i = hash & kMask;
+    for (; slots_[i].key_len != 0; i = (i + 1) & kMask) {
+      const Slot& s = slots_[i];
+      if (s.hash == hash && s.key_len == piece.size() &&
+          std::memcmp(keys_.data() + s.key, piece.data(), piece.size()) == 0) {
+        return;  // another thread was first
+      }
+    }
+    slots_[i] = {hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(ids_.size()),
+                 static_cast<uint16_t>(piece.size()), static_cast<uint16_t>(ids.size())};
+    keys_.append(piece);
+    ids_.insert(ids_.end(), ids.begin(), ids.end());
+    ++entries_;
+  }
+
+ private:
+  static constexpr size_t kSlots = kMaxEntries * 2;  // a power of two: load factor <= 1/2
+  static constexpr size_t kMask = kSlots - 1;
+  struct Slot {
+    size_t hash;
+    uint32_t key, ids;        // offsets into keys_ and ids_
+    uint16_t key_len, n_ids;  // key_len 0: empty slot (n_ids <= key_len <= 256)
+  };
+  std::vector<Slot> slots_;  // allocated on the first insert
+  std::string keys_;
+  std::vector<int> ids_;
+  size_t entries_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Merging one pre-token
+
+struct Symbol {
+  int id;    // -1 once merged into its left neighbour
+  int prev;  // -1 at the start
+  int next;  // -1 at the end
+};
+
+// A merge candidate: rank << 32 | left, for the pair of symbol `left` and its right
+// neighbour. When its turn comes it is still good if that pair (whatever it is now) has that
+// rank: a rank names one pair of tokens.
+using Candidate = uint64_t;
+
+// The working memory of encode_piece, kept across the pre-tokens of one text.
+struct Scratch {
+  std::vector<Symbol> symbols;
+  std::vector<Candidate> heap, pending;
+  std::vector<int> ids;
+  // Long pieces: rank -> lefts, and a min-heap of the ranks that have lefts.
+  std::unordered_map<int, std::vector<int>> buckets;
+  std::vector<int> ranks, batch;
+};
+
+// Appends the ids of one pre-token to out: from the cache, or merged (bpe.h's rule) with s as
+// working memory and then cached. A byte the vocabulary has no token for is an Error naming
+// its character.
+void encode_piece(const Model& m, Cache& cache, std::string_view piece, std::vector<int>& out,
+                  Scratch& s);
+
+}  // namespace tinylm::bpe_detail
