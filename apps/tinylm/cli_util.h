@@ -21,9 +21,9 @@ inline constexpr int kExitTerminated = 143;
 
 // What the training commands' --help says of their bits across kernel levels (README).
 inline constexpr const char* kGpt2TrainingLevelsNote =
-    "GPT-2 training multiplies with oneDNN, whose sums differ between kernel levels in the last "
-    "bits: the same flags repeat their bytes on the same level, but losses and checkpoints can "
-    "differ in their last digits between TINYLM_ISA=avx2 and avx512 (inference gives the same "
+    "GPT-2 training multiplies with oneDNN, whose sums differ between kernel levels in the last\n"
+    "bits: the same flags repeat their bytes on the same level, but losses and checkpoints can\n"
+    "differ in their last digits between TINYLM_ISA=avx2 and avx512 (inference gives the same\n"
     "bits at every level).";
 
 // A wrong command line found by a command's own checks (flag values that conflict, ...):

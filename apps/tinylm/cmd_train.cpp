@@ -199,6 +199,24 @@ void run(TrainFlags& f) {
   std::printf("\nmodel: %s\n", s.checkpoint.c_str());
 }
 
+// `line` ("Label: --a 1 --b 2 ...") cut before a flag where it would pass 100 columns, the
+// lines after the first indented by four spaces.
+std::string wrapped(const std::string& line) {
+  std::string out;
+  size_t start = 0;  // of the current output line, in out
+  for (size_t at = 0; at < line.size();) {
+    size_t next = line.find(" --", at + 1);
+    if (next == std::string::npos) next = line.size();
+    if (out.size() - start + (next - at) > 100 && out.size() > start + 4) {
+      out += "\n   ";
+      start = out.size() - 3;
+    }
+    out += line.substr(at, next - at);
+    at = next;
+  }
+  return out;
+}
+
 // The settings' defaults: a column per architecture for those that differ between the
 // families or that some family refuses ("-"), then those that one family alone takes, then
 // the rest.
@@ -237,9 +255,9 @@ std::string defaults_table() {
   }
   for (size_t i = 0; i < families.size(); ++i) {
     if (!only[i].empty())
-      table += "Only --arch " + std::string(families[i].name) + ":" + only[i] + "\n";
+      table += wrapped("Only --arch " + std::string(families[i].name) + ":" + only[i]) + "\n";
   }
-  return table + rest;
+  return table + wrapped(rest);
 }
 
 }  // namespace

@@ -146,8 +146,9 @@ TEST_F(CliTrainShape, FlagsThatDoNotApplyAreRefusedNamingTheArch) {
 }
 
 // `train --help` lists each setting's default per arch, "-" where that arch refuses the flag,
-// and "Only --arch F:" for the flags one family alone takes: each claim is checked against what
-// `train` does with the flag (a missing --data file is the only other error it can meet).
+// "Only --arch F:" for the flags one family alone takes and "Otherwise:" for those every arch
+// takes, in lines of at most 100 columns: each claim is checked against what `train` does with
+// the flag (a missing --data file is the only other error it can meet).
 TEST_F(CliTrainShape, HelpsDefaultsSayWhichArchRefusesEachFlag) {
   const std::string help = run_cli("train --help").out;
   const size_t table = help.find("Defaults by --arch (");
@@ -168,9 +169,19 @@ TEST_F(CliTrainShape, HelpsDefaultsSayWhichArchRefusesEachFlag) {
     EXPECT_NE(r.exit_code, 0) << r.err;
     return r.err.find("does not apply to --arch " + arch) != std::string::npos;
   };
-  int rows = 0, only = 0;
+  // The table's lines, each with its continuations ("    --flag value ...") joined on.
+  std::vector<std::string> joined;
   std::istringstream lines(help.substr(table));
-  for (std::string line; std::getline(lines, line) && !line.starts_with("Otherwise:");) {
+  for (std::string line; std::getline(lines, line) && !line.starts_with("GPT-2 training");) {
+    EXPECT_LE(line.size(), 100u) << line;
+    if (line.starts_with("    ") && !joined.empty()) {
+      joined.back() += line.substr(3);
+    } else {
+      joined.push_back(line);
+    }
+  }
+  int rows = 0, only = 0, common = 0;
+  for (const std::string& line : joined) {
     if (line.starts_with("  --")) {  // "  --flag: a / b / c"
       const size_t colon = line.find(':');
       const std::string flag = line.substr(4, colon - 4);
@@ -186,18 +197,23 @@ TEST_F(CliTrainShape, HelpsDefaultsSayWhichArchRefusesEachFlag) {
       for (size_t i = 0; i < archs.size(); ++i)
         EXPECT_EQ(refused(archs[i], flag, value), cells[i] == "-") << archs[i] << ": " << line;
       ++rows;
-    } else if (line.starts_with("Only --arch ")) {  // "Only --arch F: --a 1 --b "x""
-      const std::string arch = line.substr(12, line.find(':') - 12);
+    } else if (line.starts_with("Only --arch ") || line.starts_with("Otherwise:")) {
+      // "Only --arch F: --a 1 --b "x"": F alone takes them; "Otherwise: ...": every arch does.
+      const std::string arch =
+          line.starts_with("Only") ? line.substr(12, line.find(':') - 12) : std::string();
       std::istringstream pairs(line.substr(line.find(':') + 1));
       for (std::string flag, value; pairs >> flag >> value;) {
-        for (const std::string& other : archs)
-          EXPECT_EQ(refused(other, flag.substr(2), value), other != arch) << other << ": " << flag;
-        ++only;
+        for (const std::string& other : archs) {
+          const bool takes = arch.empty() || other == arch;
+          EXPECT_EQ(refused(other, flag.substr(2), value), !takes) << other << ": " << flag;
+        }
+        ++(arch.empty() ? common : only);
       }
     }
   }
   EXPECT_GE(rows, 10) << help;
   EXPECT_GE(only, 10) << help;
+  EXPECT_GE(common, 10) << help;
 }
 
 // A run stored before the shape flags (its run.json has no "bias", and microgpt's defaults in

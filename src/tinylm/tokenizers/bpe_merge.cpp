@@ -36,7 +36,6 @@ Candidate make_candidate(int rank, int left) {
 int candidate_rank(Candidate c) { return static_cast<int>(c >> 32); }
 int candidate_left(Candidate c) { return static_cast<int>(c & 0xFFFFFFFFu); }
 
-
 // Byte `at` of a pre-token (valid UTF-8) has no token: names the character it is part of (a
 // character vocabulary lacks that character) and the byte.
 [[noreturn]] void fail_missing_byte(std::string_view piece, size_t at) {
@@ -166,8 +165,8 @@ void bpe_merge(const Model& m, std::string_view piece, Scratch& s) {
 
 }  // namespace
 
-void encode_piece(const Model& m, Cache& cache, std::string_view piece,
-                  std::vector<int>& out, Scratch& s) {
+void encode_piece(const Model& m, Cache& cache, std::string_view piece, std::vector<int>& out,
+                  Scratch& s) {
   if (piece.size() == 1) {
     const auto b = static_cast<unsigned char>(piece[0]);
     if (m.byte_ids[b] < 0) fail_missing_byte(piece, 0);
