@@ -165,6 +165,28 @@ void bpe_merge(const Model& m, std::string_view piece, Scratch& s) {
 
 }  // namespace
 
+namespace {
+
+// A character vocabulary's tokens for `piece` must each be a whole character: one that its
+// merges leave in parts was not in the text the vocabulary was made from.
+void check_whole_characters(const Model& m, std::string_view piece, std::span<const int> ids) {
+  size_t at = 0;
+  for (const int id : ids) {
+    const size_t size = m.bytes[static_cast<size_t>(id)].size();
+    int len = 1;
+    const char32_t c = utf8_at(piece, at, &len);
+    if (size != static_cast<size_t>(len)) {
+      char code[16];
+      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
+      fail("the vocabulary has no token for the character ",
+           quote_token(piece.substr(at, static_cast<size_t>(len))), " (", code, ")");
+    }
+    at += size;
+  }
+}
+
+}  // namespace
+
 void encode_piece(const Model& m, Cache& cache, std::string_view piece, std::vector<int>& out,
                   Scratch& s) {
   if (piece.size() == 1) {
@@ -180,6 +202,7 @@ void encode_piece(const Model& m, Cache& cache, std::string_view piece, std::vec
     if (cache.lookup(piece, hash, out)) return;
   }
   bpe_merge(m, piece, s);
+  if (m.whole_characters) check_whole_characters(m, piece, s.ids);
   out.insert(out.end(), s.ids.begin(), s.ids.end());
   if (cacheable) {
     const std::lock_guard<std::mutex> lock(cache.mu);

@@ -47,6 +47,10 @@ struct Model {
   std::array<int, 256> byte_ids{};  // the token of each byte; -1 where the vocabulary lacks it
   std::vector<std::pair<std::string, int>> specials;  // content, id; in id order
   std::optional<int> eot;
+  // A character vocabulary (char_and_byte_vocab.h): no token but the special ones holds more
+  // than one character, and some byte has no token. Encoding with it, each character must be
+  // one token: the byte tokens its characters' merges start from spell no other character.
+  bool whole_characters = false;
 };
 
 // Pre-token bytes -> ids, for pieces of up to kMaxPieceBytes: an open-addressing hash table

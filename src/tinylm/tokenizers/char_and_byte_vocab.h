@@ -15,7 +15,8 @@ BpeTokenizer byte_vocabulary();
 // encoding to its one token; no special tokens. A character of several bytes is built from
 // them by merges, so its bytes and their prefixes are tokens too (after the characters): a
 // text of ASCII only gives exactly its characters. Encoding a character outside the set is an
-// Error naming it, unless all its bytes happen to be tokens (then it is those bytes).
+// Error naming it, even where its bytes are all tokens (the tokenizer knows the vocabulary as
+// one of characters: bpe_model.h's whole_characters).
 BpeTokenizer char_vocabulary(std::string_view text);
 
 // microgpt's character set (CharTokenizer's: sorted unique characters, UTF-8) as ids 0..n-1
