@@ -81,6 +81,8 @@ TEST(CharVocabulary, ACharacterWhoseBytesAreAllTokensIsStillRefused) {
     EXPECT_EQ(tok->encode("\u00e9\u00a8").size(), 2u);
     expect_refused(*tok, "caf\u00e8", "no token for the character '\u00e8' (U+00E8)");
     expect_refused(*tok, "\u00a8\u00e8\u00e9", "'\u00e8' (U+00E8)");
+    // 'à' (C3 A0), whose second byte has no token: the same message, without the byte's.
+    expect_refused(*tok, "\u00e0", "no token for the character '\u00e0' (U+00E0)");
   }
   // A byte vocabulary spells any character in bytes, as it should.
   EXPECT_EQ(byte_vocabulary().encode("\u00e8").size(), 2u);

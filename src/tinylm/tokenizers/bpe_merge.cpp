@@ -36,20 +36,24 @@ Candidate make_candidate(int rank, int left) {
 int candidate_rank(Candidate c) { return static_cast<int>(c >> 32); }
 int candidate_left(Candidate c) { return static_cast<int>(c & 0xFFFFFFFFu); }
 
-// Byte `at` of a pre-token (valid UTF-8) has no token: names the character it is part of (a
-// character vocabulary lacks that character) and the byte.
-[[noreturn]] void fail_missing_byte(std::string_view piece, size_t at) {
-  const auto b = static_cast<unsigned char>(piece[at]);
+// The character of `piece` (valid UTF-8) that holds byte `at` has no token: names it, and for a
+// vocabulary of more than characters, the byte without a token (`at`'s) and how it is written.
+[[noreturn]] void fail_no_token(const Model& m, std::string_view piece, size_t at) {
   size_t begin = at;
   while (begin > 0 && (static_cast<unsigned char>(piece[begin]) & 0xC0) == 0x80) --begin;
   int len = 1;
   const char32_t c = utf8_at(piece, begin, &len);
+  const std::string character = quote_token(piece.substr(begin, static_cast<size_t>(len)));
+  char code[16];
+  std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
+  if (m.whole_characters)
+    fail("the vocabulary has no token for the character ", character, " (", code, ")");
+  const auto b = static_cast<unsigned char>(piece[at]);
   std::string token;
   append_utf8(token, byte_to_unicode(b));
-  char hex[48];
-  std::snprintf(hex, sizeof hex, "U+%04X; byte 0x%02X", static_cast<unsigned>(c), b);
-  fail("the vocabulary has no token for the character ",
-       quote_token(piece.substr(begin, static_cast<size_t>(len))), " (", hex,
+  char byte[16];
+  std::snprintf(byte, sizeof byte, "0x%02X", b);
+  fail("the vocabulary has no token for the character ", character, " (", code, "; byte ", byte,
        ", whose token would be ", quote_token(token), ")");
 }
 
@@ -149,7 +153,7 @@ void bpe_merge(const Model& m, std::string_view piece, Scratch& s) {
   for (int i = 0; i < n; ++i) {
     const auto b = static_cast<unsigned char>(piece[static_cast<size_t>(i)]);
     const int id = m.byte_ids[b];
-    if (id < 0) fail_missing_byte(piece, static_cast<size_t>(i));
+    if (id < 0) fail_no_token(m, piece, static_cast<size_t>(i));
     s.symbols[static_cast<size_t>(i)] = {id, i - 1, i + 1 < n ? i + 1 : -1};
   }
   if (piece.size() <= kHeapMaxSymbols) {
@@ -163,10 +167,6 @@ void bpe_merge(const Model& m, std::string_view piece, Scratch& s) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // A character vocabulary's tokens for `piece` must each be a whole character: one that its
 // merges leave in parts was not in the text the vocabulary was made from.
 void check_whole_characters(const Model& m, std::string_view piece, std::span<const int> ids) {
@@ -174,13 +174,8 @@ void check_whole_characters(const Model& m, std::string_view piece, std::span<co
   for (const int id : ids) {
     const size_t size = m.bytes[static_cast<size_t>(id)].size();
     int len = 1;
-    const char32_t c = utf8_at(piece, at, &len);
-    if (size != static_cast<size_t>(len)) {
-      char code[16];
-      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
-      fail("the vocabulary has no token for the character ",
-           quote_token(piece.substr(at, static_cast<size_t>(len))), " (", code, ")");
-    }
+    utf8_at(piece, at, &len);
+    if (size != static_cast<size_t>(len)) fail_no_token(m, piece, at);
     at += size;
   }
 }
@@ -191,7 +186,7 @@ void encode_piece(const Model& m, Cache& cache, std::string_view piece, std::vec
                   Scratch& s) {
   if (piece.size() == 1) {
     const auto b = static_cast<unsigned char>(piece[0]);
-    if (m.byte_ids[b] < 0) fail_missing_byte(piece, 0);
+    if (m.byte_ids[b] < 0) fail_no_token(m, piece, 0);
     out.push_back(m.byte_ids[b]);
     return;
   }
