@@ -94,6 +94,28 @@ TEST_F(CliTrainVocab, ByteAndTrainedBpeVocabularies) {
   EXPECT_LT(t.encode(text).size(), text.size()) << "the merges shorten the text";
 }
 
+// bpe:N beyond what the text can merge gives fewer tokens, says so, and sizes the model by the
+// tokenizer it got.
+TEST_F(CliTrainVocab, BpeOfMoreTokensThanTheTextCanMergeSaysHowManyItGot) {
+  const std::string small = tmp_.file("small.txt"), run = tmp_.file("run-small");
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "to be or not to be\n";
+  write_text(small, text);
+  const CommandResult r = run_cli(
+      "train --arch gpt2 --n-layer 1 --n-head 2 --n-embd 32 --block-size 16 --batch 2 --steps 1 "
+      "--eval-batches 1 --threads 1 --tokenizer bpe:1000 --data " +
+      small + " --out " + run);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const BpeTokenizer t = BpeTokenizer::from_tokenizer_json(run + "/latest/tokenizer.json");
+  EXPECT_LT(t.vocab_size(), 1000);
+  EXPECT_EQ(model_vocab(run), t.vocab_size());
+  EXPECT_NE(r.err.find("tokenizer: " + std::to_string(t.vocab_size()) +
+                       " tokens trained on 760 bytes (of 1000 asked: the text has no more "
+                       "pairs to merge)"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(CliTrainVocab, BadTokenizerValuesAreRefusedBeforeAnythingIsWritten) {
   for (const auto& [value, phrase] : std::vector<std::pair<std::string, std::string>>{
            {"bpe:12", "bpe:N needs N tokens in [257"},

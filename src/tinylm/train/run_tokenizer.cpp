@@ -68,8 +68,14 @@ void write_tokenizer(const RunConfig& c, const std::string& path, std::FILE* log
       choice.made == MadeVocab::bpe ? choice.bpe_tokens : static_cast<int>(c.vocab_size);
   const BpeTrainResult trained = train_bpe(text, tc);
   trained.save_tokenizer_json(path);
-  std::fprintf(log, "tokenizer: %d tokens trained on %zu bytes, saved to %s\n",
-               trained.vocab_size(), text.size(), path.c_str());
+  // A text with fewer pairs to merge than were asked for gives fewer tokens: said, since the
+  // model's vocabulary (its embedding) is the tokenizer's size.
+  const std::string fewer =
+      trained.vocab_size() < tc.vocab_size
+          ? " (of " + std::to_string(tc.vocab_size) + " asked: the text has no more pairs to merge)"
+          : "";
+  std::fprintf(log, "tokenizer: %d tokens trained on %zu bytes%s, saved to %s\n",
+               trained.vocab_size(), text.size(), fewer.c_str(), path.c_str());
 }
 
 }  // namespace
