@@ -2,6 +2,12 @@
 
 namespace tinylm {
 
+size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (const char c : s) n += !is_utf8_continuation(c);
+  return n;
+}
+
 void append_utf8(std::string& out, char32_t c) {
   if (c < 0x80) {
     out += static_cast<char>(c);

@@ -15,6 +15,12 @@ bool decode_utf8(std::string_view in, std::u32string& out, size_t* error_offset)
 // Validates strict UTF-8 without decoding it (same rules and error offset as decode_utf8).
 bool is_valid_utf8(std::string_view in, size_t* error_offset);
 
+// Whether byte c continues a UTF-8 sequence (10xxxxxx) rather than starting one.
+inline bool is_utf8_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// The code points of s: its bytes that start a sequence (a part of one counts as one at most).
+size_t code_points(std::string_view s);
+
 // The code point starting at byte i of valid UTF-8, and its length in bytes.
 char32_t utf8_at(std::string_view s, size_t i, int* len);
 

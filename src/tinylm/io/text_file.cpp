@@ -112,7 +112,7 @@ Documents read_documents(const std::string& path) {
     while (b < e && is_python_space(utf8_at(text, b, &len))) b += len;
     while (e > b) {
       size_t start = e - 1;
-      while (start > b && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+      while (start > b && is_utf8_continuation(text[start])) --start;
       if (!is_python_space(utf8_at(text, start, &len))) break;
       e = start;
     }

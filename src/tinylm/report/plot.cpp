@@ -56,11 +56,6 @@ std::string xml_text(std::string_view s) {
   return out;
 }
 
-size_t code_points(std::string_view s) {
-  return static_cast<size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
 // At most n code points: the start and the end of s around an ellipsis.
 std::string shorten(const std::string& s, size_t n) {
   const size_t len = code_points(s);
@@ -69,7 +64,7 @@ std::string shorten(const std::string& s, size_t n) {
   const size_t head = (n - 1) / 2, tail = n - 1 - head;
   size_t cp = 0;
   for (size_t i = 0; i < s.size(); ++i) {
-    const bool lead = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    const bool lead = !is_utf8_continuation(s[i]);
     if (lead) ++cp;
     if (cp <= head) out += s[i];
     if (cp == head + 1 && lead) out += "\u2026";

@@ -278,14 +278,10 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   }
   m->whole_characters = std::find(m->byte_ids.begin(), m->byte_ids.end(), -1) != m->byte_ids.end();
   for (size_t id = 0; id < n && m->whole_characters; ++id) {
-    const std::string& b = m->bytes[id];
     const bool special = std::any_of(m->specials.begin(), m->specials.end(), [&](const auto& sp) {
       return sp.second == static_cast<int>(id);
     });
-    const auto starts = std::count_if(b.begin(), b.end(), [](char c) {
-      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // not a continuation byte
-    });
-    m->whole_characters = special || starts <= 1;
+    m->whole_characters = special || code_points(m->bytes[id]) <= 1;
   }
   // Merges, ranked in order (none: every token a byte or an added token, a byte vocabulary).
   m->merges.reserve(merges.size());

@@ -23,7 +23,7 @@ std::string quote_token(std::string_view s) {
       out += static_cast<char>(c);
     }
   }
-  while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) out += s[i++];
+  while (i < s.size() && is_utf8_continuation(s[i])) out += s[i++];
   if (i < s.size()) out += "...";
   return out + "'";
 }
@@ -40,7 +40,7 @@ int candidate_left(Candidate c) { return static_cast<int>(c & 0xFFFFFFFFu); }
 // vocabulary of more than characters, the byte without a token (`at`'s) and how it is written.
 [[noreturn]] void fail_no_token(const Model& m, std::string_view piece, size_t at) {
   size_t begin = at;
-  while (begin > 0 && (static_cast<unsigned char>(piece[begin]) & 0xC0) == 0x80) --begin;
+  while (begin > 0 && is_utf8_continuation(piece[begin])) --begin;
   int len = 1;
   const char32_t c = utf8_at(piece, begin, &len);
   const std::string character = quote_token(piece.substr(begin, static_cast<size_t>(len)));
