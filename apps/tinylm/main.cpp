@@ -226,10 +226,13 @@ int exit_code(CLI::App& app, const Named& named, int argc, char** argv) {
     const std::string flag =
         sub ? tinylm::cli::unknown_flag(flag_names(*sub), argc, argv, named.first) : "";
     if (!flag.empty()) {
+      const std::string nanogpt = tinylm::cli::nanogpt_flag_hint(named.name, flag);
       const std::string near = closest(flag, flag_names(*sub));
-      return usage_error(prefix + "unknown flag " + flag +
-                         (near.empty() ? "" : " (did you mean " + near + "?)") + "; tinylm " +
-                         named.name + " --help lists the flags");
+      const std::string hint = !nanogpt.empty() ? ": " + nanogpt
+                               : near.empty()   ? ""
+                                                : " (did you mean " + near + "?)";
+      return usage_error(prefix + "unknown flag " + flag + hint + "; tinylm " + named.name +
+                         " --help lists the flags");
     }
     // So is an argument the command does not take ("generate model.gguf": --model is missing).
     if (const std::vector<std::string> rest = sub ? sub->remaining() : std::vector<std::string>{};

@@ -7,13 +7,19 @@
 
 namespace tinylm::cli {
 
-// The Levenshtein distance between a and b (insertions, deletions and substitutions of a byte).
+// The edit distance between a and b: insertions, deletions and substitutions of a byte, and
+// swaps of two adjacent ones ("trian": train), each one edit.
 size_t edit_distance(const std::string& a, const std::string& b);
 
-// The closest of `names` to `word`: the one name it begins (at least 3 characters: "--temp"),
-// else the nearest when it is close enough to be a likely typo (at most max(3, |word| / 3)
-// edits; a tie goes to the first, or to a shorter later one); "" otherwise.
+// The closest of `names` to `word`, compared without their leading dashes and with underscores
+// read as dashes: of the names it begins (at least 3 characters: "--temp"), the nearest; else
+// the nearest if it is a likely typo (an edit for every four letters, at least one; a tie goes
+// to the first, or to a shorter later one); "" otherwise.
 std::string closest(const std::string& word, const std::vector<std::string>& names);
+
+// What a user of nanoGPT meant by a flag `command` does not take ("--batch_size" of "train":
+// "nanoGPT's batch_size is --batch here"); "" for any other flag or command.
+std::string nanogpt_flag_hint(const std::string& command, const std::string& flag);
 
 // The first argument of argv[from..argc) that is a flag ("--x", or "-x" with a letter: not a
 // negative number) and is not one of `flags` (the part before any "="), stopping at "--":

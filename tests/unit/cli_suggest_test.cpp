@@ -9,7 +9,8 @@ namespace {
 TEST(CliSuggest, EditDistance) {
   EXPECT_EQ(edit_distance("", ""), 0u);
   EXPECT_EQ(edit_distance("train", "train"), 0u);
-  EXPECT_EQ(edit_distance("trian", "train"), 2u);
+  EXPECT_EQ(edit_distance("trian", "train"), 1u);  // two letters swapped: one edit
+  EXPECT_EQ(edit_distance("ca", "abc"), 3u);       // (a swap is not edited again)
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(edit_distance("", "abc"), 3u);
 }
@@ -27,6 +28,21 @@ TEST(CliSuggest, ClosestIsALikelyTypoOrNothing) {
   EXPECT_EQ(closest("tra", commands), "train");
   // Two letters: every other short flag is one edit away, so nothing is guessed.
   EXPECT_EQ(closest("-n", {"-h", "-m"}), "");
+}
+
+TEST(CliSuggest, FlagsAreComparedByTheirWords) {
+  const std::vector<std::string> flags = {"--help",        "--file", "--stride", "--n-layer",
+                                          "--temperature", "--temp", "--batch",  "--block-size"};
+  // The dashes in front are not letters a typo shares: three edits of four letters is no typo.
+  EXPECT_EQ(closest("--text", flags), "");
+  // Underscores are dashes, as Python's flags spell them.
+  EXPECT_EQ(closest("--n_layer", flags), "--n-layer");
+  EXPECT_EQ(closest("--temprature", flags), "--temperature");
+  EXPECT_EQ(closest("--bacth", flags), "--batch");
+  // batch-size is three edits from block-size: a different word, not a typo of it.
+  EXPECT_EQ(closest("--batch-size", flags), "");
+  // Of the names a word begins, the nearest.
+  EXPECT_EQ(closest("--tem", flags), "--temp");
 }
 
 TEST(CliSuggest, UnknownFlagIsTheFirstNotOfTheCommand) {

@@ -14,6 +14,7 @@
 #include "tinylm/train/batches.h"
 #include "tinylm/train/family.h"
 #include "tinylm/train/loop.h"
+#include "tinylm/train/nanogpt_keys.h"
 #include "tinylm/train/run_tokenizer.h"
 
 namespace tinylm::train {
@@ -67,7 +68,9 @@ void merge_json(RunConfig& c, const json& j, const std::string& source) {
       const std::string& key = item.key();
       bool found = false;
       RunConfig::visit(c, [&](const char* name, auto&, FieldKind) { found |= key == name; });
-      check(found, source, ": unknown setting '", key, "'");
+      if (found) continue;
+      const std::string hint = nanogpt_hint(NanoGptScript::train, key, "");
+      fail(source, ": unknown setting '", key, "'", hint.empty() ? "" : " (" + hint + ")");
     }
   }
 }
