@@ -100,8 +100,9 @@ void load_weights(Generator& g, const GenerateFlags& f, const DetectedModel& fil
   g.context = f.gen.context_for(positions);
 }
 
-// The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin; none for
-// a family whose documents start after end-of-text: that token alone (microgpt's names).
+// The prompts: --prompts FILE (one a line), else --prompt, --prompt-file, or stdin. None on a
+// terminal: for a family whose documents start after end-of-text, that token alone (microgpt's
+// names); with --sample, a newline (sample.py's start, as training's samples begin).
 std::vector<std::string> read_prompts(const GenerateFlags& f, const families::Family& family) {
   const int given = !f.prompt.empty() + !f.prompt_file.empty() + !f.prompts_file.empty();
   if (given > 1) throw UsageError("give one of --prompt, --prompt-file and --prompts");
@@ -119,6 +120,7 @@ std::vector<std::string> read_prompts(const GenerateFlags& f, const families::Fa
   if (!f.prompt_file.empty()) return {read_text_input(f.prompt_file)};
   if (!stdin_is_piped()) {
     if (family.documents_start_with_eot) return {""};
+    if (f.sample) return {"\n"};
     throw UsageError(
         "no prompt: give --prompt TEXT, --prompt-file FILE or --prompts FILE, or pipe it in");
   }
@@ -266,7 +268,7 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--sample", f->sample,
                 "Sample as nanoGPT's sample.py does: temperature 0.8, top-k 200 (--temperature "
-                "and --top-k given win), --slide");
+                "and --top-k given win), --slide, and from a newline when no prompt is given");
   cmd->add_flag("--slide", f->gen.slide,
                 "Past the model's context, each new token sees the last context's worth of tokens "
                 "(fed again: nanoGPT's sample.py); otherwise the context's end stops");

@@ -155,6 +155,23 @@ TEST_F(CliTrainVocab, SamplesDuringTrainingAndSampleInGenerate) {
   EXPECT_NE(sampled.out, greedy.out) << "--sample draws (temperature 0.8, top-k 200)";
   EXPECT_EQ(run_cli(gen + " --sample --seed 3").out, sampled.out) << "the same seed, the same text";
   EXPECT_EQ(run_cli(gen + " --sample --temperature 0").out, greedy.out) << "a flag given wins";
+
+  // No prompt on a terminal (script(1) gives one): --sample starts from a newline, as sample.py
+  // does; without --sample that is a usage error.
+  if (run_shell("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
+  const std::string bare = std::string(TINYLM_CLI_PATH) + " generate --threads 1 --model " + run +
+                           "/latest --max-tokens 24 --seed 3";
+  const std::string out = tmp_.file("tty.txt");
+  const CommandResult tty = run_shell("script -qec '" + bare + " --sample >" + out + "' /dev/null");
+  ASSERT_EQ(tty.exit_code, 0) << tty.out;
+  write_text(tmp_.file("newline.txt"), "\n");
+  const CommandResult newline =
+      run_shell(bare + " --sample --prompt-file " + tmp_.file("newline.txt"));
+  ASSERT_EQ(newline.exit_code, 0) << newline.err;
+  EXPECT_EQ(read_text(out), newline.out);
+  EXPECT_EQ(newline.out.rfind('\n', 0), 0u) << newline.out;
+  const CommandResult none = run_shell("script -qec '" + bare + "' /dev/null");
+  EXPECT_NE(none.out.find("no prompt: give --prompt"), std::string::npos) << none.out;
 }
 
 // --slide through the CLI on a real model: generation goes on past the 32 positions, and a token

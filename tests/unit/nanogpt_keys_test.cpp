@@ -94,9 +94,11 @@ TEST(NanoGptKeys, EverySamplePyKeyIsAFlagOrHasAHint) {
 TEST(NanoGptKeys, HintsNameTheFlagAndOnlyNanoGptsKeys) {
   EXPECT_EQ(nanogpt_hint(NanoGptScript::train, "batch_size", "--"),
             "nanoGPT's batch_size is --batch here");
-  EXPECT_EQ(nanogpt_hint(NanoGptScript::train, "batch-size", ""), "nanoGPT's batch_size is batch here");
-  EXPECT_EQ(nanogpt_hint(NanoGptScript::train, "compile", "--"),
-            "nanoGPT's compile has no counterpart here: tinylm's kernels are compiled ahead of time");
+  EXPECT_EQ(nanogpt_hint(NanoGptScript::train, "batch-size", ""),
+            "nanoGPT's batch_size is batch here");
+  EXPECT_EQ(
+      nanogpt_hint(NanoGptScript::train, "compile", "--"),
+      "nanoGPT's compile has no counterpart here: tinylm's kernels are compiled ahead of time");
   EXPECT_EQ(nanogpt_hint(NanoGptScript::sample, "num_samples", "--"),
             "nanoGPT's num_samples is --samples here");
   EXPECT_EQ(nanogpt_hint(NanoGptScript::train, "num_samples", "--"), "");  // sample.py's
@@ -128,9 +130,8 @@ TEST(NanoGptKeys, TheCommandLineAndAConfigFileGiveTheHint) {
   TempDir tmp;
   write_text(tmp.file("c.toml"), "n_layer = 4\nbatch_size = 12\n");
   train::RunConfig c;
-  expect_error(
-      [&] { train::merge_json(c, train::read_config_file(tmp.file("c.toml")), "c.toml"); },
-      {"c.toml: unknown setting 'batch_size' (nanoGPT's batch_size is batch here)"});
+  expect_error([&] { train::merge_json(c, train::read_config_file(tmp.file("c.toml")), "c.toml"); },
+               {"c.toml: unknown setting 'batch_size' (nanoGPT's batch_size is batch here)"});
 }
 
 }  // namespace
