@@ -7,7 +7,7 @@
 // machine's peak (MFU), and peak resident memory against parameters + gradients + planned
 // activations.
 //   bench_gpt2_train [--threads N] [--steps N] [--preset 124M|small-test] [--dtypes f32,bf16]
-//                    [--batch 4] [--seq-len 64] [--peak-gflops 384] [--json]
+//                    [--batch 4] [--seq-len 64] [--vocab V] [--peak-gflops 384] [--json]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -52,7 +52,7 @@ gpt2::TrainerProfile operator-(gpt2::TrainerProfile a, const gpt2::TrainerProfil
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 0, steps = 5, B = 4, T = 64;
+  int threads = 0, steps = 5, B = 4, T = 64, vocab = 0;
   double peak_gflops = 384;  // 2 cores x AVX-512 FMA, the figure for this machine
   std::string preset = "124M", dtypes = "f32,bf16";
   bool json = false;
@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
       B = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--seq-len") && i + 1 < argc)
       T = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--vocab") && i + 1 < argc)
+      vocab = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--peak-gflops") && i + 1 < argc)
       peak_gflops = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--json"))
@@ -76,13 +78,14 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--threads N] [--steps N] [--preset P] [--dtypes f32,bf16,f16] "
-                   "[--batch B] [--seq-len T] [--peak-gflops G] [--json]\n",
+                   "[--batch B] [--seq-len T] [--vocab V] [--peak-gflops G] [--json]\n",
                    argv[0]);
       return 2;
     }
   }
   set_num_threads(threads);
-  const gpt2::Config c = gpt2::preset(preset);
+  gpt2::Config c = gpt2::preset(preset);
+  if (vocab > 0) c.vocab_size = vocab;  // a vocabulary made from the data (--tokenizer char: 65)
   if (B < 1 || T < 1 || T > c.n_positions) {
     std::fprintf(stderr, "bench_gpt2_train: --batch must be >= 1 and --seq-len in [1, %d]\n",
                  c.n_positions);

@@ -62,10 +62,11 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const 
     }
   });
   // dw, db: sums over rows. Threads split the columns, so each column is summed by one thread
-  // in row order (deterministic, no partial buffers), in registers across the rows.
+  // in row order (deterministic, no partial buffers), in registers across the rows. (The work
+  // counts the two loads an element: at nanoGPT's width of 128 the two blocks then fork.)
   constexpr int kVectors = 4;
   constexpr int64_t kBlock = kVectors * kLanes;
-  parallel_for(0, (C + kBlock - 1) / kBlock, grain_for(2 * rows * kBlock), [&](int64_t blk) {
+  parallel_for(0, (C + kBlock - 1) / kBlock, grain_for(6 * rows * kBlock), [&](int64_t blk) {
     const int64_t c0 = blk * kBlock;
     const int vectors =
         static_cast<int>(std::min<int64_t>(kVectors, (C - c0 + kLanes - 1) / kLanes));
