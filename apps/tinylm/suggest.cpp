@@ -40,6 +40,7 @@ std::string bare(const std::string& name) {
 std::string closest(const std::string& word, const std::vector<std::string>& names) {
   if (word.size() <= 2) return "";  // "-n": any other letter is one edit away
   const std::string w = bare(word);
+  if (w.empty()) return "";  // "---": no letters to compare
   // A word that begins names is one of them cut short (--temp, --max): the nearest.
   std::string best;
   size_t best_d = SIZE_MAX;

@@ -43,6 +43,7 @@ TEST(CliSuggest, FlagsAreComparedByTheirWords) {
   EXPECT_EQ(closest("--batch-size", flags), "");
   // Of the names a word begins, the nearest.
   EXPECT_EQ(closest("--tem", flags), "--temp");
+  EXPECT_EQ(closest("---", flags), "");  // dashes alone begin every name
 }
 
 TEST(CliSuggest, UnknownFlagIsTheFirstNotOfTheCommand) {
