@@ -238,7 +238,9 @@ int exit_code(CLI::App& app, const Named& named, int argc, char** argv) {
     if (const std::vector<std::string> rest = sub ? sub->remaining() : std::vector<std::string>{};
         !rest.empty()) {
       return usage_error(prefix + "unexpected argument '" + rest.front() + "': " + named.name +
-                         " " + positionals_of(*sub) + " (tinylm " + named.name + " --help)");
+                         " " + positionals_of(*sub) +
+                         tinylm::cli::argument_hint(named.name, rest.front()) + " (tinylm " +
+                         named.name + " --help)");
     }
     return usage_error(prefix + e.what() + " (see --help)");
   } catch (const tinylm::cli::UsageError& e) {

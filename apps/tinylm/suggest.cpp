@@ -73,6 +73,16 @@ std::string nanogpt_flag_hint(const std::string& command, const std::string& fla
   return "";
 }
 
+std::string argument_hint(const std::string& command, const std::string& arg) {
+  if (command != "train") return "";
+  const auto ends_with = [&](std::string_view end) {
+    return arg.size() > end.size() && arg.compare(arg.size() - end.size(), end.size(), end) == 0;
+  };
+  if (ends_with(".py")) return "; " + std::string(train::kNanoGptConfigHint);
+  if (ends_with(".toml") || ends_with(".json")) return "; give it as --config " + arg;
+  return "";
+}
+
 std::string unknown_flag(const std::vector<std::string>& flags, int argc, char** argv, int from) {
   for (int i = from; i < argc; ++i) {
     std::string a = argv[i];

@@ -21,6 +21,11 @@ std::string closest(const std::string& word, const std::vector<std::string>& nam
 // "nanoGPT's batch_size is --batch here"); "" for any other flag or command.
 std::string nanogpt_flag_hint(const std::string& command, const std::string& flag);
 
+// What an argument `command` does not take may have meant, "" when nothing: for train, a
+// config file given without --config ("; give it as --config FILE", or for a nanoGPT .py
+// config, that it is not read and which of configs/ is its recipe).
+std::string argument_hint(const std::string& command, const std::string& arg);
+
 // The first argument of argv[from..argc) that is a flag ("--x", or "-x" with a letter: not a
 // negative number) and is not one of `flags` (the part before any "="), stopping at "--":
 // "--step" of "--step 10"; "" when there is none.

@@ -1,11 +1,13 @@
 // train/nanogpt_keys.h: what `tinylm train` and `tinylm generate` say to a nanoGPT user who
 // writes nanoGPT's names. Every configuration key of nanoGPT's train.py and sample.py is either
 // a flag of the matching command by its own name or gets a hint, and every flag and command a
-// hint names exists; the command line and a config file both give the hint.
+// hint names exists; the command line and a config file both give the hint, and a nanoGPT
+// config file (Python) is answered with the recipe of configs/ that it is.
 #include "tinylm/train/nanogpt_keys.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -127,7 +129,28 @@ TEST(NanoGptKeys, TheCommandLineAndAConfigFileGiveTheHint) {
   const CommandResult t = run_cli("train --text x");
   EXPECT_NE(t.err.find("unknown flag --text;"), std::string::npos) << t.err;
 
+  // nanoGPT's way to give a config, `train.py config/X.py`: which of configs/ is its recipe,
+  // whether the .py is given bare or as --config; a TOML or JSON file given bare: --config.
+  const std::string py =
+      "configs/baby.toml is its config/train_shakespeare_char.py, "
+      "configs/shakespeare_char.toml that with the CPU overrides of its README";
+  const CommandResult bare_py = run_cli("train config/train_shakespeare_char.py");
+  EXPECT_EQ(bare_py.exit_code, 2) << bare_py.err;
+  EXPECT_NE(bare_py.err.find("unexpected argument 'config/train_shakespeare_char.py': train takes "
+                             "flags only; nanoGPT's Python configs are not read: " +
+                             py),
+            std::string::npos)
+      << bare_py.err;
+  for (const char* f : {"configs/baby.toml", "configs/shakespeare_char.toml"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(std::string(TINYLM_SOURCE_DIR) + "/" + f)) << f;
+  }
+  EXPECT_NE(run_cli("train configs/baby.toml").err.find("give it as --config configs/baby.toml"),
+            std::string::npos);
+
   TempDir tmp;
+  write_text(tmp.file("train_shakespeare_char.py"), "batch_size = 12\n");
+  expect_error([&] { train::read_config_file(tmp.file("train_shakespeare_char.py")); },
+               {"train_shakespeare_char.py: a config file is TOML (.toml) or JSON (.json)", py});
   write_text(tmp.file("c.toml"), "n_layer = 4\nbatch_size = 12\n");
   train::RunConfig c;
   expect_error([&] { train::merge_json(c, train::read_config_file(tmp.file("c.toml")), "c.toml"); },

@@ -12,6 +12,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/io/json_strict.h"
 #include "tinylm/io/text_file.h"
+#include "tinylm/train/nanogpt_keys.h"
 #include "tinylm/train/run_config.h"
 
 namespace tinylm::train {
@@ -199,7 +200,8 @@ ConfigFormat config_format(const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".toml") return ConfigFormat::toml;
   if (ext == ".json") return ConfigFormat::json;
-  fail(path, ": a config file is TOML (.toml) or JSON (.json), named for its format");
+  fail(path, ": a config file is TOML (.toml) or JSON (.json), named for its format",
+       ext == ".py" ? cat("; ", kNanoGptConfigHint) : std::string());
 }
 
 json parse_config(std::string_view text, ConfigFormat format, const std::string& source) {

@@ -16,4 +16,11 @@ enum class NanoGptScript { train, sample };  // tinylm train's; tinylm generate'
 // named: "--" for the command line, "" for a config file's keys.
 std::string nanogpt_hint(NanoGptScript script, std::string_view key, std::string_view dashes);
 
+// For a nanoGPT config (a .py file) given where tinylm wants a TOML or JSON one: that it is not
+// read, and which of configs/ holds nanoGPT's recipe.
+inline constexpr std::string_view kNanoGptConfigHint =
+    "nanoGPT's Python configs are not read: configs/baby.toml is its "
+    "config/train_shakespeare_char.py, configs/shakespeare_char.toml that with the CPU overrides "
+    "of its README";
+
 }  // namespace tinylm::train
