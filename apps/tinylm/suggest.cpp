@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <string_view>
 
 #include "tinylm/train/nanogpt_keys.h"
 
@@ -66,20 +67,16 @@ std::string closest(const std::string& word, const std::vector<std::string>& nam
 
 std::string nanogpt_flag_hint(const std::string& command, const std::string& flag) {
   if (flag.size() < 3 || flag[1] != '-') return "";  // train.py's keys are words: --key=value
-  if (command == "train") return train::nanogpt_hint(train::NanoGptScript::train, bare(flag), "--");
-  if (command == "generate") {
-    return train::nanogpt_hint(train::NanoGptScript::sample, bare(flag), "--");
-  }
+  const std::string_view key = std::string_view(flag).substr(2);
+  if (command == "train") return train::nanogpt_hint(train::NanoGptScript::train, key, "--");
+  if (command == "generate") return train::nanogpt_hint(train::NanoGptScript::sample, key, "--");
   return "";
 }
 
 std::string argument_hint(const std::string& command, const std::string& arg) {
   if (command != "train") return "";
-  const auto ends_with = [&](std::string_view end) {
-    return arg.size() > end.size() && arg.compare(arg.size() - end.size(), end.size(), end) == 0;
-  };
-  if (ends_with(".py")) return "; " + std::string(train::kNanoGptConfigHint);
-  if (ends_with(".toml") || ends_with(".json")) return "; give it as --config " + arg;
+  if (arg.ends_with(".py")) return "; " + std::string(train::kNanoGptConfigHint);
+  if (arg.ends_with(".toml") || arg.ends_with(".json")) return "; give it as --config " + arg;
   return "";
 }
 
