@@ -155,6 +155,7 @@ OpCase attention_train_case(float rate) {
        {1, 33, 32, 2},
        {2, 37, 64, 2},
        {2, 37, 96, 2},
+       {1, 40, 128, 2},
        {1, 16, 256, 2}},
       [=](const Shape& s) {
         const auto [qkv, dout] = inputs(s);

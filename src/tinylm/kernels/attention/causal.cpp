@@ -47,32 +47,64 @@ constexpr int kRows = TINYLM_LEVEL == TINYLM_LEVEL_AVX512 ? kMaxRows : 2;
 // rows[r][from .. padded(n)) = q[r] . k_j for the keys in kt, transposed in blocks of 16
 // positions: key j's channel d at kt[j / 16 * ldb + d * ldk + j % 16] (lanes past a row's own
 // count are computed from whatever follows and ignored): two chains, even and odd channels,
-// from zero in each block (from: a multiple of 16).
+// from zero in each block (from: a multiple of 16). KB blocks are taken at once where the
+// registers hold their sums, so that each query channel broadcast serves KB of them: every lane
+// keeps its own two chains, so the bits are those of one block at a time.
+template <int R, int KB, class W>
+TINYLM_INLINE void score_blocks(float* const* rows, const float* const* q_of, const W* kt,
+                                int64_t ldk, int64_t ldb, int64_t s0, int64_t D) {
+  const float* q[R];  // (copied: the stores through rows could otherwise alias the pointers)
+  for (int r = 0; r < R; ++r) q[r] = q_of[r];
+  f32x16 even[R][KB], odd[R][KB];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int b = 0; b < KB; ++b) even[r][b] = odd[r][b] = f32x16{};
+  }
+  const W* col = kt + s0 / kLanes * ldb;
+  int64_t d = 0;
+  for (; d + 2 <= D; d += 2) {
+    f32x16 k0[KB], k1[KB];
+#pragma GCC unroll 4
+    for (int b = 0; b < KB; ++b) {
+      k0[b] = in_register(load(col + b * ldb + d * ldk));
+      k1[b] = in_register(load(col + b * ldb + (d + 1) * ldk));
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const f32x16 q0 = splat(q[r][d]), q1 = splat(q[r][d + 1]);
+#pragma GCC unroll 4
+      for (int b = 0; b < KB; ++b) {
+        even[r][b] = fma(q0, k0[b], even[r][b]);
+        odd[r][b] = fma(q1, k1[b], odd[r][b]);
+      }
+    }
+  }
+  if (d < D) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int b = 0; b < KB; ++b)
+        even[r][b] = fma(q[r][d], load(col + b * ldb + d * ldk), even[r][b]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int b = 0; b < KB; ++b) store(rows[r] + s0 + b * kLanes, even[r][b] + odd[r][b]);
+  }
+}
+
 template <int R, class W>
 TINYLM_INLINE void scores(float* const* rows, const float* const* q, const W* kt, int64_t ldk,
                           int64_t ldb, int64_t n, int64_t D, int64_t from = 0) {
-  for (int64_t s0 = from; s0 < n; s0 += kLanes) {
-    f32x16 even[R], odd[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) even[r] = odd[r] = f32x16{};
-    const W* col = kt + s0 / kLanes * ldb;
-    int64_t d = 0;
-    for (; d + 2 <= D; d += 2) {
-      const f32x16 k0 = load(col + d * ldk), k1 = load(col + (d + 1) * ldk);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        even[r] = fma(q[r][d], k0, even[r]);
-        odd[r] = fma(q[r][d + 1], k1, odd[r]);
-      }
-    }
-    if (d < D) {
-      const f32x16 k0 = load(col + d * ldk);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) even[r] = fma(q[r][d], k0, even[r]);
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) store(rows[r] + s0, even[r] + odd[r]);
+  constexpr int KB = std::clamp(kAccumulators / (2 * R), 1, 2);
+  int64_t s0 = from;
+  if constexpr (KB > 1) {
+    for (; s0 + (KB - 1) * kLanes < n; s0 += KB * kLanes)
+      score_blocks<R, KB>(rows, q, kt, ldk, ldb, s0, D);
   }
+  for (; s0 < n; s0 += kLanes) score_blocks<R, 1>(rows, q, kt, ldk, ldb, s0, D);
 }
 
 // Turns row[0 .. n) into exp(scale * (row - max)) and zeros up to padded(n); returns 1 / sum.
@@ -107,33 +139,36 @@ TINYLM_INLINE void scale_row(float* dst, const float* src, int64_t n, float f) {
   }
 }
 
-// The first `width` (<= 16) floats of a row of W values, widened.
-template <class W>
+// The first `width` (<= 16) floats of a row of W values, widened; kFull: all 16.
+template <bool kFull, class W>
 TINYLM_INLINE f32x16 load_row(const W* p, int64_t width) {
-  return width >= kLanes ? load(p) : load_n(p, width);
+  return kFull || width >= kLanes ? load(p) : load_n(p, width);
 }
 
 // out[r][0 .. width) = sum_{j < n[r]} p[r][j] v_j, v_j at v + j / 16 * ldb + j % 16 * ldv (in
 // blocks of 16 positions), NV vectors of columns; n[0] <= n[1] <= ... (one chain over j a row).
 // With from > 0 (a multiple of 16; one row) the chains go on from out's sums of j < from.
-template <int R, int NV, class W>
-TINYLM_INLINE void weighted_block(float* const* out, const float* const* p, const int64_t* n,
+// kFull: width is NV whole vectors (no lane masks in the loops).
+template <int R, int NV, bool kFull, class W>
+TINYLM_INLINE void weighted_block(float* const* out, const float* const* p_of, const int64_t* n,
                                   const W* v, int64_t ldv, int64_t ldb, int64_t width,
                                   int64_t from) {
+  const float* p[R];  // (copied: the stores through out could otherwise alias the row pointers)
+  for (int r = 0; r < R; ++r) p[r] = p_of[r];
+  const auto lanes = [&](int k) { return kFull ? kLanes : std::min(kLanes, width - k * kLanes); };
   f32x16 acc[R][NV];  // (loops fully unrolled: the accumulators live in registers)
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int k = 0; k < NV; ++k)
-      acc[r][k] =
-          from > 0 ? load_n(out[r] + k * kLanes, std::min(kLanes, width - k * kLanes)) : f32x16{};
+      acc[r][k] = from > 0 ? load_n(out[r] + k * kLanes, lanes(k)) : f32x16{};
   }
   for (int64_t j0 = from; j0 < n[0]; j0 += kLanes) {
     const W* vb = v + j0 / kLanes * ldb;
     for (int64_t j = j0; j < std::min(n[0], j0 + kLanes); ++j) {
 #pragma GCC unroll 8
       for (int k = 0; k < NV; ++k) {
-        const f32x16 vk = load_row(vb + (j - j0) * ldv + k * kLanes, width - k * kLanes);
+        const f32x16 vk = in_register(load_row<kFull>(vb + (j - j0) * ldv + k * kLanes, lanes(k)));
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) acc[r][k] = fma(splat(p[r][j]), vk, acc[r][k]);
       }
@@ -145,7 +180,7 @@ TINYLM_INLINE void weighted_block(float* const* out, const float* const* p, cons
       const W* vj = v + j / kLanes * ldb + j % kLanes * ldv;
 #pragma GCC unroll 8
       for (int k = 0; k < NV; ++k) {
-        const f32x16 vk = load_row(vj + k * kLanes, width - k * kLanes);
+        const f32x16 vk = in_register(load_row<kFull>(vj + k * kLanes, lanes(k)));
 #pragma GCC unroll 4
         for (int r = i; r < R; ++r) acc[r][k] = fma(splat(p[r][j]), vk, acc[r][k]);
       }
@@ -153,8 +188,7 @@ TINYLM_INLINE void weighted_block(float* const* out, const float* const* p, cons
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    for (int k = 0; k < NV; ++k)
-      store_n(out[r] + k * kLanes, acc[r][k], std::min(kLanes, width - k * kLanes));
+    for (int k = 0; k < NV; ++k) store_n(out[r] + k * kLanes, acc[r][k], lanes(k));
   }
 }
 
@@ -168,7 +202,10 @@ void weighted_sum(float* const* out, const float* const* p, const int64_t* n, co
     const auto block = [&]<int NV>() {  // returns the columns done
       float* o[R];
       for (int r = 0; r < R; ++r) o[r] = out[r] + c;
-      weighted_block<R, NV>(o, p, n, v + c, ldv, ldb, std::min<int64_t>(D - c, NV * kLanes), from);
+      if (D - c >= NV * kLanes)
+        weighted_block<R, NV, true>(o, p, n, v + c, ldv, ldb, NV * kLanes, from);
+      else
+        weighted_block<R, NV, false>(o, p, n, v + c, ldv, ldb, D - c, from);
       return int64_t{NV} * kLanes;
     };
     if (kMaxNV >= 8 && vectors >= 8)
@@ -309,36 +346,30 @@ TINYLM_INLINE float dropped_weight(float a, float keep_scale) {
   return a;
 }
 
-// dK_j = sum_{t >= j} dS[t][j] Q_t and dV_j = sum_{t >= j} P'[t][j] dO_t for columns j .. j+K-1,
-// each sum one chain over t; kDk, kDv: which of the two.
-template <int K, int NV, bool kDk, bool kDv, bool kDrop>
+// Columns j .. j+K-1 of dK (kDk) or of dV: dK_j = sum_{t >= j} dS[t][j] Q_t, dV_j = sum_{t >= j}
+// P'[t][j] dO_t, each sum one chain over t.
+template <int K, int NV, bool kDk, bool kDrop>
 TINYLM_INLINE void column_sums(float* dbase, const float* ds, const float* att, const float* qp,
                                const float* gp, int64_t j, int64_t Tn, int64_t Tp, int64_t C,
                                float keep_scale) {
   constexpr int64_t D = kLanes * NV;
-  f32x16 dk[K][NV], dv[K][NV];  // (loops fully unrolled: the sums live in registers)
+  const float* rows = kDk ? qp : gp;
+  f32x16 sum[K][NV];  // (loops fully unrolled: the sums live in registers)
 #pragma GCC unroll 4
   for (int c = 0; c < K; ++c) {
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) dk[c][v] = dv[c][v] = f32x16{};
+    for (int v = 0; v < NV; ++v) sum[c][v] = f32x16{};
   }
   // Row t into columns j .. j+last.
   const auto add = [&]<int kLast>(int64_t t) {
-    if constexpr (kDk) {
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) {
-        const f32x16 q = load(qp + t * D + kLanes * v);
+    for (int v = 0; v < NV; ++v) {
+      const f32x16 x = in_register(load(rows + t * D + kLanes * v));
 #pragma GCC unroll 4
-        for (int c = 0; c <= kLast; ++c) dk[c][v] = fma(ds[t * Tp + j + c], q, dk[c][v]);
-      }
-    }
-    if constexpr (kDv) {
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) {
-        const f32x16 g = load(gp + t * D + kLanes * v);
-#pragma GCC unroll 4
-        for (int c = 0; c <= kLast; ++c)
-          dv[c][v] = fma(dropped_weight<kDrop>(att[t * Tn + j + c], keep_scale), g, dv[c][v]);
+      for (int c = 0; c <= kLast; ++c) {
+        const float w =
+            kDk ? ds[t * Tp + j + c] : dropped_weight<kDrop>(att[t * Tn + j + c], keep_scale);
+        sum[c][v] = fma(w, x, sum[c][v]);
       }
     }
   };
@@ -346,11 +377,9 @@ TINYLM_INLINE void column_sums(float* dbase, const float* ds, const float* att, 
   [&]<int... I>(std::integer_sequence<int, I...>) { (add.template operator()<I>(j + I), ...); }
   (std::make_integer_sequence<int, K - 1>{});
   for (int64_t t = j + K - 1; t < Tn; ++t) add.template operator()<K - 1>(t);
+  const int64_t part = kDk ? C : 2 * C;  // where dK (dV) sits in a row of dqkv
   for (int c = 0; c < K; ++c) {
-    for (int v = 0; v < NV; ++v) {
-      if constexpr (kDk) store(dbase + (j + c) * 3 * C + C + kLanes * v, dk[c][v]);
-      if constexpr (kDv) store(dbase + (j + c) * 3 * C + 2 * C + kLanes * v, dv[c][v]);
-    }
+    for (int v = 0; v < NV; ++v) store(dbase + (j + c) * 3 * C + part + kLanes * v, sum[c][v]);
   }
 }
 
@@ -410,21 +439,18 @@ void backward_task(float* dbase, const float* dout, const float* att, const floa
     }
     weighted_sum<R>(dq, dsr, n, kp, D, kLanes * D, D);  // dQ_t = dS_t K
   });
-  // Columns: each row of dK and dV written once. Both sums in one pass where their registers
-  // fit (several columns at once where they fit too), else one after the other.
-  if constexpr (2 * NV <= kAccumulators) {
-    constexpr int K = std::min(kMaxRows, kAccumulators / (2 * NV));
+  // Columns: each row of dK, then of dV, written once, K columns a pass (as many as the
+  // registers hold the sums of: each row of Q or dO read serves all K).
+  constexpr int K = std::clamp(kAccumulators / NV, 1, kMaxRows);
+  const auto columns = [&]<bool kDk>() {
     int64_t j = 0;
     for (; j + K <= Tn; j += K)
-      column_sums<K, NV, true, true, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
+      column_sums<K, NV, kDk, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
     for (; j < Tn; ++j)
-      column_sums<1, NV, true, true, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
-  } else {
-    for (int64_t j = 0; j < Tn; ++j) {
-      column_sums<1, NV, true, false, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
-      column_sums<1, NV, false, true, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
-    }
-  }
+      column_sums<1, NV, kDk, kDrop>(dbase, ds, att, qp, gp, j, Tn, Tp, C, keep_scale);
+  };
+  columns.template operator()<true>();
+  columns.template operator()<false>();
 }
 
 // ---- inference -----------------------------------------------------------------------------

@@ -35,6 +35,12 @@ TINYLM_INLINE __m256i first_lanes4(int64_t n) {
 }
 
 TINYLM_INLINE f32x16 splat(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+// x as it is, made in registers: a loaded vector that several multiply-adds read is then loaded
+// once, not folded into each of them as a memory operand.
+TINYLM_INLINE f32x16 in_register(f32x16 x) {
+  asm("" : "+x"(x.lo), "+x"(x.hi));
+  return x;
+}
 TINYLM_INLINE f32x16 load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
 TINYLM_INLINE __m256 widen_bf16x8(const Bf16* p) {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

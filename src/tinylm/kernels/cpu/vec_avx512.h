@@ -26,6 +26,12 @@ constexpr __mmask16 kAll16 = 0xffff;
 TINYLM_INLINE __mmask16 first_lanes16(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
 TINYLM_INLINE f32x16 splat(float x) { return {_mm512_set1_ps(x)}; }
+// x as it is, made in a register: a loaded vector that several multiply-adds read is then loaded
+// once, not folded into each of them as a memory operand.
+TINYLM_INLINE f32x16 in_register(f32x16 x) {
+  asm("" : "+v"(x.v));
+  return x;
+}
 TINYLM_INLINE f32x16 load(const float* p) { return {_mm512_loadu_ps(p)}; }
 TINYLM_INLINE f32x16 load(const Bf16* p) {
   const __m512i wide =
