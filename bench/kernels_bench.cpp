@@ -198,7 +198,7 @@ void BM_GeluForward(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
-BENCHMARK(BM_GeluForward)->Arg(393216)->UseRealTime();
+BENCHMARK(BM_GeluForward)->Arg(393216)->Arg(25165824)->UseRealTime();
 
 void BM_GeluBackward(benchmark::State& state) {
   const int64_t n = state.range(0);
@@ -213,7 +213,7 @@ void BM_GeluBackward(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
-BENCHMARK(BM_GeluBackward)->Arg(393216)->UseRealTime();
+BENCHMARK(BM_GeluBackward)->Arg(393216)->Arg(25165824)->UseRealTime();
 
 void BM_PyRandomGauss(benchmark::State& state) {
   tinylm::PyRandom rng(42);
