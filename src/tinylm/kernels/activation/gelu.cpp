@@ -33,8 +33,8 @@ TINYLM_INLINE f32x16 tanh_arg(f32x16 x) {
 void gelu_forward(float* y, const float* x, int64_t n) {
   chunked(n, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i += kLanes) {
-      // Lines asked for 4 KiB ahead: a layer's input outgrows the caches at the baby GPT's
-      // shapes, and the chunks that threads take in turn break the hardware's streams.
+      // Lines asked for 4 KiB ahead, as in the backward: at the baby GPT's shapes a layer's
+      // input comes from memory.
       __builtin_prefetch(x + std::min(i + 1024, n - 1), 0, 3);
       const int64_t w = std::min(kLanes, i1 - i);
       const f32x16 v = load_n(x + i, w);
