@@ -4,7 +4,8 @@
 // operations at every level: loads and stores (widening bf16/f16 loads and rounding stores;
 // load_n/store_n for the first n lanes, never touching memory past them), + - * /, fma (one
 // rounding), max, min, sqrt, abs, select_lt, lane sums and maxima in one fixed order (hsum, hmax;
-// hsums, several vectors' lane sums at once, as hsum adds them), and scale_pow2 for exp. Because
+// hsums, several vectors' lane sums at once, as hsum adds them), scale_pow2 for exp, and
+// in_register (a vector as it is, which the compiler may no longer reload from memory). Because
 // the lane count and every order are fixed, a kernel written once computes the same bits at every
 // level. kernels/cpu/vec_math.h adds exp and tanh.
 //
