@@ -34,7 +34,7 @@ TINYLM_INLINE f32x16 splat(float x) {
   const v4f s = {x, x, x, x};
   return {{s, s, s, s}};
 }
-TINYLM_INLINE f32x16 in_register(f32x16 x) { return x; }  // (the x86 levels' pin it)
+TINYLM_INLINE f32x16 in_register(f32x16 x) { return x; }  // (the x86 levels pin it)
 TINYLM_INLINE f32x16 load(const float* p) {
   f32x16 v;
   std::memcpy(&v, p, sizeof v);
