@@ -291,11 +291,17 @@ void prefetch_task(const float* base, const float* dout, const float* att, int64
 // dst = the head's D columns of rows 0..T-1 of src (row stride ld) in blocks of 16 positions,
 // each block transposed (D x 16: position t's channel d at t / 16 * 16 D + d * 16 + t % 16, as
 // scores reads keys); the padding positions are zero.
+// A block is written channel by channel, each its 16 positions in one line: position by
+// position, every store went to another line.
 void transpose_head(float* dst, const float* src, int64_t ld, int64_t Tn, int64_t D) {
-  const int64_t Tp = padded(Tn);
-  for (int64_t t = 0; t < Tp; ++t) {
-    float* block = dst + t / kLanes * kLanes * D + t % kLanes;
-    for (int64_t d = 0; d < D; ++d) block[d * kLanes] = t < Tn ? src[t * ld + d] : 0.0f;
+  for (int64_t t0 = 0; t0 < Tn; t0 += kLanes) {
+    float* block = dst + t0 * D;
+    const int64_t n = std::min(kLanes, Tn - t0);
+    for (int64_t d = 0; d < D; ++d) {
+      float* line = block + d * kLanes;
+      for (int64_t i = 0; i < n; ++i) line[i] = src[(t0 + i) * ld + d];
+      for (int64_t i = n; i < kLanes; ++i) line[i] = 0.0f;
+    }
   }
 }
 
