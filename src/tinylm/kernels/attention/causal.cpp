@@ -139,16 +139,16 @@ TINYLM_INLINE void scale_row(float* dst, const float* src, int64_t n, float f) {
   }
 }
 
-// The first `width` (<= 16) floats of a row of W values, widened; kFull: all 16.
-template <bool kFull, class W>
+// The first `width` (<= 16) floats of a row of W values, widened.
+template <class W>
 TINYLM_INLINE f32x16 load_row(const W* p, int64_t width) {
-  return kFull || width >= kLanes ? load(p) : load_n(p, width);
+  return width >= kLanes ? load(p) : load_n(p, width);
 }
 
 // out[r][0 .. width) = sum_{j < n[r]} p[r][j] v_j, v_j at v + j / 16 * ldb + j % 16 * ldv (in
 // blocks of 16 positions), NV vectors of columns; n[0] <= n[1] <= ... (one chain over j a row).
 // With from > 0 (a multiple of 16; one row) the chains go on from out's sums of j < from.
-// kFull: width is NV whole vectors (no lane masks in the loops).
+// kFull: width is NV whole vectors (lanes(k) is then a constant: no lane checks in the loops).
 template <int R, int NV, bool kFull, class W>
 TINYLM_INLINE void weighted_block(float* const* out, const float* const* p_of, const int64_t* n,
                                   const W* v, int64_t ldv, int64_t ldb, int64_t width,
@@ -168,7 +168,7 @@ TINYLM_INLINE void weighted_block(float* const* out, const float* const* p_of, c
     for (int64_t j = j0; j < std::min(n[0], j0 + kLanes); ++j) {
 #pragma GCC unroll 8
       for (int k = 0; k < NV; ++k) {
-        const f32x16 vk = in_register(load_row<kFull>(vb + (j - j0) * ldv + k * kLanes, lanes(k)));
+        const f32x16 vk = in_register(load_row(vb + (j - j0) * ldv + k * kLanes, lanes(k)));
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) acc[r][k] = fma(splat(p[r][j]), vk, acc[r][k]);
       }
@@ -180,7 +180,7 @@ TINYLM_INLINE void weighted_block(float* const* out, const float* const* p_of, c
       const W* vj = v + j / kLanes * ldb + j % kLanes * ldv;
 #pragma GCC unroll 8
       for (int k = 0; k < NV; ++k) {
-        const f32x16 vk = in_register(load_row<kFull>(vj + k * kLanes, lanes(k)));
+        const f32x16 vk = in_register(load_row(vj + k * kLanes, lanes(k)));
 #pragma GCC unroll 4
         for (int r = i; r < R; ++r) acc[r][k] = fma(splat(p[r][j]), vk, acc[r][k]);
       }
