@@ -28,6 +28,7 @@
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
+#include "tinylm/families/family.h"
 #include "tinylm/models/gpt2/init.h"
 #include "tinylm/tokenizers/bpe.h"
 #include "tinylm/train/gpt2_trainable.h"
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
     }
   }
   set_num_threads(threads);
-  const RunConfig defaults = defaults_for("gpt2");
+  const RunConfig defaults = defaults_for(families::trainable(), "gpt2");
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("tinylm_bench_train_" + std::to_string(getpid())))
           .string();

@@ -157,8 +157,7 @@ nlohmann::ordered_json new_run_flags(TrainFlags& f) {
   for (auto& path : given["data"]) path = resolve_data_path(path.get<std::string>());
   if (!given.contains("tokenizer")) {
     const std::string tokenizer =
-        train::train_family(f.config.arch)
-            .default_tokenizer(f.config, families::default_vocab_dir, stderr);
+        families::trainable().find(f.config.arch).default_tokenizer(f.config, stderr);
     if (!tokenizer.empty()) given["tokenizer"] = tokenizer;
   }
   return given;
@@ -175,6 +174,7 @@ void run(TrainFlags& f) {
   request.terminal = isatty(STDERR_FILENO) != 0;
   request.peak_flops = f.peak_gflops * 1e9;
   request.should_stop = [&stop] { return stop.requested(); };
+  request.families = &families::trainable();
   train::RunSummary s;
   try {
     request.given = request.resume ? given_flags(f) : new_run_flags(f);
@@ -221,11 +221,12 @@ std::string wrapped(const std::string& line) {
 // families or that some family refuses ("-"), then those that one family alone takes, then
 // the rest.
 std::string defaults_table() {
-  const std::span<const train::TrainFamily> families = train::train_families();
+  const train::TrainFamilies& trainable = families::trainable();
+  const std::span<const train::TrainFamilies::Entry> families = trainable.entries();
   std::vector<nlohmann::ordered_json> d;
   std::string names;
-  for (const train::TrainFamily& family : families) {
-    d.push_back(train::to_json(train::defaults_for(std::string(family.name))));
+  for (const train::TrainFamilies::Entry& family : families) {
+    d.push_back(train::to_json(train::defaults_for(trainable, std::string(family.name))));
     names += (names.empty() ? "" : " / ") + std::string(family.name);
   }
   std::string table = "Defaults by --arch (" + names + "; -: refused for that --arch):\n";
@@ -236,7 +237,7 @@ std::string defaults_table() {
     size_t takers = 0, first = 0;
     bool same = true;
     for (size_t i = 0; i < families.size(); ++i) {
-      if (!train::takes_flag(families[i], name)) continue;
+      if (!trainable.takes_flag(*families[i].family, name)) continue;
       if (takers++ == 0) first = i;
       same = same && d[i][name] == d[first][name];
     }
@@ -248,7 +249,7 @@ std::string defaults_table() {
       table += "  --" + name + ": ";
       for (size_t i = 0; i < families.size(); ++i) {
         table += i > 0 ? " / " : "";
-        table += train::takes_flag(families[i], name) ? d[i][name].dump() : "-";
+        table += trainable.takes_flag(*families[i].family, name) ? d[i][name].dump() : "-";
       }
       table += "\n";
     }

@@ -11,6 +11,7 @@
 
 #include "fuzz_scratch.h"
 #include "tinylm/core/error.h"
+#include "tinylm/families/family.h"
 #include "tinylm/train/config_file.h"
 #include "tinylm/train/run_config.h"
 
@@ -44,7 +45,7 @@ void one(std::string_view text, tinylm::train::ConfigFormat format) {
     return;  // a rejected file: the expected outcome for most inputs
   }
   check_shape(j);
-  tinylm::train::RunConfig c = tinylm::train::defaults_for("gpt2");
+  tinylm::train::RunConfig c = tinylm::train::defaults_for(tinylm::families::trainable(), "gpt2");
   try {
     tinylm::train::merge_json(c, j, "fuzz");
   } catch (const tinylm::Error&) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tinylm/families/family.h"
 #include "tinylm/train/run_config.h"
 
 namespace tinylm::test {
@@ -81,7 +82,7 @@ TEST(ConfigFile, JsonGivesTheSameSettingsAsToml) {
 TEST(ConfigFile, MergesLikeTheCommandLine) {
   TempDir tmp;
   const std::string path = tmp.file("c.toml");
-  train::RunConfig c = train::defaults_for("gpt2");
+  train::RunConfig c = train::defaults_for(families::trainable(), "gpt2");
   train::merge_json(c, read_config(tmp, "c.toml", kToml), path);
   EXPECT_EQ(c.n_layer, 4);
   EXPECT_EQ(c.min_lr, 1e-4);
@@ -218,7 +219,7 @@ TEST(ConfigFile, MalformedFilesAreOneLineErrorsNamingTheFile) {
     try {
       const json j = train::read_config_file(tmp.file(name));
       // A file that reads (none above should) must still fail the settings' own checks.
-      train::RunConfig c = train::defaults_for("gpt2");
+      train::RunConfig c = train::defaults_for(families::trainable(), "gpt2");
       const std::string path = tmp.file(name);
       expect_error([&] { train::merge_json(c, j, path); }, {path + ": "});
     } catch (const Error& e) {

@@ -15,6 +15,7 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/parallel.h"
 #include "tinylm/distributed/grad_exchange.h"
+#include "tinylm/families/family.h"
 #include "tinylm/kernels/matmul/gemm.h"
 #include "tinylm/train/gpt2_trainable.h"
 #include "tinylm/train/replicas.h"
@@ -115,18 +116,18 @@ TEST(TrainDevices, ReplicasAreEqualAfterEachPass) {
 }
 
 TEST(TrainDevices, ABatchThatDoesNotSplitIsAnError) {
-  RunConfig c = defaults_for("gpt2");
+  RunConfig c = defaults_for(families::trainable(), "gpt2");
   c.data = {"x.txt"};
   c.batch = 6;
   c.devices = 4;
   try {
-    validate(c);
+    validate(families::trainable(), c);
     FAIL() << "accepted --batch 6 --devices 4";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--devices 4"), std::string::npos) << e.what();
   }
   c.devices = 3;
-  EXPECT_NO_THROW(validate(c));
+  EXPECT_NO_THROW(validate(families::trainable(), c));
 }
 
 }  // namespace

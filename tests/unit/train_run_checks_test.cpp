@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
+#include "tinylm/families/family.h"
 #include "tinylm/models/gpt2/config.h"
 #include "tinylm/train/disk_space.h"
 #include "tinylm/train/family.h"
@@ -98,12 +99,13 @@ TEST(TrainRunChecks, ARebuiltTokenFileIsReported) {
 TEST(TrainRunChecks, DiskNeedIsCheckpointsTimesKeepPlusOneAndTokens) {
   TempDir tmp;
   write_text(tmp.file("a.txt"), std::string(1000, 'x'));
-  train::RunConfig c = train::defaults_for("gpt2");
+  const train::TrainFamily& gpt2 = families::trainable().find("gpt2");
+  train::RunConfig c = train::defaults_for(families::trainable(), "gpt2");
   c.preset = "small-test";
-  train::train_family("gpt2").complete(c, nlohmann::ordered_json::object(), false);  // its shape
+  gpt2.complete(c, nlohmann::ordered_json::object(), false);  // its shape
   c.keep = 3;
   c.data = {tmp.file("a.txt")};
-  const train::DiskNeed need = train::estimate_disk_need(c, {});
+  const train::DiskNeed need = train::estimate_disk_need(gpt2, c, {});
   const gpt2::Config g = gpt2::preset("small-test");
   EXPECT_EQ(need.checkpoints, 4);
   EXPECT_GE(need.model_bytes, checkpoints::gpt2_saved_bytes(g));
@@ -114,7 +116,7 @@ TEST(TrainRunChecks, DiskNeedIsCheckpointsTimesKeepPlusOneAndTokens) {
   expect_error([&] { train::check_disk_space("RUN", need, need.total() - 1); },
                {"RUN: ", "MB free", "the run needs about", "--keep"});
   c.optimizer = "sgd";
-  EXPECT_EQ(train::estimate_disk_need(c, {}).moment_bytes, 0u);
+  EXPECT_EQ(train::estimate_disk_need(gpt2, c, {}).moment_bytes, 0u);
 }
 
 // A small filesystem of its own (CI runs as root); skipped where mounting is not allowed.

@@ -1,13 +1,17 @@
-// EvermindLM's record: EVL0 checkpoints, with the tokenizer saved beside them.
+// EvermindLM's record: EVL0 checkpoints, with the tokenizer saved beside them; how it trains.
 #include <cstdio>
+#include <filesystem>
 
 #include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/error.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/families/family.h"
-#include "tinylm/train/family.h"
+#include "tinylm/train/run_config.h"
+#include "tinylm/train/run_session.h"
 
 namespace tinylm::families {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -32,6 +36,51 @@ DecodeModel load_decoder(const checkpoints::Sniffed& file, const LoadOptions&) {
   return decode_model(std::move(model), generate::evermind_backend, "loaded " + file.path + line);
 }
 
+// How it trains (train/family.h): a BPE trained on the data, EVL0 checkpoints, f32.
+
+void evermind_defaults(train::RunConfig& c) {
+  c.lr = 1e-3;
+  c.min_lr = 1e-4;
+  c.warmup = 20;
+  c.batch = 8;
+  c.seq_len = 128;
+}
+
+// The whole shape, before the tokenizer is trained or anything is written. A given
+// tokenizer's vocabulary is checked on load.
+void evermind_check_fresh(const train::RunConfig& c) {
+  const evermind::Config e = train::evermind_config(c, c.tokenizer.empty() ? c.vocab_size : 1);
+  check(!c.tokenizer.empty() || c.vocab_size >= 257, "--vocab-size ", c.vocab_size,
+        " is too small (the 256 bytes and <|endoftext|> need 257)");
+  check(c.hidden_dim >= 0, "--hidden-dim must be >= 0 (0: 2 x --d-model; got ", c.hidden_dim, ")");
+  try {
+    evermind::validate(e);
+  } catch (const Error& err) {
+    fail("--arch evermind shape: ", err.what());
+  }
+  train::check_fits_memory("--arch evermind shape", evermind::param_count(e));
+}
+
+train::ModelSize evermind_size(const train::RunConfig& c) {
+  const evermind::Config e = c.init_from.empty() ? train::evermind_config(c, c.vocab_size)
+                                                 : checkpoints::read_evl_header(c.init_from).config;
+  return {static_cast<uint64_t>(evermind::param_count(e)),
+          checkpoints::evl_file_bytes(e, checkpoints::EvlPrecision::f32)};
+}
+
+// The ids of --init-from's weights come from the tokenizer saved with them (run_evermind.cpp
+// writes model.tokenizer.json beside model.evl): a new one trained on --data would give the
+// old weights other tokens' ids.
+std::string evermind_tokenizer(const train::RunConfig& c, std::FILE* log) {
+  if (c.init_from.empty()) return "";
+  const std::string saved = checkpoints::evl_tokenizer_path(c.init_from);
+  check(fs::exists(saved), "--init-from ", c.init_from,
+        ": no tokenizer saved with the model (looked for ", saved,
+        "); pass the one it was trained with: --tokenizer FILE");
+  std::fprintf(log, "tokenizer: %s (saved with the model)\n", saved.c_str());
+  return saved;
+}
+
 }  // namespace
 
 extern const Family evermind_family{
@@ -47,7 +96,14 @@ extern const Family evermind_family{
     .top_k = 40,
     .context_without_end = 4096,
     .perplexity = true,
-    .training = &train::train_family("evermind"),
+    .training = {.shape = "n-layer d-model conv-kernel hidden-dim experts top-k vocab-size",
+                 .options =
+                     "tokenizer seq-len aux-loss-coef mixed-precision checkpoint-activations",
+                 .apply_defaults = evermind_defaults,
+                 .check_fresh_model = evermind_check_fresh,
+                 .model_size = evermind_size,
+                 .default_tokenizer = evermind_tokenizer,
+                 .run = train::run_evermind},
 };
 
 }  // namespace tinylm::families

@@ -2,6 +2,7 @@
 // The family table: one record per model family (GPT-2, EvermindLM, microgpt) saying what the
 // CLI, `generate`, `serve` and `perplexity` need to know of it: its name, how its files are
 // recognised, how it loads for decoding, its generation defaults and which commands take it.
+// It also holds how the family trains, which train/ receives as the list trainable() gives.
 // Commands ask the table (by name, by file, by capability) instead of switching on a family;
 // a new family is a record in its own file plus its line in table.cpp.
 #include <memory>
@@ -13,10 +14,7 @@
 #include "tinylm/checkpoints/sniff.h"
 #include "tinylm/generate/decode_backend.h"
 #include "tinylm/tokenizers/bpe.h"
-
-namespace tinylm::train {
-struct TrainFamily;  // train/family.h: how a family trains
-}
+#include "tinylm/train/family.h"
 
 namespace tinylm::families {
 
@@ -84,9 +82,8 @@ struct Family {
   bool perplexity = false;  // `tinylm perplexity` scores it (generate/perplexity.h)
   bool convert = false;     // `tinylm convert` reads and writes its files
 
-  // How it trains: train/'s record of this family (train/ is the layer below, so the link
-  // lives here); null for a family that does not train.
-  const train::TrainFamily* training = nullptr;
+  // How it trains (train/family.h); `training.run` is null for a family that does not train.
+  train::TrainFamily training{};
 };
 
 // A tokenizer named by --tokenizer: a tokenizer.json, or a directory with one (or with
@@ -100,6 +97,11 @@ std::vector<const Family*> those(bool (*accepts)(const Family&));
 inline bool decodes(const Family& f) { return f.load_decoder != nullptr; }
 inline bool scores_perplexity(const Family& f) { return f.perplexity; }
 inline bool converts(const Family& f) { return f.convert; }
+
+inline bool trains(const Family& f) { return f.training.run != nullptr; }
+
+// The families `tinylm train` takes, for train/ (which knows none by name).
+const train::TrainFamilies& trainable();
 
 // The record --arch `name` names; nullptr for none.
 const Family* by_name(std::string_view name);

@@ -1,4 +1,5 @@
-// GPT-2's record: Hugging Face directories, their safetensors, GGUF files of architecture gpt2.
+// GPT-2's record: Hugging Face directories, their safetensors, GGUF files of architecture gpt2;
+// how it trains.
 #include "tinylm/families/gpt2.h"
 
 #include <cstdio>
@@ -13,7 +14,9 @@
 #include "tinylm/core/parallel.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/kernels/vulkan/devices.h"
-#include "tinylm/train/family.h"
+#include "tinylm/train/gpt2_trainable.h"
+#include "tinylm/train/run_config.h"
+#include "tinylm/train/run_session.h"
 
 namespace tinylm::families {
 
@@ -41,6 +44,90 @@ DecodeModel load_decoder(const checkpoints::Sniffed& file, const LoadOptions& op
   return decode_model(std::move(model), generate::gpt2_backend, std::move(loaded));
 }
 
+// How it trains (train/family.h): RunConfig's own defaults and --preset's shape, Hugging Face
+// weights, f32.
+
+constexpr int kGpt2Vocab = 50257;  // a fresh model's size before its tokenizer is read
+
+void gpt2_defaults(train::RunConfig& c) {
+  const gpt2::Config g = gpt2::preset(c.preset);
+  c.n_layer = g.n_layer;
+  c.n_head = g.n_head;
+  c.n_embd = g.n_embd;
+  c.block_size = g.n_positions;
+  c.seq_len = c.block_size;
+}
+
+// The shape fields not given come from --preset, and --seq-len from --block-size (nanoGPT's
+// block_size is both). A run stored before these flags existed (no "bias") had its preset's.
+void gpt2_complete(train::RunConfig& c, const nlohmann::ordered_json& given, bool resumed) {
+  const bool before_shape_flags = resumed && !given.contains("bias");
+  const auto from_preset = [&](const char* name) {
+    return before_shape_flags || !given.contains(name);
+  };
+  gpt2::Config g;
+  try {
+    g = gpt2::preset(c.preset);
+  } catch (const Error& e) {
+    throw train::FlagError(cat("--preset: ", e.what()));
+  }
+  if (from_preset("n-layer")) c.n_layer = g.n_layer;
+  if (from_preset("n-head")) c.n_head = g.n_head;
+  if (from_preset("n-embd")) c.n_embd = g.n_embd;
+  if (from_preset("block-size")) c.block_size = g.n_positions;
+  if (!given.contains("seq-len")) c.seq_len = c.block_size;
+}
+
+void gpt2_check_fresh(const train::RunConfig& c) {
+  try {
+    train::gpt2_config(c, kGpt2Vocab).validate();
+  } catch (const Error& e) {
+    fail("--arch gpt2 shape (--n-layer ", c.n_layer, ", --n-head ", c.n_head, ", --n-embd ",
+         c.n_embd, ", --block-size ", c.block_size, "): ", e.what());
+  }
+  check(c.seq_len <= c.block_size, "--seq-len ", c.seq_len, " is longer than the model's ",
+        c.block_size, " positions: lower --seq-len or raise --block-size");
+  train::check_fits_memory(
+      "--arch gpt2 shape",
+      static_cast<int64_t>(gpt2::param_layout(train::gpt2_config(c, kGpt2Vocab)).size()));
+}
+
+gpt2::Config gpt2_model_config(const train::RunConfig& c) {
+  return c.init_from.empty() ? train::gpt2_config(c, kGpt2Vocab)
+                             : checkpoints::read_gpt2_checkpoint_config(c.init_from);
+}
+
+train::ModelSize gpt2_size(const train::RunConfig& c) {
+  const gpt2::Config g = gpt2_model_config(c);
+  return {gpt2::param_layout(g).size(), checkpoints::gpt2_saved_bytes(g)};
+}
+
+void gpt2_check_device(const train::RunConfig& c) {
+  const int gpu = kernels::vulkan::parse_device(c.device);
+  if (gpu < 0) return;
+  train::check_gpt2_fits_gpu(gpu, gpt2_model_config(c),
+                             {static_cast<int>(train::shard_rows(c)), static_cast<int>(c.seq_len),
+                              static_cast<float>(c.dropout), train::parse_compute_dtype(c.compute)},
+                             c.devices);
+}
+
+// The starting weights' own vocabulary, else the bundled one.
+std::string gpt2_tokenizer(const train::RunConfig& c, std::FILE* log) {
+  const fs::path init(c.init_from);
+  const bool own = !c.init_from.empty() && fs::is_directory(init) &&
+                   (fs::exists(init / "tokenizer.json") || fs::exists(init / "vocab.json") ||
+                    fs::exists(init / "encoder.json"));
+  if (own) return init.string();
+  std::string bundled = default_vocab_dir();
+  if (!c.init_from.empty()) {
+    std::fprintf(log,
+                 "tokenizer: the bundled GPT-2 vocabulary (%s has no tokenizer.json, vocab.json or "
+                 "encoder.json; pass --tokenizer for another)\n",
+                 c.init_from.c_str());
+  }
+  return bundled;
+}
+
 }  // namespace
 
 extern const Family gpt2_family{
@@ -53,7 +140,16 @@ extern const Family gpt2_family{
     .gpu = true,
     .perplexity = true,
     .convert = true,
-    .training = &train::train_family("gpt2"),
+    .training = {.shape = "preset n-layer n-head n-embd block-size bias",
+                 .options = "tokenizer seq-len dropout compute-dtype sample-every",
+                 .gpu = true,
+                 .apply_defaults = gpt2_defaults,
+                 .complete = gpt2_complete,
+                 .check_fresh_model = gpt2_check_fresh,
+                 .model_size = gpt2_size,
+                 .default_tokenizer = gpt2_tokenizer,
+                 .check_device = gpt2_check_device,
+                 .run = train::run_gpt2},
 };
 
 std::string default_vocab_dir() {

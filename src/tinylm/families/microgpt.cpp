@@ -1,6 +1,6 @@
 // microgpt's record: its safetensors checkpoints, which `tinylm microgpt --load` samples from
 // (with microgpt.py's RNG), `train --init-from` continues, and generate, serve and perplexity
-// run through the decode interface (generate/microgpt_backend.cpp).
+// run through the decode interface (generate/microgpt_backend.cpp); how it trains.
 #include <algorithm>
 #include <cstdio>
 
@@ -8,8 +8,10 @@
 #include "tinylm/core/error.h"
 #include "tinylm/core/timer.h"
 #include "tinylm/families/family.h"
+#include "tinylm/models/microgpt/config.h"
 #include "tinylm/tokenizers/char_and_byte_vocab.h"
-#include "tinylm/train/family.h"
+#include "tinylm/train/run_config.h"
+#include "tinylm/train/run_session.h"
 
 namespace tinylm::families {
 
@@ -55,6 +57,50 @@ DecodeModel load_decoder(const checkpoints::Sniffed& file, const LoadOptions&) {
       "loaded " + file.path + line);
 }
 
+// How it trains (train/family.h): microgpt.py's settings, one document per step, a character
+// vocabulary, f64.
+
+void microgpt_defaults(train::RunConfig& c) {
+  c.n_layer = 1;
+  c.batch = 1;  // one document per step
+  c.lr = 0.01;
+  c.min_lr = 0.0;
+  c.warmup = 0;
+  c.schedule = "linear";
+  c.beta1 = 0.85;
+  c.beta2 = 0.99;
+  c.weight_decay = 0.0;
+  c.clip = 0.0;
+  c.seed = 42;
+  c.eval_batches = 200;  // validation documents
+}
+
+void microgpt_check_fresh(const train::RunConfig& c) {
+  const auto at_most = [](int64_t v, int64_t hi, const char* flag) {
+    check(v >= 1 && v <= hi, "--", flag, " must be in [1, ", hi, "] (got ", v, ")");
+  };
+  at_most(c.n_layer, 1024, "n-layer");
+  at_most(c.n_head, 1 << 16, "n-head");
+  at_most(c.n_embd, 1 << 16, "n-embd");
+  at_most(c.block_size, 1 << 16, "block-size");
+  check(c.n_embd % c.n_head == 0, "--n-embd ", c.n_embd, " must be a multiple of --n-head ",
+        c.n_head);
+}
+
+// A character vocabulary (taken as 256 here), f64 parameters.
+train::ModelSize microgpt_size(const train::RunConfig& c) {
+  microgpt::Config m;
+  m.n_layer = static_cast<int>(c.n_layer);
+  m.n_embd = static_cast<int>(c.n_embd);
+  m.n_head = static_cast<int>(c.n_head);
+  m.block_size = static_cast<int>(c.block_size);
+  m.vocab_size = 256;
+  const uint64_t params = microgpt::param_layout(m).size();
+  return {params, 8 * params};
+}
+
+std::string no_tokenizer(const train::RunConfig&, std::FILE*) { return ""; }
+
 }  // namespace
 
 extern const Family microgpt_family{
@@ -69,7 +115,15 @@ extern const Family microgpt_family{
     .temperature = 0.5,             // microgpt.py's
     .documents_start_with_eot = true,
     .perplexity = true,
-    .training = &train::train_family("microgpt"),
+    .training = {.shape = "n-layer n-head n-embd block-size",
+                 .one_document_per_step = true,
+                 .token_file = false,
+                 .param_bytes = 8,
+                 .apply_defaults = microgpt_defaults,
+                 .check_fresh_model = microgpt_check_fresh,
+                 .model_size = microgpt_size,
+                 .default_tokenizer = no_tokenizer,
+                 .run = train::run_microgpt},
 };
 
 }  // namespace tinylm::families

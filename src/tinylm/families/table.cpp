@@ -1,6 +1,7 @@
 // The list of families and the lookups over it. A new family: its record in its own file
 // (gpt2.cpp is the model) and one line in each list below.
 #include <filesystem>
+#include <utility>
 
 #include "tinylm/core/error.h"
 #include "tinylm/families/family.h"
@@ -14,6 +15,15 @@ extern const Family microgpt_family;
 const std::vector<const Family*>& all() {
   static const std::vector<const Family*> table = {&gpt2_family, &evermind_family,
                                                    &microgpt_family};
+  return table;
+}
+
+const train::TrainFamilies& trainable() {
+  static const train::TrainFamilies table = [] {
+    std::vector<train::TrainFamilies::Entry> entries;
+    for (const Family* f : those(trains)) entries.push_back({f->name, &f->training});
+    return train::TrainFamilies(std::move(entries));
+  }();
   return table;
 }
 

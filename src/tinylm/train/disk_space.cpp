@@ -49,7 +49,8 @@ uint64_t DiskNeed::total() const {
   return (model_bytes + moment_bytes) * static_cast<uint64_t>(checkpoints) + tokens_bytes;
 }
 
-DiskNeed estimate_disk_need(const RunConfig& c, const std::vector<Checkpoint>& existing) {
+DiskNeed estimate_disk_need(const TrainFamily& family, const RunConfig& c,
+                            const std::vector<Checkpoint>& existing) {
   DiskNeed need;
   // The newest --keep stay while the next one is written.
   need.checkpoints = c.keep + 1 - static_cast<int64_t>(existing.size());
@@ -60,7 +61,6 @@ DiskNeed estimate_disk_need(const RunConfig& c, const std::vector<Checkpoint>& e
     need.model_bytes = bytes_under(newest) - need.moment_bytes;
     return need;
   }
-  const TrainFamily& family = train_family(c.arch);
   const ModelSize model = model_size(family, c);
   const auto width = static_cast<uint64_t>(family.param_bytes);
   need.model_bytes = model.saved_bytes + kSmallFiles;

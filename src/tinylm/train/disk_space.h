@@ -13,6 +13,8 @@
 
 namespace tinylm::train {
 
+struct TrainFamily;  // family.h
+
 struct DiskNeed {
   uint64_t model_bytes = 0;   // the model's files in one checkpoint
   uint64_t moment_bytes = 0;  // train_state.bin: the optimizer's moments
@@ -24,7 +26,8 @@ struct DiskNeed {
 // A fresh run's need (`existing` empty), from its flags and the sizes of the files they name
 // (--init-from's header, --data); a resumed run's from its newest checkpoint's files, of which
 // `existing` (oldest first) are there already.
-DiskNeed estimate_disk_need(const RunConfig& config, const std::vector<Checkpoint>& existing);
+DiskNeed estimate_disk_need(const TrainFamily& family, const RunConfig& config,
+                            const std::vector<Checkpoint>& existing);
 
 // The bytes an unprivileged process may still write on the filesystem of `path` (or of its
 // nearest existing parent, for a directory not made yet).

@@ -1,9 +1,8 @@
 #pragma once
-// What a training run knows of each family (`tinylm train --arch NAME`), listed once: the
-// options it accepts, its defaults, the checks of a fresh model's shape, the size of what it
-// writes, its tokenizer defaults and its run entry (run_gpt2.cpp, ...). run_config.cpp,
-// disk_space.cpp, run.cpp and the CLI consult this table; no other file of train/ compares
-// --arch with a family's name. A new family adds a record in families.cpp.
+// How a family trains (`tinylm train --arch NAME`): the options it accepts, its defaults, the
+// checks of a fresh model's shape, the size of what it writes, its tokenizer defaults and its
+// run entry (run_gpt2.cpp, ...). Each family's record (families/) holds its TrainFamily, and the
+// caller hands train/ the list (TrainFamilies): train/ knows no family by name.
 #include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace tinylm::train {
 
@@ -26,7 +27,6 @@ struct ModelSize {
 };
 
 struct TrainFamily {
-  std::string_view name;  // --arch
   // The flags only some families take, space-separated: `shape`, those that make a fresh
   // model (refused with --init-from, whose model has its own shape), and `options`, the rest.
   // A given flag of another family's is refused, naming the families that take it: no flag is
@@ -51,10 +51,8 @@ struct TrainFamily {
   // read (the disk estimate then takes the file's size).
   ModelSize (*model_size)(const RunConfig& c) = nullptr;
   // A fresh run's --tokenizer when none is given: "" for none (the run makes its own).
-  // `bundled_vocab` finds the GPT-2 vocabulary shipped with tinylm (the CLI knows where); a
-  // default the user may not expect is noted on `log`.
-  std::string (*default_tokenizer)(const RunConfig& c, std::string (*bundled_vocab)(),
-                                   std::FILE* log) = nullptr;
+  // A default the user may not expect is noted on `log`.
+  std::string (*default_tokenizer)(const RunConfig& c, std::FILE* log) = nullptr;
   // What the run's device cannot hold (--device gpu), refused before anything is written; null
   // where the family trains on the CPU only.
   void (*check_device)(const RunConfig& c) = nullptr;
@@ -63,23 +61,40 @@ struct TrainFamily {
                     const std::optional<Checkpoint>& resume) = nullptr;
 };
 
-// Every family, in the order help texts list them (gpt2, evermind, microgpt).
-std::span<const TrainFamily> train_families();
+// The families a run can train, each under its --arch name, in the order help texts list them
+// (the CLI's: families::trainable()).
+class TrainFamilies {
+ public:
+  struct Entry {
+    std::string_view name;
+    const TrainFamily* family;
+  };
+  explicit TrainFamilies(std::vector<Entry> entries) : entries_(std::move(entries)) {}
+  std::span<const Entry> entries() const { return entries_; }
 
-// The family named `arch`; a FlagError "--arch NAME: unknown (expected gpt2, evermind or
-// microgpt)" otherwise.
-const TrainFamily& train_family(std::string_view arch);
+  // The family named `arch`; a FlagError "--arch NAME: unknown (expected gpt2, evermind or
+  // microgpt)" otherwise.
+  const TrainFamily& find(std::string_view arch) const;
 
-// The names of the families `has` holds for, as a message lists them: "gpt2", "gpt2 or
-// evermind", "gpt2, evermind or microgpt".
-std::string family_names(bool (*has)(const TrainFamily&));
+  // The names of the families `has` holds for, as a message lists them: "gpt2", "gpt2 or
+  // evermind", "gpt2, evermind or microgpt".
+  std::string names(bool (*has)(const TrainFamily&)) const;
 
-// Whether `family` takes `flag` (a name as run.json spells it): a flag that no family lists
-// (--lr, --steps, ...) applies to all; one that some family lists, only to those that list it.
-bool takes_flag(const TrainFamily& family, std::string_view flag);
+  // Whether `family` takes `flag` (a name as run.json spells it): a flag that no family lists
+  // (--lr, --steps, ...) applies to all; one that some family lists, only to those that list it.
+  bool takes_flag(const TrainFamily& family, std::string_view flag) const;
 
-// Refuses (FlagError) a given flag that `family` does not take but another family does, and a
-// shape flag beside --init-from; `given`: the flags given, as run.json names them.
-void check_family_flags(const TrainFamily& family, const nlohmann::ordered_json& given);
+  // Refuses (FlagError) a given flag that --arch `arch` does not take but another family does,
+  // and a shape flag beside --init-from; `given`: the flags given, as run.json names them.
+  void check_flags(std::string_view arch, const nlohmann::ordered_json& given) const;
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// Parameters, gradients and two optimizer moments, in f32: a fresh model's shape (`what`) is
+// refused when they alone would not fit in this machine's memory, rather than failing in the
+// allocator.
+void check_fits_memory(const std::string& what, int64_t params);
 
 }  // namespace tinylm::train

@@ -112,33 +112,33 @@ void check_given_threads(const json& given) {
 }
 
 // The configuration of a fresh run: the architecture's defaults, then the given flags.
-RunConfig fresh_config(const json& given) {
+RunConfig fresh_config(const TrainFamilies& families, const json& given) {
   if (!given.contains("arch") || !given["arch"].is_string()) throw FlagError("--arch is required");
-  RunConfig c = defaults_for(given["arch"].get<std::string>());
+  RunConfig c = defaults_for(families, given["arch"].get<std::string>());
   merge_json(c, given, "the command line");
-  const TrainFamily& family = train_family(c.arch);
-  check_family_flags(family, given);
+  const TrainFamily& family = families.find(c.arch);
+  families.check_flags(c.arch, given);
   if (family.complete) family.complete(c, given, false);
   check_given_threads(given);
-  validate(c);
+  validate(families, c);
   return c;
 }
 
 // The stored configuration of a resumed run, with the cadence flags given now.
-RunConfig resumed_config(const RunDir& dir, const json& given) {
+RunConfig resumed_config(const TrainFamilies& families, const RunDir& dir, const json& given) {
   const std::string path = dir.run_json();
   const json stored = json::parse(io::read_file(path), nullptr, /*allow_exceptions=*/false);
   check(stored.is_object() && stored.contains("arch") && stored["arch"].is_string(), path,
         ": not a run configuration (invalid JSON or no \"arch\")");
-  RunConfig c = defaults_for(stored["arch"].get<std::string>());
+  RunConfig c = defaults_for(families, stored["arch"].get<std::string>());
   merge_json(c, stored, path);
-  const TrainFamily& family = train_family(c.arch);
+  const TrainFamily& family = families.find(c.arch);
   if (family.complete) family.complete(c, stored, true);
-  check_family_flags(family, given);
+  families.check_flags(c.arch, given);
   check_resume_flags(c, given);
   merge_json(c, given, "the command line");
   check_given_threads(given);
-  validate(c);
+  validate(families, c);
   return c;
 }
 
@@ -339,6 +339,8 @@ RunSummary run_training(const RunRequest& given_request) {
     request.terminal = false;
   }
   check(!request.dir.empty(), "no run directory given (--out DIR, or --resume DIR)");
+  check(request.families != nullptr, "run_training: no families given (RunRequest::families)");
+  const TrainFamilies& families = *request.families;
   // The first process checks and prepares the run directory; the others follow once it has.
   if (!comm.root()) comm.barrier();
   // A run another process is training is refused first, naming it, whatever else is wrong.
@@ -349,11 +351,12 @@ RunSummary run_training(const RunRequest& given_request) {
     check(RunDir::looks_like_run(request.dir), request.dir,
           ": not a training run (no run.json); start one with --out");
     RunDir probe(request.dir);
-    config = resumed_config(probe, request.given);
+    config = resumed_config(families, probe, request.given);
   } else {
-    config = fresh_config(request.given);
+    config = fresh_config(families, request.given);
     if (comm.root()) check_new_run_dir(request.dir);
   }
+  const TrainFamily& family = families.find(config.arch);
   const int64_t shards = run_shards(config);
   if (config.batch % shards != 0) {
     throw FlagError(cat("--batch ", config.batch, " does not split into ", shards, " shards (",
@@ -363,11 +366,10 @@ RunSummary run_training(const RunRequest& given_request) {
   if (comm.root()) {
     const std::vector<Checkpoint> existing =
         request.resume ? RunDir(request.dir).checkpoints() : std::vector<Checkpoint>();
-    check_disk_space(request.dir, estimate_disk_need(config, existing),
+    check_disk_space(request.dir, estimate_disk_need(family, config, existing),
                      available_bytes(request.dir));
     // And a GPU too small for the model and the batch.
-    if (const TrainFamily& family = train_family(config.arch); family.check_device)
-      family.check_device(config);
+    if (family.check_device) family.check_device(config);
   }
   // Only the first process writes the run directory, so only it holds the lock: from here,
   // before its first write, until run_training returns.
@@ -394,7 +396,7 @@ RunSummary run_training(const RunRequest& given_request) {
   }
   if (comm.root()) comm.barrier();
   set_num_threads(static_cast<int>(config.threads));
-  return train_family(config.arch).run(config, dir, request, resume);
+  return family.run(config, dir, request, resume);
 }
 
 }  // namespace tinylm::train

@@ -12,6 +12,8 @@
 
 namespace tinylm::train {
 
+class TrainFamilies;  // family.h
+
 struct RunRequest {
   std::string dir;  // --out (fresh) or --resume
   bool resume = false;
@@ -20,6 +22,9 @@ struct RunRequest {
   bool terminal = false;              // log is a terminal: one progress line rewritten in place
   std::function<bool()> should_stop;  // checked after each step: checkpoint and return
   double peak_flops = 0.0;            // the machine's peak FLOP/s for MFU; 0: not shown
+  // The families --arch (or a resumed run's run.json) may name: the CLI's
+  // families::trainable(). Required.
+  const TrainFamilies* families = nullptr;
 };
 
 struct RunSummary {

@@ -21,10 +21,10 @@ namespace tinylm::train {
 
 using json = nlohmann::ordered_json;
 
-RunConfig defaults_for(const std::string& arch) {
+RunConfig defaults_for(const TrainFamilies& families, const std::string& arch) {
   RunConfig c;
   c.arch = arch;
-  train_family(arch).apply_defaults(c);
+  families.find(arch).apply_defaults(c);
   return c;
 }
 
@@ -128,8 +128,8 @@ void check_optimizer(const RunConfig& c) {
   check(c.max_bad_steps >= 0, "--max-bad-steps must be >= 0 (got ", c.max_bad_steps, ")");
 }
 
-void validate_flags(const RunConfig& c) {
-  const TrainFamily& family = train_family(c.arch);
+void validate_flags(const TrainFamilies& families, const RunConfig& c) {
+  const TrainFamily& family = families.find(c.arch);
   check(!c.data.empty(), "--data: no training text given");
   check(c.val_fraction >= 0.0 && c.val_fraction < 1.0, "--val-fraction must be in [0, 1) (got ",
         c.val_fraction, ")");
@@ -155,7 +155,7 @@ void validate_flags(const RunConfig& c) {
   if (const int gpu = kernels::vulkan::parse_device(c.device); gpu >= 0)
     kernels::vulkan::check_gpu(gpu);
   check(family.gpu || c.device == "cpu", "--device applies to --arch ",
-        family_names([](const TrainFamily& f) { return f.gpu; }), " only");
+        families.names([](const TrainFamily& f) { return f.gpu; }), " only");
   check(!family.one_document_per_step || (c.batch == 1 && c.accum == 1), "--arch ", c.arch,
         " trains one document per step: --batch and --accum must be 1");
   // The model shapes a fresh run builds from flags (--init-from brings its own).
@@ -165,9 +165,9 @@ void validate_flags(const RunConfig& c) {
 
 }  // namespace
 
-void validate(const RunConfig& c) {
+void validate(const TrainFamilies& families, const RunConfig& c) {
   try {
-    validate_flags(c);
+    validate_flags(families, c);
   } catch (const FlagError&) {
     throw;
   } catch (const Error& e) {

@@ -16,6 +16,8 @@
 
 namespace tinylm::train {
 
+class TrainFamilies;  // family.h
+
 enum class FieldKind : uint8_t { fixed, cadence };
 
 struct RunConfig {
@@ -118,7 +120,7 @@ struct RunConfig {
 // EvermindLM's (lr 1e-3, seq_len 128, batch 8, ...) and microgpt's (microgpt.py's settings: one
 // document per step, lr 0.01 decaying linearly to 0, betas 0.85/0.99, no weight decay or
 // clipping, 1000 steps, seed 42). An unknown one is a FlagError naming the accepted ones.
-RunConfig defaults_for(const std::string& arch);
+RunConfig defaults_for(const TrainFamilies& families, const std::string& arch);
 
 nlohmann::ordered_json to_json(const RunConfig& c);
 // Fields absent from j keep c's values; an unknown key or a value of the wrong type is an
@@ -147,8 +149,8 @@ class FlagError : public Error {
 // flag): ranges, the named choices, the optimizer's numbers, the options only some families
 // take, a fresh model's shape (its family's check: a gpt2 preset's positions against
 // --seq-len, EvermindLM's shape within this machine's memory), validate_sizes() included.
-// Reads no file.
-void validate(const RunConfig& c);
+// Reads no file. `families`: those --arch may name (family.h).
+void validate(const TrainFamilies& families, const RunConfig& c);
 
 // The sizes: sequence and batch ceilings (a fresh model's shape is its family's check,
 // family.h), so a bad size is refused before a tokenizer is trained or a file written.
