@@ -15,27 +15,6 @@ namespace tinylm::checkpoints {
 
 namespace {
 
-// llama.cpp's general.file_type (LLAMA_FTYPE_*) of a file whose weights are of `t`.
-uint32_t file_type_of(io::GgmlType t) {
-  switch (t) {
-    case io::GgmlType::f32:
-      return 0;  // ALL_F32
-    case io::GgmlType::f16:
-      return 1;  // MOSTLY_F16
-    case io::GgmlType::q4_0:
-      return 2;  // MOSTLY_Q4_0
-    case io::GgmlType::q8_0:
-      return 7;  // MOSTLY_Q8_0
-    case io::GgmlType::q4_k:
-      return 14;  // MOSTLY_Q4_K_S
-    case io::GgmlType::q5_k:
-      return 16;  // MOSTLY_Q5_K_S
-    case io::GgmlType::q6_k:
-      return 18;  // MOSTLY_Q6_K
-  }
-  return 0;
-}
-
 // gguf-py's TokenType.
 constexpr int32_t kTokenNormal = 1, kTokenControl = 3, kTokenUnused = 5;
 
@@ -117,7 +96,7 @@ void save_gpt2_gguf(const std::string& path, const gpt2::Config& config,
   w.add_u32("gpt2.feed_forward_length", static_cast<uint32_t>(config.mlp_dim()));
   w.add_u32("gpt2.attention.head_count", static_cast<uint32_t>(config.n_head));
   w.add_f32("gpt2.attention.layer_norm_epsilon", static_cast<float>(config.layer_norm_epsilon));
-  w.add_u32("general.file_type", file_type_of(type));
+  w.add_u32("general.file_type", io::ggml_file_type(type));
   w.add_u32("general.quantization_version", 2);  // GGML_QNT_VERSION
 
   // The tokenizer as the converter's _set_vocab_gpt2 writes it.

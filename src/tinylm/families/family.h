@@ -2,7 +2,7 @@
 // The family table: one record per model family (GPT-2, EvermindLM, microgpt) saying what the
 // CLI, `generate`, `serve` and `perplexity` need to know of it: its name, how its files are
 // recognised, how it loads for decoding, its generation defaults and which commands take it.
-// It also holds how the family trains, which train/ receives as the list trainable() gives.
+// It also holds how the family trains: train/ is given the list (trainable()).
 // Commands ask the table (by name, by file, by capability) instead of switching on a family;
 // a new family is a record in its own file plus its line in table.cpp.
 #include <memory>
@@ -97,10 +97,9 @@ std::vector<const Family*> those(bool (*accepts)(const Family&));
 inline bool decodes(const Family& f) { return f.load_decoder != nullptr; }
 inline bool scores_perplexity(const Family& f) { return f.perplexity; }
 inline bool converts(const Family& f) { return f.convert; }
-
 inline bool trains(const Family& f) { return f.training.run != nullptr; }
 
-// The families `tinylm train` takes, for train/ (which knows none by name).
+// The families `tinylm train` takes, under their names: what train/ is given (it knows none).
 const train::TrainFamilies& trainable();
 
 // The record --arch `name` names; nullptr for none.

@@ -134,19 +134,37 @@ const char* known_ggml_type(uint32_t t) {
   return t < std::size(kNames) ? kNames[t] : nullptr;
 }
 
-// The tensor types tinylm reads, each with the element type it is in tinylm (whose block size
-// and bytes, core/dtype.h, are the file's), in the order errors list them.
-constexpr std::pair<GgmlType, DType> kGgmlDTypes[] = {
-    {GgmlType::f32, DType::f32},   {GgmlType::f16, DType::f16},   {GgmlType::q8_0, DType::q8_0},
-    {GgmlType::q4_0, DType::q4_0}, {GgmlType::q4_k, DType::q4_k}, {GgmlType::q5_k, DType::q5_k},
-    {GgmlType::q6_k, DType::q6_k}};
+// The tensor types tinylm reads, in the order errors list them, each with the element type it
+// is in tinylm (whose block size and bytes, core/dtype.h, are the file's) and llama.cpp's
+// general.file_type (LLAMA_FTYPE_*) of a file whose weights are of it.
+struct GgmlTypeFacts {
+  GgmlType type;
+  DType dtype;
+  uint32_t file_type;
+};
+constexpr GgmlTypeFacts kGgmlTypes[] = {
+    {GgmlType::f32, DType::f32, 0},     // ALL_F32
+    {GgmlType::f16, DType::f16, 1},     // MOSTLY_F16
+    {GgmlType::q8_0, DType::q8_0, 7},   // MOSTLY_Q8_0
+    {GgmlType::q4_0, DType::q4_0, 2},   // MOSTLY_Q4_0
+    {GgmlType::q4_k, DType::q4_k, 14},  // MOSTLY_Q4_K_S
+    {GgmlType::q5_k, DType::q5_k, 16},  // MOSTLY_Q5_K_S
+    {GgmlType::q6_k, DType::q6_k, 18},  // MOSTLY_Q6_K
+};
+
+const GgmlTypeFacts* facts(uint32_t type) {
+  for (const GgmlTypeFacts& f : kGgmlTypes) {
+    if (static_cast<uint32_t>(f.type) == type) return &f;
+  }
+  return nullptr;
+}
 
 // "F32, F16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K".
 std::string supported_ggml_types() {
   std::string s;
-  for (size_t i = 0; i < std::size(kGgmlDTypes); ++i) {
-    if (i > 0) s += i + 1 == std::size(kGgmlDTypes) ? " and " : ", ";
-    s += known_ggml_type(static_cast<uint32_t>(kGgmlDTypes[i].first));
+  for (size_t i = 0; i < std::size(kGgmlTypes); ++i) {
+    if (i > 0) s += i + 1 == std::size(kGgmlTypes) ? " and " : ", ";
+    s += known_ggml_type(static_cast<uint32_t>(kGgmlTypes[i].type));
   }
   return s;
 }
@@ -179,18 +197,18 @@ std::string ggml_type_name(uint32_t type) {
 }
 
 DType ggml_dtype(GgmlType t) {
-  for (const auto& [type, dtype] : kGgmlDTypes) {
-    if (type == t) return dtype;
-  }
-  fail("[ggml_dtype] invalid ggml type ", static_cast<uint32_t>(t));
+  const GgmlTypeFacts* f = facts(static_cast<uint32_t>(t));
+  check(f != nullptr, "[ggml_dtype] invalid ggml type ", static_cast<uint32_t>(t));
+  return f->dtype;
 }
 
-bool ggml_type_supported(uint32_t type) {
-  for (const auto& [t, dtype] : kGgmlDTypes) {
-    if (static_cast<uint32_t>(t) == type) return true;
-  }
-  return false;
+uint32_t ggml_file_type(GgmlType t) {
+  const GgmlTypeFacts* f = facts(static_cast<uint32_t>(t));
+  check(f != nullptr, "[ggml_file_type] invalid ggml type ", static_cast<uint32_t>(t));
+  return f->file_type;
 }
+
+bool ggml_type_supported(uint32_t type) { return facts(type) != nullptr; }
 
 uint64_t ggml_block_size(GgmlType t) {
   return static_cast<uint64_t>(dtype_block_size(ggml_dtype(t)));

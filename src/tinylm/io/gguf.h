@@ -63,6 +63,9 @@ bool ggml_type_supported(uint32_t type);
 // The element type a tensor of type t is in tinylm (f32, f16, q8_0, ...): its block size and
 // bytes are the file's.
 DType ggml_dtype(GgmlType t);
+// llama.cpp's general.file_type (LLAMA_FTYPE_*) of a file whose weights are of type t (the
+// k-quants: their _S files).
+uint32_t ggml_file_type(GgmlType t);
 // Elements per block (1 for F32/F16, 32 for Q8_0/Q4_0, 256 for the k-quants) and bytes per
 // block (4, 2, 34, 18, 144, 176, 210).
 uint64_t ggml_block_size(GgmlType t);
