@@ -2,7 +2,6 @@
 // tokenizer.json), kept as RUN/tokenizer.json; the model from the shape flags or an EVL0
 // checkpoint; checkpoints as EVL0 files (f32, so a resumed run continues from the exact
 // weights) with the tokenizer beside them, where `tinylm generate` looks for it.
-#include <filesystem>
 
 #include "tinylm/checkpoints/evl_checkpoint.h"
 #include "tinylm/core/error.h"
@@ -12,8 +11,6 @@
 #include "tinylm/train/run_tokenizer.h"
 
 namespace tinylm::train {
-
-namespace fs = std::filesystem;
 
 RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& request,
                         const std::optional<Checkpoint>& resume) {
@@ -50,7 +47,7 @@ RunSummary run_evermind(const RunConfig& c, RunDir& dir, const RunRequest& reque
   const auto save = [&](const std::string& out) {
     checkpoints::save_evl(out + "/model.evl", config, model->params(),
                           checkpoints::EvlPrecision::f32);
-    fs::copy_file(text.tokenizer_path(), checkpoints::evl_tokenizer_path(out + "/model.evl"));
+    text.save_tokenizer(checkpoints::evl_tokenizer_path(out + "/model.evl"));
   };
   return drive<float>(c, dir, request, {trainable, text.data(), save}, std::move(state));
 }

@@ -2,7 +2,6 @@
 // the flags give (or Hugging Face weights), and checkpoints as Hugging Face directories with
 // tokenizer.json beside the weights, so `tinylm generate` and transformers' loaders read them
 // as they are.
-#include <filesystem>
 #include <memory>
 
 #include "tinylm/checkpoints/gpt2_checkpoint.h"
@@ -18,8 +17,6 @@
 #include "tinylm/train/run_tokenizer.h"
 
 namespace tinylm::train {
-
-namespace fs = std::filesystem;
 
 RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
                     const std::optional<Checkpoint>& resume) {
@@ -66,7 +63,7 @@ RunSummary run_gpt2(const RunConfig& c, RunDir& dir, const RunRequest& request,
                c.bias ? "" : ", biases held at zero", text.token_counts().c_str());
   const auto save = [&](const std::string& out) {
     checkpoints::save_gpt2(out, config, model.params());
-    fs::copy_file(text.tokenizer_path(), fs::path(out) / "tokenizer.json");
+    text.save_tokenizer(out + "/tokenizer.json");
   };
   // As nanoGPT's sample.py: from a newline, temperature 0.8, top-k 200, the context sliding
   // past its end; 200 new tokens.

@@ -101,6 +101,8 @@ RunText::RunText(const RunConfig& c, const RunDir& dir, const RunRequest& reques
           c, dir, vocab_.identity,
           [this](std::string_view t) { return vocab_.tokenizer.encode(t, true); }, request.log) {}
 
+void RunText::save_tokenizer(const std::string& to) const { fs::copy_file(vocab_.path, to); }
+
 void RunText::check_model_vocab(int64_t model_vocab) const {
   check(vocab_.tokenizer.vocab_size() <= model_vocab, vocab_.path, ": ",
         vocab_.tokenizer.vocab_size(), " tokens, more than the model's vocabulary of ",

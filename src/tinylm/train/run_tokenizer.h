@@ -43,7 +43,9 @@ class RunText {
   RunText& operator=(const RunText&) = delete;
 
   const BpeTokenizer& tokenizer() const { return vocab_.tokenizer; }
-  const std::string& tokenizer_path() const { return vocab_.path; }
+  // RUN/tokenizer.json copied to `to`: beside a checkpoint's weights, where the model's
+  // loaders look for it.
+  void save_tokenizer(const std::string& to) const;
   StepData& data() { return text_.data; }
   // A model with fewer token ids than the vocabulary is an Error naming the tokenizer.
   void check_model_vocab(int64_t model_vocab) const;
