@@ -174,11 +174,10 @@ void run(TrainFlags& f) {
   request.terminal = isatty(STDERR_FILENO) != 0;
   request.peak_flops = f.peak_gflops * 1e9;
   request.should_stop = [&stop] { return stop.requested(); };
-  request.families = &families::trainable();
   train::RunSummary s;
   try {
     request.given = request.resume ? given_flags(f) : new_run_flags(f);
-    s = train::run_training(request);
+    s = train::run_training(families::trainable(), request);
   } catch (const train::FlagError& e) {  // found before the run directory is written
     throw UsageError(e.what());
   }

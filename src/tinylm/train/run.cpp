@@ -329,7 +329,7 @@ void check_not_finished(const std::string& dir, int64_t step, int64_t steps, con
 
 }  // namespace
 
-RunSummary run_training(const RunRequest& given_request) {
+RunSummary run_training(const TrainFamilies& families, const RunRequest& given_request) {
   distributed::Comm& comm = distributed::Comm::world();
   RunRequest request = given_request;
   if (!comm.root()) {  // under mpirun the first process reports; the others stay quiet
@@ -339,8 +339,6 @@ RunSummary run_training(const RunRequest& given_request) {
     request.terminal = false;
   }
   check(!request.dir.empty(), "no run directory given (--out DIR, or --resume DIR)");
-  check(request.families != nullptr, "run_training: no families given (RunRequest::families)");
-  const TrainFamilies& families = *request.families;
   // The first process checks and prepares the run directory; the others follow once it has.
   if (!comm.root()) comm.barrier();
   // A run another process is training is refused first, naming it, whatever else is wrong.

@@ -22,9 +22,6 @@ struct RunRequest {
   bool terminal = false;              // log is a terminal: one progress line rewritten in place
   std::function<bool()> should_stop;  // checked after each step: checkpoint and return
   double peak_flops = 0.0;            // the machine's peak FLOP/s for MFU; 0: not shown
-  // The families --arch (or a resumed run's run.json) may name: the CLI's
-  // families::trainable(). Required.
-  const TrainFamilies* families = nullptr;
 };
 
 struct RunSummary {
@@ -37,6 +34,8 @@ struct RunSummary {
 
 // Every flag is checked (a wrong one is a FlagError, run_config.h) before anything in the run
 // directory is written; a run another process is training is refused (train/run_lock.h).
-RunSummary run_training(const RunRequest& request);
+// `families`: those --arch (or a resumed run's run.json) may name (the CLI's
+// families::trainable()).
+RunSummary run_training(const TrainFamilies& families, const RunRequest& request);
 
 }  // namespace tinylm::train
