@@ -337,11 +337,12 @@ def run_ours(path, reps, threads, preset, tokens, dtypes):
     for line in p.stdout.splitlines():
         if line.startswith("GPT-2 "):
             title = line.strip()
-        # bench_gpt2's rows: dtype, weight MB, load ms, 1st fwd ms, prefill/s, decode/s, ...
+        # bench_gpt2's rows: [level,] dtype, weight MB, load ms, 1st fwd ms, prefill/s, decode/s, ...
         f = line.split()
-        if len(f) >= 6 and f[0] in DTYPES:
+        d = 1 if f and f[0] in ("generic", "avx2", "avx512") else 0
+        if len(f) >= d + 6 and f[d] in DTYPES:
             try:
-                rows[f[0]] = (float(f[4]), float(f[5]))
+                rows[f[d]] = (float(f[d + 4]), float(f[d + 5]))
             except ValueError:
                 pass
     missing = [d for d in dtypes if d not in rows]
