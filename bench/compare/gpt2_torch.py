@@ -333,13 +333,15 @@ def run_ours(path, reps, threads, preset, tokens, dtypes):
     if p.returncode != 0:
         print(f"error: {path} exited with status {p.returncode}\n{p.stderr}", file=sys.stderr)
         return None
-    rows, title = {}, None
+    rows, title = {}, []
     for line in p.stdout.splitlines():
-        if line.startswith("GPT-2 "):
-            title = line.strip()
-        # bench_gpt2's rows: [level,] dtype, weight MB, load ms, 1st fwd ms, prefill/s, decode/s, ...
+        # The kernel level ("kernels: avx2 (supported: ...)") and the workload.
+        if line.startswith(("kernels:", "GPT-2 ")):
+            title.append(line.strip())
+        # bench_gpt2's rows: level, dtype, weight MB, load ms, 1st fwd ms, prefill/s, decode/s, ...
+        # (builds before 91cf6fb have no level column).
         f = line.split()
-        d = 1 if f and f[0] in ("generic", "avx2", "avx512") else 0
+        d = 1 if len(f) > 1 and f[1] in DTYPES else 0
         if len(f) >= d + 6 and f[d] in DTYPES:
             try:
                 rows[f[d]] = (float(f[d + 4]), float(f[d + 5]))
@@ -419,8 +421,8 @@ def main():
     if ours is None:
         return 1
     title, rows = ours
-    if title:
-        print(f"tinylm: {title}")
+    for t in title:
+        print(f"tinylm: {t}")
     print("ratio = tinylm / torch (tok/s; > 1: tinylm faster)")
     print(f"{'dtype':<6} {'torch prefill':>14} {'tinylm prefill':>15} {'ratio':>7} "
           f"{'torch decode':>13} {'tinylm decode':>14} {'ratio':>7}")
