@@ -488,7 +488,7 @@ async function main() {
   await page.click("#generate");
   const state = await page.waitFor(
     `["done", "error", "stopped"].includes(document.body.dataset.state) && document.body.dataset.state`,
-    "the generation to end (body[data-state] done, error or stopped)", 20000);
+    "the generation to end (body[data-state] done, error or stopped)", 60000);  // as the chat's
   const elapsed = Date.now() - t0;
   const result = await page.eval(`(() => {
     window.__observer.disconnect();
