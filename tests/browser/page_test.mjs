@@ -91,6 +91,9 @@ function usage(msg) {
 
 const log = (...m) => { if (opts.verbose) process.stderr.write(`page_test: ${m.join(" ")}\n`); };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// The wait for one of the real server's generations: slow under the sanitizers, with another
+// test running beside this one.
+const generationMs = 60000;
 class Failure extends Error {}
 const fail = (msg) => { throw new Failure(msg); };
 
@@ -438,7 +441,7 @@ async function main() {
   }
   const params = { model: modelId, prompt: opts.prompt, max_tokens: opts.maxTokens, temperature: 0,
                    top_p: 1, top_k: 40, seed: 7 };
-  const whole = await http(base + "/v1/completions", { method: "POST", body: params, key, timeoutMs: 60000 });
+  const whole = await http(base + "/v1/completions", { method: "POST", body: params, key, timeoutMs: generationMs });
   const expected = whole.json?.choices?.[0]?.text;
   if (whole.status !== 200 || typeof expected !== "string") {
     fail(`POST /v1/completions (not streamed) answered ${whole.status} ${whole.text.slice(0, 300)}`);
@@ -488,7 +491,7 @@ async function main() {
   await page.click("#generate");
   const state = await page.waitFor(
     `["done", "error", "stopped"].includes(document.body.dataset.state) && document.body.dataset.state`,
-    "the generation to end (body[data-state] done, error or stopped)", 60000);  // as the chat's
+    "the generation to end (body[data-state] done, error or stopped)", generationMs);
   const elapsed = Date.now() - t0;
   const result = await page.eval(`(() => {
     window.__observer.disconnect();
@@ -548,8 +551,8 @@ async function main() {
                         document.getElementById("panel_complete").hidden`, "the Chat tab to show");
     for (const said of ["Hello there", "And then?"]) {
       messages.push({ role: "user", content: said });
-      const whole = await http(base + "/v1/chat/completions",  // (a reply: slow under the sanitizers)
-                               { method: "POST", body: { ...sampling, messages }, key, timeoutMs: 60000 });
+      const whole = await http(base + "/v1/chat/completions",
+                               { method: "POST", body: { ...sampling, messages }, key, timeoutMs: generationMs });
       const reply = whole.json?.choices?.[0]?.message?.content;
       if (whole.status !== 200 || typeof reply !== "string") {
         fail(`POST /v1/chat/completions (not streamed) answered ${whole.status} ${whole.text.slice(0, 300)}`);
@@ -559,7 +562,7 @@ async function main() {
       await page.click("#generate");
       const chatState = await page.waitFor(
         `["done", "error", "stopped"].includes(document.body.dataset.state) && document.body.dataset.state`,
-        "the chat reply to end", 60000);  // (slow under the sanitizers)
+        "the chat reply to end", generationMs);
       const shownLog = await page.eval(`[...document.querySelectorAll("#chat_log .msg")]
         .map((d) => ({ role: d.dataset.role, content: d.lastChild.textContent }))`);
       if (chatState !== "done" || JSON.stringify(shownLog) !== JSON.stringify(messages)) {
