@@ -29,7 +29,9 @@ template <class... Args>
   throw Error(cat(std::forward<Args>(args)...));
 }
 
-// Cheap boundary check: throws Error(message) when cond is false.
+// Cheap boundary check: throws Error(message) when cond is false. The message's arguments are
+// evaluated whether or not it fails: where one costs (a quoted token, a JSON dump) in a loop over
+// a file's entries, write `if (!cond) fail(...)` instead.
 template <class... Args>
 void check(bool cond, Args&&... args) {
   if (!cond) fail(std::forward<Args>(args)...);

@@ -121,11 +121,11 @@ std::optional<std::string> byte_level_bytes(std::string_view token) {
 
 // A JSON id: an integer in [0, INT_MAX].
 int json_id(const Json& v, const std::string& what, std::string_view token) {
-  check(v.is_number_integer(), what, ": the id of token ", quote_token(token),
-        " is not an integer: ", v.dump());
+  if (!v.is_number_integer())
+    fail(what, ": the id of token ", quote_token(token), " is not an integer: ", v.dump());
   const bool ok = v.is_number_unsigned() ? v.get<uint64_t>() <= INT_MAX
                                          : v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT_MAX;
-  check(ok, what, ": the id of token ", quote_token(token), " is out of range: ", v.dump());
+  if (!ok) fail(what, ": the id of token ", quote_token(token), " is out of range: ", v.dump());
   return static_cast<int>(v.get<int64_t>());
 }
 
@@ -184,8 +184,9 @@ std::vector<MergeEntry> parse_merges_text(std::string_view text, const std::stri
     if (i == 0 && lines[i].starts_with("#version")) continue;
     MergeEntry m;
     check(!lines[i].empty(), what, ": line ", i + 1, ": blank line among the merges");
-    check(split_merge(lines[i], m), what, ": line ", i + 1,
-          ": expected two tokens separated by one space, got ", quote_token(lines[i]));
+    if (!split_merge(lines[i], m))
+      fail(what, ": line ", i + 1, ": expected two tokens separated by one space, got ",
+           quote_token(lines[i]));
     m.where = i + 1;
     out.push_back(std::move(m));
   }
@@ -230,8 +231,9 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   for (const AddedToken& a : added) {
     check(!a.content.empty(), vocab_what, ": added token with empty content (id ", a.id, ")");
     const auto [it, inserted] = m->ids.emplace(a.content, a.id);
-    check(inserted || it->second == a.id, vocab_what, ": added token ", quote_token(a.content),
-          " has id ", a.id, " but the vocabulary gives it id ", it->second);
+    if (!inserted && it->second != a.id)
+      fail(vocab_what, ": added token ", quote_token(a.content), " has id ", a.id,
+           " but the vocabulary gives it id ", it->second);
   }
   // Ids: 0..N-1, each once (checked in file order, so errors name the first offender).
   const size_t n = m->ids.size();
@@ -239,10 +241,12 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   m->tokens.resize(n);
   std::vector<bool> seen(n, false);
   const auto place = [&](const std::string& token, int id) {
-    check(static_cast<size_t>(id) < n, vocab_what, ": the id ", id, " of token ",
-          quote_token(token), " is out of range: the ", n, " tokens must have the ids 0..", n - 1);
-    check(!seen[id], vocab_what, ": tokens ", quote_token(m->tokens[id]), " and ",
-          quote_token(token), " have the same id ", id);
+    if (static_cast<size_t>(id) >= n)
+      fail(vocab_what, ": the id ", id, " of token ", quote_token(token), " is out of range: the ",
+           n, " tokens must have the ids 0..", n - 1);
+    if (seen[id])
+      fail(vocab_what, ": tokens ", quote_token(m->tokens[id]), " and ", quote_token(token),
+           " have the same id ", id);
     seen[id] = true;
     m->tokens[id] = token;
   };
@@ -289,15 +293,17 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   for (const MergeEntry& e : merges) {
     const auto id_of = [&](const std::string& t) {
       const auto it = m->ids.find(t);
-      check(it != m->ids.end(), merges_what, ": ", where_word, " ", e.where, ": merge ",
-            quote_token(e.a + " " + e.b), ": ", quote_token(t), " is not in the vocabulary");
+      if (it == m->ids.end())
+        fail(merges_what, ": ", where_word, " ", e.where, ": merge ", quote_token(e.a + " " + e.b),
+             ": ", quote_token(t), " is not in the vocabulary");
       return it->second;
     };
     const int a = id_of(e.a), b = id_of(e.b), result = id_of(e.a + e.b);
     const int rank = static_cast<int>(m->merges.size());
     const auto [it, inserted] = m->merge_table.emplace(pair_key(a, b), Model::Merge{rank, result});
-    check(inserted, merges_what, ": ", where_word, " ", e.where, ": merge ",
-          quote_token(e.a + " " + e.b), " repeats merge ", it->second.rank, " (counting from 0)");
+    if (!inserted)
+      fail(merges_what, ": ", where_word, " ", e.where, ": merge ", quote_token(e.a + " " + e.b),
+           " repeats merge ", it->second.rank, " (counting from 0)");
     m->merges.emplace_back(a, b);
   }
   return m;
@@ -367,14 +373,15 @@ std::vector<MergeEntry> parse_json_merges(const Json& merges, const std::string&
     MergeEntry m;
     m.where = i;
     if (e.is_string()) {
-      check(split_merge(e.get_ref<const std::string&>(), m), what, ": model.merges[", i,
-            "]: expected \"a b\" (two tokens separated by one space), got ", e.dump());
+      if (!split_merge(e.get_ref<const std::string&>(), m))
+        fail(what, ": model.merges[", i,
+             "]: expected \"a b\" (two tokens separated by one space), got ", e.dump());
     } else {
-      check(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string() &&
-                !e[0].get_ref<const std::string&>().empty() &&
-                !e[1].get_ref<const std::string&>().empty(),
-            what, ": model.merges[", i, "]: expected \"a b\" or [\"a\", \"b\"], got ",
-            e.dump().substr(0, 200));
+      if (!(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string() &&
+            !e[0].get_ref<const std::string&>().empty() &&
+            !e[1].get_ref<const std::string&>().empty()))
+        fail(what, ": model.merges[", i, "]: expected \"a b\" or [\"a\", \"b\"], got ",
+             e.dump().substr(0, 200));
       m.a = e[0].get<std::string>();
       m.b = e[1].get<std::string>();
     }
@@ -454,8 +461,8 @@ BpeTokenizer BpeTokenizer::from_tokens(std::span<const std::string> tokens,
   seen.reserve(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
     const auto [it, inserted] = seen.emplace(tokens[i], static_cast<int>(i));
-    check(inserted, name, ": token ", quote_token(tokens[i]), " has the ids ", it->second, " and ",
-          i);
+    if (!inserted)
+      fail(name, ": token ", quote_token(tokens[i]), " has the ids ", it->second, " and ", i);
     vocab.push_back({tokens[i], static_cast<int>(i)});
   }
   std::vector<AddedToken> added;
@@ -466,8 +473,9 @@ BpeTokenizer BpeTokenizer::from_tokens(std::span<const std::string> tokens,
   }
   std::vector<MergeEntry> parsed(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
-    check(split_merge(merges[i], parsed[i]), name, ": merge ", i,
-          ": expected two tokens separated by one space, got ", quote_token(merges[i]));
+    if (!split_merge(merges[i], parsed[i]))
+      fail(name, ": merge ", i, ": expected two tokens separated by one space, got ",
+           quote_token(merges[i]));
     parsed[i].where = i;
   }
   return BpeTokenizer(build_model(vocab, added, parsed, name, name, "merge"));
