@@ -19,7 +19,7 @@
 #include "tinylm/io/staged_dir.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using test::expect_error;
@@ -318,5 +318,5 @@ TEST(StagedDir, AKilledWriterLeavesTheOldDirectoryAndTheNextCommitCleansUp) {
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"model"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -5,7 +5,7 @@
 #include "tinylm/autograd/graph.h"
 
 namespace tinylm::autograd {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 TEST(Autograd, ProductPlusOperand) {
   // f(a, b) = a*b + a at (2, 3): value 8, df/da = b + 1 = 4, df/db = a = 2.
@@ -76,5 +76,5 @@ TEST(Autograd, DeepChainDoesNotOverflowTheStack) {
   EXPECT_EQ(g.grad(x0), 1.0);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::autograd

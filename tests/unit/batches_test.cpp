@@ -17,7 +17,7 @@
 #include "tinylm/core/philox.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::expect_error;
 
@@ -195,5 +195,5 @@ TEST(WindowSampler, Errors) {
                {"positions.bin: holds 99 tokens, but the split was made for 100"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

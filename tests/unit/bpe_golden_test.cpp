@@ -14,7 +14,7 @@
 #include "tinylm/tokenizers/bpe.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 std::string from_hex(const std::string& hex) {
   std::string out;
@@ -130,5 +130,5 @@ TEST(BpeGolden, Gpt2OtherFileForms) {
   if (!any) GTEST_SKIP() << "no data/gpt2/tokenizer.json nor vocab.json + merges.txt";
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

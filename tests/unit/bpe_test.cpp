@@ -24,7 +24,7 @@
 #include "tinylm/core/utf8.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using Ids = std::vector<int>;
 using test::TempDir;
@@ -1022,5 +1022,5 @@ TEST(BpeGpt2, ThroughputOnProse) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

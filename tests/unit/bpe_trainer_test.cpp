@@ -20,7 +20,7 @@
 #include "tinylm/core/utf8.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::TempDir;
 
@@ -406,5 +406,5 @@ TEST(BpeTrainer, IsDeterministic) {
   EXPECT_EQ(train_bpe_words(words, config).merges, a.merges);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

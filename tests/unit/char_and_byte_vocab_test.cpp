@@ -12,7 +12,7 @@
 #include "tinylm/core/utf8.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 void expect_refused(const BpeTokenizer& tok, const std::string& text, const std::string& phrase) {
   try {
@@ -100,5 +100,5 @@ TEST(CharVocabulary, SavedAndLoadedItEncodesTheSame) {
   EXPECT_EQ(back.decode(back.encode(sample)), sample);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -10,7 +10,7 @@
 #include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -90,5 +90,5 @@ TEST(CliDevices, WithoutTheVulkanLoaderTheCliStartsAndSaysWhy) {
   EXPECT_EQ(tokens.out, "15496 995\n") << tokens.err;
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

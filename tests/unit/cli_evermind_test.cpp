@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::run_cli;
 
@@ -194,5 +194,5 @@ TEST_F(CliEvermind, BadInputsAreOneLineErrors) {
                         "top_k");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

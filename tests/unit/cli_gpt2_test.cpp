@@ -9,7 +9,7 @@
 #include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::run_cli;
 
@@ -201,5 +201,5 @@ TEST(CliGpt2Gpu, GenerateAndPerplexityOnTheGpu) {
   EXPECT_NEAR(nll("gpu"), on_cpu, 1e-5);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

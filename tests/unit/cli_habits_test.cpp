@@ -14,7 +14,7 @@
 #include "tinylm/generate/generate.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::count_lines;
 using test::run_cli;
@@ -341,5 +341,5 @@ TEST_F(CliHabits, NoCommandWritesStdoutBeforeAnError) {
   EXPECT_GE(commands.size(), 13u);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

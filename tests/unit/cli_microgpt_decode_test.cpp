@@ -18,7 +18,7 @@
 #include "tinylm/tokenizers/char_tokenizer.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::run_cli;
 
@@ -178,5 +178,5 @@ TEST_F(CliMicrogptDecode, PerplexityOfOneNameIsTheMeanOverTheModelsLogits) {
   EXPECT_NEAR(nll, sum / 5.0, 2e-6);  // printed with 6 decimals
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

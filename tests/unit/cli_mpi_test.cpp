@@ -14,7 +14,7 @@
 #include "test_util.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::run_cli;
 using test::run_shell;
@@ -146,5 +146,5 @@ TEST(CliMpi, AProcessThatDiesEndsTheRunAndItResumes) {
   EXPECT_EQ(losses(spread), losses(alone));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -14,7 +14,7 @@
 #include "tinylm/kernels/matmul/bf16_dot.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 
@@ -353,5 +353,5 @@ TEST_F(CliNewUser, VersionAndCompletion) {
   EXPECT_EQ(complete("tinylm train-gpt2 --overlap o", 3), "on off\n");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -4,7 +4,7 @@
 #include "suggest.h"
 
 namespace tinylm::cli {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 TEST(CliSuggest, EditDistance) {
   EXPECT_EQ(edit_distance("", ""), 0u);
@@ -64,5 +64,5 @@ TEST(CliSuggest, UnknownFlagIsTheFirstNotOfTheCommand) {
             "");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::cli

@@ -6,7 +6,7 @@
 #include "test_util.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::run_cli;
 
@@ -80,5 +80,5 @@ TEST(Cli, LoadRejectsACheckpointOfAnotherShape) {
   expect_one_line_error("microgpt" + names + " --n-embd 8 --load " + ck, "differs");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

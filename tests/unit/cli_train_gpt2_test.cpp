@@ -13,7 +13,7 @@
 #include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::run_cli;
 
@@ -209,5 +209,5 @@ TEST(CliTrainGpt2, BadInputsAreOneLineErrors) {
                "--devices 3");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

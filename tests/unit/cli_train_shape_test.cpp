@@ -13,7 +13,7 @@
 #include "tinylm/models/gpt2/config.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -232,5 +232,5 @@ TEST_F(CliTrainShape, ARunFromBeforeTheShapeFlagsResumesInItsPresetsShape) {
   EXPECT_EQ(read_json(run + "/latest/config.json")["n_embd"], 64);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

@@ -10,7 +10,7 @@
 #include "tinylm/train/run_dir.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 
@@ -201,5 +201,5 @@ TEST(CliTrain, RunDirectoryFromAnotherArchIsRejected) {
   EXPECT_EQ(snapshot(run), before);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

@@ -11,7 +11,7 @@
 #include "tinylm/tokenizers/bpe.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -197,5 +197,5 @@ TEST_F(CliTrainVocab, SlidingPastTheContextConditionsOnTheLastTokens) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

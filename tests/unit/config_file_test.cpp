@@ -15,7 +15,7 @@
 #include "tinylm/train/run_config.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -369,5 +369,5 @@ TEST(CliTrainConfig, ShippedConfigsSetUpTheRunsTheySay) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

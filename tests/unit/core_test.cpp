@@ -24,7 +24,7 @@
 #include "tinylm/core/tensor.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -506,5 +506,5 @@ TEST_F(ParallelFor, ZeroThreadsMeansAllCoresAndOtherCountsAreBounded) {
   EXPECT_EQ(num_threads(), max_threads());  // a refused count changes nothing
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

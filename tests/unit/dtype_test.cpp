@@ -18,7 +18,7 @@
 #include "tinylm/kernels/cast/cast.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // ---------------------------------------------------------------------------------------------
 // References.
@@ -411,5 +411,5 @@ TEST(DTypeNames, NamesSizesAndParsing) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

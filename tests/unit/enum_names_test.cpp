@@ -13,7 +13,7 @@
 #include "tinylm/train/loop.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 enum class Color : uint8_t { red, green, blue };
 constexpr EnumName<Color> kColors[] = {
@@ -80,5 +80,5 @@ TEST(EnumNames, NameFunctionsRoundTrip) {
   EXPECT_EQ(kernels::isa_name(kernels::Isa::avx512), "avx512");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -30,7 +30,7 @@
 #include "tinylm/tokenizers/bpe.h"
 
 namespace tinylm::evermind {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 Config small_config(int64_t top_k) {
   Config c;
@@ -557,5 +557,5 @@ TEST(EvermindGenerate, TextThroughATokenizer) {
   EXPECT_FALSE(text.empty());
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::evermind

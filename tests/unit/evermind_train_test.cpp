@@ -21,7 +21,7 @@
 #include "tinylm/train/window_data.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using evermind::Config;
 using evermind::Model;
@@ -435,5 +435,5 @@ TEST(EvermindTrain, TinyShakespeareLossFallsBelow60PercentOfStart) {
   EXPECT_LT(end, 0.6 * start) << "held-out cross-entropy " << start << " -> " << end;
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

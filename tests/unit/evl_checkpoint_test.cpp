@@ -24,7 +24,7 @@
 #include "tinylm/io/text_file.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using checkpoints::EvlCheckpoint;
 using checkpoints::EvlPrecision;
@@ -326,5 +326,5 @@ TEST(EvlCheckpoint, PrecisionNames) {
   expect_error([] { checkpoints::parse_evl_precision("bf16"); }, {"f32 or f16", "bf16"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

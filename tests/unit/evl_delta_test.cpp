@@ -23,7 +23,7 @@
 #include "tinylm/io/text_file.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using checkpoints::EvlCheckpoint;
 using checkpoints::EvlPrecision;
@@ -313,5 +313,5 @@ TEST(EvlDelta, StructuralErrorsSayWhatIsWrong) {
       {"m.evl: not an EVD0 delta"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -11,7 +11,7 @@
 #include "tinylm/train/family.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 
@@ -98,5 +98,5 @@ TEST(FamilyTable, AnUnknownArchNamesTheAcceptedOnes) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

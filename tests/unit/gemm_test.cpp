@@ -19,7 +19,7 @@
 #include "tinylm/core/parallel.h"
 
 namespace tinylm::kernels {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kSentinel = 12345.0f;  // fills padding columns, which must stay as they are
@@ -343,5 +343,5 @@ TEST(GemmF32, InsideParallelRegionMatchesOneThread) {
   EXPECT_EQ(std::memcmp(nested.data(), serial.data(), nested.size() * sizeof(float)), 0);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels

@@ -12,7 +12,7 @@
 #include "tinylm/generate/sampler.h"
 
 namespace tinylm::generate {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 constexpr int kVocab = 97, kContext = 8;
 
@@ -71,5 +71,5 @@ TEST(GenerateSlide, EachTokenSeesExactlyTheLastContextTokens) {
   EXPECT_EQ(stopped.ids.size(), static_cast<size_t>(kContext - prompt.size() + 1));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::generate

@@ -12,7 +12,7 @@
 #include "test_util.h"
 
 namespace tinylm::io {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // A GGUF image assembled field by field.
 struct Raw {
@@ -216,5 +216,5 @@ TEST(Gguf, TensorInfoErrors) {
   expect_bad(r, {"truncated", "tensor info 0: name"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::io

@@ -11,7 +11,7 @@
 #include "tinylm/models/gpt2/trainer.h"
 
 namespace tinylm::gpt2 {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // The whole model, double precision, every parameter: a tiny config (vocab 11, 8 positions,
 // n_embd 8, 2 layers, 2 heads, n_inner 12), batch 2 x 5, with and without dropout (the same
@@ -57,5 +57,5 @@ TEST_P(Gpt2WholeModel, EveryParameterGradientMatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Dropout, Gpt2WholeModel, ::testing::Values(0.0f, 0.3f));
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::gpt2

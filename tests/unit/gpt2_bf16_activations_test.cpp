@@ -17,7 +17,7 @@
 #include "tinylm/models/gpt2/model.h"
 
 namespace tinylm::gpt2 {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test_tiny::all_logits;
 using test_tiny::kTokens;
@@ -118,5 +118,5 @@ TEST(Gpt2Bf16Activations, ErrorsWhereTheModeCannotRun) {
   });
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::gpt2

@@ -15,7 +15,7 @@
 #include "tinylm/models/gpt2/model.h"
 
 namespace tinylm::gpt2 {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test_tiny::all_logits;
 using test_tiny::kTokens;
@@ -103,5 +103,5 @@ TEST(Gpt2CacheType, OtherTypesAndCachesMadeBeforeAreErrors) {
   test::expect_error([&] { m.forward_batch(next, both, rows); }, {"KV cache of f32"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::gpt2

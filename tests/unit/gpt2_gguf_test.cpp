@@ -20,7 +20,7 @@
 #include "tinylm/models/gpt2/model.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 const std::string kTiny = "tests/fixtures/gpt2/tiny";
 const std::string kGguf = "tests/fixtures/gguf";
@@ -427,5 +427,5 @@ TEST(Gpt2Gguf, ErrorsNameTheFileAndTheProblem) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

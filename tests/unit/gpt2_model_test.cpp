@@ -19,7 +19,7 @@
 #include "tinylm/models/gpt2/model.h"
 
 namespace tinylm::gpt2 {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 const std::string kDir = "tests/fixtures/gpt2/tiny";
 
@@ -484,5 +484,5 @@ TEST(Gpt2Checkpoint, ErrorsNameTheFileAndTheTensor) {
   test::expect_error([&] { checkpoints::load_gpt2(dir.file("nothing-here")); }, {"nothing-here"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::gpt2

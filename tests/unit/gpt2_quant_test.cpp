@@ -20,7 +20,7 @@
 #include "tinylm/models/gpt2/model.h"
 
 namespace tinylm::gpt2 {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test_tiny::all_logits;
 using test_tiny::kTokens;
@@ -281,5 +281,5 @@ TEST(Gpt2Quant, ErrorsForShapesAndTensorsThatCannotBeUsed) {
                      {"bf16", "not a quantized type"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::gpt2

@@ -10,7 +10,7 @@
 #include "tinylm/io/safetensors.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 
@@ -78,5 +78,5 @@ TEST(Gpt2SaveLike, RejectsAFileWithoutTheModel) {
   EXPECT_FALSE(fs::exists(dir.file("x.safetensors")));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

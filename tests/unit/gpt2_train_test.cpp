@@ -24,7 +24,7 @@
 #include "tinylm/train/loop.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 const std::string kTiny = "tests/fixtures/gpt2/tiny";
 const std::string kTrain = "tests/fixtures/gpt2/train";
@@ -530,5 +530,5 @@ TEST(Gpt2Train, AdamWAndClippingAreTheOptimPiecesOnTheGradients) {
   EXPECT_EQ(run.loop.state().applied_steps, 2);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

@@ -25,7 +25,7 @@
 #endif
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // (Built without Vulkan, GpuOps.NeedVulkan says so once for every GPU test.)
 #ifdef TINYLM_HAVE_VULKAN
@@ -140,5 +140,5 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, GpuCast, ::testing::Values(Validation::off, Val
 
 #endif
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -23,7 +23,7 @@
 #endif
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // (Built without Vulkan, GpuOps.NeedVulkan says so once for every GPU test.)
 #ifdef TINYLM_HAVE_VULKAN
@@ -173,5 +173,5 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, GpuElementwise, ::testing::Values(Validation::o
 
 #endif
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

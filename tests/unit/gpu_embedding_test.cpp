@@ -24,7 +24,7 @@
 #endif
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // (Built without Vulkan, GpuOps.NeedVulkan says so once for every GPU test.)
 #ifdef TINYLM_HAVE_VULKAN
@@ -199,5 +199,5 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, GpuEmbedding, ::testing::Values(Validation::off
 
 #endif
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -30,7 +30,7 @@
 #endif
 
 namespace tinylm::gpt2 {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // (Built without Vulkan, GpuOps.NeedVulkan says so once for every GPU test.)
 #ifdef TINYLM_HAVE_VULKAN
@@ -222,5 +222,5 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, GpuModel,
 
 #endif  // TINYLM_HAVE_VULKAN
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::gpt2

@@ -26,7 +26,7 @@
 #endif
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 #ifndef TINYLM_HAVE_VULKAN
 
@@ -283,5 +283,5 @@ TEST(GpuRuntime, TheValidationLayerReportsAMisuse) {
 
 #endif
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -20,7 +20,7 @@
 #endif
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // (Built without Vulkan, GpuOps.NeedVulkan says so once for every GPU test.)
 #ifdef TINYLM_HAVE_VULKAN
@@ -166,5 +166,5 @@ INSTANTIATE_TEST_SUITE_P(Vulkan, GpuOptim, ::testing::Values(Validation::off, Va
 
 #endif
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -18,7 +18,7 @@
 #include "tinylm/models/evermind/config.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using test::run_cli;
@@ -527,5 +527,5 @@ TEST(EvermindLimits, EachSizeHasACeilingAndTheTotalIsBounded) {
   test::expect_error([&] { evermind::validate(big); }, {"parameters", "implausibly many"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

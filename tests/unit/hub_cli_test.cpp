@@ -6,7 +6,7 @@
 #include "test_util.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 
@@ -156,5 +156,5 @@ TEST_F(HubCli, TheTokenComesFromHfToken) {
   EXPECT_TRUE(fs::is_directory(fs::path(r.out.substr(0, r.out.size() - 1))));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

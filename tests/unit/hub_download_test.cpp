@@ -12,7 +12,7 @@
 #include "tinylm/hub/fetch.h"
 
 namespace tinylm::hub {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using hub_test::FakeHub;
@@ -273,5 +273,5 @@ TEST(HubProgress, SummaryLines) {
             "");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::hub

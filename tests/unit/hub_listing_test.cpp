@@ -9,7 +9,7 @@
 #include "tinylm/hub/sha256.h"
 
 namespace tinylm::hub {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 
@@ -225,5 +225,5 @@ TEST(HubCache, WriteRefAndUnwritableCache) {
   test::expect_error([&] { make_cache_dir(under); }, {under, "not writable", "TINYLM_CACHE"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::hub

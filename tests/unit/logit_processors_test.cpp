@@ -14,7 +14,7 @@
 #include "test_util.h"
 
 namespace tinylm::generate {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 const std::vector<float> kRow = {2.0f, -1.0f, 0.5f, 3.0f, -2.0f};
 
@@ -127,5 +127,5 @@ TEST(LogitProcessors, RepetitionMatchesTransformersBitForBit) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::generate

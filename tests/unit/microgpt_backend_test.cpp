@@ -11,7 +11,7 @@
 #include "tinylm/models/microgpt/model.h"
 
 namespace tinylm::generate {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 std::unique_ptr<microgpt::Model> random_model(const microgpt::Config& c) {
   std::unique_ptr<microgpt::Model> m = microgpt::make_model(c, microgpt::Engine::tensor);
@@ -88,5 +88,5 @@ TEST(MicrogptBackend, SamplerDrawsFromTheDoubleRowWithTheReplayedRng) {
   EXPECT_THROW(backend->sampler({})->sample(stranger), Error);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::generate

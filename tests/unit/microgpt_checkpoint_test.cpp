@@ -19,7 +19,7 @@
 #include "tinylm/models/microgpt/model.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using checkpoints::load_microgpt;
 using checkpoints::save_microgpt;
@@ -292,5 +292,5 @@ TEST_F(MicrogptCheckpoint, HugeConfigurationInTinyFile) {
                     {"missing tensor layer2.attn_wq"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

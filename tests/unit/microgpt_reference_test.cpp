@@ -15,7 +15,7 @@
 #include "tinylm/tokenizers/char_tokenizer.h"
 
 namespace tinylm::microgpt {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 std::vector<double> parse_doubles(const nlohmann::json& j) {
   std::vector<double> out;
@@ -214,5 +214,5 @@ TEST(MicrogptConfig, ParameterLayoutIsMicrogptOrder) {
   EXPECT_EQ(L.size(), 4192u);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::microgpt

@@ -16,7 +16,7 @@
 #include "tinylm/tokenizers/char_tokenizer.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using microgpt::Engine;
 
@@ -145,5 +145,5 @@ TEST(MicrogptRunErrors, BadOptionsAndFiles) {
   EXPECT_THROW(run_to_string(opt), Error);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

@@ -19,7 +19,7 @@
 #include "tinylm/train/run_config.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using train::nanogpt_hint;
 using train::NanoGptScript;
@@ -157,5 +157,5 @@ TEST(NanoGptKeys, TheCommandLineAndAConfigFileGiveTheHint) {
                {"c.toml: unknown setting 'batch_size' (nanoGPT's batch_size is batch here)"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

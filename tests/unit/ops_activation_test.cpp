@@ -23,7 +23,7 @@
 #include "tinylm/kernels/activation/softmax.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 OpCase gelu_case() {
   return {
@@ -288,5 +288,5 @@ TEST(Dropout, APartDrawsItsShareOfTheWholeMask) {
   EXPECT_THROW(dropout_mask(&m, 1, 0.1f, far), std::runtime_error);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -20,7 +20,7 @@
 #include "tinylm/kernels/attention/exact.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // microgpt's attention (attention/exact.h): exact, microgpt.py's loops. rows = T, n = C,
 // k = n_head; scale 1 / sqrt(head width).
@@ -382,5 +382,5 @@ std::vector<OpCase> attention_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(attention_cases()), case_name);
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -21,7 +21,7 @@
 #include "tinylm/kernels/matmul/stream.h"
 
 namespace tinylm::kernels {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 Bf16 bf16(float v) { return {float_to_bf16(v)}; }
 
@@ -324,5 +324,5 @@ TEST(OpsBf16Dot, PairsLayoutAndErrors) {
   });
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels

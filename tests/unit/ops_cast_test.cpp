@@ -15,7 +15,7 @@
 #include "tinylm/kernels/cast/cast.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 const std::vector<Shape> kLengths = {
     {.n = 1},  {.n = 7},   {.n = 16}, {.n = 17},
@@ -140,5 +140,5 @@ std::vector<OpCase> cast_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(cast_cases()), case_name);
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -19,7 +19,7 @@
 #include "tinylm/kernels/matmul/small_reference.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // ---------------------------------------------------------------------------------------------
 // loss
@@ -371,5 +371,5 @@ std::vector<OpCase> loss_embedding_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(loss_embedding_cases()), case_name);
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

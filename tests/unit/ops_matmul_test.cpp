@@ -26,7 +26,7 @@
 #include "tinylm/kernels/matmul/stream.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // microgpt's linear layer (matmul/exact.h): rows, n = nin, k = nout; nin not a multiple of 8
 // takes the plain loops.
@@ -573,5 +573,5 @@ TEST(OpsStream, PackTilesLayoutAndErrors) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(matmul_cases()), case_name);
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -19,7 +19,7 @@
 #include "tinylm/kernels/mixer/moe.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // causal_conv: each output one fused multiply-add chain over the taps, so against
 // causal_conv_reference.h run in float, exactly. rows, n = D, k = K (rows < K included).
@@ -411,5 +411,5 @@ std::vector<OpCase> mixer_cases() { return {causal_conv_case(), moe_case(), ffn_
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(mixer_cases()), case_name);
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

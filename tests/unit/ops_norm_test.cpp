@@ -16,7 +16,7 @@
 #include "tinylm/kernels/norm/rmsnorm_gain_reference.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // rows x n = C; the last with rows enough that layernorm_backward's dw and db split their
 // columns between threads (nanoGPT's width).
@@ -217,5 +217,5 @@ std::vector<OpCase> norm_cases() { return {layernorm_case(), rmsnorm_gain_case()
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(norm_cases()), case_name);
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

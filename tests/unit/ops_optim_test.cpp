@@ -14,7 +14,7 @@
 #include "tinylm/kernels/optim/adam.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // n elements at step k; h & 1 adds weight decay (AdamW), h & 2 a clipping factor.
 AdamStep adam_step(const Shape& s) {
@@ -129,5 +129,5 @@ std::vector<OpCase> optim_cases() { return {adam_case(), adam_exact_case()}; }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Kernel, ::testing::ValuesIn(optim_cases()), case_name);
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -14,7 +14,7 @@
 namespace tinylm {
 using test::expect_error;
 using test::for_each_isa;
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 int64_t expected(const std::vector<float>& x) {
   return std::max_element(x.begin(), x.end()) - x.begin();
@@ -89,5 +89,5 @@ TEST(OpsArgmax, RefusesAnEmptyArray) {
   expect_error([&] { kernels::argmax(&x, 0); }, {"argmax", "empty"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

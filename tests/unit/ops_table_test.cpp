@@ -14,7 +14,7 @@
 #include "tinylm/kernels/cpu/isa.h"
 
 namespace tinylm::kernels::ops_table {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 std::string fmt(double x) {
   char buf[40];
@@ -113,5 +113,5 @@ TEST_P(Kernel, MatchesReferenceWithTheSameBitsAtEveryLevel) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels::ops_table

@@ -12,7 +12,7 @@
 #include "tinylm/models/evermind/model.h"
 
 namespace tinylm::generate {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 constexpr int64_t kVocab = 61;
 
@@ -110,5 +110,5 @@ TEST(Perplexity, RefusesBadWindowsAndTokens) {
   EXPECT_THROW(perplexity(*backend, bad, 8, 4), Error);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::generate

@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 struct Kat {
   PhiloxCounter ctr;
@@ -104,5 +104,5 @@ TEST(Philox, UniformDependsOnEveryArgument) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

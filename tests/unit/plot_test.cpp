@@ -13,7 +13,7 @@
 #include "tinylm/core/utf8.h"
 
 namespace tinylm::report {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using test::expect_error;
 
@@ -412,5 +412,5 @@ TEST(PlotCli, WritesPngForDotPngAndRefusesUnknownTypes) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("f.jpg")));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::report

@@ -14,7 +14,7 @@
 #include "tinylm/tokenizers/unicode_classes.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 std::vector<std::string> pieces(std::string_view text) {
   std::vector<std::string> out;
@@ -279,5 +279,5 @@ TEST(UnicodeClasses, ClassesAreDisjointAndVersioned) {
   EXPECT_EQ(numbers, 1791u);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

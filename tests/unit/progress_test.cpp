@@ -9,7 +9,7 @@
 #include <string>
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 TEST(ProgressLine, FitsTheGivenWidthLessOneColumn) {
   const std::string line(100, 'x');
@@ -66,5 +66,5 @@ TEST(ProgressLine, TerminalColumnsFallsBackToColumnsVariable) {
   ::close(fds[1]);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

@@ -11,7 +11,7 @@
 #include <random>
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 bool same(double a, double b) {
   return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b) ||
@@ -83,5 +83,5 @@ TEST(PyMath, EdgeCasesEqualLibraryPow) {
   EXPECT_TRUE(std::isnan(py_sqrt(-4.0)));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -17,7 +17,7 @@
 #include "tinylm/core/error.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using nlohmann::json;
 
@@ -235,5 +235,5 @@ TEST(PyRandomSeeding, DefaultSeedIsZero) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(a.next_u32(), b.next_u32());
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

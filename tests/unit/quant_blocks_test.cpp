@@ -15,7 +15,7 @@
 #include "tinylm/kernels/quant/blocks.h"
 
 namespace tinylm::kernels {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 std::vector<uint8_t> fixture(const std::string& name) {
   std::ifstream f(test::source_path("tests/fixtures/quant/" + name), std::ios::binary);
@@ -171,5 +171,5 @@ TEST(QuantBlocks, SizesAndMisuse) {
   test::expect_error([&] { dequantize(DType::bf16, q.data(), x.data(), 32); }, {"bf16"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels

@@ -18,7 +18,7 @@
 #include "tinylm/kernels/quant/int_matmul.h"
 
 namespace tinylm::kernels {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 struct Case {
   int64_t rows, nin, nout;
@@ -398,5 +398,5 @@ TEST(QuantMatmulInt8, PacksAsTheLayoutStatesAndBack) {
   }
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels

@@ -17,7 +17,7 @@
 #include "tinylm/kernels/quant/matmul.h"
 
 namespace tinylm::kernels {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 struct Case {
   int64_t rows, nin, nout;
@@ -148,5 +148,5 @@ TEST(QuantMatmul, RejectsWidthsThatAreNotWholeBlocks) {
       [&] { quant_matmul(DType::f16, y.data(), x.data(), w.data(), nullptr, 1, 32, 1); }, {"f16"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::kernels

@@ -13,7 +13,7 @@
 #include "test_util.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // The command lines of README.md's ```sh blocks from the heading starting with `from` to the
 // next "## " heading, comments dropped.
@@ -96,5 +96,5 @@ TEST_F(ReadmeWalkthrough, TrainYourOwn) {
   EXPECT_TRUE(std::filesystem::is_regular_file(dir.file("home/loss.svg")));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

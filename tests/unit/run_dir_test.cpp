@@ -16,7 +16,7 @@
 #include "tinylm/io/atomic_file.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using test::expect_error;
@@ -266,5 +266,5 @@ TEST(FsyncPath, SyncsFilesAndDirectoriesAndNamesTheMissing) {
   EXPECT_EQ(io::parent_dir("/c"), "/");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -21,7 +21,7 @@
 extern char** environ;
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using train::RunLock;
@@ -145,5 +145,5 @@ TEST(RunLock, SecondTrainOnARunningRunIsRefusedAndAKilledRunResumes) {
       << resumed.out;
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

@@ -23,7 +23,7 @@
 #include "tinylm/core/error.h"
 
 namespace tinylm::io {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 static_assert(std::endian::native == std::endian::little,
               "the byte images below are little-endian");
@@ -815,5 +815,5 @@ TEST(SafetensorsReadInto, ConvertsAndCopies) {
   EXPECT_THROW(f.read_into("f", DType::i32, back.data(), back.size()), Error);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::io

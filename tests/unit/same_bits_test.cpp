@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // The levels named by `tinylm --version`'s line "kernels: X (supported: a b c)".
 std::vector<std::string> supported_levels() {
@@ -86,5 +86,5 @@ TEST_F(SameBitsCli, GeneratePrintsTheSameBytesAtEveryLevel) {
                                     " --max-tokens 12 --temperature 1 --seed 7 --threads 2");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

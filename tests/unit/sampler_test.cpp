@@ -15,7 +15,7 @@
 #include "tinylm/core/py_random.h"
 
 namespace tinylm::generate {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // The sampler as first written: softmax over every logit in by-logit order (ties by id), top-k,
 // top-p, one random.choices draw per call.
@@ -114,5 +114,5 @@ TEST(Sampler, GreedyIsTheFirstLargestAndNaNIsNeverDrawn) {
       {"Sampler", "no finite logits"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::generate

@@ -14,7 +14,7 @@
 #include "tinylm/generate/generate.h"
 
 namespace tinylm::serve {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using Json = nlohmann::json;
 
@@ -283,5 +283,5 @@ TEST(ServeCompat, ContentPartsFieldsWithoutEffectAndRefusals) {
       3);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::serve

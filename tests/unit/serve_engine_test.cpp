@@ -13,7 +13,7 @@
 #include "tinylm/serve/engine.h"
 
 namespace tinylm::serve {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using namespace std::chrono_literals;
 
@@ -251,5 +251,5 @@ TEST(ServeEngine, CancelledAndExpiredChoicesEnd) {
   EXPECT_NE(metrics.prometheus().find("tinylm_active_slots 0"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::serve

@@ -21,7 +21,7 @@
 #include "serve_test_server.h"
 
 namespace tinylm::serve {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -356,5 +356,5 @@ TEST(ServeHardening, EmptyPromptsAndControlBytesInHeadersAreRefused) {
   EXPECT_EQ(r->status, 200);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::serve

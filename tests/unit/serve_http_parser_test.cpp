@@ -8,7 +8,7 @@
 #include "tinylm/serve/http/parser.h"
 
 namespace tinylm::serve::http {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using namespace std::string_literals;
 
@@ -140,5 +140,5 @@ TEST(ServeHttpParser, MalformedRequests) {
   EXPECT_EQ(r.request.path, "/tokenize");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::serve::http

@@ -18,7 +18,7 @@
 #include "tinylm/serve/server.h"
 
 namespace tinylm::serve {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -380,5 +380,5 @@ TEST(ServeCli, SigtermFinishesTheRequestAndExitsZero) {
   EXPECT_EQ(sse.events.back()["choices"][0]["finish_reason"], "length");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::serve

@@ -4,7 +4,7 @@
 #include "tinylm/serve/metrics.h"
 
 namespace tinylm::serve {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 TEST(ServeMetrics, PrometheusTextIsExact) {
   Metrics m(3);
@@ -44,5 +44,5 @@ TEST(ServeMetrics, PrometheusTextIsExact) {
             "tinylm_tokens_per_second 2.5\n");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::serve

@@ -10,7 +10,7 @@
 #include "tinylm/serve/server.h"
 
 namespace tinylm::serve {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 const BpeTokenizer& gpt2_tokenizer() {
   static const BpeTokenizer tok = BpeTokenizer::from_directory(test::source_path("data/gpt2"));
@@ -343,5 +343,5 @@ TEST(ServeAuth, ConstantTimeEqual) {
   EXPECT_TRUE(constant_time_equal("", ""));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::serve

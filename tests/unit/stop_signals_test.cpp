@@ -11,7 +11,7 @@
 #include <csignal>
 #include <thread>
 
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 bool blocks(int sig) {
   sigset_t mask;
@@ -45,4 +45,4 @@ TEST(StopSignals, ComputingThreadsBlockThemAndTheFirstAsksToStop) {
   command.join();
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL

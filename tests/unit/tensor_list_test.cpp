@@ -10,7 +10,7 @@
 #include "tinylm/models/microgpt/tensors.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 TEST(Gpt2Tensors, ListGivesLayoutOffsetsAndGgufNames) {
   gpt2::Config c = gpt2::preset("small-test");
@@ -68,5 +68,5 @@ TEST(MicrogptTensors, ListGivesLayoutAndOffsets) {
   EXPECT_EQ(layout.at("layer1.mlp_fc1").shape, (Shape{64, 16}));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

@@ -17,7 +17,7 @@
 #include "tinylm/tokenizers/char_tokenizer.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -407,5 +407,5 @@ TEST(ReadFile, SizeTextNamesWholeUnits) {
   EXPECT_EQ(io::size_text(1000), "1000 bytes");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm

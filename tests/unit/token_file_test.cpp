@@ -18,7 +18,7 @@
 #include "tinylm/io/crc32.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using test::expect_error;
@@ -419,5 +419,5 @@ TEST(DataPaths, Errors) {
   expect_error([&] { expand_data_paths(empty); }, {dir.file("e") + ": no data files"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

@@ -22,7 +22,7 @@
 #include "tinylm/train/run_config.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 constexpr int kBatch = 4, kSeq = 32, kAccum = 2;
 
@@ -130,11 +130,11 @@ TEST(TrainDevices, ABatchThatDoesNotSplitIsAnError) {
   EXPECT_NO_THROW(validate(families::trainable(), c));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 // GPT-2's backward reports every gradient range once, only in the last micro-batch, and each
 // holds its final values when reported: what the exchange sends early is what it would send
@@ -206,5 +206,5 @@ TEST(GradExchange, BucketsGiveTheBitsOfOneExchange) {
   EXPECT_THROW(exchange.done(10, n + 1), Error);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

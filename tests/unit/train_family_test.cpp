@@ -11,7 +11,7 @@
 #include "tinylm/train/run_config.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 const train::TrainFamilies& trainable() { return families::trainable(); }
 const train::TrainFamily& family(const std::string& arch) { return trainable().find(arch); }
@@ -134,5 +134,5 @@ TEST(TrainFamily, TokenizerDefaults) {
   EXPECT_EQ(family("microgpt").default_tokenizer(c, stderr), "");
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

@@ -11,7 +11,7 @@
 #include "tinylm/train/run_config.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using train::Gpt2Protocol;
 using train::Gpt2ProtocolOptions;
@@ -80,5 +80,5 @@ TEST(TrainGpt2Protocol, StopsWhenAsked) {
   EXPECT_TRUE(protocol.metrics().records.empty());
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

@@ -25,7 +25,7 @@
 #include "tinylm/train/window_data.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using json = nlohmann::json;
 
@@ -212,5 +212,5 @@ TEST(TrainLoopFixture, EvermindSmallOnTwoDevicesMatchesPyTorch) {
   evermind_case("evermind_small", 2);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

@@ -10,7 +10,7 @@
 #include "tinylm/train/microgpt_run.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using json = nlohmann::json;
 
@@ -48,5 +48,5 @@ TEST(TrainMicrogpt, ReproducesMicrogptPyLosses) {
   EXPECT_EQ(direct.losses, losses);
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

@@ -12,7 +12,7 @@
 #include "tinylm/train/gpt2_metrics.h"
 
 namespace tinylm::train {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 template <class T>
 T from_hex(const std::string& hex) {
@@ -165,5 +165,5 @@ TEST(TrainProtocol, MetricsJsonFollowsTheSchema) {
   EXPECT_EQ(r["weights"]["wte.weight"]["first8"], (nlohmann::ordered_json{"1.0", "-0.0"}));
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::train

@@ -13,7 +13,7 @@
 #include "tinylm/kernels/vulkan/devices.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -157,5 +157,5 @@ TEST(TrainResume, MicrogptResumesExactly) {
   expect_exact_resume(args, "model.safetensors", {"step:15", "model:20", "latest:30"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

@@ -17,7 +17,7 @@
 #include "tinylm/train/train_state.h"
 
 namespace tinylm::test {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 namespace fs = std::filesystem;
 
@@ -149,5 +149,5 @@ TEST(TrainRunChecks, AFullDiskIsFoundBeforeAnyWork) {
   EXPECT_FALSE(fs::exists(run)) << "the run directory was written";
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm::test

@@ -25,7 +25,7 @@
 #include "tinylm/io/text_file.h"
 
 namespace tinylm {
-namespace {
+namespace TINYLM_TEST_LOCAL {
 
 using Json = nlohmann::ordered_json;
 using test::expect_error;
@@ -498,5 +498,5 @@ TEST(TrainState, AFailedSaveLeavesTheOldFile) {
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"train_state.bin"});
 }
 
-}  // namespace
+}  // namespace TINYLM_TEST_LOCAL
 }  // namespace tinylm
