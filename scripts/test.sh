@@ -40,10 +40,7 @@ fi
 
 echo "== sanitizer build (clang, ASan + UBSan): tests and fuzz seeds"
 # The kernels of the level these tests run at build at -O1 (the others at -O0: src/CMakeLists.txt).
-# Debug information is line tables only: the sanitizers' reports name the file and line, and the
-# build is faster than with full -g (the dev preset's, for a debugger).
-cmake --preset dev -DTINYLM_SANITIZE_O1_LEVEL="$best" -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only \
-  >/dev/null
+cmake --preset dev -DTINYLM_SANITIZE_O1_LEVEL="$best" >/dev/null
 cmake --build build/dev -j "$jobs"
 # Tests that check numbers, not memory, and are the slowest under the sanitizers run only in the
 # release passes above: EvermindTrain's loss target, SameBitsCli's perplexity at every level, two
