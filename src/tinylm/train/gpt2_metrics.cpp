@@ -99,8 +99,9 @@ std::vector<int32_t> load_token_grid(const std::string& path, int64_t rows, int6
           v.is_number_unsigned()
               ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
               : v.get<int64_t>();
-      check(id >= 0 && id < vocab_size, path, ": ids[", r, "][", c, "] = ", v.dump(),
-            " is outside the vocabulary [0, ", vocab_size, ")");
+      if (id < 0 || id >= vocab_size)
+        fail(path, ": ids[", r, "][", c, "] = ", v.dump(), " is outside the vocabulary [0, ",
+             vocab_size, ")");
       grid.push_back(static_cast<int32_t>(id));
     }
   }
