@@ -177,6 +177,12 @@ TEST(Gguf, KeyValueErrors) {
   expect_bad(r, {"truncated", "key k of 1000 bytes"});
   r.header(0, 1).str("k").u32(7).u8(2).zeros(16);
   expect_bad(r, {"boolean value 2"});
+  // An array's element is named by its index: a string array's third string overruns the file,
+  // a boolean array's second value is 3.
+  r.header(0, 1).str("k").u32(9).u32(8).u64(3).str("a").str("b").u64(1000).zeros(16);
+  expect_bad(r, {"truncated", "key k[2] of 1000 bytes"});
+  r.header(0, 1).str("k").u32(9).u32(7).u64(2).u8(1).u8(3).zeros(16);
+  expect_bad(r, {"key k[1]: boolean value 3 is neither 0 nor 1"});
   r.header(0, 2).kv_u32("k", 1).kv_u32("k", 2).zeros(16);
   expect_bad(r, {"duplicate key k"});
   r.header(0, 1).str("").u32(4).u32(1);

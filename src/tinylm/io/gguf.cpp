@@ -63,21 +63,34 @@ class Cursor {
   size_t pos() const { return pos_; }
   uint64_t left() const { return b_.size() - pos_; }
 
-  void need(uint64_t n, const std::string& what) const {
-    check(n <= left(), name_, ": truncated: ", what, " needs ", n, " bytes at offset ", pos_,
-          ", the file has ", left(), " left");
+  // `what` names the field for the error: parts formatted only when a read fails, as an array's
+  // elements are read by the hundred thousand.
+  template <class... What>
+  void need(uint64_t n, const What&... what) const {
+    if (n > left()) {
+      fail(name_, ": truncated: ", what..., " needs ", n, " bytes at offset ", pos_,
+           ", the file has ", left(), " left");
+    }
   }
-  uint64_t uint(unsigned bytes, const std::string& what) {
-    need(bytes, what);
+  template <class... What>
+  uint64_t uint(unsigned bytes, const What&... what) {
+    need(bytes, what...);
     const uint64_t v = get_le(b_.data() + pos_, bytes);
     pos_ += bytes;
     return v;
   }
-  uint32_t u32(const std::string& what) { return static_cast<uint32_t>(uint(4, what)); }
-  uint64_t u64(const std::string& what) { return uint(8, what); }
-  std::string str(const std::string& what) {
-    const uint64_t n = u64(what + " length");
-    need(n, what + " of " + std::to_string(n) + " bytes");
+  template <class... What>
+  uint32_t u32(const What&... what) {
+    return static_cast<uint32_t>(uint(4, what...));
+  }
+  template <class... What>
+  uint64_t u64(const What&... what) {
+    return uint(8, what...);
+  }
+  template <class... What>
+  std::string str(const What&... what) {
+    const uint64_t n = u64(what..., " length");
+    need(n, what..., " of ", n, " bytes");
     std::string s(reinterpret_cast<const char*>(b_.data() + pos_), n);
     pos_ += n;
     return s;
@@ -223,15 +236,16 @@ size_t GgufValue::size() const { return std::max({ints.size(), floats.size(), st
 
 namespace {
 
-// Reads one scalar of type t (not string, not array) into v.
-void read_scalar(Cursor& c, GgufType t, GgufValue& v, const std::string& what,
-                 const std::string& name) {
+// Reads one scalar of type t (not string, not array) into v; `what` as for Cursor.
+template <class... What>
+void read_scalar(Cursor& c, GgufType t, GgufValue& v, const std::string& name,
+                 const What&... what) {
   if (t == GgufType::string) {
-    v.strings.push_back(c.str(what));
+    v.strings.push_back(c.str(what...));
     return;
   }
   const unsigned n = static_cast<unsigned>(scalar_bytes(t));
-  uint64_t bits = c.uint(n, what);
+  uint64_t bits = c.uint(n, what...);
   if (t == GgufType::f32) {
     v.floats.push_back(bits_float(static_cast<uint32_t>(bits)));
   } else if (t == GgufType::f64) {
@@ -239,8 +253,9 @@ void read_scalar(Cursor& c, GgufType t, GgufValue& v, const std::string& what,
     std::memcpy(&d, &bits, 8);
     v.floats.push_back(d);
   } else {
-    check(t != GgufType::boolean || bits <= 1, name, ": ", what, ": boolean value ", bits,
-          " is neither 0 nor 1");
+    if (t == GgufType::boolean && bits > 1) {
+      fail(name, ": ", what..., ": boolean value ", bits, " is neither 0 nor 1");
+    }
     if (is_signed(t) && n < 8 && (bits >> (8 * n - 1)) & 1) bits |= ~uint64_t{0} << (8 * n);
     v.ints.push_back(bits);
   }
@@ -289,11 +304,11 @@ void GgufFile::parse() {
             " is more than the ", c.left(), " bytes left can hold");
       if (v.elem == GgufType::string) v.strings.reserve(count);
       for (uint64_t j = 0; j < count; ++j) {
-        read_scalar(c, v.elem, v, what + "[" + std::to_string(j) + "]", name);
+        read_scalar(c, v.elem, v, name, what, "[", j, "]");
       }
     } else {
       v.elem = v.type;
-      read_scalar(c, v.type, v, what, name);
+      read_scalar(c, v.type, v, name, what);
     }
     kv_index_[key] = kv_.size();
     kv_.emplace_back(std::move(key), std::move(v));
