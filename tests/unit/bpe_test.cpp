@@ -1,7 +1,7 @@
 // GPT-2 byte-level BPE: the byte alphabet, UTF-8 repair, the vocabulary loaders and their
 // errors, encoding on small vocabularies whose merges are worked out by hand, the streaming
-// decoder, special tokens, and (when data/gpt2/ holds the vocabulary) known GPT-2 ids and a
-// throughput figure.
+// decoder, special tokens, and (when data/gpt2/ holds the vocabulary) known GPT-2 ids and linear
+// time on long runs. The encoding speed is bench/tokenizer_bench.cpp's.
 #include "tinylm/tokenizers/bpe.h"
 
 #include <gtest/gtest.h>
@@ -993,32 +993,6 @@ TEST(BpeGpt2, HugePieceIsNotQuadratic) {
         "in %.1f ms (%.0f ns/byte)\n",
         c, t_small * 1e3, t_small * 1e9 / (1 << 18), t_big * 1e3, t_big * 1e9 / (1 << 20));
     expect_not_quadratic(t_small, t_big);
-  }
-}
-
-// Prints the encoding speed on English prose (the repository's documentation, repeated);
-// asserts nothing about time.
-TEST(BpeGpt2, ThroughputOnProse) {
-  REQUIRE_GPT2();
-  std::string prose;
-  for (const char* f : {"README.md", "docs/architecture.md", "docs/formats.md",
-                        "docs/performance.md", "tests/fuzz/README.md", "tools/README.md"}) {
-    if (std::filesystem::exists(test::source_path(f)))
-      prose += test::read_text(test::source_path(f));
-  }
-  ASSERT_FALSE(prose.empty());
-  std::string text;
-  while (text.size() < (size_t{8} << 20)) text += prose;
-  const BpeTokenizer fresh = gpt2();  // a copy: same vocabulary, empty cache
-  for (const char* pass : {"cold cache", "warm cache"}) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const Ids ids = fresh.encode(text);
-    const double s = seconds_since(t0);
-    std::printf(
-        "[ info     ] GPT-2 encode, %s: %.1f MB of prose (%zu unique bytes) in %.0f ms "
-        "= %.1f MB/s, %.2f bytes/token\n",
-        pass, text.size() / 1e6, prose.size(), s * 1e3, text.size() / 1e6 / s,
-        static_cast<double>(text.size()) / static_cast<double>(ids.size()));
   }
 }
 
