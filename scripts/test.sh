@@ -44,11 +44,11 @@ cmake --preset dev -DTINYLM_SANITIZE_O1_LEVEL="$best" >/dev/null
 cmake --build build/dev -j "$jobs"
 # Tests that check numbers, not memory, and are the slowest under the sanitizers run only in the
 # release passes above: EvermindTrain's loss target, SameBitsCli's perplexity at every level, two
-# processes' bits against two devices', and a GPU run's resume and its track of the CPU's. The
-# code they run is under the sanitizers through the other tests (CliMpi's shards and a dying
-# process, TrainResume on the CPU, GpuTrainer and CliTrainGpt2Gpu).
+# processes' bits against two devices', and microgpt's 1000-step default run against
+# microgpt.py's transcript. The code they run is under the sanitizers through the other tests
+# (CliMpi's shards and a dying process, MicrogptRun's 40-step run).
 numbers_only='^(EvermindTrain\.TinyShakespeareLossFallsBelow60PercentOfStart|SameBitsCli\.PerplexityPrintsTheSameBytesAtEveryLevel'
-numbers_only+='|CliMpi\.TrainOnTwoProcessesMatchesTwoDevicesAndResumesOnOne|TrainResume\.Gpt2OnTheGpu.*)$'
+numbers_only+='|CliMpi\.TrainOnTwoProcessesMatchesTwoDevicesAndResumesOnOne|.*MicrogptRun\.SlowDefaultRun.*)$'
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset dev -j "$jobs" \
   -E "$numbers_only"
 
