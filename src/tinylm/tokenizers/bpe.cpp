@@ -230,10 +230,10 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   }
   for (const AddedToken& a : added) {
     check(!a.content.empty(), vocab_what, ": added token with empty content (id ", a.id, ")");
-    const auto [it, inserted] = m->ids.emplace(a.content, a.id);
-    if (!inserted && it->second != a.id)
+    const int had = m->ids.emplace(a.content, a.id);
+    if (had != a.id)
       fail(vocab_what, ": added token ", quote_token(a.content), " has id ", a.id,
-           " but the vocabulary gives it id ", it->second);
+           " but the vocabulary gives it id ", had);
   }
   // Ids: 0..N-1, each once (checked in file order, so errors name the first offender).
   const size_t n = m->ids.size();
@@ -259,9 +259,9 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   for (const AddedToken& a : added) {
     if (a.special) m->specials.emplace_back(a.content, a.id);
   }
-  if (const auto it = m->ids.find(kEndOfText); it != m->ids.end()) {
-    m->eot = it->second;
-    m->specials.emplace_back(std::string(kEndOfText), it->second);
+  if (const int eot = m->ids.find(kEndOfText); eot >= 0) {
+    m->eot = eot;
+    m->specials.emplace_back(std::string(kEndOfText), eot);
   }
   std::sort(m->specials.begin(), m->specials.end(),
             [](const auto& x, const auto& y) { return x.second < y.second; });
@@ -277,8 +277,7 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   for (int b = 0; b < 256; ++b) {
     std::string ch;
     append_utf8(ch, byte_to_unicode(static_cast<uint8_t>(b)));
-    const auto it = m->ids.find(ch);
-    m->byte_ids[b] = it == m->ids.end() ? -1 : it->second;
+    m->byte_ids[b] = m->ids.find(ch);
   }
   m->whole_characters = std::find(m->byte_ids.begin(), m->byte_ids.end(), -1) != m->byte_ids.end();
   for (size_t id = 0; id < n && m->whole_characters; ++id) {
@@ -292,18 +291,18 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   m->merge_table.reserve(merges.size());
   for (const MergeEntry& e : merges) {
     const auto id_of = [&](const std::string& t) {
-      const auto it = m->ids.find(t);
-      if (it == m->ids.end())
+      const int id = m->ids.find(t);
+      if (id < 0)
         fail(merges_what, ": ", where_word, " ", e.where, ": merge ", quote_token(e.a + " " + e.b),
              ": ", quote_token(t), " is not in the vocabulary");
-      return it->second;
+      return id;
     };
     const int a = id_of(e.a), b = id_of(e.b), result = id_of(e.a + e.b);
     const int rank = static_cast<int>(m->merges.size());
-    const auto [it, inserted] = m->merge_table.emplace(pair_key(a, b), Model::Merge{rank, result});
+    const auto [had, inserted] = m->merge_table.emplace(pair_key(a, b), {rank, result});
     if (!inserted)
       fail(merges_what, ": ", where_word, " ", e.where, ": merge ", quote_token(e.a + " " + e.b),
-           " repeats merge ", it->second.rank, " (counting from 0)");
+           " repeats merge ", had->rank, " (counting from 0)");
     m->merges.emplace_back(a, b);
   }
   return m;
@@ -589,9 +588,9 @@ std::string_view BpeTokenizer::token_bytes(int id) const {
 }
 
 std::optional<int> BpeTokenizer::token_id(std::string_view token) const {
-  const auto it = model_->ids.find(token);
-  if (it == model_->ids.end()) return std::nullopt;
-  return it->second;
+  const int id = model_->ids.find(token);
+  if (id < 0) return std::nullopt;
+  return id;
 }
 
 std::vector<int> BpeTokenizer::special_ids() const {

@@ -58,21 +58,20 @@ int candidate_left(Candidate c) { return static_cast<int>(c & 0xFFFFFFFFu); }
 }
 
 // The merge of symbol `left` with its right neighbour, if the pair has a rank.
-const Model::Merge* merge_at(const Model& m, const Scratch& s, int left) {
+const Merge* merge_at(const Model& m, const Scratch& s, int left) {
   const Symbol& l = s.symbols[static_cast<size_t>(left)];
   if (l.id < 0 || l.next < 0) return nullptr;
-  const auto it = m.merge_table.find(pair_key(l.id, s.symbols[static_cast<size_t>(l.next)].id));
-  return it == m.merge_table.end() ? nullptr : &it->second;
+  return m.merge_table.find(pair_key(l.id, s.symbols[static_cast<size_t>(l.next)].id));
 }
 
 void add_candidate(const Model& m, const Scratch& s, int left, std::vector<Candidate>& to) {
-  if (const Model::Merge* mg = merge_at(m, s, left)) to.push_back(make_candidate(mg->rank, left));
+  if (const Merge* mg = merge_at(m, s, left)) to.push_back(make_candidate(mg->rank, left));
 }
 
 // Merges symbol `left` with its right neighbour (the pair of rank `rank`), if that is still
 // the pair there; the pairs this makes go to s.pending.
 void merge_if_current(const Model& m, Scratch& s, int left, int rank) {
-  const Model::Merge* mg = merge_at(m, s, left);
+  const Merge* mg = merge_at(m, s, left);
   if (!mg || mg->rank != rank) return;  // stale: the pair there has changed
   Symbol& l = s.symbols[static_cast<size_t>(left)];
   Symbol& r = s.symbols[static_cast<size_t>(l.next)];
@@ -121,7 +120,7 @@ void merge_with_buckets(const Model& m, Scratch& s) {
     it->second.push_back(left);
   };
   for (int i = 0; i + 1 < static_cast<int>(s.symbols.size()); ++i) {
-    if (const Model::Merge* mg = merge_at(m, s, i)) add(mg->rank, i);
+    if (const Merge* mg = merge_at(m, s, i)) add(mg->rank, i);
   }
   while (!s.ranks.empty()) {
     std::pop_heap(s.ranks.begin(), s.ranks.end(), after);

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "tinylm/tokenizers/bpe_tables.h"
+
 namespace tinylm::bpe_detail {
 
 // Maps from strings that a string_view looks up without a copy.
@@ -26,24 +28,15 @@ struct StringHash {
 template <class V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
-// A merge's key in Model::merge_table: its two tokens' ids.
-inline uint64_t pair_key(int a, int b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
-
 // A token for an error message: quoted, control bytes escaped, long ones cut short.
 std::string quote_token(std::string_view s);
 
 struct Model {
-  struct Merge {
-    int rank;
-    int result;
-  };
   std::vector<std::string> tokens;  // by id
   std::vector<std::string> bytes;   // by id: what each token decodes to
-  StringMap<int> ids;
+  TokenIndex ids;
   std::vector<std::pair<int, int>> merges;  // by rank
-  std::unordered_map<uint64_t, Merge> merge_table;
+  MergeTable merge_table;                   // by pair_key of the two tokens' ids
   std::array<int, 256> byte_ids{};  // the token of each byte; -1 where the vocabulary lacks it
   std::vector<std::pair<std::string, int>> specials;  // content, id; in id order
   std::optional<int> eot;
