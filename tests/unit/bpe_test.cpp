@@ -931,6 +931,15 @@ TEST(BpeLoadErrors, MergesInvalidUtf8) {
   expect_pair_error(vocab_json(kAb), "a b\n\xC3(\n", "bad/merges.txt", "invalid UTF-8");
 }
 
+// A token list by id (a GGUF's tokenizer.ggml.tokens), unlike a JSON object, can repeat a token.
+TEST(BpeLoadErrors, TokenListRepeatsAToken) {
+  const std::vector<std::string> tokens = {"a", "b", "ab", "b"}, merges = {"a b"};
+  expect_load_error([&] { BpeTokenizer::from_tokens(tokens, merges, {}, "bad.gguf"); },
+                    {"bad.gguf: token 'b' has the ids 1 and 3"});
+  const std::vector<std::string> fine = {"a", "b", "ab"};
+  EXPECT_EQ(BpeTokenizer::from_tokens(fine, merges, {}, "good.gguf").encode("ab"), (Ids{2}));
+}
+
 // ---------------------------------------------------------------------------------------------
 // GPT-2's own vocabulary (data/gpt2/, when present)
 

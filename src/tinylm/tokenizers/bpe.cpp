@@ -23,7 +23,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using bpe_detail::pair_key;
 using bpe_detail::quote_token;
-using bpe_detail::StringMap;
 
 // ---------------------------------------------------------------------------------------------
 // Byte-level alphabet
@@ -226,7 +225,9 @@ std::shared_ptr<const Model> build_model(const std::vector<VocabEntry>& vocab,
   m->ids.reserve(vocab.size() + added.size());
   for (const VocabEntry& e : vocab) {
     check(!e.token.empty(), vocab_what, ": empty token (id ", e.id, ")");
-    m->ids.emplace(e.token, e.id);  // keys are unique: parse_json_strict refuses repeats
+    // (tokenizer.json's parser refuses a repeated key first; a GGUF's token list meets this.)
+    if (const int had = m->ids.emplace(e.token, e.id); had != e.id)
+      fail(vocab_what, ": token ", quote_token(e.token), " has the ids ", had, " and ", e.id);
   }
   for (const AddedToken& a : added) {
     check(!a.content.empty(), vocab_what, ": added token with empty content (id ", a.id, ")");
@@ -456,14 +457,7 @@ BpeTokenizer BpeTokenizer::from_tokens(std::span<const std::string> tokens,
         tokens.size(), " tokens");
   std::vector<VocabEntry> vocab;
   vocab.reserve(tokens.size());
-  StringMap<int> seen;
-  seen.reserve(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const auto [it, inserted] = seen.emplace(tokens[i], static_cast<int>(i));
-    if (!inserted)
-      fail(name, ": token ", quote_token(tokens[i]), " has the ids ", it->second, " and ", i);
-    vocab.push_back({tokens[i], static_cast<int>(i)});
-  }
+  for (size_t i = 0; i < tokens.size(); ++i) vocab.push_back({tokens[i], static_cast<int>(i)});
   std::vector<AddedToken> added;
   for (int id : special_ids) {
     check(id >= 0 && static_cast<size_t>(id) < tokens.size(), name, ": special token id ", id,

@@ -5,7 +5,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -18,15 +17,6 @@
 #include "tinylm/tokenizers/bpe_tables.h"
 
 namespace tinylm::bpe_detail {
-
-// Maps from strings that a string_view looks up without a copy.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
-template <class V>
-using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
 // A token for an error message: quoted, control bytes escaped, long ones cut short.
 std::string quote_token(std::string_view s);
