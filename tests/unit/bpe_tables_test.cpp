@@ -1,13 +1,17 @@
 // The BPE model's flat tables (tokenizers/bpe_tables.h) against std::unordered_map: the same
 // answers for present and absent keys, through growth past what was reserved, for keys that
-// share their low bits.
+// share their low bits; and the pre-token cache (bpe_model.h) through its restart when full.
 #include "tinylm/tokenizers/bpe_tables.h"
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <vector>
+
+#include "tinylm/tokenizers/bpe_model.h"
 
 namespace tinylm::bpe_detail {
 namespace TINYLM_TEST_LOCAL {
@@ -61,6 +65,37 @@ TEST(MergeTable, AnswersAsAMap) {
   }
   EXPECT_EQ(table.find(pair_key(61, 0)), nullptr);
   EXPECT_EQ(table.find(pair_key(-1, -1)), nullptr);
+}
+
+TEST(PieceCache, AnswersUntilFullThenStartsOver) {
+  Cache cache;
+  const auto key = [](size_t i) { return "piece" + std::to_string(i); };
+  const auto hash = [](const std::string& s) { return std::hash<std::string_view>{}(s); };
+  std::vector<int> out;
+  EXPECT_FALSE(cache.lookup("piece0", hash("piece0"), out));
+  const auto put = [&](size_t i) {
+    const std::vector<int> ids = {static_cast<int>(i), -static_cast<int>(i)};
+    cache.insert(key(i), hash(key(i)), ids);
+  };
+  for (size_t i = 0; i + 1 < Cache::kMaxEntries; ++i) put(i);
+  cache.insert(key(0), hash(key(0)), std::vector<int>{7});  // present: kept as it was
+  put(Cache::kMaxEntries - 1);                              // now full
+  for (size_t i : {size_t{0}, size_t{1}, Cache::kMaxEntries - 1}) {
+    out.clear();
+    ASSERT_TRUE(cache.lookup(key(i), hash(key(i)), out)) << i;
+    EXPECT_EQ(out, (std::vector<int>{static_cast<int>(i), -static_cast<int>(i)}));
+  }
+  // Full: the next new piece empties it first.
+  const std::string last = key(Cache::kMaxEntries);
+  cache.insert(last, hash(last), std::vector<int>{3});
+  out.clear();
+  EXPECT_FALSE(cache.lookup(key(1), hash(key(1)), out));
+  ASSERT_TRUE(cache.lookup(last, hash(last), out));
+  EXPECT_EQ(out, (std::vector<int>{3}));
+  // Too long or empty pieces are not cached.
+  const std::string long_piece(Cache::kMaxPieceBytes + 1, 'x');
+  cache.insert(long_piece, hash(long_piece), std::vector<int>{1});
+  EXPECT_FALSE(cache.lookup(long_piece, hash(long_piece), out));
 }
 
 }  // namespace TINYLM_TEST_LOCAL

@@ -36,9 +36,8 @@ struct Model {
   bool whole_characters = false;
 };
 
-// Pre-token bytes -> ids, for pieces of up to kMaxPieceBytes: an open-addressing hash table
-// over two arenas (the pieces' bytes and their ids), flat so that a lookup costs about two
-// cache misses. When it holds kMaxEntries it starts over.
+// Pre-token bytes -> ids, for pieces of up to kMaxPieceBytes: a ProbeTable (bpe_tables.h) over
+// two arenas, the pieces' bytes and their ids. When it holds kMaxEntries it starts over.
 struct Cache {
  public:
   static constexpr size_t kMaxEntries = size_t{1} << 16;
@@ -48,53 +47,44 @@ struct Cache {
 
   // Appends the ids of `piece` to out if it is cached.
   bool lookup(std::string_view piece, size_t hash, std::vector<int>& out) const {
-    if (slots_.empty()) return false;
-    for (size_t i = hash & kMask;; i = (i + 1) & kMask) {
-      const Slot& s = slots_[i];
-      if (s.key_len == 0) return false;
-      if (s.hash == hash && s.key_len == piece.size() &&
-          std::memcmp(keys_.data() + s.key, piece.data(), piece.size()) == 0) {
-        out.insert(out.end(), ids_.begin() + s.ids, ids_.begin() + s.ids + s.n_ids);
-        return true;
-      }
-    }
+    const Slot* s = table_.find(hash, [&](const Slot& x) { return matches(x, hash, piece); });
+    if (s) out.insert(out.end(), ids_.begin() + s->ids, ids_.begin() + s->ids + s->n_ids);
+    return s != nullptr;
   }
 
   void insert(std::string_view piece, size_t hash, std::span<const int> ids) {
     if (piece.empty() || piece.size() > kMaxPieceBytes) return;
-    if (slots_.empty() || entries_ >= kMaxEntries) {
-      slots_.assign(kSlots, Slot{});
+    if (table_.size() >= kMaxEntries) {
+      table_.clear();
       keys_.clear();
       ids_.clear();
-      entries_ = 0;
     }
-    size_t i = hash & kMask;
-    for (; slots_[i].key_len != 0; i = (i + 1) & kMask) {
-      const Slot& s = slots_[i];
-      if (s.hash == hash && s.key_len == piece.size() &&
-          std::memcmp(keys_.data() + s.key, piece.data(), piece.size()) == 0) {
-        return;  // another thread was first
-      }
-    }
-    slots_[i] = {hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(ids_.size()),
-                 static_cast<uint16_t>(piece.size()), static_cast<uint16_t>(ids.size())};
+    table_.reserve(kMaxEntries);  // allocated on the first insert, and never grown
+    const auto [s, added] =
+        table_.insert(hash, [&](const Slot& x) { return matches(x, hash, piece); });
+    if (!added) return;  // another thread was first
+    *s = {hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(ids_.size()),
+          static_cast<uint16_t>(piece.size()), static_cast<uint16_t>(ids.size())};
     keys_.append(piece);
     ids_.insert(ids_.end(), ids.begin(), ids.end());
-    ++entries_;
   }
 
  private:
-  static constexpr size_t kSlots = kMaxEntries * 2;  // a power of two: load factor <= 1/2
-  static constexpr size_t kMask = kSlots - 1;
   struct Slot {
-    size_t hash;
-    uint32_t key, ids;        // offsets into keys_ and ids_
-    uint16_t key_len, n_ids;  // key_len 0: empty slot (n_ids <= key_len <= 256)
+    size_t h = 0;
+    uint32_t key = 0, ids = 0;        // offsets into keys_ and ids_
+    uint16_t key_len = 0, n_ids = 0;  // key_len 0: empty slot (n_ids <= key_len <= 256)
+    bool used() const { return key_len != 0; }
+    size_t hash() const { return h; }
   };
-  std::vector<Slot> slots_;  // allocated on the first insert
+  bool matches(const Slot& s, size_t hash, std::string_view piece) const {
+    return s.h == hash && s.key_len == piece.size() &&
+           std::memcmp(keys_.data() + s.key, piece.data(), piece.size()) == 0;
+  }
+
+  ProbeTable<Slot> table_;
   std::string keys_;
   std::vector<int> ids_;
-  size_t entries_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 
 #include "tinylm/core/error.h"
 #include "tinylm/core/utf8.h"
+#include "tinylm/tokenizers/bpe_tables.h"
 #include "tinylm/tokenizers/pretokenize.h"
 
 namespace tinylm {
@@ -84,9 +85,7 @@ void for_each_between_specials(std::string_view text, std::span<const std::strin
   f(text.substr(pos));
 }
 
-uint64_t pair_key(int a, int b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
+using bpe_detail::pair_key;
 int key_first(uint64_t key) { return static_cast<int>(key >> 32); }
 int key_second(uint64_t key) { return static_cast<int>(key & 0xFFFFFFFFu); }
 
